@@ -1,0 +1,25 @@
+package applypatch
+
+// Golden values recorded from the reference (codex-cli 0.169.0 app-server) applying
+// the patches of TestReferenceSession in a scratch directory; "ROOT" stands for that directory.
+
+var refChanges = []string{
+	`[{"path": "ROOT/a.txt", "kind": {"type": "update", "move_path": null}, "diff": "@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n@@ -9,3 +9,3 @@\n l9\n-l10\n+L10\n l11\n"}, {"path": "ROOT/crlf.txt", "kind": {"type": "update", "move_path": null}, "diff": "@@ -1,3 +1,3 @@\n a\r\n-b\r\n+B\r\n c\r\n"}, {"path": "ROOT/d.txt", "kind": {"type": "delete"}, "diff": "gone\nbye\n"}, {"path": "ROOT/hello.txt", "kind": {"type": "add"}, "diff": "hi\nthere\n"}, {"path": "ROOT/m.txt", "kind": {"type": "update", "move_path": "ROOT/sub/n.txt"}, "diff": "@@ -1 +1 @@\n-x\n+y\n\n\nMoved to: ROOT/sub/n.txt"}]`,
+	`[{"path": "ROOT/a.txt", "kind": {"type": "update", "move_path": null}, "diff": "@@ -5,3 +5,3 @@\n l5\n-l6\n+L6\n l7\n"}, {"path": "ROOT/hello.txt", "kind": {"type": "add"}, "diff": "again\n"}]`,
+	`[{"path": "ROOT/hello.txt", "kind": {"type": "add"}, "diff": "third\n"}]`,
+}
+
+var refTurnDiffs = []string{
+	"diff --git a/a.txt b/a.txt\nindex 1b2a1c578aec87508e112ab973ba9fe53cbeac2e..0422c8c8069920b6211e9ee54f57a80461d75d07\n--- a/a.txt\n+++ b/a.txt\n@@ -1,12 +1,12 @@\n l1\n l2\n-l3\n+L3\n l4\n l5\n l6\n l7\n l8\n l9\n-l10\n+L10\n l11\n l12\ndiff --git a/crlf.txt b/crlf.txt\nindex b5eff5721aa4f9468960ecd78cd2764deab97b55..d5a6cc6abcf2268e05671de39c071470e30d5228\n--- a/crlf.txt\n+++ b/crlf.txt\n@@ -1,3 +1,3 @@\n a\r\n-b\r\n+B\r\n c\r\ndiff --git a/d.txt b/d.txt\ndeleted file mode 100644\nindex d3bc7181689fb02948ec12fb756194149313001a..0000000000000000000000000000000000000000\n--- a/d.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-gone\n-bye\ndiff --git a/hello.txt b/hello.txt\nnew file mode 100644\nindex 0000000000000000000000000000000000000000..0e2f46c17070f62e560121bb636c0bc965086054\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1,2 @@\n+hi\n+there\ndiff --git a/m.txt b/sub/n.txt\nindex 587be6b4c3f93f93c489c0111bba5596147a26cb..975fbec8256d3e8a3797e7a3611380f27c49f4ac\n--- a/m.txt\n+++ b/sub/n.txt\n@@ -1 +1 @@\n-x\n+y\n",
+	"diff --git a/a.txt b/a.txt\nindex 1b2a1c578aec87508e112ab973ba9fe53cbeac2e..0d77beed8662f35875ba6eb2a2affd40481ca681\n--- a/a.txt\n+++ b/a.txt\n@@ -1,12 +1,12 @@\n l1\n l2\n-l3\n+L3\n l4\n l5\n-l6\n+L6\n l7\n l8\n l9\n-l10\n+L10\n l11\n l12\ndiff --git a/crlf.txt b/crlf.txt\nindex b5eff5721aa4f9468960ecd78cd2764deab97b55..d5a6cc6abcf2268e05671de39c071470e30d5228\n--- a/crlf.txt\n+++ b/crlf.txt\n@@ -1,3 +1,3 @@\n a\r\n-b\r\n+B\r\n c\r\ndiff --git a/d.txt b/d.txt\ndeleted file mode 100644\nindex d3bc7181689fb02948ec12fb756194149313001a..0000000000000000000000000000000000000000\n--- a/d.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-gone\n-bye\ndiff --git a/hello.txt b/hello.txt\nnew file mode 100644\nindex 0000000000000000000000000000000000000000..a15e18519588dcf72b0bb430240ef936b6cb0cf2\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+again\ndiff --git a/m.txt b/sub/n.txt\nindex 587be6b4c3f93f93c489c0111bba5596147a26cb..975fbec8256d3e8a3797e7a3611380f27c49f4ac\n--- a/m.txt\n+++ b/sub/n.txt\n@@ -1 +1 @@\n-x\n+y\n",
+	"diff --git a/a.txt b/a.txt\nindex 1b2a1c578aec87508e112ab973ba9fe53cbeac2e..0d77beed8662f35875ba6eb2a2affd40481ca681\n--- a/a.txt\n+++ b/a.txt\n@@ -1,12 +1,12 @@\n l1\n l2\n-l3\n+L3\n l4\n l5\n-l6\n+L6\n l7\n l8\n l9\n-l10\n+L10\n l11\n l12\ndiff --git a/crlf.txt b/crlf.txt\nindex b5eff5721aa4f9468960ecd78cd2764deab97b55..d5a6cc6abcf2268e05671de39c071470e30d5228\n--- a/crlf.txt\n+++ b/crlf.txt\n@@ -1,3 +1,3 @@\n a\r\n-b\r\n+B\r\n c\r\ndiff --git a/d.txt b/d.txt\ndeleted file mode 100644\nindex d3bc7181689fb02948ec12fb756194149313001a..0000000000000000000000000000000000000000\n--- a/d.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-gone\n-bye\ndiff --git a/hello.txt b/hello.txt\nnew file mode 100644\nindex 0000000000000000000000000000000000000000..234496b1caf2c7682b8441f9b866a7e2420d9748\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+third\ndiff --git a/m.txt b/sub/n.txt\nindex 587be6b4c3f93f93c489c0111bba5596147a26cb..975fbec8256d3e8a3797e7a3611380f27c49f4ac\n--- a/m.txt\n+++ b/sub/n.txt\n@@ -1 +1 @@\n-x\n+y\n",
+}
+
+var refOutputs = []string{
+	"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA hello.txt\nM a.txt\nM sub/n.txt\nM crlf.txt\nD d.txt\n",
+	"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA hello.txt\nM a.txt\n",
+	"apply_patch verification failed: Failed to find expected lines in ROOT/a.txt:\nnothere\nzzz",
+	"apply_patch verification failed: Failed to read file to update ROOT/missing.txt: No such file or directory (os error 2)",
+	"apply_patch verification failed: invalid hunk at line 2, '*** Frob File: x' is not a valid hunk header. Valid hunk headers: '*** Add File: {path}', '*** Delete File: {path}', '*** Update File: {path}'",
+	"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA hello.txt\n",
+}

@@ -1,0 +1,234 @@
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	toml "github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// Layer source types as they appear on the wire (ConfigLayerSource.type).
+const (
+	SourceSystem       = "system"
+	SourceUser         = "user"
+	SourceProject      = "project"
+	SourceSessionFlags = "sessionFlags"
+)
+
+// SystemConfigPath is the system-wide configuration file, the lowest layer.
+const SystemConfigPath = "/etc/codex/config.toml"
+
+// Error is a configuration problem: a malformed file, an invalid -c
+// override, or a value of the wrong type. File and Line are set when the
+// problem can be located in a file; Key is the dotted key when known.
+type Error struct {
+	File   string // file path, or a description such as "-c override"
+	Line   int    // 1-based; 0 when unknown
+	Column int    // 1-based; 0 when unknown
+	Key    string // dotted key, empty when unknown
+	Msg    string
+}
+
+// Error renders "file:line:col: msg (key `k`)" with the known parts.
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d", e.Line)
+			if e.Column > 0 {
+				fmt.Fprintf(&b, ":%d", e.Column)
+			}
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Key != "" && !strings.Contains(e.Msg, "`"+e.Key+"`") {
+		fmt.Fprintf(&b, " (key `%s`)", e.Key)
+	}
+	return b.String()
+}
+
+// position is a 1-based line/column in a file.
+type position struct{ line, col int }
+
+// layer is one configuration source with its raw content.
+type layer struct {
+	source   string // SourceSystem, SourceUser, ...
+	file     string // config file (system/user) or .codex folder (project)
+	profile  string // for the profile layer: selected profile name
+	disabled string // non-empty: reason the layer is not applied
+	raw      tree
+	// positions maps joinKey(path) of keys and table headers to where
+	// they are defined; nil for layers that do not come from a file.
+	positions map[string]position
+	// posPrefix is prepended to paths before looking them up in positions
+	// (the profile layer is the [profiles.<name>] table of the user file).
+	posPrefix []string
+	// label names the layer in errors when it has no file.
+	label string
+}
+
+// version is the content hash config/read reports: sha256 of the layer's
+// config as compact JSON with sorted keys.
+func (l *layer) version() string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	raw := l.raw
+	if raw == nil {
+		raw = tree{}
+	}
+	if err := enc.Encode(jsonReady(raw)); err != nil {
+		buf.Reset()
+		buf.WriteString("{}")
+	}
+	sum := sha256.Sum256(bytes.TrimRight(buf.Bytes(), "\n"))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// locate returns an Error for path in this layer, located as precisely as
+// the layer allows.
+func (l *layer) locate(path []string, msg string) *Error {
+	e := &Error{Key: joinKey(path), Msg: msg}
+	switch {
+	case l.source == SourceProject:
+		e.File = l.file + "/config.toml"
+	case l.file != "":
+		e.File = l.file
+	default:
+		e.File = l.label
+	}
+	if l.positions == nil {
+		return e
+	}
+	full := append(append([]string{}, l.posPrefix...), path...)
+	for n := len(full); n > 0; n-- {
+		if p, ok := l.positions[joinKey(full[:n])]; ok {
+			e.Line, e.Column = p.line, p.col
+			break
+		}
+	}
+	return e
+}
+
+// readFileLayer parses a TOML file into a layer. A missing file yields an
+// empty layer; a malformed one an *Error naming file, line and column.
+func readFileLayer(source, file string) (*layer, error) {
+	l := &layer{source: source, file: file, raw: tree{}}
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return l, nil
+	}
+	if err != nil {
+		return nil, &Error{File: file, Msg: err.Error()}
+	}
+	raw, positions, err := parseTOML(file, data)
+	if err != nil {
+		return nil, err
+	}
+	l.raw, l.positions = raw, positions
+	return l, nil
+}
+
+// parseTOML decodes a document into a generic tree and indexes where each
+// key is defined.
+func parseTOML(file string, data []byte) (tree, map[string]position, error) {
+	var raw tree
+	if err := toml.Unmarshal(data, &raw); err != nil {
+		e := &Error{File: file, Msg: err.Error()}
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			e.Line, e.Column = de.Position()
+			e.Key = strings.Join(de.Key(), ".")
+			e.Msg = strings.TrimPrefix(de.Error(), "toml: ")
+		}
+		return nil, nil, e
+	}
+	if raw == nil {
+		raw = tree{}
+	}
+	return raw, indexPositions(data), nil
+}
+
+// indexPositions maps every key-value and table header of a (valid) TOML
+// document to its line and column. Array-table elements are indexed by
+// their position in the array.
+func indexPositions(data []byte) map[string]position {
+	out := map[string]position{}
+	var p unstable.Parser
+	p.Reset(data)
+	var prefix []string
+	arrayCounts := map[string]int{}
+	keyOf := func(it unstable.Iterator) []string {
+		var parts []string
+		for it.Next() {
+			parts = append(parts, string(it.Node().Data))
+		}
+		return parts
+	}
+	for p.NextExpression() {
+		n := p.Expression()
+		switch n.Kind {
+		case unstable.Table:
+			prefix = keyOf(n.Key())
+			sh := p.Shape(n.Child().Raw)
+			record(out, prefix, position{sh.Start.Line, sh.Start.Column})
+		case unstable.ArrayTable:
+			k := keyOf(n.Key())
+			jk := joinKey(k)
+			idx := arrayCounts[jk]
+			arrayCounts[jk] = idx + 1
+			prefix = append(k, fmt.Sprint(idx))
+			sh := p.Shape(n.Child().Raw)
+			record(out, prefix, position{sh.Start.Line, sh.Start.Column})
+		case unstable.KeyValue:
+			k := append(append([]string{}, prefix...), keyOf(n.Key())...)
+			sh := p.Shape(n.Raw)
+			record(out, k, position{sh.Start.Line, sh.Start.Column})
+		}
+	}
+	return out
+}
+
+// record stores pos for path and for any of its prefixes not yet seen, so
+// that lookups of implicitly created tables find their first definition.
+func record(out map[string]position, path []string, pos position) {
+	for n := len(path); n > 0; n-- {
+		k := joinKey(path[:n])
+		if _, ok := out[k]; ok && n < len(path) {
+			return
+		}
+		out[k] = pos
+	}
+}
+
+// jsonReady converts TOML-specific values into JSON-friendly ones.
+func jsonReady(v any) any {
+	switch x := v.(type) {
+	case tree:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonReady(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonReady(e)
+		}
+		return out
+	case toml.LocalDate, toml.LocalTime, toml.LocalDateTime:
+		return fmt.Sprint(x)
+	default:
+		return v
+	}
+}

@@ -1,0 +1,255 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	toml "github.com/pelletier/go-toml/v2"
+)
+
+// ConfigFileName is the user configuration file inside CODEX_HOME.
+const ConfigFileName = "config.toml"
+
+// systemConfigPath is a variable so tests can point it elsewhere.
+var systemConfigPath = SystemConfigPath
+
+// CodexHome returns the absolute Codex home directory: $CODEX_HOME when set
+// and non-empty, else ~/.codex. The directory is created (0700) when
+// missing; unlike the reference, which rejects a CODEX_HOME that does not
+// exist, we create it, since an IDE launching us cannot easily fix that.
+func CodexHome() (string, error) {
+	dir := os.Getenv("CODEX_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("locate home directory: %w", err)
+		}
+		dir = filepath.Join(home, ".codex")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolve CODEX_HOME %q: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", fmt.Errorf("create CODEX_HOME: %w", err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("stat CODEX_HOME: %w", err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("CODEX_HOME %s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+// Load reads /etc/codex/config.toml (if present) and
+// <codexHome>/config.toml (missing = defaults), applies the `-c key=value`
+// overrides and the selected profile, and returns the typed result.
+// Overrides use dotted keys; each value is parsed as TOML and, if that
+// fails, taken as a plain string. Errors are *Error values naming the file
+// (or override), line and key.
+func Load(codexHome string, overrides []string) (*Config, error) {
+	sys, err := readFileLayer(SourceSystem, systemConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	user, err := readFileLayer(SourceUser, filepath.Join(codexHome, ConfigFileName))
+	if err != nil {
+		return nil, err
+	}
+	layers := []*layer{sys, user}
+	if len(overrides) > 0 {
+		flags, err := parseOverrides(overrides)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, flags)
+	}
+	return compose(codexHome, layers)
+}
+
+// parseOverrides turns `-c key=value` strings into a session-flags layer.
+func parseOverrides(overrides []string) (*layer, error) {
+	l := &layer{source: SourceSessionFlags, raw: tree{}, label: "-c override"}
+	for _, o := range overrides {
+		k, v, ok := strings.Cut(o, "=")
+		if !ok {
+			return nil, &Error{File: "-c override", Msg: fmt.Sprintf("invalid override %q: expected key=value", o)}
+		}
+		path, err := splitKey(strings.TrimSpace(k))
+		if err != nil {
+			return nil, &Error{File: "-c override", Msg: fmt.Sprintf("invalid override %q: %v", o, err)}
+		}
+		setPath(l.raw, path, parseOverrideValue(v))
+	}
+	return l, nil
+}
+
+// parseOverrideValue parses v as a TOML value, falling back to the
+// trimmed text as a string.
+func parseOverrideValue(v string) any {
+	v = strings.TrimSpace(v)
+	var doc tree
+	if err := toml.Unmarshal([]byte("v = "+v), &doc); err == nil {
+		if val, ok := doc["v"]; ok && len(doc) == 1 {
+			return val
+		}
+	}
+	return v
+}
+
+// compose merges layers (lowest first), inserts the selected profile's
+// layer below the session layers, and builds the typed Config.
+func compose(codexHome string, layers []*layer) (*Config, error) {
+	// Drop any previously inserted profile layer; it is recomputed.
+	base := make([]*layer, 0, len(layers)+1)
+	for _, l := range layers {
+		if l.profile == "" {
+			base = append(base, l)
+		}
+	}
+	full := mergeLayers(base)
+	if name, ok := full["profile"].(string); ok && name != "" {
+		pl, err := profileLayer(base, full, name)
+		if err != nil {
+			return nil, err
+		}
+		i := len(base)
+		for i > 0 && base[i-1].source == SourceSessionFlags {
+			i--
+		}
+		base = append(base[:i], append([]*layer{pl}, base[i:]...)...)
+		full = mergeLayers(base)
+	}
+	c, cerr := build(full)
+	if cerr != nil {
+		return nil, attribute(base, cerr)
+	}
+	c.CodexHome = codexHome
+	c.layers = base
+	c.effective = full
+	return c, nil
+}
+
+// profileLayer extracts [profiles.<name>] from the merged tree.
+func profileLayer(layers []*layer, full tree, name string) (*layer, error) {
+	profiles, _ := full["profiles"].(tree)
+	pt, ok := profiles[name].(tree)
+	if !ok {
+		e := attribute(layers, &convError{path: []string{"profile"}, msg: fmt.Sprintf("config profile `%s` not found", name)})
+		return nil, e
+	}
+	pl := &layer{source: SourceUser, profile: name, raw: deepCopy(pt), posPrefix: []string{"profiles", name}}
+	// Locate the profile in the highest layer that defines it.
+	for i := len(layers) - 1; i >= 0; i-- {
+		if _, ok := getPath(layers[i].raw, []string{"profiles", name}); ok {
+			pl.file, pl.positions, pl.label = layers[i].file, layers[i].positions, layers[i].label
+			if layers[i].source != SourceUser {
+				pl.source = layers[i].source
+			}
+			break
+		}
+	}
+	return pl, nil
+}
+
+// mergeLayers deep-merges the enabled layers, lowest first.
+func mergeLayers(layers []*layer) tree {
+	out := tree{}
+	for _, l := range layers {
+		if l.disabled == "" {
+			mergeInto(out, l.raw)
+		}
+	}
+	return out
+}
+
+// originLayer returns the highest enabled layer defining path (or its
+// longest defined prefix).
+func originLayer(layers []*layer, path []string) (*layer, []string) {
+	for n := len(path); n > 0; n-- {
+		for i := len(layers) - 1; i >= 0; i-- {
+			l := layers[i]
+			if l.disabled != "" {
+				continue
+			}
+			if _, ok := getPath(l.raw, path[:n]); ok {
+				return l, path[:n]
+			}
+		}
+	}
+	return nil, nil
+}
+
+// attribute turns a conversion error into an *Error located in the layer
+// that supplied the offending value.
+func attribute(layers []*layer, ce *convError) error {
+	l, _ := originLayer(layers, ce.path)
+	if l == nil {
+		return &Error{Key: joinKey(ce.path), Msg: ce.msg}
+	}
+	e := l.locate(ce.path, ce.msg)
+	if l.profile != "" {
+		e.Key = joinKey(append(append([]string{}, l.posPrefix...), ce.path...))
+	}
+	return e
+}
+
+// WithOverrides returns a new Config with a JSON override object (such as
+// thread/start's `config` param) applied on top. Keys may be dotted
+// ("model_providers.mock.base_url") or nested objects; null values are
+// ignored. The receiver is not modified.
+func (c *Config) WithOverrides(overrides map[string]any) (*Config, error) {
+	if len(overrides) == 0 {
+		return c.clone()
+	}
+	l := &layer{source: SourceSessionFlags, raw: tree{}, label: "config override"}
+	for k, v := range overrides {
+		nv, ok := normalizeJSON(v)
+		if !ok {
+			continue
+		}
+		path, err := splitKey(k)
+		if err != nil {
+			return nil, &Error{File: "config override", Msg: err.Error()}
+		}
+		setPath(l.raw, path, nv)
+	}
+	layers := append(append([]*layer{}, c.layers...), l)
+	return compose(c.CodexHome, layers)
+}
+
+// ForCwd returns a new Config that also applies the trusted project layers
+// (.codex/config.toml files from the project root down to cwd). Untrusted
+// project layers are recorded (config/read lists them as disabled) but not
+// applied.
+func (c *Config) ForCwd(cwd string) (*Config, error) {
+	if cwd == "" {
+		return c.clone()
+	}
+	var base []*layer
+	for _, l := range c.layers {
+		if l.source != SourceProject && l.profile == "" {
+			base = append(base, l)
+		}
+	}
+	projects, err := c.projectLayers(cwd)
+	if err != nil {
+		return nil, err
+	}
+	// Project layers sit above the user layer and below session flags.
+	i := len(base)
+	for i > 0 && base[i-1].source == SourceSessionFlags {
+		i--
+	}
+	layers := append(append(append([]*layer{}, base[:i]...), projects...), base[i:]...)
+	return compose(c.CodexHome, layers)
+}
+
+// clone recomposes the same layers into an independent Config.
+func (c *Config) clone() (*Config, error) {
+	return compose(c.CodexHome, c.layers)
+}

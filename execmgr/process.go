@@ -1,0 +1,679 @@
+package execmgr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// Default timings of a Manager.
+const (
+	DefaultKillGrace    = 500 * time.Millisecond // SIGTERM → SIGKILL grace
+	DefaultDrainTimeout = 2 * time.Second        // how long output is read after the child exited
+	readChunkSize       = 8192
+)
+
+// Errors reported by processes and the manager.
+var (
+	ErrClosed      = errors.New("execmgr: manager closed")
+	ErrStdinClosed = errors.New("execmgr: stdin is closed")
+	ErrNotTTY      = errors.New("process is not attached to a PTY")
+)
+
+// Stream identifies one output stream of a child.
+type Stream uint8
+
+// The output streams; PTY output is always Stdout.
+const (
+	Stdout Stream = iota
+	Stderr
+)
+
+// String returns "stdout" or "stderr", the wire names.
+func (s Stream) String() string {
+	if s == Stderr {
+		return "stderr"
+	}
+	return "stdout"
+}
+
+// Size is a terminal size in character cells.
+type Size struct {
+	Rows uint16 `json:"rows"`
+	Cols uint16 `json:"cols"`
+}
+
+// SpawnRequest describes one child process.
+type SpawnRequest struct {
+	Argv []string // program and arguments; argv[0] is looked up in the PATH of Env
+	Cwd  string   // working directory; "" = inherit
+	Env  []string // full environment ("K=V"); nil = this process's environment
+	TTY  bool     // run in a new PTY (own session, controlling terminal) instead of pipes
+	Size Size     // initial PTY size; zero = 24x80
+	// Stdin keeps a writable stdin pipe in pipe mode; otherwise stdin is /dev/null. A PTY always has stdin.
+	Stdin bool
+	// WrapArgv, when set, rewrites the argv just before spawning (the sandbox hook).
+	WrapArgv func(argv []string) ([]string, error)
+	// OutputCap caps the aggregate transcript (head+tail): 0 = DefaultOutputCap, <0 = keep no transcript.
+	OutputCap int
+	// OnOutput receives every chunk as it is read, from reader goroutines (stdout and stderr may be
+	// concurrent). The chunk is reused afterwards and must not be retained.
+	OnOutput func(stream Stream, chunk []byte)
+}
+
+// SpawnError says why a child could not be started.
+type SpawnError struct {
+	Err error
+}
+
+// Error renders the failure the way the reference does: `failed to spawn command: <reason> (os error N)`.
+func (e *SpawnError) Error() string { return "failed to spawn command: " + osErrorText(e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *SpawnError) Unwrap() error { return e.Err }
+
+// osErrorText formats an errno like Rust's io::Error ("No such file or directory (os error 2)").
+func osErrorText(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		s := errno.Error()
+		if s != "" {
+			s = strings.ToUpper(s[:1]) + s[1:]
+		}
+		return fmt.Sprintf("%s (os error %d)", s, int(errno))
+	}
+	return err.Error()
+}
+
+// ManagerOptions tunes a Manager; zero values mean the defaults.
+type ManagerOptions struct {
+	KillGrace    time.Duration // SIGTERM → SIGKILL grace (DefaultKillGrace)
+	DrainTimeout time.Duration // output read limit after exit (DefaultDrainTimeout)
+	Logger       *slog.Logger
+}
+
+// Manager owns every child process it spawns; Close kills them all.
+type Manager struct {
+	grace  time.Duration
+	drain  time.Duration
+	log    *slog.Logger
+	mu     sync.Mutex
+	closed bool
+	procs  map[*Process]struct{}
+}
+
+// NewManager returns an empty Manager.
+func NewManager(opts ManagerOptions) *Manager {
+	m := &Manager{grace: opts.KillGrace, drain: opts.DrainTimeout, log: opts.Logger, procs: map[*Process]struct{}{}}
+	if m.grace <= 0 {
+		m.grace = DefaultKillGrace
+	}
+	if m.drain <= 0 {
+		m.drain = DefaultDrainTimeout
+	}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	return m
+}
+
+// Live returns the processes not yet finished (exited and drained).
+func (m *Manager) Live() []*Process {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Process, 0, len(m.procs))
+	for p := range m.procs {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Close kills every live process group and waits, bounded by grace+drain+2s, for them to finish.
+// Later Spawn calls fail with ErrClosed.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	procs := make([]*Process, 0, len(m.procs))
+	for p := range m.procs {
+		procs = append(procs, p)
+	}
+	m.mu.Unlock()
+	for _, p := range procs {
+		p.Kill()
+	}
+	limit := time.NewTimer(m.grace + m.drain + 2*time.Second)
+	defer limit.Stop()
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-limit.C:
+			return errors.New("execmgr: timed out waiting for processes to exit")
+		}
+	}
+	return nil
+}
+
+func (m *Manager) forget(p *Process) {
+	m.mu.Lock()
+	delete(m.procs, p)
+	m.mu.Unlock()
+}
+
+// Spawn starts a child. Errors are returned only for a bad request or a closed manager; a child that
+// cannot be started (missing binary, bad cwd) yields a finished Process with a non-zero exit code
+// (127 not found, 126 not executable, 1 otherwise), the reason on stderr and SpawnErr set.
+func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error) {
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return nil, errors.New("execmgr: empty argv")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	argv := slices.Clone(req.Argv)
+	if req.WrapArgv != nil {
+		var err error
+		if argv, err = req.WrapArgv(argv); err != nil {
+			return nil, fmt.Errorf("execmgr: wrap argv: %w", err)
+		}
+		if len(argv) == 0 {
+			return nil, errors.New("execmgr: wrapped argv is empty")
+		}
+	}
+	env := req.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	p := &Process{
+		m:       m,
+		tty:     req.TTY,
+		onOut:   req.OnOutput,
+		subs:    map[int]func(Stream, []byte){},
+		exited:  make(chan struct{}),
+		done:    make(chan struct{}),
+		started: time.Now(),
+		code:    -1,
+	}
+	if req.OutputCap >= 0 {
+		p.agg = NewHeadTailBuffer(req.OutputCap)
+	}
+	var err error
+	path, err := lookPath(argv[0], env, req.Cwd)
+	if err == nil {
+		if req.TTY {
+			err = p.startPTY(path, argv, env, req)
+		} else {
+			err = p.startPipes(path, argv, env, req)
+		}
+	}
+	if err != nil {
+		p.failSpawn(err)
+		return p, nil
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		p.KillNow()
+	} else {
+		m.procs[p] = struct{}{}
+		m.mu.Unlock()
+	}
+	go p.wait()
+	return p, nil
+}
+
+// lookPath resolves argv0 like execvp, using the PATH of the child's environment.
+func lookPath(argv0 string, env []string, cwd string) (string, error) {
+	if strings.Contains(argv0, "/") {
+		return argv0, nil
+	}
+	pathVar := "/usr/local/bin:/usr/bin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathVar = v
+		}
+	}
+	var denied bool
+	for _, dir := range filepath.SplitList(pathVar) {
+		if dir == "" {
+			dir = "."
+		}
+		cand := filepath.Join(dir, argv0)
+		check := cand
+		if !filepath.IsAbs(check) && cwd != "" {
+			check = filepath.Join(cwd, check)
+		}
+		fi, err := os.Stat(check)
+		if err != nil || fi.IsDir() {
+			continue
+		}
+		if fi.Mode()&0o111 == 0 {
+			denied = true
+			continue
+		}
+		if !filepath.IsAbs(cand) {
+			cand = "./" + cand
+		}
+		return cand, nil
+	}
+	if denied {
+		return "", &os.PathError{Op: "exec", Path: argv0, Err: syscall.EACCES}
+	}
+	return "", &os.PathError{Op: "exec", Path: argv0, Err: syscall.ENOENT}
+}
+
+// Process is one child (and its process group) owned by a Manager.
+type Process struct {
+	m       *Manager
+	cmd     *exec.Cmd
+	pid     int
+	tty     bool
+	master  *os.File // PTY master (pollable)
+	readers []*os.File
+	stdinMu sync.Mutex
+	stdin   *os.File // pipe writer or PTY master; nil when closed / absent
+	onOut   func(Stream, []byte)
+	agg     *HeadTailBuffer
+	started time.Time
+
+	mu       sync.Mutex
+	subs     map[int]func(Stream, []byte)
+	nextSub  int
+	code     int
+	exitedAt time.Time
+	spawnErr error
+
+	live     atomic.Int32 // running reader goroutines
+	readDone chan struct{}
+	exited   chan struct{}
+	done     chan struct{}
+	killOnce sync.Once
+}
+
+func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) error {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return err
+	}
+	childEnds := []*os.File{outW, errW}
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: req.Cwd, Stdout: outW, Stderr: errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	var inW *os.File
+	if req.Stdin {
+		inR, w, err := os.Pipe()
+		if err != nil {
+			closeAll(outR, outW, errR, errW)
+			return err
+		}
+		cmd.Stdin, inW = inR, w
+		childEnds = append(childEnds, inR)
+	}
+	err = cmd.Start()
+	closeAll(childEnds...)
+	if err != nil {
+		closeAll(outR, errR, inW)
+		return err
+	}
+	p.cmd, p.pid, p.stdin = cmd, cmd.Process.Pid, inW
+	p.startReaders(map[Stream]*os.File{Stdout: outR, Stderr: errR})
+	return nil
+}
+
+func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) error {
+	master, slave, err := pty.Open()
+	if err != nil {
+		return err
+	}
+	size := req.Size
+	if size.Rows == 0 || size.Cols == 0 {
+		size = Size{Rows: 24, Cols: 80}
+	}
+	if err := pty.Setsize(master, &pty.Winsize{Rows: size.Rows, Cols: size.Cols}); err != nil {
+		closeAll(master, slave)
+		return err
+	}
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: req.Cwd, Stdin: slave, Stdout: slave, Stderr: slave,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}}
+	err = cmd.Start()
+	slave.Close()
+	if err != nil {
+		master.Close()
+		return err
+	}
+	// creack/pty leaves the master in blocking mode; re-open it as a pollable, non-blocking descriptor so
+	// reads honour deadlines and Close (a grandchild holding the slave must not hang us).
+	nfd, derr := unix.FcntlInt(master.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if derr == nil {
+		derr = unix.SetNonblock(nfd, true)
+	}
+	if derr == nil {
+		master.Close()
+		master = os.NewFile(uintptr(nfd), "/dev/ptmx")
+	} else {
+		p.m.log.Warn("execmgr: pty master stays blocking", "err", derr)
+	}
+	p.cmd, p.pid, p.master, p.stdin = cmd, cmd.Process.Pid, master, master
+	p.startReaders(map[Stream]*os.File{Stdout: master})
+	return nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func (p *Process) startReaders(rs map[Stream]*os.File) {
+	p.readDone = make(chan struct{})
+	p.live.Store(int32(len(rs)))
+	for s, f := range rs {
+		p.readers = append(p.readers, f)
+		go p.readLoop(s, f)
+	}
+}
+
+func (p *Process) readLoop(s Stream, f *os.File) {
+	defer func() {
+		if p.live.Add(-1) == 0 {
+			close(p.readDone)
+		}
+	}()
+	buf := make([]byte, readChunkSize)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			p.deliver(s, buf[:n])
+		}
+		if err != nil { // EOF, EIO (PTY slave closed) or the drain deadline
+			return
+		}
+	}
+}
+
+func (p *Process) deliver(s Stream, chunk []byte) {
+	if p.agg != nil {
+		p.agg.Write(chunk)
+	}
+	if p.onOut != nil {
+		p.onOut(s, chunk)
+	}
+	p.mu.Lock()
+	if len(p.subs) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	subs := make([]func(Stream, []byte), 0, len(p.subs))
+	for _, f := range p.subs {
+		subs = append(subs, f)
+	}
+	p.mu.Unlock()
+	for _, f := range subs {
+		f(s, chunk)
+	}
+}
+
+// failSpawn turns a start failure into a finished process with the reason on stderr.
+func (p *Process) failSpawn(err error) {
+	serr := &SpawnError{Err: err}
+	code := 1
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		code = 127
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC):
+		code = 126
+	}
+	p.mu.Lock()
+	p.spawnErr = serr
+	p.mu.Unlock()
+	go func() {
+		p.deliver(Stderr, []byte(serr.Error()+"\n"))
+		p.mu.Lock()
+		p.code, p.exitedAt = code, time.Now()
+		p.mu.Unlock()
+		close(p.exited)
+		close(p.done)
+	}()
+}
+
+// wait reaps the child, then drains its output for at most the drain timeout.
+func (p *Process) wait() {
+	_ = p.cmd.Wait()
+	code := exitCode(p.cmd.ProcessState)
+	p.mu.Lock()
+	p.code, p.exitedAt = code, time.Now()
+	p.mu.Unlock()
+	close(p.exited)
+	t := time.NewTimer(p.m.drain)
+	select {
+	case <-p.readDone:
+	case <-t.C:
+		for _, f := range p.readers {
+			_ = f.SetReadDeadline(time.Now())
+		}
+		select {
+		case <-p.readDone:
+		case <-time.After(time.Second):
+			p.m.log.Warn("execmgr: output reader did not stop", "pid", p.pid)
+		}
+	}
+	t.Stop()
+	p.stdinMu.Lock()
+	if p.stdin != nil && p.stdin != p.master {
+		p.stdin.Close()
+	}
+	p.stdin = nil
+	p.stdinMu.Unlock()
+	closeAll(p.readers...)
+	close(p.done)
+	p.m.forget(p)
+}
+
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
+	}
+	return ps.ExitCode()
+}
+
+// Pid is the child's pid (also its process group id); 0 when the spawn failed.
+func (p *Process) Pid() int { return p.pid }
+
+// TTY reports whether the child runs in a PTY.
+func (p *Process) TTY() bool { return p.tty }
+
+// StartedAt is when the spawn happened.
+func (p *Process) StartedAt() time.Time { return p.started }
+
+// SpawnErr is the *SpawnError when the child could not be started, else nil.
+func (p *Process) SpawnErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spawnErr
+}
+
+// Exited is closed once the child has been reaped.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Done is closed once the child exited and its output was drained (or the drain limit passed).
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitCode is the exit status (128+signal for a signal death), or -1 while running.
+func (p *Process) ExitCode() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.code
+}
+
+// Duration is the run time: spawn to exit, or spawn to now while running.
+func (p *Process) Duration() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exitedAt.IsZero() {
+		return time.Since(p.started)
+	}
+	return p.exitedAt.Sub(p.started)
+}
+
+// Output is the aggregate transcript so far (head+tail capped); "" when OutputCap < 0.
+func (p *Process) Output() string {
+	if p.agg == nil {
+		return ""
+	}
+	return p.agg.String()
+}
+
+// Wait blocks until Done and returns the exit code.
+func (p *Process) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-p.done:
+		return p.ExitCode(), nil
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+}
+
+// Subscribe registers fn for output read from now on (no replay); the returned func unsubscribes.
+// fn runs on reader goroutines and must not retain the chunk.
+func (p *Process) Subscribe(fn func(Stream, []byte)) (unsubscribe func()) {
+	p.mu.Lock()
+	id := p.nextSub
+	p.nextSub++
+	p.subs[id] = fn
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		delete(p.subs, id)
+		p.mu.Unlock()
+	}
+}
+
+// HasStdin reports whether the child has a writable stdin (a PTY, or pipes spawned with Stdin).
+func (p *Process) HasStdin() bool {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	return p.stdin != nil
+}
+
+// WriteStdin writes data to the child's stdin; a cancelled ctx aborts a blocked write.
+func (p *Process) WriteStdin(ctx context.Context, data []byte) error {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if p.stdin == nil {
+		return ErrStdinClosed
+	}
+	f := p.stdin
+	_ = f.SetWriteDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { _ = f.SetWriteDeadline(time.Now()) })
+	defer stop()
+	_, err := f.Write(data)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// CloseStdin closes the stdin pipe; for a PTY it sends the EOF character (^D) instead.
+func (p *Process) CloseStdin() error {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if p.stdin == nil {
+		return ErrStdinClosed
+	}
+	if p.tty {
+		_, err := p.stdin.Write([]byte{4})
+		return err
+	}
+	err := p.stdin.Close()
+	p.stdin = nil
+	return err
+}
+
+// Resize sets the PTY window size; ErrNotTTY for a piped child.
+func (p *Process) Resize(size Size) error {
+	if !p.tty || p.master == nil {
+		return ErrNotTTY
+	}
+	rc, err := p.master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ierr error
+	err = rc.Control(func(fd uintptr) {
+		ierr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: size.Rows, Col: size.Cols})
+	})
+	if err != nil {
+		return err
+	}
+	return ierr
+}
+
+func (p *Process) signalGroup(sig syscall.Signal) {
+	if p.pid <= 0 {
+		return
+	}
+	select {
+	case <-p.done: // group may be gone and its id reused
+		return
+	default:
+	}
+	if err := unix.Kill(-p.pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+		p.m.log.Debug("execmgr: kill group", "pgid", p.pid, "sig", sig, "err", err)
+	}
+}
+
+// Kill terminates the whole process group: SIGTERM now, SIGKILL after the manager's grace (or as soon as
+// the leader exits, to catch stragglers). It returns at once; wait on Done.
+func (p *Process) Kill() {
+	p.killOnce.Do(func() {
+		if p.pid <= 0 {
+			return
+		}
+		p.signalGroup(syscall.SIGTERM)
+		go func() {
+			t := time.NewTimer(p.m.grace)
+			defer t.Stop()
+			select {
+			case <-p.exited:
+			case <-t.C:
+			}
+			p.signalGroup(syscall.SIGKILL)
+		}()
+	})
+}
+
+// KillNow sends SIGKILL to the whole process group at once.
+func (p *Process) KillNow() {
+	p.signalGroup(syscall.SIGKILL)
+}

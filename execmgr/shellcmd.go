@@ -1,0 +1,152 @@
+package execmgr
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"appserver/stopwatch"
+)
+
+// Classic shell tool constants (PROTOCOL §5.4).
+const (
+	DefaultShellTimeoutMs = 10_000
+	TimeoutExitCode       = 124
+)
+
+// ShellCommandRequest is one classic `shell_command` call.
+type ShellCommandRequest struct {
+	Args            ShellCommandArgs
+	Cwd             string                                // turn cwd; Args.Workdir is resolved against it
+	Env             []string                              // full environment (nil = this process's)
+	Shell           string                                // DefaultShell when ""
+	Controller      *stopwatch.Controller                 // the timeout budget's controller (nil = private)
+	Observer        Observer                              // Started gets processID ""; may be nil
+	WrapArgv        func(argv []string) ([]string, error) // sandbox hook, may be nil
+	MaxOutputTokens int                                   // model text budget (DefaultMaxOutputTokens when 0)
+}
+
+// ShellCommandResult is the outcome of a shell_command call.
+type ShellCommandResult struct {
+	ExitCode int           // 124 on timeout
+	TimedOut bool          // the timeout budget ran out and the group was killed
+	WallTime time.Duration // whole call, pauses included
+	Output   string        // aggregated output, prefixed with the timeout line when TimedOut
+	Text     string        // the function_call_output text for the model
+}
+
+// ShellCommand runs `shell_command` to completion: `[shell, -lc|-c, command]` with a timeout budget taken
+// from the caller's controller; on expiry the process group is killed and the exit code is 124.
+// A cancelled ctx kills the group and returns ctx.Err().
+func (m *Manager) ShellCommand(ctx context.Context, req ShellCommandRequest) (ShellCommandResult, error) {
+	start := time.Now()
+	a := req.Args
+	shell := req.Shell
+	if shell == "" {
+		shell = DefaultShell
+	}
+	flag := "-lc"
+	if a.Login != nil && !*a.Login {
+		flag = "-c"
+	}
+	argv := []string{shell, flag, a.Command}
+	cwd := req.Cwd
+	if a.Workdir != "" {
+		if filepath.IsAbs(a.Workdir) || cwd == "" {
+			cwd = a.Workdir
+		} else {
+			cwd = filepath.Join(cwd, a.Workdir)
+		}
+	}
+	env := req.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	timeoutMs := uint64(DefaultShellTimeoutMs)
+	if a.TimeoutMs != nil {
+		timeoutMs = *a.TimeoutMs
+	}
+	obs := req.Observer
+	if obs == nil {
+		obs = ObserverFuncs{}
+	}
+	var emitMu sync.Mutex // serializes deltas from the two reader goroutines
+	p, err := m.Spawn(ctx, SpawnRequest{Argv: argv, Cwd: cwd, Env: env, WrapArgv: req.WrapArgv,
+		OnOutput: func(_ Stream, chunk []byte) {
+			emitMu.Lock()
+			defer emitMu.Unlock()
+			obs.OutputDelta(chunk)
+		}})
+	if err != nil {
+		return ShellCommandResult{}, &ToolError{Msg: "shell_command failed: " + err.Error()}
+	}
+	obs.Started("", ShellJoin(argv), cwd)
+
+	ctrl := req.Controller
+	if ctrl == nil {
+		ctrl = stopwatch.NewController()
+	}
+	sw, release := ctrl.NewStopwatch(time.Duration(timeoutMs) * time.Millisecond)
+	defer release()
+	expired := sw.Done()
+	if timeoutMs == 0 {
+		c := make(chan struct{})
+		close(c)
+		expired = c
+	}
+	timedOut := false
+	select {
+	case <-p.Exited():
+	case <-expired:
+		select {
+		case <-p.Exited():
+		default:
+			timedOut = true
+			p.KillNow()
+		}
+	case <-ctx.Done():
+		p.Kill()
+		return ShellCommandResult{}, ctx.Err()
+	}
+	<-p.Done() // bounded by the drain timeout
+	code := p.ExitCode()
+	out := p.Output()
+	if timedOut {
+		code = TimeoutExitCode
+		out = fmt.Sprintf("command timed out after %d milliseconds\n", timeoutMs) + out
+	}
+	obs.Exited(code, out, p.Duration())
+	res := ShellCommandResult{ExitCode: code, TimedOut: timedOut, WallTime: time.Since(start), Output: out}
+	maxTok := req.MaxOutputTokens
+	if maxTok <= 0 {
+		maxTok = DefaultMaxOutputTokens
+	}
+	res.Text = FormatShellOutput(code, res.WallTime, out, maxTok)
+	return res, nil
+}
+
+// FormatShellOutput renders the classic tool text:
+// `Exit code: N\nWall time: X seconds\n[Total output lines: L\n]Output:\n<body>` (lines shown when truncated).
+func FormatShellOutput(exitCode int, wall time.Duration, output string, maxTokens int) string {
+	body, truncated := TruncateMiddle(output, maxTokens)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Exit code: %d\nWall time: %s seconds\n", exitCode, formatSeconds(wall))
+	if truncated {
+		fmt.Fprintf(&b, "Total output lines: %d\n", CountLines(output))
+	}
+	b.WriteString("Output:\n")
+	b.WriteString(body)
+	return b.String()
+}
+
+// formatSeconds rounds to a tenth of a second and prints the shortest form ("0.1", "2", "0").
+func formatSeconds(d time.Duration) string {
+	v := float32(math.Round(d.Seconds()*10) / 10)
+	return strconv.FormatFloat(float64(v), 'f', -1, 32)
+}

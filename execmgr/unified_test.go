@@ -1,0 +1,439 @@
+package execmgr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"appserver/stopwatch"
+
+	"github.com/stretchr/testify/require"
+)
+
+// recorder is an Observer that records every call.
+type recorder struct {
+	mu          sync.Mutex
+	started     []string
+	deltas      strings.Builder
+	interaction []string
+	exits       int
+	code        int
+	agg         string
+	exitedCh    chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{exitedCh: make(chan struct{})} }
+
+func (r *recorder) Started(id, cmd, cwd string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started = append(r.started, id, cmd, cwd)
+}
+func (r *recorder) OutputDelta(b []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deltas.Write(b)
+}
+func (r *recorder) Interaction(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.interaction = append(r.interaction, s)
+}
+func (r *recorder) Exited(code int, agg string, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.exits++
+	r.code, r.agg = code, agg
+	if r.exits == 1 {
+		close(r.exitedCh)
+	}
+}
+
+func (r *recorder) waitExited(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.exitedCh:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Exited was not called")
+	}
+}
+
+func newTestSessions(t *testing.T) (*Sessions, *Manager) {
+	t.Helper()
+	m := NewManager(ManagerOptions{KillGrace: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = m.Close() })
+	return NewSessions(SessionsOptions{Manager: m, DeterministicIDs: true}), m
+}
+
+func u64(v uint64) *uint64 { return &v }
+func bptr(v bool) *bool    { return &v }
+
+var textRE = regexp.MustCompile(`^Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\n(Process exited with code -?\d+|Process running with session ID \d+)\nOriginal token count: \d+\nOutput:\n`)
+
+func TestExecCommandEchoHello(t *testing.T) {
+	x, _ := newTestSessions(t)
+	rec := newRecorder()
+	dir := t.TempDir()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "echo hello", YieldTimeMs: u64(2000)}, Cwd: dir, Observer: rec})
+	require.NoError(t, err)
+	require.Regexp(t, textRE, res.Text)
+	require.True(t, res.Exited)
+	require.Equal(t, 0, res.ExitCode)
+	require.Equal(t, "hello\n", res.Output)
+	require.True(t, strings.HasSuffix(res.Text, "Process exited with code 0\nOriginal token count: 2\nOutput:\nhello\n"), res.Text)
+	require.Less(t, res.WallTime, 2*time.Second, "returns at exit, not at the yield deadline")
+	rec.waitExited(t)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Equal(t, []string{"1000", "/bin/bash -lc 'echo hello'", dir}, rec.started)
+	require.Equal(t, 1, rec.exits)
+	require.Equal(t, "hello\n", rec.agg)
+	require.Equal(t, "hello\n", rec.deltas.String())
+	require.Empty(t, x.SessionIDs(), "an exited process is not stored")
+}
+
+func TestExecCommandForcedEnvAndLogin(t *testing.T) {
+	x, _ := newTestSessions(t)
+	rec := newRecorder()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{
+		Args: ExecCommandArgs{Cmd: "echo $NO_COLOR,$TERM,$LANG,$LC_ALL,$LC_CTYPE,[$COLORTERM],$PAGER,$GIT_PAGER,$GH_PAGER,$CODEX_CI,$KEEP; shopt -q login_shell && echo login || echo nologin", Login: bptr(false), Shell: "/bin/bash"},
+		Env:  []string{"PATH=/usr/bin:/bin", "TERM=xterm", "COLORTERM=truecolor", "KEEP=kept"}, Observer: rec})
+	require.NoError(t, err)
+	require.Equal(t, "1,dumb,C.UTF-8,C.UTF-8,C.UTF-8,[],cat,cat,cat,1,kept\nnologin\n", res.Output)
+	require.Equal(t, "/bin/bash -c 'echo $NO_COLOR,$TERM,$LANG,$LC_ALL,$LC_CTYPE,[$COLORTERM],$PAGER,$GIT_PAGER,$GH_PAGER,$CODEX_CI,$KEEP; shopt -q login_shell && echo login || echo nologin'", rec.started[1])
+	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "shopt -q login_shell && echo login"}})
+	require.NoError(t, err)
+	require.Equal(t, "login\n", res.Output)
+}
+
+func TestExecCommandYieldThenPollToExit(t *testing.T) {
+	x, _ := newTestSessions(t)
+	rec := newRecorder()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "echo first; sleep 1.5; echo second", YieldTimeMs: u64(250)}, Observer: rec})
+	require.NoError(t, err)
+	require.False(t, res.Exited)
+	require.Equal(t, 1000, res.SessionID)
+	require.Contains(t, res.Text, "Process running with session ID 1000\n")
+	require.Equal(t, "first\n", res.Output)
+	require.Equal(t, []int{1000}, x.SessionIDs())
+
+	res, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: 1000}})
+	require.NoError(t, err)
+	require.True(t, res.Exited, res.Text)
+	require.Equal(t, "second\n", res.Output, "only output since the previous call")
+	require.Contains(t, res.Text, "Process exited with code 0\n")
+	require.Less(t, res.WallTime, 4*time.Second, "an empty poll returns at exit")
+	require.Empty(t, x.SessionIDs())
+	rec.waitExited(t)
+	require.Equal(t, "first\nsecond\n", rec.agg)
+	require.Equal(t, []string{""}, rec.interaction)
+
+	_, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: 1000}})
+	var te *ToolError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, "write_stdin failed: Unknown process id 1000", te.Error())
+}
+
+func TestExecCommandTTYReadAnsweredByWriteStdin(t *testing.T) {
+	x, _ := newTestSessions(t)
+	rec := newRecorder()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "printf 'name? '; read x; echo got:$x", TTY: true, YieldTimeMs: u64(500)}, Observer: rec})
+	require.NoError(t, err)
+	require.False(t, res.Exited)
+	require.Equal(t, "name? ", res.Output)
+	res, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: res.SessionID, Chars: "hi\n", YieldTimeMs: u64(3000)}})
+	require.NoError(t, err)
+	require.True(t, res.Exited, res.Text)
+	require.Equal(t, "hi\r\ngot:hi\r\n", res.Output)
+	rec.waitExited(t)
+	require.Equal(t, []string{"hi\n"}, rec.interaction)
+	require.Equal(t, "name? hi\r\ngot:hi\r\n", rec.agg)
+}
+
+func TestWriteStdinToPipeSessionFails(t *testing.T) {
+	x, _ := newTestSessions(t)
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
+	require.NoError(t, err)
+	_, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: res.SessionID, Chars: "x"}})
+	require.EqualError(t, err, "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true to keep stdin open")
+	require.True(t, x.Terminate(res.SessionID))
+	require.False(t, x.Terminate(res.SessionID))
+}
+
+func TestExecCommandSeqTruncation(t *testing.T) {
+	x, _ := newTestSessions(t)
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "seq 1 30000", MaxOutputTokens: u64(60), YieldTimeMs: u64(10000)}})
+	require.NoError(t, err)
+	require.True(t, res.Exited)
+	require.Equal(t, 42224, res.OriginalTokenCount)
+	var head, tail strings.Builder
+	for i := 1; i <= 43; i++ {
+		fmt.Fprintf(&head, "%d\n", i)
+	}
+	for i := 29981; i <= 30000; i++ {
+		fmt.Fprintf(&tail, "%d\n", i)
+	}
+	want := "Process exited with code 0\nOriginal token count: 42224\nOutput:\n" +
+		"Warning: truncated output (original token count: 42224)\nTotal output lines: 30000\n\n" +
+		head.String() + "…42164 tokens truncated…" + tail.String()
+	require.True(t, strings.HasSuffix(res.Text, want), res.Text)
+	require.Regexp(t, textRE, res.Text)
+}
+
+func TestFormatModelOutputFitsUnchanged(t *testing.T) {
+	require.Equal(t, "abcd", FormatModelOutput("abcd", 1))
+	require.Equal(t, "Warning: truncated output (original token count: 2)\nTotal output lines: 1\n\nab…1 tokens truncated…ef",
+		FormatModelOutput("abcdef", 1))
+	// Multi-byte runes are never split.
+	got, cut := TruncateMiddle("ééééé", 1)
+	require.True(t, cut)
+	require.Equal(t, "é…2 tokens truncated…é", got)
+	got, _ = TruncateMiddle("abc", 0)
+	require.Equal(t, "…1 tokens truncated…", got)
+	require.Equal(t, 0, CountLines(""))
+	require.Equal(t, 1, CountLines("a\n"))
+	require.Equal(t, 2, CountLines("a\nb"))
+}
+
+func TestExecCommandBadWorkdirAndShell(t *testing.T) {
+	x, _ := newTestSessions(t)
+	rec := newRecorder()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "true", Workdir: "/nonexistent/dir"}, Observer: rec})
+	require.NoError(t, err)
+	require.True(t, res.Exited)
+	require.NotEqual(t, 0, res.ExitCode)
+	require.Contains(t, res.Output, "No such file or directory")
+	rec.waitExited(t)
+	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "true", Shell: "/no/such/shell"}})
+	require.NoError(t, err)
+	require.Equal(t, 127, res.ExitCode)
+	require.Contains(t, res.Text, "failed to spawn command: No such file or directory (os error 2)")
+	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "no-such-command-xyz"}})
+	require.NoError(t, err)
+	require.Equal(t, 127, res.ExitCode)
+	require.Contains(t, res.Output, "command not found")
+}
+
+func TestExecCommandExitedAfterReturn(t *testing.T) {
+	x, _ := newTestSessions(t)
+	rec := newRecorder()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 0.6; echo late; exit 7", YieldTimeMs: u64(250)}, Observer: rec})
+	require.NoError(t, err)
+	require.False(t, res.Exited)
+	rec.waitExited(t) // nobody polls: the background watcher completes the item
+	rec.mu.Lock()
+	require.Equal(t, 7, rec.code)
+	require.Equal(t, "late\n", rec.agg)
+	rec.mu.Unlock()
+	// The exited session stays stored until polled; the poll reports the exit and releases it.
+	require.Equal(t, []int{res.SessionID}, x.SessionIDs())
+	res, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: res.SessionID}})
+	require.NoError(t, err)
+	require.True(t, res.Exited)
+	require.Equal(t, 7, res.ExitCode)
+	require.Equal(t, "late\n", res.Output)
+	time.Sleep(50 * time.Millisecond)
+	rec.mu.Lock()
+	require.Equal(t, 1, rec.exits, "Exited exactly once")
+	rec.mu.Unlock()
+}
+
+func TestExecCommandPausedControllerHoldsResult(t *testing.T) {
+	x, _ := newTestSessions(t)
+	ctrl := stopwatch.NewController()
+	start := time.Now()
+	resumeAt := 2 * time.Second
+	var resumed time.Time
+	var mu sync.Mutex
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		ctrl.SetPaused(true)
+		time.Sleep(resumeAt - 100*time.Millisecond)
+		mu.Lock()
+		resumed = time.Now()
+		mu.Unlock()
+		ctrl.SetPaused(false)
+	}()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 1.5; echo done", YieldTimeMs: u64(700)}, Controller: ctrl})
+	returned := time.Now()
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.False(t, resumed.IsZero(), "returned before the resume (after %v)", returned.Sub(start))
+	require.False(t, returned.Before(resumed))
+	require.True(t, res.Exited, res.Text)
+	require.Equal(t, 0, res.ExitCode)
+	require.Equal(t, "done\n", res.Output)
+	require.GreaterOrEqual(t, res.WallTime, resumeAt, "wall time includes the pause")
+}
+
+func TestExecCommandPausedThenResumedKeepsRemainingBudget(t *testing.T) {
+	x, _ := newTestSessions(t)
+	ctrl := stopwatch.NewController()
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		ctrl.SetPaused(true)
+		time.Sleep(time.Second)
+		ctrl.SetPaused(false)
+	}()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(500)}, Controller: ctrl})
+	require.NoError(t, err)
+	require.False(t, res.Exited)
+	require.GreaterOrEqual(t, res.WallTime, 1400*time.Millisecond, "yield budget is not charged while paused")
+	x.TerminateAll()
+}
+
+func TestExecCommandContextCancelKeepsSession(t *testing.T) {
+	x, _ := newTestSessions(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := x.ExecCommand(ctx, ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(10000)}})
+	require.True(t, errors.Is(err, context.DeadlineExceeded))
+	require.Len(t, x.SessionIDs(), 1, "an interrupted call leaves the background terminal running")
+	x.TerminateAll()
+	require.Empty(t, x.SessionIDs())
+}
+
+func TestSessionsPruning(t *testing.T) {
+	x, m := newTestSessions(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, MaxSessions)
+	for i := 0; i < MaxSessions; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
+			if err == nil && res.Exited {
+				err = errors.New("exited early")
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, x.SessionIDs(), MaxSessions)
+	// Make the LRU order deterministic: session id 1000+k was used at time k+1.
+	x.mu.Lock()
+	for id, s := range x.store {
+		s.lastUsed = uint64(id - 999)
+	}
+	x.clock = MaxSessions
+	s1005, s1060 := x.store[1005], x.store[1060]
+	x.mu.Unlock()
+	// 1005 (unprotected) and 1060 (among the 8 most recent) exit but stay stored.
+	for _, s := range []*session{s1005, s1060} {
+		s.proc.KillNow()
+		<-s.proc.Done()
+	}
+	s1000 := func() *session { x.mu.Lock(); defer x.mu.Unlock(); return x.store[1000] }()
+
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
+	require.NoError(t, err)
+	require.Equal(t, 1064, res.SessionID)
+	ids := x.SessionIDs()
+	require.Len(t, ids, MaxSessions)
+	require.NotContains(t, ids, 1005, "the LRU exited session outside the protected set goes first")
+	require.Contains(t, ids, 1000)
+	require.Contains(t, ids, 1060)
+	require.Equal(t, "The maximum number of unified exec processes you can keep open is 60 and you currently have 64 processes open. Reuse older processes or close them to prevent automatic pruning of old processes", res.Warning)
+
+	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
+	require.NoError(t, err)
+	ids = x.SessionIDs()
+	require.NotContains(t, ids, 1000, "no unprotected exited session: the LRU live one is evicted")
+	require.Contains(t, ids, 1060, "protected even though it exited")
+	require.Contains(t, ids, res.SessionID)
+	select {
+	case <-s1000.proc.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pruned session was not terminated")
+	}
+	_, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: 1000}})
+	require.EqualError(t, err, "write_stdin failed: Unknown process id 1000")
+
+	x.TerminateAll()
+	require.NoError(t, m.Close())
+	require.Empty(t, m.Live())
+}
+
+func TestSessionsWarningBelowThreshold(t *testing.T) {
+	x, _ := newTestSessions(t)
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
+	require.NoError(t, err)
+	require.Empty(t, res.Warning)
+	x.TerminateAll()
+}
+
+func TestRandomSessionIDs(t *testing.T) {
+	m := newTestManager(t)
+	x := NewSessions(SessionsOptions{Manager: m})
+	seen := map[int]bool{}
+	for i := 0; i < 200; i++ {
+		id := x.reserve()
+		require.GreaterOrEqual(t, id, 1000)
+		require.Less(t, id, 100000)
+		require.False(t, seen[id])
+		seen[id] = true
+	}
+}
+
+func TestShellJoin(t *testing.T) {
+	tests := map[string][]string{
+		"/bin/bash -lc 'echo hello'":       {"/bin/bash", "-lc", "echo hello"},
+		"ls -la":                           {"ls", "-la"},
+		"''":                               {""},
+		`echo "don't"`:                     {"echo", "don't"},
+		`sh -c 'echo $x '"'"'q'"'"''`:      {"sh", "-c", "echo $x 'q'"},
+		"a=b,c:d@e%f+g/h.i_j-k":            {"a=b,c:d@e%f+g/h.i_j-k"},
+		"'a*b' 'c;d' 'e|f' '$HOME' '~'":    {"a*b", "c;d", "e|f", "$HOME", "~"},
+		"x 'tab\there' 'new\nline' 'ünï'": {"x", "tab\there", "new\nline", "ünï"},
+	}
+	for want, argv := range tests {
+		require.Equal(t, want, ShellJoin(argv), "%q", argv)
+	}
+}
+
+func TestToolSchemasMatchReference(t *testing.T) {
+	schemas := UnifiedExecToolSchemas()
+	require.Len(t, schemas, 2)
+	ref := loadReferenceTools(t)
+	for _, s := range schemas {
+		var got map[string]any
+		require.NoError(t, jsonUnmarshal(s, &got))
+		want, ok := ref[got["name"].(string)]
+		require.True(t, ok, "tool %v not in the reference request", got["name"])
+		require.Equal(t, want, got)
+	}
+	var sc map[string]any
+	require.NoError(t, jsonUnmarshal(ShellCommandToolSchema(), &sc))
+	require.Equal(t, "shell_command", sc["name"])
+	params := sc["parameters"].(map[string]any)
+	require.Equal(t, []any{"command"}, params["required"])
+	props := params["properties"].(map[string]any)
+	for _, k := range []string{"command", "workdir", "timeout_ms", "login", "sandbox_permissions", "justification", "prefix_rule"} {
+		require.Contains(t, props, k)
+	}
+}
+
+func TestArgsDecode(t *testing.T) {
+	var a ExecCommandArgs
+	require.NoError(t, jsonUnmarshal([]byte(`{"cmd": "echo hello", "yield_time_ms": 2000, "login": false, "tty": true}`), &a))
+	require.Equal(t, "echo hello", a.Cmd)
+	require.EqualValues(t, 2000, *a.YieldTimeMs)
+	require.False(t, *a.Login)
+	require.True(t, a.TTY)
+	var w WriteStdinArgs
+	require.NoError(t, jsonUnmarshal([]byte(`{"session_id": 1000, "chars": "x"}`), &w))
+	require.Equal(t, 1000, w.SessionID)
+	require.Error(t, jsonUnmarshal([]byte(`{"session_id": "abc"}`), &w))
+	_ = strconv.Itoa
+}

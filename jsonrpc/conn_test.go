@@ -1,0 +1,310 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// peer drives a Conn through real pipes, the way a client would over stdio.
+type peer struct {
+	t      *testing.T
+	in     *io.PipeWriter
+	lines  chan map[string]any
+	conn   *Conn
+	runErr chan error
+}
+
+type funcHandler struct {
+	req   func(ctx context.Context, r *Request) (any, error)
+	notes chan string
+}
+
+func (h *funcHandler) HandleRequest(ctx context.Context, r *Request) (any, error) {
+	return h.req(ctx, r)
+}
+func (h *funcHandler) HandleNotification(_ context.Context, method string, _ json.RawMessage) {
+	if h.notes != nil {
+		h.notes <- method
+	}
+}
+
+func newPeer(t *testing.T, h Handler, opts Options) *peer {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := &peer{t: t, in: inW, lines: make(chan map[string]any, 1024), runErr: make(chan error, 1)}
+	p.conn = NewConn(inR, outW, h, opts)
+	go func() {
+		p.runErr <- p.conn.Run(context.Background())
+		_ = outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(make([]byte, 1<<20), 128<<20)
+		for sc.Scan() {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "server wrote invalid JSON: %s", sc.Text())
+			p.lines <- m
+		}
+		close(p.lines)
+	}()
+	t.Cleanup(func() { _ = inW.Close() })
+	return p
+}
+
+func (p *peer) send(line string) {
+	p.t.Helper()
+	_, err := io.WriteString(p.in, line+"\n")
+	require.NoError(p.t, err)
+}
+
+func (p *peer) next() map[string]any {
+	p.t.Helper()
+	return p.nextWithin(10 * time.Second)
+}
+
+func (p *peer) nextWithin(d time.Duration) map[string]any {
+	p.t.Helper()
+	select {
+	case m, ok := <-p.lines:
+		require.True(p.t, ok, "connection output closed")
+		return m
+	case <-time.After(d):
+		p.t.Fatal("timed out waiting for a message")
+		return nil
+	}
+}
+
+func (p *peer) silence(d time.Duration) {
+	p.t.Helper()
+	select {
+	case m := <-p.lines:
+		p.t.Fatalf("expected silence, got %v", m)
+	case <-time.After(d):
+	}
+}
+
+func echoHandler() *funcHandler {
+	return &funcHandler{req: func(_ context.Context, r *Request) (any, error) {
+		switch r.Method {
+		case "echo":
+			return r.Params, nil
+		case "fail":
+			return nil, InvalidRequest("nope")
+		case "plain-error":
+			return nil, errors.New("boom")
+		case "panic":
+			panic("kaboom")
+		}
+		return nil, InvalidRequest("unknown " + r.Method)
+	}}
+}
+
+func TestRequestsAnsweredWithEchoedIDs(t *testing.T) {
+	p := newPeer(t, echoHandler(), Options{})
+	p.send(`{"id":1,"method":"echo","params":{"a":1}}`)
+	p.send(`{"jsonrpc":"2.0","id":"str-1","method":"echo","params":{"b":"<&>"}}`)
+	m := p.next()
+	require.Equal(t, float64(1), m["id"])
+	require.Equal(t, map[string]any{"a": float64(1)}, m["result"])
+	_, hasVersion := m["jsonrpc"]
+	require.False(t, hasVersion, "the reference never writes a jsonrpc member")
+	m = p.next()
+	require.Equal(t, "str-1", m["id"])
+	require.Equal(t, map[string]any{"b": "<&>"}, m["result"])
+}
+
+func TestErrorsAndPanics(t *testing.T) {
+	p := newPeer(t, echoHandler(), Options{})
+	p.send(`{"id":1,"method":"fail","params":{}}`)
+	p.send(`{"id":2,"method":"plain-error","params":{}}`)
+	p.send(`{"id":3,"method":"panic","params":{}}`)
+	p.send(`{"id":4,"method":"echo","params":{"still":"alive"}}`)
+	m := p.next()
+	require.Equal(t, map[string]any{"code": float64(-32600), "message": "nope"}, m["error"])
+	m = p.next()
+	require.Equal(t, float64(-32603), m["error"].(map[string]any)["code"])
+	m = p.next()
+	require.Equal(t, float64(3), m["id"])
+	require.Equal(t, float64(-32603), m["error"].(map[string]any)["code"])
+	m = p.next()
+	require.Equal(t, map[string]any{"still": "alive"}, m["result"])
+}
+
+func TestMalformedLinesAreDroppedSilently(t *testing.T) {
+	p := newPeer(t, echoHandler(), Options{})
+	for _, line := range []string{
+		`{this is not json`,
+		`[{"id":900,"method":"echo","params":{}}]`,
+		`{}`,
+		`{"id":902}`,
+		`{"id":{"x":1},"method":"echo"}`,
+		`{"id":true,"method":"echo"}`,
+		`"just a string"`,
+		`42`,
+		`null`,
+		``,
+		`{"id":99999,"result":{}}`,
+		`{"id":"nope","error":{"code":1,"message":"x"}}`,
+	} {
+		p.send(line)
+	}
+	p.silence(200 * time.Millisecond)
+	p.send(`{"id":5,"method":"echo","params":[1]}`)
+	require.Equal(t, float64(5), p.next()["id"])
+}
+
+func TestDeferredReplyAndOrdering(t *testing.T) {
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	h := &funcHandler{req: func(_ context.Context, r *Request) (any, error) {
+		if r.Method == "slow" {
+			r.Defer()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-release
+				r.Reply(map[string]string{"slow": "done"}, nil)
+			}()
+			return nil, nil
+		}
+		if r.Method == "reply-then-notify" {
+			r.Reply(map[string]int{"x": 1}, nil)
+			require.NoError(t, r.Conn().Notify("after/reply", map[string]int{"y": 2}))
+			return "ignored", nil
+		}
+		return r.Params, nil
+	}}
+	p := newPeer(t, h, Options{})
+	p.send(`{"id":1,"method":"slow","params":{}}`)
+	p.send(`{"id":2,"method":"fast","params":{}}`)
+	require.Equal(t, float64(2), p.next()["id"], "a deferred request must not block the next one")
+	close(release)
+	require.Equal(t, float64(1), p.next()["id"])
+	p.send(`{"id":3,"method":"reply-then-notify","params":{}}`)
+	m := p.next()
+	require.Equal(t, float64(3), m["id"])
+	require.Equal(t, map[string]any{"x": float64(1)}, m["result"])
+	m = p.next()
+	require.Equal(t, "after/reply", m["method"])
+	require.NotNil(t, m["emittedAtMs"])
+	wg.Wait()
+}
+
+func TestServerRequests(t *testing.T) {
+	p := newPeer(t, echoHandler(), Options{})
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	results := make(chan answer, 3)
+	for i := 0; i < 3; i++ {
+		go func() {
+			res, err := p.conn.Call(context.Background(), "item/ask", map[string]int{"n": 1})
+			results <- answer{res, err}
+		}()
+	}
+	ids := map[float64]bool{}
+	for i := 0; i < 3; i++ {
+		m := p.next()
+		require.Equal(t, "item/ask", m["method"])
+		ids[m["id"].(float64)] = true
+	}
+	require.Equal(t, map[float64]bool{0: true, 1: true, 2: true}, ids, "server request ids count from 0")
+	p.send(`{"id":0,"result":{"decision":"accept"}}`)
+	p.send(`{"id":1,"error":{"code":-32601,"message":"no"}}`)
+	var got []answer
+	got = append(got, <-results, <-results)
+	var okCount, errCount int
+	for _, a := range got {
+		if a.err != nil {
+			var rpcErr *Error
+			require.True(t, errors.As(a.err, &rpcErr))
+			require.Equal(t, -32601, rpcErr.Code)
+			errCount++
+		} else {
+			require.JSONEq(t, `{"decision":"accept"}`, string(a.res))
+			okCount++
+		}
+	}
+	require.Equal(t, 1, okCount)
+	require.Equal(t, 1, errCount)
+	// The third waits for an answer that never comes: the disconnect must release it.
+	require.NoError(t, p.in.Close())
+	a := <-results
+	require.ErrorIs(t, a.err, ErrClosed)
+	require.NoError(t, <-p.runErr)
+}
+
+func TestCallHonoursDeadline(t *testing.T) {
+	p := newPeer(t, echoHandler(), Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := p.conn.Call(ctx, "never/answered", nil)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	m := p.next()
+	require.Equal(t, "never/answered", m["method"])
+	_, hasParams := m["params"]
+	require.False(t, hasParams)
+}
+
+func TestOverloadAnswersMinus32001(t *testing.T) {
+	block := make(chan struct{})
+	h := &funcHandler{req: func(_ context.Context, r *Request) (any, error) {
+		if r.Method == "block" {
+			<-block
+		}
+		return r.Params, nil
+	}}
+	p := newPeer(t, h, Options{QueueSize: 2})
+	p.send(`{"id":0,"method":"block","params":{}}`)
+	time.Sleep(50 * time.Millisecond) // the dispatcher is now inside "block"
+	for i := 1; i <= 4; i++ {
+		p.send(`{"id":` + string(rune('0'+i)) + `,"method":"x","params":{}}`)
+	}
+	m := p.next()
+	require.Equal(t, map[string]any{"code": float64(-32001), "message": "Server overloaded; retry later."}, m["error"])
+	close(block)
+	seen := map[float64]bool{}
+	for i := 0; i < 4; i++ {
+		seen[p.next()["id"].(float64)] = true
+	}
+	require.Len(t, seen, 4)
+}
+
+func TestLongLineAndCRLF(t *testing.T) {
+	p := newPeer(t, echoHandler(), Options{})
+	big := strings.Repeat("x", 65<<20)
+	go p.send(`{"id":1,"method":"echo","params":{"s":"` + big + `"}}` + "\r")
+	m := p.nextWithin(2 * time.Minute)
+	require.Len(t, m["result"].(map[string]any)["s"], len(big))
+}
+
+func TestNotificationsReachHandler(t *testing.T) {
+	h := echoHandler()
+	h.notes = make(chan string, 4)
+	p := newPeer(t, h, Options{})
+	p.send(`{"method":"initialized"}`)
+	p.send(`{"method":"x","params":{"a":1}}`)
+	require.Equal(t, "initialized", <-h.notes)
+	require.Equal(t, "x", <-h.notes)
+}
+
+func TestEOFEndsRunCleanly(t *testing.T) {
+	p := newPeer(t, echoHandler(), Options{})
+	p.send(`{"id":1,"method":"echo","params":{}}`)
+	require.NoError(t, p.in.Close())
+	require.Equal(t, float64(1), p.next()["id"], "queued work is answered before the connection ends")
+	require.NoError(t, <-p.runErr)
+	<-p.conn.Done()
+	require.ErrorIs(t, p.conn.Notify("late", nil), ErrClosed)
+}

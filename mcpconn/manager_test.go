@@ -1,0 +1,587 @@
+package mcpconn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"appserver/stopwatch"
+
+	"github.com/stretchr/testify/require"
+)
+
+// recorder collects hook calls.
+type recorder struct {
+	mu       sync.Mutex
+	statuses []string // "name:status"
+	errs     map[string]string
+	progress []string
+}
+
+func (r *recorder) hooks() Hooks {
+	return Hooks{
+		OnStatus: func(name, status, errMsg string) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.statuses = append(r.statuses, name+":"+status)
+			if r.errs == nil {
+				r.errs = map[string]string{}
+			}
+			r.errs[name] = errMsg
+		},
+		OnProgress: func(callID, message string) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.progress = append(r.progress, callID+":"+message)
+		},
+	}
+}
+
+func (r *recorder) snapshot() ([]string, map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	errs := map[string]string{}
+	for k, v := range r.errs {
+		errs[k] = v
+	}
+	return append([]string(nil), r.statuses...), errs
+}
+
+func startAndWait(t *testing.T, servers []ServerConfig, hooks Hooks) *Manager {
+	t.Helper()
+	m := Start(context.Background(), servers, hooks)
+	t.Cleanup(m.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	require.NoError(t, m.WaitReady(ctx))
+	return m
+}
+
+func TestStartupOutcomes(t *testing.T) {
+	rec := &recorder{}
+	slow := serverCmd(t, "slow", "noinit", nil)
+	slow.StartupTimeout = time.Second
+	broken := serverCmd(t, "broken", "exit", nil)
+	broken.Required = true
+	disabled := serverCmd(t, "off", "good", nil)
+	disabled.Enabled = false
+	servers := []ServerConfig{
+		serverCmd(t, "good", "good", nil),
+		{Name: "bad", Command: "/nonexistent/mcp-server", Enabled: true},
+		broken, slow, disabled,
+	}
+	m := startAndWait(t, servers, rec.hooks())
+	statuses, errs := rec.snapshot()
+	require.Len(t, statuses, 8)
+	require.ElementsMatch(t, []string{"good:starting", "bad:starting", "broken:starting", "slow:starting"}, statuses[:4])
+	require.ElementsMatch(t, []string{"good:ready", "bad:failed", "broken:failed", "slow:failed"}, statuses[4:])
+
+	require.Empty(t, errs["good"])
+	require.True(t, strings.HasPrefix(errs["bad"], "MCP client for `bad` failed to start: MCP startup failed: failed to spawn MCP server: "), errs["bad"])
+	require.Equal(t, "MCP client for `broken` failed to start: MCP startup failed: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response", errs["broken"])
+	require.Equal(t, "MCP client for `slow` timed out after 1 seconds. Add or adjust `startup_timeout_sec` in your config.toml:\n[mcp_servers.slow]\nstartup_timeout_sec = XX", errs["slow"])
+
+	require.EqualError(t, m.RequiredFailure(), "required MCP servers failed to initialize: broken: "+errs["broken"])
+
+	st := m.Statuses(context.Background())
+	require.Len(t, st, 4)
+	names := []string{st[0].Name, st[1].Name, st[2].Name, st[3].Name}
+	require.Equal(t, []string{"bad", "broken", "good", "slow"}, names)
+
+	b, err := json.Marshal(st[1])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"broken","runtimeStatus":null,"pluginId":null,"httpOrigin":null,"serverInfo":null,"serverCapabilities":null,"toolListMeta":null,"tools":{},"toolsError":"MCP startup failed: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response","resources":[],"resourceTemplates":[],"authStatus":"unsupported"}`, string(b))
+	require.Equal(t, "failed", st[1].ConnectionStatus)
+
+	good := st[2]
+	require.Equal(t, "connected", good.ConnectionStatus)
+	require.Nil(t, good.ToolsError)
+	require.JSONEq(t, `{"name":"test-mcp","title":null,"version":"0.1.0","description":null,"icons":null,"websiteUrl":null}`, string(good.ServerInfo))
+	require.Contains(t, string(good.ServerCapabilities), `"tools"`)
+	require.Contains(t, good.Tools, "echo")
+	require.JSONEq(t, `{"name":"echo","title":"Echo","description":"Echo the text.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}},"annotations":{"idempotentHint":false,"readOnlyHint":true}}`, string(good.Tools["echo"])) // verbatim: the Go SDK server sends idempotentHint
+	require.Len(t, good.Resources, 1)
+	require.Contains(t, string(good.Resources[0]), "file:///hello.txt")
+	require.Len(t, good.ResourceTemplates, 1)
+	require.True(t, strings.HasPrefix(*st[3].ToolsError, "MCP startup failed: timed out"), *st[3].ToolsError)
+}
+
+func TestNoServers(t *testing.T) {
+	m := startAndWait(t, nil, Hooks{})
+	require.Nil(t, m.ModelTools())
+	require.NoError(t, m.RequiredFailure())
+	require.Empty(t, m.Statuses(context.Background()))
+	require.NoError(t, m.SetPaused(context.Background(), true))
+	_, err := m.CallTool(context.Background(), nil, "nope", "echo", nil, nil)
+	require.EqualError(t, err, "unknown MCP server `nope`")
+}
+
+func TestConfigWithoutTransportFails(t *testing.T) {
+	rec := &recorder{}
+	startAndWait(t, []ServerConfig{{Name: "empty", Enabled: true}}, rec.hooks())
+	_, errs := rec.snapshot()
+	require.Equal(t, "MCP client for `empty` failed to start: MCP startup failed: MCP server config has neither `command` nor `url`", errs["empty"])
+}
+
+func TestCloseCancelsStartup(t *testing.T) {
+	rec := &recorder{}
+	cfg := serverCmd(t, "slow", "noinit", nil)
+	cfg.StartupTimeout = time.Minute
+	m := Start(context.Background(), []ServerConfig{cfg}, rec.hooks())
+	time.Sleep(200 * time.Millisecond)
+	m.Close()
+	statuses, _ := rec.snapshot()
+	require.Equal(t, []string{"slow:starting", "slow:cancelled"}, statuses)
+	require.Equal(t, "cancelled", m.Statuses(context.Background())[0].ConnectionStatus)
+	require.NoError(t, m.RequiredFailure())
+}
+
+func TestModelToolsAndResolve(t *testing.T) {
+	good := serverCmd(t, "good", "good", nil)
+	good.DisabledTools = []string{"crash"}
+	filtered := serverCmd(t, "only.echo", "good", nil)
+	filtered.EnabledTools = []string{"echo", "hang"}
+	filtered.DisabledTools = []string{"hang"}
+	m := startAndWait(t, []ServerConfig{good, filtered, {Name: "bad", Command: "/nonexistent", Enabled: true}}, Hooks{})
+
+	tools := m.ModelTools()
+	require.Len(t, tools, 5) // 3 resource functions + 2 namespaces (bad is omitted)
+	var names []string
+	for _, raw := range tools[:3] {
+		var f struct{ Type, Name string }
+		require.NoError(t, json.Unmarshal(raw, &f))
+		require.Equal(t, "function", f.Type)
+		names = append(names, f.Name)
+	}
+	require.Equal(t, []string{"list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"}, names)
+
+	var ns struct {
+		Type, Name, Description string
+		Tools                   []struct {
+			Type, Name, Description string
+			Strict                  *bool
+			Parameters              json.RawMessage
+		}
+	}
+	require.NoError(t, json.Unmarshal(tools[3], &ns))
+	require.Equal(t, "namespace", ns.Type)
+	require.Equal(t, "mcp__good", ns.Name)
+	require.Equal(t, "Test server.", ns.Description)
+	var toolNames []string
+	for _, tl := range ns.Tools {
+		toolNames = append(toolNames, tl.Name)
+		require.Equal(t, "function", tl.Type)
+		require.NotNil(t, tl.Strict)
+		require.False(t, *tl.Strict)
+	}
+	require.Equal(t, []string{"ask", "askurl", "echo", "hang", "meta", "pausestate", "progress", "spawn", "weird_name_with_chars"}, toolNames)
+	require.JSONEq(t, `{"type":"object","properties":{"text":{"type":"string"}}}`, string(ns.Tools[2].Parameters))
+
+	require.NoError(t, json.Unmarshal(tools[4], &ns))
+	require.Equal(t, "mcp__only_echo", ns.Name)
+	require.Len(t, ns.Tools, 1)
+	require.Equal(t, "echo", ns.Tools[0].Name)
+
+	for _, tc := range []struct {
+		ns, name, server, tool string
+		ok                     bool
+	}{
+		{"mcp__good", "echo", "good", "echo", true},
+		{"mcp__good", "weird_name_with_chars", "good", "weird name.with/chars", true},
+		{"", "mcp__good__echo", "good", "echo", true},
+		{"", "mcp__only_echo__echo", "only.echo", "echo", true},
+		{"mcp__only_echo", "hang", "", "", false}, // disabled
+		{"mcp__good", "crash", "", "", false},     // disabled
+		{"mcp__bad", "echo", "", "", false},
+		{"mcp__good", "nope", "", "", false},
+		{"", "echo", "", "", false},
+	} {
+		server, tool, ok := m.Resolve(tc.ns, tc.name)
+		require.Equal(t, tc.ok, ok, "%s/%s", tc.ns, tc.name)
+		require.Equal(t, tc.server, server)
+		require.Equal(t, tc.tool, tool)
+	}
+	_, err := m.CallTool(context.Background(), nil, "bad", "echo", nil, nil)
+	require.ErrorContains(t, err, "is not ready (failed)")
+}
+
+func TestSanitizeName(t *testing.T) {
+	long := "mcp__" + strings.Repeat("x", 80)
+	for _, tc := range []struct{ in, want string }{
+		{"echo", "echo"},
+		{"a.b/c d", "a_b_c_d"},
+		{"ok-_9Z", "ok-_9Z"},
+		{"é", "_"},
+		{strings.Repeat("y", 64), strings.Repeat("y", 64)},
+	} {
+		require.Equal(t, tc.want, sanitizeName(tc.in))
+	}
+	got := sanitizeName(long)
+	require.Len(t, got, 64)
+	require.True(t, strings.HasPrefix(got, "mcp__xxxxxxxx"))
+	require.NotEqual(t, got, sanitizeName(long+"x"), "hash suffix distinguishes long names")
+	require.Equal(t, "mcp__a_b__c", FlatToolName("a.b", "c"))
+	require.Equal(t, "mcp__a_b", NamespaceName("a.b"))
+}
+
+func TestCallToolAndFormat(t *testing.T) {
+	rec := &recorder{}
+	m := startAndWait(t, []ServerConfig{serverCmd(t, "good", "good", nil)}, rec.hooks())
+	ctx := context.Background()
+	ctl := stopwatch.NewController()
+
+	res, err := m.CallTool(ctx, ctl, "good", "echo", json.RawMessage(`{"text":"hi"}`), map[string]any{"callId": "call_1"})
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"type":"text","text":"echo: hi"}]`, string(res.Content))
+	require.False(t, res.IsError)
+	require.Nil(t, res.StructuredContent)
+	require.Positive(t, res.Duration)
+	require.JSONEq(t, `[{"type":"input_text","text":"Wall time: 0.0032 seconds\nOutput:"},{"type":"input_text","text":"echo: hi"}]`,
+		string(FormatForModel(res, 3200*time.Microsecond)))
+	require.Zero(t, ctl.Len(), "the call's stopwatch is released")
+
+	res, err = m.CallTool(ctx, nil, "good", "meta", nil, map[string]any{"callId": "call_2", "x-codex-turn-metadata": map[string]any{"turn": 1}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	require.JSONEq(t, `{"ok":true}`, string(res.StructuredContent))
+	require.JSONEq(t, `{"m":1}`, string(res.Meta))
+	var blocks []struct{ Text string }
+	require.NoError(t, json.Unmarshal(res.Content, &blocks))
+	var sent map[string]any
+	require.NoError(t, json.Unmarshal([]byte(blocks[0].Text), &sent))
+	require.Equal(t, "call_2", sent["callId"])
+	require.Equal(t, map[string]any{"turn": float64(1)}, sent["x-codex-turn-metadata"])
+	require.Contains(t, sent, "progressToken")
+
+	_, err = m.CallTool(ctx, nil, "good", "progress", json.RawMessage(`{}`), map[string]any{"callId": "call_3"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.progress) == 1 && rec.progress[0] == "call_3:half way"
+	}, 5*time.Second, 20*time.Millisecond)
+
+	_, err = m.CallTool(ctx, nil, "good", "echo", json.RawMessage(`{bad json`), nil)
+	require.ErrorContains(t, err, "not valid JSON")
+	_, err = m.CallTool(ctx, nil, "good", "no_such_tool", nil, nil)
+	require.ErrorContains(t, err, "tool call failed for `good/no_such_tool`")
+}
+
+func TestFormatForModelBlocks(t *testing.T) {
+	res := CallResult{Content: json.RawMessage(`[{"type":"text","text":""},{"type":"image","data":"AAA=","mimeType":"image/png"},{"type":"resource","resource":{"uri":"x:/y","text":"r"}}]`)}
+	require.JSONEq(t, `[{"type":"input_text","text":"Wall time: 1.5000 seconds\nOutput:"},{"type":"input_text","text":""},{"type":"input_image","image_url":"data:image/png;base64,AAA="},{"type":"input_text","text":"{\"type\":\"resource\",\"resource\":{\"uri\":\"x:/y\",\"text\":\"r\"}}"}]`,
+		string(FormatForModel(res, 1500*time.Millisecond)))
+	res = CallResult{Content: json.RawMessage(`[]`), StructuredContent: json.RawMessage(`{"a":1}`)}
+	require.JSONEq(t, `[{"type":"input_text","text":"Wall time: 0.0000 seconds\nOutput:"},{"type":"input_text","text":"{\"a\":1}"}]`, string(FormatForModel(res, 0)))
+}
+
+func TestCrashMidCall(t *testing.T) {
+	m := startAndWait(t, []ServerConfig{serverCmd(t, "good", "good", nil)}, Hooks{})
+	_, err := m.CallTool(context.Background(), nil, "good", "crash", nil, nil)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "tool call failed for `good/crash`")
+	require.NotErrorIs(t, err, ErrToolTimeout)
+	require.Eventually(t, func() bool { return m.Statuses(context.Background())[0].ConnectionStatus == "failed" }, 10*time.Second, 20*time.Millisecond)
+	_, err = m.CallTool(context.Background(), nil, "good", "echo", nil, nil)
+	require.EqualError(t, err, "MCP server `good` is no longer running")
+	require.Empty(t, m.NamespaceTools(), "a dead server is no longer offered to the model")
+}
+
+func TestToolTimeout(t *testing.T) {
+	cfg := serverCmd(t, "good", "good", nil)
+	cfg.ToolTimeout = 500 * time.Millisecond
+	m := startAndWait(t, []ServerConfig{cfg}, Hooks{})
+	_, err := m.CallTool(context.Background(), nil, "good", "hang", nil, nil)
+	require.ErrorIs(t, err, ErrToolTimeout)
+	require.Contains(t, err.Error(), "tool_timeout_sec")
+	var te *TimeoutError
+	require.True(t, errors.As(err, &te))
+	require.Equal(t, 500*time.Millisecond, te.Timeout)
+
+	// A paused thread controller freezes the timeout.
+	ctl := stopwatch.NewController()
+	ctl.SetPaused(true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.CallTool(context.Background(), ctl, "good", "hang", nil, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("call ended while paused: %v", err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	ctl.SetPaused(false)
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrToolTimeout)
+	case <-time.After(20 * time.Second):
+		t.Fatal("timeout did not fire after resume")
+	}
+
+	// The caller's ctx still cancels.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	cfgCtx := ctx
+	_, err = m.CallTool(cfgCtx, nil, "good", "hang", nil, nil)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func elicitHooks(f func(ctx context.Context, req ElicitationRequest) (ElicitationResult, error), got *[]ElicitationRequest, mu *sync.Mutex) Hooks {
+	return Hooks{Elicit: func(ctx context.Context, req ElicitationRequest) (ElicitationResult, error) {
+		mu.Lock()
+		*got = append(*got, req)
+		mu.Unlock()
+		return f(ctx, req)
+	}}
+}
+
+func TestElicitation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply func(context.Context, ElicitationRequest) (ElicitationResult, error)
+		want  string
+	}{
+		{"accept", func(context.Context, ElicitationRequest) (ElicitationResult, error) {
+			return ElicitationResult{Action: "accept", Content: json.RawMessage(`{"name":"Ada"}`), Meta: json.RawMessage(`{"k":"v"}`)}, nil
+		}, `{"_meta":{"k":"v"},"action":"accept","content":{"name":"Ada"}}`},
+		{"decline", func(context.Context, ElicitationRequest) (ElicitationResult, error) {
+			return ElicitationResult{Action: "decline"}, nil
+		}, `{"action":"decline"}`},
+		{"cancel", func(context.Context, ElicitationRequest) (ElicitationResult, error) {
+			return ElicitationResult{Action: "cancel"}, nil
+		}, `{"action":"cancel"}`},
+		{"hook error declines", func(context.Context, ElicitationRequest) (ElicitationResult, error) {
+			return ElicitationResult{Action: "accept"}, errors.New("client went away")
+		}, `{"action":"decline"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []ElicitationRequest
+			m := startAndWait(t, []ServerConfig{serverCmd(t, "good", "good", nil)}, elicitHooks(tc.reply, &got, &mu))
+			res, err := m.CallTool(context.Background(), nil, "good", "ask", nil, nil)
+			require.NoError(t, err)
+			var blocks []struct{ Text string }
+			require.NoError(t, json.Unmarshal(res.Content, &blocks))
+			require.JSONEq(t, tc.want, blocks[0].Text)
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, got, 1)
+			require.Equal(t, "good", got[0].ServerName)
+			require.Equal(t, "form", got[0].Mode)
+			require.Equal(t, "What is your name?", got[0].Message)
+			require.JSONEq(t, `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`, string(got[0].RequestedSchema))
+		})
+	}
+}
+
+func TestElicitationURLMode(t *testing.T) {
+	var mu sync.Mutex
+	var got []ElicitationRequest
+	m := startAndWait(t, []ServerConfig{serverCmd(t, "good", "good", nil)}, elicitHooks(func(context.Context, ElicitationRequest) (ElicitationResult, error) {
+		return ElicitationResult{Action: "accept"}, nil
+	}, &got, &mu))
+	res, err := m.CallTool(context.Background(), nil, "good", "askurl", nil, nil)
+	require.NoError(t, err)
+	require.Contains(t, string(res.Content), `\"action\":\"accept\"`)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, 1)
+	require.Equal(t, ElicitationRequest{ServerName: "good", Message: "Open this", Mode: "url", URL: "https://example.com/x", ElicitationID: "el-1"}, got[0])
+}
+
+func TestElicitationBlockedHookEndsOnClose(t *testing.T) {
+	entered := make(chan struct{})
+	hookErr := make(chan error, 1)
+	m := Start(context.Background(), []ServerConfig{serverCmd(t, "good", "good", nil)}, Hooks{
+		Elicit: func(ctx context.Context, _ ElicitationRequest) (ElicitationResult, error) {
+			close(entered)
+			<-ctx.Done()
+			hookErr <- ctx.Err()
+			return ElicitationResult{}, ctx.Err()
+		}})
+	require.NoError(t, m.WaitReady(context.Background()))
+	callErr := make(chan error, 1)
+	go func() {
+		_, err := m.CallTool(context.Background(), nil, "good", "ask", nil, nil)
+		callErr <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("hook not called")
+	}
+	closed := make(chan struct{})
+	go func() { m.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close blocked on a pending elicitation")
+	}
+	require.ErrorIs(t, <-hookErr, context.Canceled)
+	select {
+	case <-callErr: // the call ends with whatever the closed connection yields
+	case <-time.After(20 * time.Second):
+		t.Fatal("call did not end after Close")
+	}
+}
+
+func TestElicitationPausesToolTimeout(t *testing.T) {
+	cfg := serverCmd(t, "good", "good", nil)
+	cfg.ToolTimeout = time.Second
+	m := startAndWait(t, []ServerConfig{cfg}, Hooks{Elicit: func(ctx context.Context, _ ElicitationRequest) (ElicitationResult, error) {
+		select {
+		case <-time.After(3 * time.Second):
+		case <-ctx.Done():
+			return ElicitationResult{}, ctx.Err()
+		}
+		return ElicitationResult{Action: "accept", Content: json.RawMessage(`{"name":"Ada"}`)}, nil
+	}})
+	res, err := m.CallTool(context.Background(), stopwatch.NewController(), "good", "ask", nil, nil)
+	require.NoError(t, err)
+	require.Contains(t, string(res.Content), "Ada")
+	require.GreaterOrEqual(t, res.Duration, 3*time.Second)
+}
+
+func TestSetPaused(t *testing.T) {
+	m := startAndWait(t, []ServerConfig{
+		serverCmd(t, "pausable", "good", map[string]string{"MCPCONN_PAUSE": "ok"}),
+		serverCmd(t, "plain", "good", nil),
+	}, Hooks{})
+	ctx := context.Background()
+	state := func(server string) string {
+		res, err := m.CallTool(ctx, nil, server, "pausestate", nil, nil)
+		require.NoError(t, err)
+		var blocks []struct{ Text string }
+		require.NoError(t, json.Unmarshal(res.Content, &blocks))
+		return blocks[0].Text
+	}
+	require.Equal(t, "unset", state("pausable"))
+	require.NoError(t, m.SetPaused(ctx, true))
+	require.Equal(t, "true", state("pausable"))
+	require.Equal(t, "unset", state("plain"), "servers without the capability are skipped")
+	require.NoError(t, m.SetPaused(ctx, false))
+	require.Equal(t, "false", state("pausable"))
+}
+
+func TestSetPausedFailure(t *testing.T) {
+	m := startAndWait(t, []ServerConfig{
+		serverCmd(t, "refuser", "good", map[string]string{"MCPCONN_PAUSE": "fail"}),
+		serverCmd(t, "pausable", "good", map[string]string{"MCPCONN_PAUSE": "ok"}),
+	}, Hooks{})
+	err := m.SetPaused(context.Background(), true)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "MCP server `refuser` rejected codex/out-of-band-elicitation-state/update")
+	require.Contains(t, err.Error(), "pause update refused")
+	require.NotContains(t, err.Error(), "pausable")
+}
+
+// groupMembers lists the live (non-zombie) processes whose process group is pgid.
+func groupMembers(t *testing.T, pgid int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		// fields[0]=state, [1]=ppid, [2]=pgrp
+		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) && fields[0] != "Z" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func TestCloseKillsProcessGroup(t *testing.T) {
+	m := startAndWait(t, []ServerConfig{serverCmd(t, "good", "good", nil)}, Hooks{})
+	res, err := m.CallTool(context.Background(), nil, "good", "spawn", nil, nil)
+	require.NoError(t, err)
+	var blocks []struct{ Text string }
+	require.NoError(t, json.Unmarshal(res.Content, &blocks))
+	pgid, err := strconv.Atoi(blocks[0].Text)
+	require.NoError(t, err)
+	require.Len(t, groupMembers(t, pgid), 2, "server and its grandchild share the group")
+
+	start := time.Now()
+	m.Close()
+	require.Less(t, time.Since(start), 20*time.Second)
+	require.Eventually(t, func() bool { return len(groupMembers(t, pgid)) == 0 }, 10*time.Second, 50*time.Millisecond)
+	m.Close() // idempotent
+}
+
+func TestResourceFunctions(t *testing.T) {
+	m := startAndWait(t, []ServerConfig{serverCmd(t, "a", "good", nil), serverCmd(t, "b", "good", nil)}, Hooks{})
+	ctx := context.Background()
+
+	out, err := m.ResourceToolCall(ctx, ToolListResources, nil)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"resources":[
+		{"server":"a","uri":"file:///hello.txt","name":"hello","mimeType":"text/plain"},
+		{"server":"b","uri":"file:///hello.txt","name":"hello","mimeType":"text/plain"}]}`, out)
+
+	out, err = m.ResourceToolCall(ctx, ToolListResources, json.RawMessage(`{"server":"a"}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"server":"a","resources":[{"server":"a","uri":"file:///hello.txt","name":"hello","mimeType":"text/plain"}]}`, out)
+
+	out, err = m.ResourceToolCall(ctx, ToolListResourceTemplates, json.RawMessage(`{"server":"b"}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"server":"b","resourceTemplates":[{"server":"b","uriTemplate":"file:///{name}","name":"files"}]}`, out)
+
+	out, err = m.ResourceToolCall(ctx, ToolReadResource, json.RawMessage(`{"server":"a","uri":"file:///hello.txt"}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"server":"a","uri":"file:///hello.txt","contents":[{"uri":"file:///hello.txt","mimeType":"text/plain","text":"hello"}]}`, out)
+
+	for _, tc := range []struct {
+		name, args, err string
+	}{
+		{ToolListResources, `{"cursor":"x"}`, "cursor can only be used when a server is specified"},
+		{ToolListResources, `{"server":"zzz"}`, "unknown MCP server `zzz`"},
+		{ToolListResources, `[1,2]`, "failed to parse function arguments"},
+		{ToolReadResource, `{"server":"a"}`, "read_mcp_resource requires `server` and `uri`"},
+		{ToolReadResource, `{"server":"a","uri":"other://missing"}`, "resources/read failed for `a`"},
+		{"bogus", `{}`, "unknown MCP resource function `bogus`"},
+	} {
+		_, err := m.ResourceToolCall(ctx, tc.name, json.RawMessage(tc.args))
+		require.ErrorContains(t, err, tc.err, "%s %s", tc.name, tc.args)
+	}
+	tool, ok := m.Tool("a", "echo")
+	require.True(t, ok)
+	require.Contains(t, string(tool), `"readOnlyHint":true`)
+	_, ok = m.Tool("a", "nope")
+	require.False(t, ok)
+	_, ok = m.Tool("zzz", "echo")
+	require.False(t, ok)
+}
+
+func TestCloseKillsStubbornServer(t *testing.T) {
+	oldStdin, oldTerm := stdinGrace, termGrace
+	stdinGrace, termGrace = 300*time.Millisecond, 300*time.Millisecond
+	t.Cleanup(func() { stdinGrace, termGrace = oldStdin, oldTerm })
+
+	m := startAndWait(t, []ServerConfig{serverCmd(t, "stubborn", "stubborn", nil)}, Hooks{})
+	res, err := m.CallTool(context.Background(), nil, "stubborn", "spawn", nil, nil)
+	require.NoError(t, err)
+	var blocks []struct{ Text string }
+	require.NoError(t, json.Unmarshal(res.Content, &blocks))
+	pgid, err := strconv.Atoi(blocks[0].Text)
+	require.NoError(t, err)
+	require.NotEmpty(t, groupMembers(t, pgid))
+	m.Close()
+	require.Eventually(t, func() bool { return len(groupMembers(t, pgid)) == 0 }, 10*time.Second, 50*time.Millisecond)
+}

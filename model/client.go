@@ -1,0 +1,574 @@
+// Package model is the client of the OpenAI Responses API (POST {base_url}/responses, streamed
+// as server-sent events): request building, SSE parsing, the two retry layers (silent HTTP
+// retries, announced stream retries), the idle timeout, error mapping to codexErrorInfo, the
+// providers and the bundled model catalogue.
+//
+// It does not use the openai-go SDK: the conversation history is replayed verbatim on every
+// request, so output items must be kept as the exact JSON the server sent (unknown fields such as
+// encrypted_content included), and the retry/idle/error behaviour has to match the reference
+// precisely; a small hand-written SSE reader over net/http gives both without fighting an SDK's
+// typed models and built-in retries.
+package model
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Request is one model turn request. Input and Tools are sent verbatim.
+type Request struct {
+	Model             string
+	Instructions      string            // optional; 0.169 sends none (the base prompt is an input item)
+	Input             []json.RawMessage // the full history, items replayed byte-for-byte
+	Tools             []json.RawMessage
+	ToolChoice        string // "" means "auto"
+	ParallelToolCalls bool
+	Reasoning         json.RawMessage   // e.g. {"effort":"medium","summary":"auto"}; omitted when nil
+	Include           []string          // e.g. ["reasoning.encrypted_content"]
+	PromptCacheKey    string            // the thread id
+	Text              json.RawMessage   // e.g. {"verbosity":"low"}; omitted when nil
+	ClientMetadata    map[string]string // omitted when empty
+	// Headers are per-request headers: originator, user-agent, session-id, thread-id,
+	// x-client-request-id, x-codex-window-id, x-codex-turn-metadata, x-codex-beta-features...
+	Headers map[string]string
+}
+
+// body is the JSON body, fields in the order the reference sends them.
+type body struct {
+	Model             string            `json:"model"`
+	Instructions      string            `json:"instructions,omitempty"`
+	Stream            bool              `json:"stream"`
+	Input             []json.RawMessage `json:"input"`
+	Tools             []json.RawMessage `json:"tools"`
+	ToolChoice        string            `json:"tool_choice"`
+	ParallelToolCalls bool              `json:"parallel_tool_calls"`
+	Reasoning         json.RawMessage   `json:"reasoning,omitempty"`
+	Store             bool              `json:"store"`
+	Include           []string          `json:"include"`
+	PromptCacheKey    string            `json:"prompt_cache_key,omitempty"`
+	Text              json.RawMessage   `json:"text,omitempty"`
+	ClientMetadata    map[string]string `json:"client_metadata,omitempty"`
+}
+
+// MarshalBody returns the JSON body Stream POSTs for r (HTML characters are not escaped, so
+// replayed items keep their bytes).
+func (r *Request) MarshalBody() ([]byte, error) {
+	b := body{
+		Model: r.Model, Instructions: r.Instructions, Stream: true,
+		Input: r.Input, Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls,
+		Reasoning: r.Reasoning, Include: r.Include, PromptCacheKey: r.PromptCacheKey, Text: r.Text,
+		ClientMetadata: r.ClientMetadata,
+	}
+	if b.Input == nil {
+		b.Input = []json.RawMessage{}
+	}
+	if b.Tools == nil {
+		b.Tools = []json.RawMessage{}
+	}
+	if b.ToolChoice == "" {
+		b.ToolChoice = "auto"
+	}
+	if b.Include == nil {
+		b.Include = []string{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(b); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Options tunes a Client; the zero value is the production setting.
+type Options struct {
+	HTTPClient     *http.Client        // nil: a client without overall timeout (streams are long)
+	Getenv         func(string) string // nil: os.Getenv (env_key, env_http_headers)
+	Logger         *slog.Logger        // nil: slog.Default()
+	BaseBackoff    time.Duration       // first retry delay, doubled per retry (default 200 ms)
+	NetworkBackoff time.Duration       // first delay while waiting for the network (default 5 s)
+}
+
+// Client talks to one provider; it is reusable and safe for concurrent use.
+type Client struct {
+	p    Provider
+	hc   *http.Client
+	env  func(string) string
+	log  *slog.Logger
+	base time.Duration
+	net  time.Duration
+}
+
+// NewClient returns a client for provider p.
+func NewClient(p Provider, opts Options) *Client {
+	c := &Client{p: p, hc: opts.HTTPClient, env: opts.Getenv, log: opts.Logger, base: opts.BaseBackoff, net: opts.NetworkBackoff}
+	if c.hc == nil {
+		c.hc = &http.Client{}
+	}
+	if c.env == nil {
+		c.env = os.Getenv
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.base <= 0 {
+		c.base = 200 * time.Millisecond
+	}
+	if c.net <= 0 {
+		c.net = 5 * time.Second
+	}
+	return c
+}
+
+// Provider returns the provider the client was made for.
+func (c *Client) Provider() Provider { return c.p }
+
+// endpoint returns {base_url}/{path} plus the provider's query params.
+func (c *Client) endpoint(path string) string {
+	u := strings.TrimRight(c.p.BaseURL, "/") + "/" + path
+	if len(c.p.QueryParams) > 0 {
+		q := url.Values{}
+		for k, v := range c.p.QueryParams {
+			q.Set(k, v)
+		}
+		u += "?" + q.Encode()
+	}
+	return u
+}
+
+// authToken returns the bearer token ("" for none) or the missing-env-key error.
+func (c *Client) authToken() (string, error) {
+	if c.p.ExperimentalBearerToken != "" {
+		return c.p.ExperimentalBearerToken, nil
+	}
+	if c.p.EnvKey == "" {
+		return "", nil
+	}
+	if v := strings.TrimSpace(c.env(c.p.EnvKey)); v != "" {
+		return v, nil
+	}
+	return "", missingEnvKeyError(c.p.EnvKey, c.p.EnvKeyInstructions)
+}
+
+// headers returns the provider headers followed by the caller's, the token and content headers.
+func (c *Client) headers(token string, extra map[string]string) http.Header {
+	h := http.Header{}
+	for k, v := range c.p.HTTPHeaders {
+		h.Set(k, v)
+	}
+	for k, env := range c.p.EnvHTTPHeaders {
+		if v := c.env(env); strings.TrimSpace(v) != "" {
+			h.Set(k, v)
+		}
+	}
+	for k, v := range extra {
+		h.Set(k, v)
+	}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	return h
+}
+
+// Stream POSTs req and streams the response, calling on (synchronously, in order) for each
+// event, including RetryEvent/ResetEvent before stream retries. It returns the completed
+// response, a *Error, or ctx's error once ctx is done (the HTTP stream is closed at once).
+func (c *Client) Stream(ctx context.Context, req *Request, on func(Event)) (*Completed, error) {
+	if on == nil {
+		on = func(Event) {}
+	}
+	if req == nil {
+		return nil, &Error{Message: "model request is nil", CodexErrorInfo: InfoString(InfoOther)}
+	}
+	token, err := c.authToken()
+	if err != nil {
+		return nil, err
+	}
+	payload, err := req.MarshalBody()
+	if err != nil {
+		return nil, &Error{Message: "cannot encode model request: " + err.Error(), CodexErrorInfo: InfoString(InfoOther), Err: err}
+	}
+	h := c.headers(token, req.Headers)
+	h.Set("Accept", "text/event-stream")
+	h.Set("Content-Type", "application/json")
+	u := c.endpoint("responses")
+	maxRetries := c.p.EffectiveStreamMaxRetries()
+	retries, netWaits := 0, 0
+	for {
+		delivered := 0
+		comp, err := c.attempt(ctx, u, h, payload, func(ev Event) { delivered++; on(ev) })
+		if err == nil {
+			return comp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var me *Error
+		if !errors.As(err, &me) || !me.Retryable {
+			return nil, err
+		}
+		var ev RetryEvent
+		if me.network {
+			netWaits++
+			ev = RetryEvent{Attempt: netWaits, Max: 0, Err: me, Delay: min(c.net<<min(netWaits-1, 10), 5*time.Minute)}
+		} else {
+			retries++
+			if retries > maxRetries {
+				return nil, me
+			}
+			d := me.RetryAfter
+			if d <= 0 {
+				d = backoff(c.base, retries)
+			}
+			ev = RetryEvent{Attempt: retries, Max: maxRetries, Err: me, Delay: d}
+		}
+		c.log.Debug("model stream retry", "provider", c.p.ID, "attempt", ev.Attempt, "max", ev.Max, "delay", ev.Delay, "err", me.Message)
+		on(ev)
+		if delivered > 0 {
+			on(ResetEvent{Attempt: ev.Attempt})
+		}
+		if err := sleep(ctx, ev.Delay); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// backoff returns base·2^(n-1) with ±10 % jitter.
+func backoff(base time.Duration, n int) time.Duration {
+	d := base << min(max(n-1, 0), 20)
+	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// watchdog cancels a stream attempt after a period without progress.
+type watchdog struct {
+	t     *time.Timer
+	d     time.Duration
+	fired atomic.Bool
+}
+
+func newWatchdog(d time.Duration, cancel context.CancelFunc) *watchdog {
+	w := &watchdog{d: d}
+	w.t = time.AfterFunc(d, func() { w.fired.Store(true); cancel() })
+	return w
+}
+
+func (w *watchdog) kick() { w.t.Reset(w.d) }
+func (w *watchdog) stop() { w.t.Stop() }
+
+// kickReader kicks the watchdog whenever bytes arrive.
+type kickReader struct {
+	r io.Reader
+	w *watchdog
+}
+
+func (k kickReader) Read(p []byte) (int, error) {
+	n, err := k.r.Read(p)
+	if n > 0 {
+		k.w.kick()
+	}
+	return n, err
+}
+
+// attempt runs one stream attempt: the HTTP request with its silent retries, then the SSE body.
+func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload []byte, on func(Event)) (*Completed, error) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wd := newWatchdog(c.p.EffectiveStreamIdleTimeout(), cancel)
+	defer wd.stop()
+
+	resp, err := c.post(actx, u, h, payload, wd)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if wd.fired.Load() {
+			return nil, streamError(msgIdleTimeout, err)
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	comp, err := readStream(kickReader{resp.Body, wd}, on, c.log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if wd.fired.Load() {
+			return nil, streamError(msgIdleTimeout, err)
+		}
+	}
+	return comp, err
+}
+
+// post sends the request, retrying transport errors and 5xx silently up to request_max_retries.
+// It returns a 2xx response with an open body, or an error.
+func (c *Client) post(ctx context.Context, u string, h http.Header, payload []byte, wd *watchdog) (*http.Response, error) {
+	maxRetries := c.p.EffectiveRequestMaxRetries()
+	for try := 0; ; try++ {
+		wd.kick()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))
+		if err != nil {
+			return nil, &Error{Message: "invalid model request: " + err.Error(), CodexErrorInfo: InfoString(InfoOther), Err: err}
+		}
+		req.Header = h.Clone()
+		resp, err := c.hc.Do(req)
+		var delay time.Duration
+		var last error
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			last = connectError(err)
+		case resp.StatusCode >= 200 && resp.StatusCode < 300:
+			return resp, nil
+		default:
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			se := statusError(resp.StatusCode, resp.Header, b, u)
+			if resp.StatusCode < 500 {
+				return nil, se
+			}
+			last, delay = se, se.RetryAfter
+		}
+		if try >= maxRetries {
+			return nil, last
+		}
+		if delay <= 0 {
+			delay = backoff(c.base, try+1)
+		}
+		c.log.Debug("model request retry", "provider", c.p.ID, "try", try+1, "delay", delay, "err", last)
+		wd.stop()
+		if err := sleep(ctx, delay); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// sseData is the union of the fields of the SSE events we consume.
+type sseData struct {
+	Type         string          `json:"type"`
+	Response     json.RawMessage `json:"response"`
+	Item         json.RawMessage `json:"item"`
+	ItemID       string          `json:"item_id"`
+	OutputIndex  int             `json:"output_index"`
+	ContentIndex int             `json:"content_index"`
+	SummaryIndex int             `json:"summary_index"`
+	Delta        string          `json:"delta"`
+}
+
+type itemHead struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+type responseObj struct {
+	ID    string `json:"id"`
+	Usage *struct {
+		InputTokens        int64 `json:"input_tokens"`
+		InputTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
+		OutputTokens        int64 `json:"output_tokens"`
+		OutputTokensDetails *struct {
+			ReasoningTokens int64 `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
+		TotalTokens int64 `json:"total_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Code    string `json:"code"`
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+}
+
+// maxSSELine bounds one SSE line (a data line holds a whole output item).
+const maxSSELine = 64 << 20
+
+// readStream parses SSE from r until response.completed (success), a terminal event or EOF.
+func readStream(r io.Reader, on func(Event), log *slog.Logger) (*Completed, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxSSELine)
+	var data []byte
+	var items []json.RawMessage
+	hasData := false
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) > 0 {
+			field, value, _ := bytes.Cut(line, []byte(":"))
+			value = bytes.TrimPrefix(value, []byte(" "))
+			if string(field) == "data" {
+				if hasData {
+					data = append(data, '\n')
+				}
+				data = append(data, value...)
+				hasData = true
+			}
+			continue // "event:", "id:", "retry:", comments: the JSON "type" decides
+		}
+		if !hasData {
+			continue
+		}
+		raw := data
+		data, hasData = nil, false
+		var ev sseData
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			log.Debug("model: skipping undecodable SSE event", "err", err)
+			continue
+		}
+		comp, err := dispatch(&ev, on, &items)
+		if comp != nil || err != nil {
+			return comp, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, streamError(msgStreamClosed, err)
+	}
+	return nil, streamError(msgStreamClosed, io.ErrUnexpectedEOF)
+}
+
+// dispatch handles one decoded event; it returns a result when the stream is over.
+func dispatch(ev *sseData, on func(Event), items *[]json.RawMessage) (*Completed, error) {
+	switch ev.Type {
+	case "response.created":
+		var r responseObj
+		_ = json.Unmarshal(ev.Response, &r)
+		on(CreatedEvent{ResponseID: r.ID})
+	case "response.output_item.added", "response.output_item.done":
+		if len(ev.Item) == 0 {
+			return nil, nil
+		}
+		var head itemHead
+		_ = json.Unmarshal(ev.Item, &head)
+		item := append(json.RawMessage(nil), ev.Item...)
+		if ev.Type == "response.output_item.added" {
+			on(ItemAddedEvent{OutputIndex: ev.OutputIndex, Type: head.Type, ID: head.ID, Item: item})
+		} else {
+			*items = append(*items, item)
+			on(ItemDoneEvent{OutputIndex: ev.OutputIndex, Type: head.Type, ID: head.ID, Item: item})
+		}
+	case "response.output_text.delta":
+		on(TextDeltaEvent{ItemID: ev.ItemID, OutputIndex: ev.OutputIndex, ContentIndex: ev.ContentIndex, Delta: ev.Delta})
+	case "response.reasoning_summary_part.added":
+		on(ReasoningSummaryPartAddedEvent{ItemID: ev.ItemID, OutputIndex: ev.OutputIndex, SummaryIndex: ev.SummaryIndex})
+	case "response.reasoning_summary_text.delta":
+		on(ReasoningSummaryDeltaEvent{ItemID: ev.ItemID, OutputIndex: ev.OutputIndex, SummaryIndex: ev.SummaryIndex, Delta: ev.Delta})
+	case "response.reasoning_text.delta":
+		on(ReasoningTextDeltaEvent{ItemID: ev.ItemID, OutputIndex: ev.OutputIndex, ContentIndex: ev.ContentIndex, Delta: ev.Delta})
+	case "response.completed":
+		var r responseObj
+		if err := json.Unmarshal(ev.Response, &r); err != nil {
+			return nil, streamError("failed to parse response.completed: "+err.Error(), err)
+		}
+		comp := &Completed{ResponseID: r.ID, Items: *items}
+		if u := r.Usage; u != nil {
+			comp.Usage = &Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+			if u.InputTokensDetails != nil {
+				comp.Usage.CachedInputTokens = u.InputTokensDetails.CachedTokens
+			}
+			if u.OutputTokensDetails != nil {
+				comp.Usage.ReasoningOutputTokens = u.OutputTokensDetails.ReasoningTokens
+			}
+		}
+		return comp, nil
+	case "response.failed":
+		var r responseObj
+		_ = json.Unmarshal(ev.Response, &r)
+		if r.Error == nil {
+			return nil, failedError("", "")
+		}
+		return nil, failedError(r.Error.Code, r.Error.Message)
+	case "response.incomplete":
+		var r responseObj
+		_ = json.Unmarshal(ev.Response, &r)
+		reason := ""
+		if r.IncompleteDetails != nil {
+			reason = r.IncompleteDetails.Reason
+		}
+		return nil, incompleteError(reason)
+	}
+	return nil, nil
+}
+
+// ListModels GETs {base_url}/models (1 s timeout) and returns the model ids it lists; it
+// understands the OpenAI shape {"data":[{"id"}]} and {"models":[{"slug"|"id"|"name"}]}.
+func (c *Client) ListModels(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	token, _ := c.authToken() // listing is best effort: without a key, try anonymously
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.endpoint("models"), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = c.headers(token, nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("list models: unexpected status %d: %s", resp.StatusCode, bodyMessage(b))
+	}
+	var v struct {
+		Data   []map[string]any `json:"data"`
+		Models []any            `json:"models"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	out := []string{}
+	pick := func(m map[string]any, keys ...string) {
+		for _, k := range keys {
+			if s, ok := m[k].(string); ok && s != "" {
+				out = append(out, s)
+				return
+			}
+		}
+	}
+	for _, m := range v.Data {
+		pick(m, "id")
+	}
+	for _, e := range v.Models {
+		switch x := e.(type) {
+		case string:
+			out = append(out, x)
+		case map[string]any:
+			pick(x, "slug", "id", "name", "model")
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,46 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+)
+
+// Decode unmarshals raw into v (a pointer to a generated type) and then checks that raw's top-level object
+// has every required non-null property of v's type, reporting the first missing one as "missing field
+// `name`" (the reference's wording). Nested objects are not checked for missing properties.
+func Decode(raw []byte, v any) error {
+	rt := reflect.TypeOf(v)
+	if rt == nil || rt.Kind() != reflect.Pointer {
+		return fmt.Errorf("protocol: Decode needs a pointer, got %T", v)
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if rt.Elem().Kind() == reflect.Struct && bytes.Equal(trimmed, []byte("null")) {
+		return fmt.Errorf("invalid type: null, expected struct %s", rt.Elem().Name())
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return err
+	}
+	return CheckRequired(rt.Elem().Name(), raw)
+}
+
+// CheckRequired reports the first required non-null property of the named generated type that is missing
+// from the JSON object raw, as "missing field `name`". Types without required properties, and raw values
+// that are not objects, pass.
+func CheckRequired(typeName string, raw []byte) error {
+	req := requiredFields[typeName]
+	if len(req) == 0 {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil //nolint:nilerr // not an object: the type decoder reports it
+	}
+	for _, name := range req {
+		if _, ok := obj[name]; !ok {
+			return fmt.Errorf("missing field `%s`", name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package rollout
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// genRollouts writes n small rollouts (one turn each) spread over a year, quickly (no fsync).
+func genRollouts(b *testing.B, home string, n int) string {
+	b.Helper()
+	start := time.Date(2025, 1, 1, 8, 0, 0, 0, time.Local)
+	var last string
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("01e00000-0000-7000-8000-%012d", i)
+		created := start.Add(time.Duration(i) * 10 * time.Minute)
+		dir := filepath.Join(home, "sessions", created.Format("2006"), created.Format("01"), created.Format("02"))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		ts := FormatTimestamp(created)
+		content := fmt.Sprintf(`{"timestamp":"%[1]s","ordinal":0,"type":"session_meta","payload":{"id":"%[2]s","session_id":"%[2]s","timestamp":"%[1]s","cwd":"/work/p%[3]d","originator":"appserver","cli_version":"0.169.0","source":"vscode","model_provider":"openai","history_mode":"paginated"}}
+{"timestamp":"%[1]s","ordinal":1,"type":"event_msg","payload":{"type":"task_started","turn_id":"t%[3]d","started_at":1}}
+{"timestamp":"%[1]s","ordinal":2,"type":"turn_context","payload":{"turn_id":"t%[3]d","cwd":"/work/p%[3]d","approval_policy":"never","sandbox_policy":{"type":"read-only"},"model":"gpt-x","summary":"auto"}}
+{"timestamp":"%[1]s","ordinal":3,"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"question number %[3]d"}]}}
+{"timestamp":"%[1]s","ordinal":4,"type":"event_msg","payload":{"type":"item_completed","thread_id":"%[2]s","turn_id":"t%[3]d","item":{"type":"UserMessage","id":"u%[3]d","content":[{"type":"text","text":"question number %[3]d","text_elements":[]}]}}}
+{"timestamp":"%[1]s","ordinal":5,"type":"event_msg","payload":{"type":"item_completed","thread_id":"%[2]s","turn_id":"t%[3]d","item":{"type":"AgentMessage","id":"m%[3]d","content":[{"type":"Text","text":"answer %[3]d"}]}}}
+{"timestamp":"%[1]s","ordinal":6,"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"answer %[3]d"}]}}
+{"timestamp":"%[1]s","ordinal":7,"type":"event_msg","payload":{"type":"task_complete","turn_id":"t%[3]d","last_agent_message":"answer %[3]d"}}
+`, ts, id, i)
+		last = filepath.Join(dir, RolloutFileName(id, created))
+		if err := os.WriteFile(last, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Chtimes(last, created, created); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return last
+}
+
+// BenchmarkStore50k times, over 50 000 rollouts: Open+List (index present, i.e. a restart), List on an open
+// store, a full rebuild without index, and ReadFile of one rollout.
+func BenchmarkStore50k(b *testing.B) {
+	home := b.TempDir()
+	one := genRollouts(b, home, 50_000)
+	if _, err := Open(home); err != nil { // builds the index
+		b.Fatal(err)
+	}
+	b.Run("ColdOpenAndFirstPage", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			s, err := Open(home)
+			if err != nil {
+				b.Fatal(err)
+			}
+			page, _, err := s.List(ListQuery{Limit: 50})
+			if err != nil || len(page) != 50 {
+				b.Fatal(err, len(page))
+			}
+		}
+	})
+	b.Run("WarmFirstPage", func(b *testing.B) {
+		s, err := Open(home)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := s.List(ListQuery{Limit: 50}); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			page, _, err := s.List(ListQuery{Limit: 50})
+			if err != nil || len(page) != 50 {
+				b.Fatal(err, len(page))
+			}
+		}
+	})
+	b.Run("WarmSearchPage", func(b *testing.B) {
+		s, err := Open(home)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, _, err := s.List(ListQuery{Limit: 50, SearchTerm: "number 4999", SortKey: SortUpdatedAt}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("RebuildWithoutIndex", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := os.Remove(filepath.Join(home, IndexFileName)); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := Open(home); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ReadFile", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			th, err := ReadFile(one)
+			if err != nil || len(th.Turns) != 1 {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,170 @@
+package rollout
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+)
+
+// maxLineBytes bounds one record when a whole record is needed (a reader keeps at most this much of a line).
+const maxLineBytes = 256 << 20
+
+// lineReader streams lines without ever holding more than one (bounded) line.
+type lineReader struct {
+	br  *bufio.Reader
+	buf []byte
+	off int64 // byte offset of the next line
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// next returns the next line without its newline. At most limit bytes are kept (truncated reports that more were
+// dropped); complete reports that the line was terminated by '\n'. The slice is reused by the next call. It returns
+// io.EOF when no bytes are left.
+func (lr *lineReader) next(limit int) (ln []byte, truncated, complete bool, err error) {
+	lr.buf = lr.buf[:0]
+	read := 0
+	for {
+		chunk, e := lr.br.ReadSlice('\n')
+		read += len(chunk)
+		if room := limit - len(lr.buf); room > 0 {
+			if len(chunk) <= room {
+				lr.buf = append(lr.buf, chunk...)
+			} else {
+				lr.buf = append(lr.buf, chunk[:room]...)
+				truncated = true
+			}
+		} else if len(chunk) > 0 {
+			truncated = true
+		}
+		if e == nil {
+			complete = true
+			break
+		}
+		if errors.Is(e, bufio.ErrBufferFull) {
+			continue
+		}
+		if e == io.EOF {
+			if read == 0 {
+				return nil, false, false, io.EOF
+			}
+			break
+		}
+		return nil, false, false, e
+	}
+	lr.off += int64(read)
+	contentLen := read
+	if complete {
+		contentLen--
+	}
+	truncated = contentLen > limit
+	ln = lr.buf
+	if len(ln) > contentLen {
+		ln = ln[:contentLen]
+	}
+	return ln, truncated, complete, nil
+}
+
+var (
+	typeKey    = []byte(`"type"`)
+	ordinalKey = []byte(`"ordinal"`)
+	payloadKey = []byte(`"payload"`)
+	tsKey      = []byte(`"timestamp"`)
+)
+
+// stringAfterKey returns the JSON string value following key in b ("key": "value"), scanning only the start.
+func stringAfterKey(b, key []byte) (string, bool) {
+	i := bytes.Index(b, key)
+	if i < 0 {
+		return "", false
+	}
+	rest := bytes.TrimLeft(b[i+len(key):], " \t")
+	if len(rest) == 0 || rest[0] != ':' {
+		return "", false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t")
+	if len(rest) == 0 || rest[0] != '"' {
+		return "", false
+	}
+	end := bytes.IndexByte(rest[1:], '"')
+	if end < 0 {
+		return "", false
+	}
+	return string(rest[1 : 1+end]), true
+}
+
+// prefixType returns the envelope's record type from the start of a line without decoding it; ok is false when the
+// envelope puts "payload" before "type" (then the caller must decode).
+func prefixType(ln []byte) (string, bool) {
+	head := ln
+	if len(head) > 512 {
+		head = head[:512]
+	}
+	ti := bytes.Index(head, typeKey)
+	if ti < 0 {
+		return "", false
+	}
+	if pi := bytes.Index(head, payloadKey); pi >= 0 && pi < ti {
+		return "", false
+	}
+	return stringAfterKey(head[ti:], typeKey)
+}
+
+// prefixOrdinal returns the envelope's ordinal from the start of a line.
+func prefixOrdinal(ln []byte) (int64, bool) {
+	head := ln
+	if len(head) > 256 {
+		head = head[:256]
+	}
+	i := bytes.Index(head, ordinalKey)
+	if i < 0 {
+		return 0, false
+	}
+	if pi := bytes.Index(head, payloadKey); pi >= 0 && pi < i {
+		return 0, false
+	}
+	rest := bytes.TrimLeft(head[i+len(ordinalKey):], " \t")
+	if len(rest) == 0 || rest[0] != ':' {
+		return 0, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t")
+	end := 0
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	n, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	return n, err == nil
+}
+
+// prefixTimestamp returns the envelope's timestamp string from the start of a line.
+func prefixTimestamp(ln []byte) (string, bool) {
+	head := ln
+	if len(head) > 256 {
+		head = head[:256]
+	}
+	i := bytes.Index(head, tsKey)
+	if i < 0 {
+		return "", false
+	}
+	if pi := bytes.Index(head, payloadKey); pi >= 0 && pi < i {
+		return "", false
+	}
+	return stringAfterKey(head[i:], tsKey)
+}
+
+// decodeLine parses a complete record line.
+func decodeLine(ln []byte) (line, error) {
+	var rec line
+	if err := json.Unmarshal(ln, &rec); err != nil {
+		return rec, err
+	}
+	if rec.Type == "" {
+		return rec, errors.New("record without type")
+	}
+	return rec, nil
+}

@@ -1,0 +1,189 @@
+package rollout
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Meta is what listing needs from one rollout, read by ReadMeta without decoding the history.
+type Meta struct {
+	Session SessionMeta
+	Path    string
+	// Preview is the first user message's text (inherited from the parent for a reference fork without one).
+	Preview string
+	// Name is the last thread_name_updated event in the file, if any.
+	Name         string
+	CreatedAt    time.Time
+	LastRecordAt time.Time
+	// Model and ReasoningEffort come from the last turn_context.
+	Model           string
+	ReasoningEffort string
+}
+
+const (
+	metaLineLimit    = 64 << 10
+	previewLineLimit = 4 << 20
+)
+
+var (
+	userMessageMarker = []byte(`"user_message"`)
+	userItemMarker    = []byte(`"UserMessage"`)
+	nameMarker        = []byte(`"thread_name_updated"`)
+)
+
+// ReadMeta streams a rollout once, decoding only session_meta, turn_context, the first user message and name
+// events; other lines are only looked at through their first bytes.
+func ReadMeta(path string) (*Meta, error) {
+	return readMeta(path, -1, 0)
+}
+
+func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: open: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if limitBytes >= 0 {
+		r = io.LimitReader(f, limitBytes)
+	}
+	m := &Meta{Path: path}
+	lr := newLineReader(r)
+	haveMeta := false
+	havePreview := false
+	for {
+		limit := metaLineLimit
+		if !havePreview {
+			limit = previewLineLimit
+		}
+		ln, truncated, complete, err := lr.next(limit)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rollout: read %s: %w", path, err)
+		}
+		if len(bytes.TrimSpace(ln)) == 0 {
+			continue
+		}
+		typ, ok := prefixType(ln)
+		if !ok {
+			if truncated {
+				continue
+			}
+			rec, err := decodeLine(ln)
+			if err != nil {
+				continue
+			}
+			typ = rec.Type
+		}
+		if !complete && (truncated || !json.Valid(ln)) {
+			continue // torn last line
+		}
+		if ts, ok := prefixTimestamp(ln); ok {
+			if t := parseTime(ts); !t.IsZero() {
+				m.LastRecordAt = t
+			}
+		}
+		if truncated {
+			continue
+		}
+		switch typ {
+		case TypeSessionMeta:
+			if haveMeta {
+				continue
+			}
+			rec, err := decodeLine(ln)
+			if err != nil || json.Unmarshal(rec.Payload, &m.Session) != nil {
+				continue
+			}
+			haveMeta = true
+			m.CreatedAt = parseTime(m.Session.Timestamp)
+			if m.CreatedAt.IsZero() {
+				m.CreatedAt = parseTime(rec.Timestamp)
+			}
+		case TypeTurnContext:
+			rec, err := decodeLine(ln)
+			if err != nil {
+				continue
+			}
+			var tc struct {
+				Model             string `json:"model"`
+				Effort            string `json:"effort"`
+				CollaborationMode struct {
+					Settings struct {
+						ReasoningEffort string `json:"reasoning_effort"`
+					} `json:"settings"`
+				} `json:"collaboration_mode"`
+			}
+			if json.Unmarshal(rec.Payload, &tc) == nil {
+				if tc.Model != "" {
+					m.Model = tc.Model
+				}
+				m.ReasoningEffort = tc.Effort
+				if m.ReasoningEffort == "" {
+					m.ReasoningEffort = tc.CollaborationMode.Settings.ReasoningEffort
+				}
+			}
+		case TypeEventMsg:
+			isUser := !havePreview && (bytes.Contains(ln, userMessageMarker) || bytes.Contains(ln, userItemMarker))
+			isName := bytes.Contains(ln, nameMarker)
+			if !isUser && !isName {
+				continue
+			}
+			rec, err := decodeLine(ln)
+			if err != nil {
+				continue
+			}
+			var ev struct {
+				Type       string          `json:"type"`
+				Message    string          `json:"message"`
+				ThreadName string          `json:"thread_name"`
+				Item       json.RawMessage `json:"item"`
+			}
+			if json.Unmarshal(rec.Payload, &ev) != nil {
+				continue
+			}
+			switch ev.Type {
+			case "user_message":
+				if !havePreview {
+					m.Preview, havePreview = ev.Message, true
+				}
+			case "item_completed":
+				if !havePreview {
+					if it := convertCoreItem(ev.Item); it != nil && it["type"] == "userMessage" {
+						m.Preview, havePreview = userText(it["content"]), true
+					}
+				}
+			case "thread_name_updated":
+				m.Name = ev.ThreadName
+			}
+		}
+	}
+	if !haveMeta {
+		return nil, fmt.Errorf("%w: %s", ErrNoSessionMeta, path)
+	}
+	if hb := m.Session.HistoryBase; hb != nil && depth < 16 && (!havePreview || m.Model == "") {
+		if home := codexHomeOf(path); home != "" {
+			if pp, err := findRolloutByID(home, hb.ThreadID); err == nil {
+				limit := hb.EndByteOffset
+				if limit <= 0 {
+					limit = -1
+				}
+				if pm, err := readMeta(pp, limit, depth+1); err == nil {
+					if !havePreview {
+						m.Preview = pm.Preview
+					}
+					if m.Model == "" {
+						m.Model, m.ReasoningEffort = pm.Model, pm.ReasoningEffort
+					}
+				}
+			}
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,739 @@
+package rollout
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ErrNoSessionMeta is returned when a file has no readable session_meta record.
+var ErrNoSessionMeta = errors.New("rollout: no session_meta record")
+
+// Turn status values (protocol TurnStatus).
+const (
+	TurnCompleted   = "completed"
+	TurnInterrupted = "interrupted"
+	TurnFailed      = "failed"
+	TurnInProgress  = "inProgress"
+)
+
+// Turn is one turn rebuilt for the UI, shaped like the protocol's Turn (JSON-ready).
+type Turn struct {
+	ID          string           `json:"id"`
+	RootTurnID  *string          `json:"rootTurnId"`
+	Items       []map[string]any `json:"items"`
+	ItemsView   string           `json:"itemsView"`
+	Status      string           `json:"status"`
+	Error       map[string]any   `json:"error"`
+	StartedAt   *int64           `json:"startedAt"`
+	CompletedAt *int64           `json:"completedAt"`
+	DurationMs  *int64           `json:"durationMs"`
+}
+
+// Thread is a whole rollout read back.
+type Thread struct {
+	Meta SessionMeta
+	Path string
+	// Name is the last thread_name_updated event in the file; the reference keeps names in session_index.jsonl,
+	// which Store applies on top.
+	Name string
+	// Preview is the first user message's text.
+	Preview   string
+	CreatedAt time.Time // session_meta timestamp
+	UpdatedAt time.Time // last record's timestamp
+	// Model and ReasoningEffort come from the last turn_context.
+	Model           string
+	ReasoningEffort string
+	// LastTurnContext is the last turn_context payload, raw.
+	LastTurnContext json.RawMessage
+	// TokenUsage is the info of the last token_count event.
+	TokenUsage *TokenUsageInfo
+	// ResponseItems is the model-visible history in order (after compactions), with the reference's internal
+	// bookkeeping member internal_chat_message_metadata_passthrough removed, ready to send to the model.
+	ResponseItems []json.RawMessage
+	// Turns is the history rebuilt as thread/read returns it; a turn left open by a crash is "interrupted".
+	Turns []Turn
+	// NextOrdinal is one past the highest ordinal in the file.
+	NextOrdinal int64
+}
+
+// ReadFile reads a rollout in a single streaming pass. Forks recorded by the reference (session_meta.history_base)
+// are resolved by reading the parent's first bytes from the same CODEX_HOME. Unparseable lines are skipped with a
+// warning.
+func ReadFile(path string) (*Thread, error) {
+	b := &builder{th: &Thread{Path: path}, turnIndex: map[string]int{}}
+	if err := b.readFile(path, -1, 0, true); err != nil {
+		return nil, err
+	}
+	b.finish()
+	return b.th, nil
+}
+
+type builder struct {
+	th        *Thread
+	paginated bool
+	turnIndex map[string]int
+	cur       int // index of the open turn in th.Turns, -1 if none
+	curOpen   bool
+	implicit  bool // the open turn was opened by a legacy user_message, not task_started
+	legacyN   int
+	implicitN int
+	haveMeta  bool
+}
+
+// readFile feeds one file's records to the builder; limit < 0 reads everything.
+func (b *builder) readFile(path string, limit int64, depth int, top bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("rollout: open: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if limit >= 0 {
+		r = io.LimitReader(f, limit)
+	}
+	lr := newLineReader(r)
+	first := true
+	lineNo := 0
+	for {
+		ln, truncated, complete, err := lr.next(maxLineBytes)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("rollout: read %s: %w", path, err)
+		}
+		lineNo++
+		if len(bytes.TrimSpace(ln)) == 0 {
+			continue
+		}
+		if truncated {
+			slog.Warn("rollout: skipping oversized line", "path", path, "line", lineNo)
+			continue
+		}
+		rec, derr := decodeLine(ln)
+		if derr != nil {
+			if !complete {
+				slog.Warn("rollout: skipping torn last line", "path", path, "line", lineNo, "err", derr)
+			} else {
+				slog.Warn("rollout: skipping unreadable line", "path", path, "line", lineNo, "err", derr)
+			}
+			continue
+		}
+		if rec.Type == TypeSessionMeta {
+			var meta SessionMeta
+			if err := json.Unmarshal(rec.Payload, &meta); err != nil {
+				slog.Warn("rollout: bad session_meta", "path", path, "line", lineNo, "err", err)
+				continue
+			}
+			if first {
+				b.paginated = meta.HistoryMode == HistoryModePaginated
+				if top && !b.haveMeta {
+					b.th.Meta = meta
+					b.haveMeta = true
+					b.th.CreatedAt = parseTime(meta.Timestamp)
+					if b.th.CreatedAt.IsZero() {
+						b.th.CreatedAt = parseTime(rec.Timestamp)
+					}
+				}
+				if meta.HistoryBase != nil && meta.HistoryBase.ThreadID != "" {
+					if err := b.readParent(path, meta.HistoryBase, depth); err != nil {
+						slog.Warn("rollout: fork parent history unavailable", "path", path, "parent", meta.HistoryBase.ThreadID, "err", err)
+					}
+					b.paginated = meta.HistoryMode == HistoryModePaginated
+				}
+			}
+			first = false
+			b.bumpOrdinal(rec, top)
+			continue
+		}
+		first = false
+		b.bumpOrdinal(rec, top)
+		if top {
+			if t := parseTime(rec.Timestamp); !t.IsZero() {
+				b.th.UpdatedAt = t
+			}
+		}
+		b.add(rec)
+	}
+	if top && !b.haveMeta {
+		return fmt.Errorf("%w: %s", ErrNoSessionMeta, path)
+	}
+	return nil
+}
+
+func (b *builder) bumpOrdinal(rec line, top bool) {
+	if !top {
+		return
+	}
+	if rec.Ordinal != nil {
+		if *rec.Ordinal+1 > b.th.NextOrdinal {
+			b.th.NextOrdinal = *rec.Ordinal + 1
+		}
+	} else {
+		b.th.NextOrdinal++
+	}
+}
+
+func (b *builder) readParent(childPath string, hb *HistoryBase, depth int) error {
+	if depth >= 16 {
+		return errors.New("fork chain too deep")
+	}
+	home := codexHomeOf(childPath)
+	if home == "" {
+		return errors.New("cannot locate CODEX_HOME from path")
+	}
+	parent, err := findRolloutByID(home, hb.ThreadID)
+	if err != nil {
+		return err
+	}
+	limit := hb.EndByteOffset
+	if limit <= 0 {
+		limit = -1
+	}
+	return b.readFile(parent, limit, depth+1, false)
+}
+
+// codexHomeOf returns CODEX_HOME for a path under sessions/YYYY/MM/DD or archived_sessions.
+func codexHomeOf(path string) string {
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) == "archived_sessions" {
+		return filepath.Dir(dir)
+	}
+	d := dir
+	for i := 0; i < 3; i++ {
+		d = filepath.Dir(d)
+	}
+	if filepath.Base(d) == "sessions" {
+		return filepath.Dir(d)
+	}
+	return ""
+}
+
+// findRolloutByID globs sessions/*/*/*/ and archived_sessions/ for the thread's file.
+func findRolloutByID(home, id string) (string, error) {
+	if !validThreadID(id) {
+		return "", fmt.Errorf("rollout: invalid thread id %q", id)
+	}
+	pats := []string{
+		filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
+		filepath.Join(home, "archived_sessions", "rollout-*-"+id+".jsonl"),
+	}
+	for _, p := range pats {
+		m, _ := filepath.Glob(p)
+		if len(m) > 0 {
+			return m[0], nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s", ErrNotFound, id)
+}
+
+// validThreadID accepts ids safe to embed in a glob and a file name.
+func validThreadID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func parseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+type eventHead struct {
+	Type   string `json:"type"`
+	TurnID string `json:"turn_id"`
+}
+
+func (b *builder) add(rec line) {
+	switch rec.Type {
+	case TypeResponseItem:
+		b.th.ResponseItems = append(b.th.ResponseItems, stripInternal(rec.Payload))
+	case TypeCompacted:
+		b.compacted(rec.Payload)
+	case TypeTurnContext:
+		b.th.LastTurnContext = append(json.RawMessage(nil), rec.Payload...)
+		var tc struct {
+			Model             string `json:"model"`
+			Effort            string `json:"effort"`
+			CollaborationMode struct {
+				Settings struct {
+					ReasoningEffort string `json:"reasoning_effort"`
+				} `json:"settings"`
+			} `json:"collaboration_mode"`
+		}
+		if json.Unmarshal(rec.Payload, &tc) == nil {
+			if tc.Model != "" {
+				b.th.Model = tc.Model
+			}
+			b.th.ReasoningEffort = tc.Effort
+			if b.th.ReasoningEffort == "" {
+				b.th.ReasoningEffort = tc.CollaborationMode.Settings.ReasoningEffort
+			}
+		}
+	case TypeEventMsg:
+		b.event(rec.Payload)
+	}
+}
+
+// stripInternal removes the reference's bookkeeping member from a response item.
+func stripInternal(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte(`"internal_chat_message_metadata_passthrough"`)) {
+		return append(json.RawMessage(nil), raw...)
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return append(json.RawMessage(nil), raw...)
+	}
+	delete(m, "internal_chat_message_metadata_passthrough")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return append(json.RawMessage(nil), raw...)
+	}
+	return out
+}
+
+// compacted replaces the model history: with replacement_history when recorded, else with the summary as a user
+// message (older files).
+func (b *builder) compacted(payload json.RawMessage) {
+	var c struct {
+		Message            string            `json:"message"`
+		ReplacementHistory []json.RawMessage `json:"replacement_history"`
+	}
+	if json.Unmarshal(payload, &c) != nil {
+		return
+	}
+	if c.ReplacementHistory != nil {
+		b.th.ResponseItems = b.th.ResponseItems[:0:0]
+		for _, it := range c.ReplacementHistory {
+			b.th.ResponseItems = append(b.th.ResponseItems, stripInternal(it))
+		}
+		return
+	}
+	msg, _ := json.Marshal(map[string]any{
+		"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": c.Message}},
+	})
+	b.th.ResponseItems = []json.RawMessage{msg}
+}
+
+func (b *builder) openTurn(id string, implicit bool) *Turn {
+	b.closeOpen(TurnInterrupted)
+	if id == "" {
+		b.implicitN++
+		id = fmt.Sprintf("turn-%d", b.implicitN)
+	}
+	b.th.Turns = append(b.th.Turns, Turn{ID: id, Items: []map[string]any{}, ItemsView: "full", Status: TurnInProgress})
+	b.cur = len(b.th.Turns) - 1
+	b.curOpen = true
+	b.implicit = implicit
+	b.turnIndex[id] = b.cur
+	return &b.th.Turns[b.cur]
+}
+
+// closeOpen ends the open turn, if any, with the given status.
+func (b *builder) closeOpen(status string) {
+	if b.curOpen {
+		b.th.Turns[b.cur].Status = status
+	}
+	b.curOpen = false
+	b.implicit = false
+}
+
+// turnFor returns the turn an event belongs to, opening one if needed.
+func (b *builder) turnFor(turnID string) *Turn {
+	if turnID != "" {
+		if b.curOpen && b.th.Turns[b.cur].ID == turnID {
+			return &b.th.Turns[b.cur]
+		}
+		if i, ok := b.turnIndex[turnID]; ok {
+			return &b.th.Turns[i]
+		}
+		return b.openTurn(turnID, false)
+	}
+	if b.curOpen {
+		return &b.th.Turns[b.cur]
+	}
+	return b.openTurn("", true)
+}
+
+func (b *builder) event(payload json.RawMessage) {
+	var h eventHead
+	if json.Unmarshal(payload, &h) != nil {
+		return
+	}
+	switch h.Type {
+	case "task_started":
+		var ev TaskStarted
+		_ = json.Unmarshal(payload, &ev)
+		t := b.openTurn(ev.TurnID, false)
+		if ev.RootTurnID != "" {
+			root := ev.RootTurnID
+			t.RootTurnID = &root
+		}
+		if ev.StartedAt > 0 {
+			s := ev.StartedAt
+			t.StartedAt = &s
+		}
+	case "task_complete":
+		var ev struct {
+			TaskComplete
+			Error *struct {
+				Message           string  `json:"message"`
+				CodexErrorInfo    any     `json:"codex_error_info"`
+				AdditionalDetails *string `json:"additional_details"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(payload, &ev)
+		t := b.turnFor(ev.TurnID)
+		b.finishTurn(t, ev.StartedAt, ev.CompletedAt, ev.DurationMs)
+		t.Status = TurnCompleted
+		if ev.Error != nil {
+			t.Status = TurnFailed
+			t.Error = map[string]any{
+				"message":           ev.Error.Message,
+				"codexErrorInfo":    camelizeValue(ev.Error.CodexErrorInfo),
+				"additionalDetails": ev.Error.AdditionalDetails,
+				"misalignment":      nil,
+			}
+		}
+		b.endTurn(t)
+	case "turn_aborted":
+		var ev TurnAborted
+		_ = json.Unmarshal(payload, &ev)
+		var t *Turn
+		if ev.TurnID == "" && !b.curOpen {
+			return
+		}
+		t = b.turnFor(ev.TurnID)
+		b.finishTurn(t, ev.StartedAt, ev.CompletedAt, ev.DurationMs)
+		t.Status = TurnInterrupted
+		b.endTurn(t)
+	case "item_completed":
+		if !b.paginated {
+			return
+		}
+		var ev struct {
+			TurnID        string          `json:"turn_id"`
+			Item          json.RawMessage `json:"item"`
+			StartedAtMs   *int64          `json:"started_at_ms"`
+			CompletedAtMs *int64          `json:"completed_at_ms"`
+		}
+		if json.Unmarshal(payload, &ev) != nil {
+			return
+		}
+		item := convertCoreItem(ev.Item)
+		if item == nil {
+			return
+		}
+		item["startedAtMs"] = ev.StartedAtMs
+		item["completedAtMs"] = ev.CompletedAtMs
+		b.putItem(b.turnFor(ev.TurnID), item)
+	case "thread_name_updated":
+		var ev ThreadNameUpdated
+		if json.Unmarshal(payload, &ev) == nil {
+			b.th.Name = ev.ThreadName
+		}
+	case "token_count":
+		var ev TokenCount
+		if json.Unmarshal(payload, &ev) == nil && ev.Info != nil {
+			b.th.TokenUsage = ev.Info
+		}
+	case "thread_rolled_back":
+		var ev struct {
+			NumTurns int `json:"num_turns"`
+		}
+		if json.Unmarshal(payload, &ev) == nil && ev.NumTurns > 0 {
+			b.closeOpen(TurnInterrupted)
+			n := len(b.th.Turns) - ev.NumTurns
+			if n < 0 {
+				n = 0
+			}
+			for _, t := range b.th.Turns[n:] {
+				delete(b.turnIndex, t.ID)
+			}
+			b.th.Turns = b.th.Turns[:n]
+		}
+	default:
+		if !b.paginated {
+			b.legacyEvent(h.Type, payload)
+		}
+	}
+}
+
+func (b *builder) finishTurn(t *Turn, started, completed int64, dur *int64) {
+	if started > 0 && t.StartedAt == nil {
+		t.StartedAt = &started
+	}
+	if completed > 0 {
+		t.CompletedAt = &completed
+	}
+	if dur != nil {
+		d := *dur
+		t.DurationMs = &d
+	}
+}
+
+func (b *builder) endTurn(t *Turn) {
+	if b.curOpen && &b.th.Turns[b.cur] == t {
+		b.curOpen = false
+		b.implicit = false
+	}
+}
+
+// putItem appends an item or replaces an earlier one with the same id in the turn.
+func (b *builder) putItem(t *Turn, item map[string]any) {
+	if id, ok := item["id"].(string); ok && id != "" {
+		for i, it := range t.Items {
+			if it["id"] == id {
+				t.Items[i] = item
+				return
+			}
+		}
+	}
+	t.Items = append(t.Items, item)
+}
+
+func (b *builder) legacyID() string {
+	b.legacyN++
+	return fmt.Sprintf("item-%d", b.legacyN)
+}
+
+// legacyEvent rebuilds items from pre-paginated event_msg records.
+func (b *builder) legacyEvent(typ string, payload json.RawMessage) {
+	switch typ {
+	case "user_message":
+		var ev struct {
+			Message      string   `json:"message"`
+			Images       []string `json:"images"`
+			LocalImages  []string `json:"local_images"`
+			TextElements []any    `json:"text_elements"`
+		}
+		if json.Unmarshal(payload, &ev) != nil {
+			return
+		}
+		if b.curOpen && b.implicit && len(b.th.Turns[b.cur].Items) > 0 {
+			b.closeOpen(TurnCompleted)
+		}
+		t := b.turnFor("")
+		content := []any{}
+		if ev.Message != "" || (len(ev.Images) == 0 && len(ev.LocalImages) == 0) {
+			te := ev.TextElements
+			if te == nil {
+				te = []any{}
+			}
+			content = append(content, map[string]any{"type": "text", "text": ev.Message, "text_elements": te})
+		}
+		for _, u := range ev.Images {
+			content = append(content, map[string]any{"type": "image", "url": u})
+		}
+		for _, p := range ev.LocalImages {
+			content = append(content, map[string]any{"type": "localImage", "path": p})
+		}
+		b.putItem(t, map[string]any{"type": "userMessage", "id": b.legacyID(), "clientId": nil, "content": content,
+			"startedAtMs": nil, "completedAtMs": nil})
+	case "agent_message":
+		var ev AgentMessage
+		if json.Unmarshal(payload, &ev) != nil {
+			return
+		}
+		var phase any
+		if ev.Phase != "" {
+			phase = ev.Phase
+		}
+		b.putItem(b.turnFor(""), map[string]any{"type": "agentMessage", "moderation": nil, "id": b.legacyID(),
+			"text": ev.Message, "phase": phase, "memoryCitation": nil, "delivery": nil, "questions": nil,
+			"startedAtMs": nil, "completedAtMs": nil})
+	case "agent_reasoning", "agent_reasoning_raw_content":
+		var ev AgentReasoning
+		if json.Unmarshal(payload, &ev) != nil {
+			return
+		}
+		t := b.turnFor("")
+		key := "summary"
+		if typ == "agent_reasoning_raw_content" {
+			key = "content"
+		}
+		if n := len(t.Items); n > 0 && t.Items[n-1]["type"] == "reasoning" {
+			last := t.Items[n-1]
+			last[key] = append(last[key].([]any), ev.Text)
+			return
+		}
+		it := map[string]any{"type": "reasoning", "id": b.legacyID(), "summary": []any{}, "content": []any{},
+			"startedAtMs": nil, "completedAtMs": nil}
+		it[key] = []any{ev.Text}
+		b.putItem(t, it)
+	case "exec_command_end":
+		var ev struct {
+			CallID           string          `json:"call_id"`
+			TurnID           string          `json:"turn_id"`
+			ProcessID        *string         `json:"process_id"`
+			Command          []string        `json:"command"`
+			Cwd              string          `json:"cwd"`
+			ParsedCmd        []ParsedCommand `json:"parsed_cmd"`
+			Source           string          `json:"source"`
+			AggregatedOutput *string         `json:"aggregated_output"`
+			ExitCode         *int            `json:"exit_code"`
+			Duration         *Duration       `json:"duration"`
+			Status           string          `json:"status"`
+		}
+		if json.Unmarshal(payload, &ev) != nil || ev.CallID == "" {
+			return
+		}
+		status := ev.Status
+		if status == "" {
+			status = "completed"
+			if ev.ExitCode != nil && *ev.ExitCode != 0 {
+				status = "failed"
+			}
+		}
+		b.putItem(b.turnFor(""), commandItem(ev.CallID, ev.ProcessID, ev.Command, ev.Cwd, ev.ParsedCmd, ev.Source,
+			status, ev.AggregatedOutput, ev.ExitCode, ev.Duration))
+	case "patch_apply_end":
+		var ev struct {
+			CallID  string          `json:"call_id"`
+			Success bool            `json:"success"`
+			Status  string          `json:"status"`
+			Changes json.RawMessage `json:"changes"`
+		}
+		if json.Unmarshal(payload, &ev) != nil || ev.CallID == "" {
+			return
+		}
+		status := ev.Status
+		if status == "" {
+			status = "failed"
+			if ev.Success {
+				status = "completed"
+			}
+		}
+		b.putItem(b.turnFor(""), map[string]any{"type": "fileChange", "id": ev.CallID,
+			"changes": convertChanges(ev.Changes), "status": snakeToCamel(status), "startedAtMs": nil, "completedAtMs": nil})
+	case "mcp_tool_call_end":
+		var ev struct {
+			CallID     string `json:"call_id"`
+			Invocation struct {
+				Server    string `json:"server"`
+				Tool      string `json:"tool"`
+				Arguments any    `json:"arguments"`
+			} `json:"invocation"`
+			Duration *Duration                  `json:"duration"`
+			Result   map[string]json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(payload, &ev) != nil || ev.CallID == "" {
+			return
+		}
+		it := map[string]any{"type": "mcpToolCall", "id": ev.CallID, "server": ev.Invocation.Server,
+			"tool": ev.Invocation.Tool, "status": "completed", "arguments": ev.Invocation.Arguments,
+			"appContext": nil, "mcpAppUi": nil, "pluginId": nil, "readOnlyHint": false, "result": nil, "error": nil,
+			"durationMs": durationMs(ev.Duration), "startedAtMs": nil, "completedAtMs": nil}
+		if ok, has := ev.Result["Ok"]; has {
+			var res map[string]any
+			_ = json.Unmarshal(ok, &res)
+			it["result"] = mcpResult(res)
+			if isErr, _ := res["isError"].(bool); isErr {
+				it["status"] = "failed"
+			}
+		} else if e, has := ev.Result["Err"]; has {
+			var msg string
+			_ = json.Unmarshal(e, &msg)
+			it["status"] = "failed"
+			it["error"] = map[string]any{"message": msg}
+		}
+		b.putItem(b.turnFor(""), it)
+	}
+}
+
+func (b *builder) finish() {
+	if b.curOpen && b.implicit {
+		// Files without task events (very old versions) never mark turns complete.
+		b.closeOpen(TurnCompleted)
+	}
+	b.closeOpen(TurnInterrupted)
+	for i := range b.th.Turns {
+		if b.th.Turns[i].Status == TurnInProgress {
+			b.th.Turns[i].Status = TurnInterrupted
+		}
+	}
+	b.th.Preview = previewFromTurns(b.th.Turns)
+	if b.th.Preview == "" {
+		b.th.Preview = previewFromResponseItems(b.th.ResponseItems)
+	}
+	if b.th.UpdatedAt.IsZero() {
+		b.th.UpdatedAt = b.th.CreatedAt
+	}
+}
+
+func previewFromTurns(turns []Turn) string {
+	for _, t := range turns {
+		for _, it := range t.Items {
+			if it["type"] == "userMessage" {
+				return userText(it["content"])
+			}
+		}
+	}
+	return ""
+}
+
+// userText joins the text elements of a user message's content.
+func userText(content any) string {
+	var parts []string
+	switch c := content.(type) {
+	case []any:
+		for _, e := range c {
+			if m, ok := e.(map[string]any); ok && m["type"] == "text" {
+				if s, ok := m["text"].(string); ok {
+					parts = append(parts, s)
+				}
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// previewFromResponseItems falls back to the first user message that is not harness context.
+func previewFromResponseItems(items []json.RawMessage) string {
+	for _, raw := range items {
+		var m struct {
+			Type    string `json:"type"`
+			Role    string `json:"role"`
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if json.Unmarshal(raw, &m) != nil || m.Type != "message" || m.Role != "user" {
+			continue
+		}
+		for _, c := range m.Content {
+			if c.Type == "input_text" && !isHarnessText(c.Text) {
+				return c.Text
+			}
+		}
+	}
+	return ""
+}
+
+func isHarnessText(s string) bool {
+	t := strings.TrimSpace(s)
+	return strings.HasPrefix(t, "<environment_context>") || strings.HasPrefix(t, "<user_instructions>") ||
+		strings.HasPrefix(t, "# AGENTS.md") || strings.HasPrefix(t, "<turn_aborted>") || strings.HasPrefix(t, "<")
+}

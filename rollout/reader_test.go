@@ -1,0 +1,412 @@
+package rollout
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 11, 21, 22, 28, 31, 123_000_000, time.UTC)
+
+func ptr[T any](v T) *T { return &v }
+
+func testMeta(id string) SessionMeta {
+	return SessionMeta{ID: id, Cwd: "/work/proj", Originator: "appserver", CLIVersion: "0.169.0",
+		Source: StringSource("vscode"), ModelProvider: "openai", HistoryMode: HistoryModePaginated}
+}
+
+// writeTwoTurns records a two-turn thread the way the turn engine is expected to.
+func writeTwoTurns(t *testing.T, home, id string) string {
+	t.Helper()
+	r, err := Create(home, testMeta(id), t0)
+	require.NoError(t, err)
+	clock := t0
+	r.now = func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+
+	require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t1", StartedAt: t0.Unix()}))
+	require.NoError(t, r.AppendTurnContext(TurnContext{TurnID: "t1", Cwd: "/work/proj", ApprovalPolicy: "never",
+		SandboxPolicy: map[string]any{"type": "read-only"}, Model: "gpt-x", Effort: "low", Summary: "auto"}))
+	require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"hi there"}]}`)))
+	require.NoError(t, r.AppendEvent(ItemCompleted{ThreadID: id, TurnID: "t1",
+		Item: UserMessageItem{ID: "u1", Content: []any{NewTextContent("hi there")}}, StartedAtMs: ptr(int64(1)), CompletedAtMs: ptr(int64(2))}))
+	require.NoError(t, r.AppendEvent(ItemCompleted{ThreadID: id, TurnID: "t1",
+		Item: ReasoningItem{ID: "rs_1", SummaryText: []string{"thinking"}}}))
+	require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"thinking"}],"encrypted_content":"enc"}`)))
+	require.NoError(t, r.AppendEvent(ItemCompleted{ThreadID: id, TurnID: "t1",
+		Item: AgentMessageItem{ID: "msg_1", Content: []AgentMessageContent{{Text: "hello"}}}}))
+	require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"message","role":"assistant","id":"msg_1","content":[{"type":"output_text","text":"hello"}]}`)))
+	require.NoError(t, r.AppendEvent(TokenCount{Info: &TokenUsageInfo{TotalTokenUsage: TokenUsage{InputTokens: 10, TotalTokens: 12}, LastTokenUsage: TokenUsage{InputTokens: 10, TotalTokens: 12}}}))
+	require.NoError(t, r.AppendEvent(TaskComplete{TurnID: "t1", LastAgentMessage: ptr("hello"), StartedAt: t0.Unix(), CompletedAt: t0.Unix() + 1, DurationMs: ptr(int64(900))}))
+
+	require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t2", StartedAt: t0.Unix() + 5}))
+	require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"run ls"}]}`)))
+	require.NoError(t, r.AppendEvent(ItemCompleted{ThreadID: id, TurnID: "t2", Item: UserMessageItem{ID: "u2", Content: []any{NewTextContent("run ls")}}}))
+	require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"call_1"}`)))
+	require.NoError(t, r.AppendEvent(ItemCompleted{ThreadID: id, TurnID: "t2", Item: CommandExecutionItem{ID: "call_1",
+		ProcessID: ptr("77"), Command: []string{"/bin/bash", "-lc", "ls"}, Cwd: "/work/proj",
+		ParsedCmd: []ParsedCommand{{Type: "list_files", Cmd: "ls"}}, Source: "unified_exec_startup", Status: "completed",
+		AggregatedOutput: ptr("a\n"), ExitCode: ptr(0), Duration: &Duration{Secs: 0, Nanos: 12_000_000}}}))
+	require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"function_call_output","call_id":"call_1","output":"a\n"}`)))
+	require.NoError(t, r.AppendEvent(TokenCount{Info: &TokenUsageInfo{TotalTokenUsage: TokenUsage{InputTokens: 30, TotalTokens: 40}}}))
+	require.NoError(t, r.AppendEvent(ItemCompleted{ThreadID: id, TurnID: "t2", Item: AgentMessageItem{ID: "msg_2", Content: []AgentMessageContent{{Text: "a"}}}}))
+	require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"message","role":"assistant","id":"msg_2","content":[{"type":"output_text","text":"a"}]}`)))
+	require.NoError(t, r.AppendEvent(TaskComplete{TurnID: "t2", LastAgentMessage: ptr("a"), StartedAt: t0.Unix() + 5, CompletedAt: t0.Unix() + 6, DurationMs: ptr(int64(1000))}))
+	require.NoError(t, r.Close())
+	require.ErrorIs(t, r.AppendEvent(TaskStarted{TurnID: "t3"}), ErrClosed)
+	require.NoError(t, r.Close(), "second Close is a no-op")
+	return r.Path()
+}
+
+func TestRoundTripTwoTurns(t *testing.T) {
+	home := t.TempDir()
+	id := "01c00000-0000-7000-8000-000000000001"
+	path := writeTwoTurns(t, home, id)
+	local := t0.Local()
+	require.Equal(t, filepath.Join(home, "sessions", local.Format("2006"), local.Format("01"), local.Format("02"),
+		"rollout-"+local.Format("2006-01-02T15-04-05")+"-"+id+".jsonl"), path)
+
+	// Every line is a complete record with consecutive ordinals; session_meta first.
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	n := int64(0)
+	for sc.Scan() {
+		var rec map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
+		require.Equal(t, fmt.Sprint(n), string(rec["ordinal"]))
+		require.Contains(t, string(rec["timestamp"]), "Z")
+		if n == 0 {
+			require.JSONEq(t, `"session_meta"`, string(rec["type"]))
+			require.True(t, strings.HasPrefix(sc.Text(), `{"timestamp":"2026-11-21T22:28:31.123Z","ordinal":0,"type":"session_meta"`), sc.Text())
+		}
+		n++
+	}
+	require.EqualValues(t, 21, n)
+
+	th, err := ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, id, th.Meta.ID)
+	require.Equal(t, id, th.Meta.SessionID)
+	require.Equal(t, "2026-11-21T22:28:31.123Z", th.Meta.Timestamp)
+	require.Equal(t, "hi there", th.Preview)
+	require.Equal(t, "gpt-x", th.Model)
+	require.Equal(t, "low", th.ReasoningEffort)
+	require.EqualValues(t, 21, th.NextOrdinal)
+	require.EqualValues(t, 40, th.TokenUsage.TotalTokenUsage.TotalTokens)
+	require.Len(t, th.ResponseItems, 7)
+	require.JSONEq(t, `{"type":"function_call_output","call_id":"call_1","output":"a\n"}`, string(th.ResponseItems[5]))
+
+	require.Len(t, th.Turns, 2)
+	t1, t2 := th.Turns[0], th.Turns[1]
+	require.Equal(t, "t1", t1.ID)
+	require.Equal(t, TurnCompleted, t1.Status)
+	require.EqualValues(t, 900, *t1.DurationMs)
+	require.Nil(t, t1.Error)
+	got, err := json.Marshal(t1.Items)
+	require.NoError(t, err)
+	require.JSONEq(t, `[
+	 {"type":"userMessage","id":"u1","clientId":null,"content":[{"type":"text","text":"hi there","text_elements":[]}],"startedAtMs":1,"completedAtMs":2},
+	 {"type":"reasoning","id":"rs_1","summary":["thinking"],"content":[],"startedAtMs":null,"completedAtMs":null},
+	 {"type":"agentMessage","id":"msg_1","text":"hello","phase":null,"moderation":null,"memoryCitation":null,"delivery":null,"questions":null,"startedAtMs":null,"completedAtMs":null}
+	]`, string(got))
+	require.Equal(t, TurnCompleted, t2.Status)
+	require.Len(t, t2.Items, 3)
+	cmd, err := json.Marshal(t2.Items[1])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"type":"commandExecution","id":"call_1","pluginId":null,"scriptPath":null,
+	 "command":"/bin/bash -lc ls","cwd":"/work/proj","processId":"77","source":"unifiedExecStartup","status":"completed",
+	 "commandActions":[{"type":"listFiles","command":"ls","path":null}],"aggregatedOutput":"a\n","exitCode":0,"durationMs":12,
+	 "startedAtMs":null,"completedAtMs":null}`, string(cmd))
+}
+
+func TestRecorderConcurrentAppends(t *testing.T) {
+	home := t.TempDir()
+	r, err := Create(home, testMeta("01c00000-0000-7000-8000-000000000002"), t0)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				require.NoError(t, r.AppendEvent(AgentReasoning{Text: strings.Repeat("x", 5000)}))
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, r.Close())
+	f, err := os.Open(r.Path())
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	seen := map[int64]bool{}
+	for sc.Scan() {
+		var rec line
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
+		require.False(t, seen[*rec.Ordinal])
+		seen[*rec.Ordinal] = true
+	}
+	require.Len(t, seen, 401)
+}
+
+func TestCreateErrors(t *testing.T) {
+	home := t.TempDir()
+	_, err := Create(home, SessionMeta{}, t0)
+	require.Error(t, err, "meta without id")
+	r, err := Create(home, testMeta("01c00000-0000-7000-8000-000000000003"), t0)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	_, err = Create(home, testMeta("01c00000-0000-7000-8000-000000000003"), t0)
+	require.Error(t, err, "the file already exists")
+	_, err = Create(r.Path(), testMeta("01c00000-0000-7000-8000-00000000000f"), t0)
+	require.Error(t, err, "CODEX_HOME is a regular file")
+	require.Error(t, r.AppendResponseItem(json.RawMessage(`{not json`)))
+	require.Error(t, r.AppendEvent(ItemCompleted{Item: func() {}}), "unmarshalable payload")
+}
+
+func TestOpenAppendAfterTornLine(t *testing.T) {
+	home := t.TempDir()
+	path := writeTwoTurns(t, home, "01c00000-0000-7000-8000-000000000004")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"timestamp":"2026-11-21T22:30:00.000Z","ordinal":21,"type":"event_msg","payload":{"type":"task_st`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	th, err := ReadFile(path)
+	require.NoError(t, err, "a torn last line is skipped")
+	require.Len(t, th.Turns, 2)
+
+	r, err := OpenAppend(path)
+	require.NoError(t, err)
+	require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t3"}))
+	require.NoError(t, r.Close())
+	th, err = ReadFile(path)
+	require.NoError(t, err)
+	require.Len(t, th.Turns, 3)
+	require.Equal(t, "t3", th.Turns[2].ID)
+	require.Equal(t, TurnInterrupted, th.Turns[2].Status, "a turn without task_complete is interrupted")
+	require.EqualValues(t, 22, th.NextOrdinal, "the torn ordinal 21 is reused")
+
+	_, err = OpenAppend(filepath.Join(home, "missing.jsonl"))
+	require.Error(t, err)
+}
+
+func TestReadFixturePaginated(t *testing.T) {
+	th, err := ReadFile("testdata/paginated_three_turns.jsonl")
+	require.NoError(t, err)
+	require.Equal(t, "List files", th.Preview)
+	require.Equal(t, "gpt-test", th.Model)
+	require.Equal(t, "high", th.ReasoningEffort)
+	require.EqualValues(t, 18, th.NextOrdinal)
+	require.Equal(t, "be nice", th.Meta.BaseInstructions.Text)
+	require.Len(t, th.ResponseItems, 5)
+	require.NotContains(t, string(th.ResponseItems[0]), "internal_chat_message_metadata_passthrough")
+	require.Len(t, th.Turns, 3)
+
+	a, b, c := th.Turns[0], th.Turns[1], th.Turns[2]
+	require.Equal(t, TurnCompleted, a.Status)
+	require.Equal(t, "turn-a", *a.RootTurnID)
+	require.EqualValues(t, 1795165201, *a.StartedAt)
+	require.EqualValues(t, 302, *a.DurationMs)
+	types := []string{}
+	for _, it := range a.Items {
+		types = append(types, it["type"].(string))
+	}
+	require.Equal(t, []string{"userMessage", "commandExecution", "agentMessage"}, types)
+	require.Equal(t, "One file: a.txt", a.Items[2]["text"])
+	require.Equal(t, "/bin/bash -lc 'ls -la'", a.Items[1]["command"])
+	require.Equal(t, "/work/proj", a.Items[1]["cwd"])
+	require.EqualValues(t, 1500, a.Items[1]["durationMs"])
+	require.EqualValues(t, 1795165201100, *(a.Items[1]["startedAtMs"].(*int64)))
+
+	require.Equal(t, TurnInterrupted, b.Status)
+	require.Nil(t, b.Error)
+	require.EqualValues(t, 500, *b.DurationMs)
+
+	require.Equal(t, TurnFailed, c.Status)
+	errJSON, err := json.Marshal(c.Error)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"message":"boom","codexErrorInfo":{"httpConnectionFailed":{"httpStatusCode":401}},"additionalDetails":null,"misalignment":null}`, string(errJSON))
+	require.Empty(t, c.Items)
+}
+
+func TestReadLegacyNoOrdinalGarbageMiddle(t *testing.T) {
+	th, err := ReadFile("testdata/legacy_no_ordinal.jsonl")
+	require.NoError(t, err)
+	require.Equal(t, "cli", SourceString(th.Meta.Source))
+	require.Equal(t, "Old chat", th.Name)
+	require.Equal(t, "hello old", th.Preview)
+	require.JSONEq(t, `{"commit_hash":"abc123","branch":"main","repository_url":"https://example.invalid/r.git"}`, string(th.Meta.Git))
+	require.EqualValues(t, 13, th.NextOrdinal, "13 readable records, no ordinals")
+	require.Len(t, th.ResponseItems, 5)
+	require.Len(t, th.Turns, 2)
+	got, err := json.Marshal(th.Turns)
+	require.NoError(t, err)
+	require.JSONEq(t, `[
+	 {"id":"turn-1","rootTurnId":null,"itemsView":"full","status":"completed","error":null,"startedAt":null,"completedAt":null,"durationMs":null,"items":[
+	  {"type":"userMessage","id":"item-1","clientId":null,"content":[{"type":"text","text":"hello old","text_elements":[]},{"type":"image","url":"data:image/png;base64,AAAA"}],"startedAtMs":null,"completedAtMs":null},
+	  {"type":"reasoning","id":"item-2","summary":["Thinking.","More thinking."],"content":[],"startedAtMs":null,"completedAtMs":null},
+	  {"type":"agentMessage","id":"item-3","text":"Hi there.","phase":null,"moderation":null,"memoryCitation":null,"delivery":null,"questions":null,"startedAtMs":null,"completedAtMs":null}]},
+	 {"id":"turn-2","rootTurnId":null,"itemsView":"full","status":"completed","error":null,"startedAt":null,"completedAt":null,"durationMs":null,"items":[
+	  {"type":"userMessage","id":"item-4","clientId":null,"content":[{"type":"text","text":"second question","text_elements":[]}],"startedAtMs":null,"completedAtMs":null},
+	  {"type":"agentMessage","id":"item-5","text":"Second answer.","phase":null,"moderation":null,"memoryCitation":null,"delivery":null,"questions":null,"startedAtMs":null,"completedAtMs":null}]}
+	]`, string(got))
+}
+
+func TestLegacyModeIgnoresItemCompleted(t *testing.T) {
+	// The reference rebuilds files without history_mode from legacy events only; item_completed is ignored there.
+	home := t.TempDir()
+	meta := testMeta("01c00000-0000-7000-8000-000000000005")
+	meta.HistoryMode = ""
+	r, err := Create(home, meta, t0)
+	require.NoError(t, err)
+	require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "x"}))
+	require.NoError(t, r.AppendEvent(ItemCompleted{TurnID: "x", Item: UserMessageItem{ID: "u", Content: []any{NewTextContent("q")}}}))
+	require.NoError(t, r.AppendEvent(UserMessage{Message: "q"}))
+	require.NoError(t, r.AppendEvent(AgentMessage{Message: "a", Phase: "final_answer"}))
+	require.NoError(t, r.AppendEvent(TurnAborted{Reason: "interrupted"}))
+	require.NoError(t, r.Close())
+	th, err := ReadFile(r.Path())
+	require.NoError(t, err)
+	require.Len(t, th.Turns, 1)
+	require.Equal(t, "x", th.Turns[0].ID)
+	require.Equal(t, TurnInterrupted, th.Turns[0].Status)
+	require.Len(t, th.Turns[0].Items, 2)
+	require.Equal(t, "item-1", th.Turns[0].Items[0]["id"])
+	require.Equal(t, "final_answer", th.Turns[0].Items[1]["phase"])
+}
+
+func TestReadFileBadInputs(t *testing.T) {
+	dir := t.TempDir()
+	_, err := ReadFile(filepath.Join(dir, "missing.jsonl"))
+	require.Error(t, err)
+	for name, content := range map[string]string{
+		"empty":   "",
+		"garbage": "not json\n{\"also\": \"no type\"}\n",
+		"no meta": `{"timestamp":"2026-01-01T00:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"a"}}` + "\n",
+		"bad meta": `{"timestamp":"2026-01-01T00:00:00.000Z","type":"session_meta","payload":"str"}` + "\n",
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".jsonl")
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		_, err := ReadFile(p)
+		require.ErrorIs(t, err, ErrNoSessionMeta, name)
+		_, err = ReadMeta(p)
+		require.ErrorIs(t, err, ErrNoSessionMeta, name)
+	}
+}
+
+func TestReadMeta(t *testing.T) {
+	m, err := ReadMeta("testdata/paginated_three_turns.jsonl")
+	require.NoError(t, err)
+	require.Equal(t, "List files", m.Preview)
+	require.Equal(t, "gpt-test", m.Model)
+	require.Equal(t, "01b00000-0000-7000-8000-000000000001", m.Session.ID)
+	require.Equal(t, "2026-11-20T09:00:06.1Z", m.LastRecordAt.Format(time.RFC3339Nano), "the torn line's timestamp is not used")
+	require.Equal(t, time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC), m.CreatedAt)
+
+	m, err = ReadMeta("testdata/legacy_no_ordinal.jsonl")
+	require.NoError(t, err)
+	require.Equal(t, "hello old", m.Preview)
+	require.Equal(t, "Old chat", m.Name)
+
+	// A huge first user message (bigger than the per-line window) still yields the preview.
+	home := t.TempDir()
+	r, err := Create(home, testMeta("01c00000-0000-7000-8000-000000000006"), t0)
+	require.NoError(t, err)
+	big := strings.Repeat("y", 200<<10)
+	require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"`+big+`"}]}`)))
+	require.NoError(t, r.AppendEvent(ItemCompleted{TurnID: "t", Item: UserMessageItem{ID: "u", Content: []any{NewTextContent(big)}}}))
+	require.NoError(t, r.AppendEvent(ThreadNameUpdated{ThreadName: "named"}))
+	require.NoError(t, r.Close())
+	m, err = ReadMeta(r.Path())
+	require.NoError(t, err)
+	require.Equal(t, big, m.Preview)
+	require.Equal(t, "named", m.Name)
+}
+
+func TestReadForkWithHistoryBase(t *testing.T) {
+	home := t.TempDir()
+	parentID := "01c00000-0000-7000-8000-00000000000a"
+	parent := writeTwoTurns(t, home, parentID)
+	// The fork keeps the parent's first turn: records [0, 11) (task_complete of t1 has ordinal 10).
+	data, err := os.ReadFile(parent)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	offset := int64(len(strings.Join(lines[:11], "")))
+
+	meta := testMeta("01c00000-0000-7000-8000-00000000000b")
+	meta.ForkedFromID = parentID
+	meta.HistoryBase = &HistoryBase{ThreadID: parentID, EndOrdinalExclusive: 11, EndByteOffset: offset}
+	r, err := Create(home, meta, t0.Add(time.Second))
+	require.NoError(t, err)
+	require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "f1"}))
+	require.NoError(t, r.AppendEvent(ItemCompleted{TurnID: "f1", Item: UserMessageItem{ID: "uf", Content: []any{NewTextContent("forked q")}}}))
+	require.NoError(t, r.AppendEvent(TaskComplete{TurnID: "f1"}))
+	require.NoError(t, r.Close())
+
+	th, err := ReadFile(r.Path())
+	require.NoError(t, err)
+	require.Equal(t, meta.ID, th.Meta.ID)
+	require.EqualValues(t, 15, th.NextOrdinal, "ordinals continue after the parent's")
+	require.Len(t, th.Turns, 2)
+	require.Equal(t, "t1", th.Turns[0].ID)
+	require.Equal(t, "f1", th.Turns[1].ID)
+	require.Len(t, th.ResponseItems, 3, "the parent's first-turn model history")
+	require.Equal(t, "hi there", th.Preview)
+
+	m, err := ReadMeta(r.Path())
+	require.NoError(t, err)
+	require.Equal(t, "forked q", m.Preview, "its own first message wins")
+
+	// Parent gone: the fork still reads, with its own records only.
+	require.NoError(t, os.Remove(parent))
+	th, err = ReadFile(r.Path())
+	require.NoError(t, err)
+	require.Len(t, th.Turns, 1)
+}
+
+func TestLineReader(t *testing.T) {
+	lr := newLineReader(strings.NewReader("abc\n" + strings.Repeat("z", 100) + "\nlast"))
+	ln, tr, complete, err := lr.next(10)
+	require.NoError(t, err)
+	require.Equal(t, "abc", string(ln))
+	require.False(t, tr)
+	require.True(t, complete)
+	ln, tr, complete, err = lr.next(10)
+	require.NoError(t, err)
+	require.Equal(t, strings.Repeat("z", 10), string(ln))
+	require.True(t, tr)
+	require.True(t, complete)
+	ln, tr, complete, err = lr.next(10)
+	require.NoError(t, err)
+	require.Equal(t, "last", string(ln))
+	require.False(t, tr)
+	require.False(t, complete)
+	_, _, _, err = lr.next(10)
+	require.ErrorIs(t, err, io.EOF)
+}
+
+func TestSourceKindAndShellJoin(t *testing.T) {
+	for raw, want := range map[string]string{
+		`"vscode"`: "vscode", `"cli"`: "cli", `"exec"`: "exec", `"mcp"`: "appServer", `"weird"`: "unknown",
+		`{"subagent":"review"}`: "subAgentReview", `{"subagent":"compact"}`: "subAgentCompact",
+		`{"subagent":{"thread_spawn":{"parent_thread_id":"x"}}}`: "subAgentThreadSpawn",
+		`{"subagent":"other"}`: "subAgentOther", `{"x":1}`: "unknown", `12`: "unknown",
+	} {
+		require.Equal(t, want, SourceKind(json.RawMessage(raw)), raw)
+	}
+	require.Equal(t, `/bin/bash -lc 'echo '"'"'hi'"'"' && ls' ''`, ShellJoin([]string{"/bin/bash", "-lc", "echo 'hi' && ls", ""}))
+	require.Equal(t, "internalServerError", snakeToCamel("internal_server_error"))
+}

@@ -1,0 +1,316 @@
+package rollout
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned by appends on a closed Recorder.
+var ErrClosed = errors.New("rollout: recorder closed")
+
+// timestampLayout is the reference's record timestamp format (UTC, milliseconds).
+const timestampLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatTimestamp renders t the way rollout records and session_meta carry it.
+func FormatTimestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
+
+// Event is an event_msg payload that knows its "type" tag.
+type Event interface{ EventType() string }
+
+// EventType implementations: the reference's event_msg tags.
+func (TaskStarted) EventType() string       { return "task_started" }
+func (TaskComplete) EventType() string      { return "task_complete" }
+func (TurnAborted) EventType() string       { return "turn_aborted" }
+func (TokenCount) EventType() string        { return "token_count" }
+func (ItemCompleted) EventType() string     { return "item_completed" }
+func (UserMessage) EventType() string       { return "user_message" }
+func (AgentMessage) EventType() string      { return "agent_message" }
+func (AgentReasoning) EventType() string    { return "agent_reasoning" }
+func (ThreadNameUpdated) EventType() string { return "thread_name_updated" }
+
+// TurnContext is the per-turn settings record (type turn_context). Policy members are kept as raw JSON values in
+// the reference's shapes (e.g. sandbox_policy {"type":"read-only"}).
+type TurnContext struct {
+	TurnID            string `json:"turn_id,omitempty"`
+	RootTurnID        string `json:"root_turn_id,omitempty"`
+	Cwd               string `json:"cwd"`
+	ApprovalPolicy    string `json:"approval_policy"`
+	ApprovalsReviewer string `json:"approvals_reviewer,omitempty"`
+	PermissionProfile any    `json:"permission_profile,omitempty"`
+	SandboxPolicy     any    `json:"sandbox_policy"`
+	Model             string `json:"model"`
+	Effort            string `json:"effort,omitempty"`
+	Summary           string `json:"summary,omitempty"`
+	CollaborationMode any    `json:"collaboration_mode,omitempty"`
+	Personality       string `json:"personality,omitempty"`
+}
+
+// Recorder appends records to one rollout file. Every append is one write(2) of a whole line, so a crash leaves
+// every completed line readable. It is safe for concurrent use.
+type Recorder struct {
+	mu     sync.Mutex
+	f      *os.File
+	path   string
+	next   int64
+	now    func() time.Time
+	closed bool
+}
+
+// RolloutFileName returns the reference's file name for a thread created at t (local time).
+func RolloutFileName(threadID string, t time.Time) string {
+	return "rollout-" + t.Local().Format("2006-01-02T15-04-05") + "-" + threadID + ".jsonl"
+}
+
+// Create makes $CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl (local date of now) and writes the
+// session_meta line. meta.Timestamp and meta.SessionID default to now and meta.ID; the first ordinal is 0, or
+// meta.HistoryBase.EndOrdinalExclusive for a fork that references its parent.
+func Create(codexHome string, meta SessionMeta, now time.Time) (*Recorder, error) {
+	if meta.ID == "" {
+		return nil, errors.New("rollout: session meta without id")
+	}
+	if meta.Timestamp == "" {
+		meta.Timestamp = FormatTimestamp(now)
+	}
+	if meta.SessionID == "" {
+		meta.SessionID = meta.ID
+	}
+	local := now.Local()
+	dir := filepath.Join(codexHome, "sessions", local.Format("2006"), local.Format("01"), local.Format("02"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("rollout: create sessions dir: %w", err)
+	}
+	path := filepath.Join(dir, RolloutFileName(meta.ID, now))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: create %s: %w", path, err)
+	}
+	r := &Recorder{f: f, path: path, now: time.Now}
+	if meta.HistoryBase != nil {
+		r.next = meta.HistoryBase.EndOrdinalExclusive
+	}
+	if err := r.writeAt(TypeSessionMeta, meta, now); err != nil {
+		_ = f.Close()
+		_ = os.Remove(path)
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenAppend reopens an existing rollout (a resumed thread) for appending; ordinals continue after the highest one
+// in the file, and a torn last line is terminated first so new records start on their own line.
+func OpenAppend(path string) (*Recorder, error) {
+	next, endsWithNewline, err := scanNextOrdinal(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: open %s: %w", path, err)
+	}
+	if !endsWithNewline {
+		if _, err := f.Write([]byte("\n")); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("rollout: terminate torn line: %w", err)
+		}
+	}
+	return &Recorder{f: f, path: path, next: next, now: time.Now}, nil
+}
+
+// scanNextOrdinal returns 1 + the highest ordinal of the file (or its line count when ordinals are missing) and
+// whether the file ends with a newline (or is empty).
+func scanNextOrdinal(path string) (int64, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("rollout: open %s: %w", path, err)
+	}
+	defer f.Close()
+	lr := newLineReader(f)
+	var next, lines int64
+	endsWithNewline := true
+	for {
+		ln, _, complete, err := lr.next(256)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("rollout: read %s: %w", path, err)
+		}
+		endsWithNewline = complete
+		if len(bytes.TrimSpace(ln)) == 0 || (!complete && !json.Valid(ln)) {
+			continue // a torn last line is dropped by readers; its ordinal is reused
+		}
+		lines++
+		if o, ok := prefixOrdinal(ln); ok && o+1 > next {
+			next = o + 1
+		}
+	}
+	if lines > next {
+		next = lines
+	}
+	return next, endsWithNewline, nil
+}
+
+// Path returns the rollout file's path.
+func (r *Recorder) Path() string { return r.path }
+
+// AppendResponseItem records one Responses API item exactly as given (type response_item).
+func (r *Recorder) AppendResponseItem(raw json.RawMessage) error {
+	if !json.Valid(raw) {
+		return errors.New("rollout: response item is not valid JSON")
+	}
+	return r.Append(TypeResponseItem, raw)
+}
+
+// AppendTurnContext records the settings of a starting turn (type turn_context).
+func (r *Recorder) AppendTurnContext(tc TurnContext) error { return r.Append(TypeTurnContext, tc) }
+
+// AppendEvent records an event_msg. payload is an Event (its tag is added as the first member "type") or any value
+// that already marshals to an object with a "type" member.
+func (r *Recorder) AppendEvent(payload any) error {
+	ev, ok := payload.(Event)
+	if !ok {
+		return r.Append(TypeEventMsg, payload)
+	}
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("rollout: marshal event: %w", err)
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return errors.New("rollout: event payload is not an object")
+	}
+	tag, _ := json.Marshal(ev.EventType())
+	out := make([]byte, 0, len(body)+len(tag)+10)
+	out = append(out, `{"type":`...)
+	out = append(out, tag...)
+	if len(body) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, body[1:]...)
+	return r.Append(TypeEventMsg, json.RawMessage(out))
+}
+
+// Append records any payload under the given record type (compacted, world_state, token_usage_record, …).
+func (r *Recorder) Append(recordType string, payload any) error {
+	return r.writeAt(recordType, payload, time.Time{})
+}
+
+func (r *Recorder) writeAt(recordType string, payload any, at time.Time) error {
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("rollout: marshal %s: %w", recordType, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if at.IsZero() {
+		at = r.now()
+	}
+	ord := r.next
+	rec := line{Timestamp: FormatTimestamp(at), Ordinal: &ord, Type: recordType, Payload: body}
+	buf, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("rollout: marshal record: %w", err)
+	}
+	buf = append(buf, '\n')
+	if _, err := r.f.Write(buf); err != nil {
+		return fmt.Errorf("rollout: write %s: %w", r.path, err)
+	}
+	r.next++
+	return nil
+}
+
+// Sync flushes the file to stable storage (fsync).
+func (r *Recorder) Sync() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	return r.f.Sync()
+}
+
+// Close syncs and closes the file; later appends fail with ErrClosed. Closing twice is a no-op.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	serr := r.f.Sync()
+	cerr := r.f.Close()
+	return errors.Join(serr, cerr)
+}
+
+// Item MarshalJSON methods force the reference's "type" tags.
+
+// MarshalJSON encodes the item with type "UserMessage".
+func (i UserMessageItem) MarshalJSON() ([]byte, error) {
+	type plain UserMessageItem
+	i.Type = "UserMessage"
+	if i.Content == nil {
+		i.Content = []any{}
+	}
+	return json.Marshal(plain(i))
+}
+
+// MarshalJSON encodes the item with type "AgentMessage".
+func (i AgentMessageItem) MarshalJSON() ([]byte, error) {
+	type plain AgentMessageItem
+	i.Type = "AgentMessage"
+	for k := range i.Content {
+		if i.Content[k].Type == "" {
+			i.Content[k].Type = "Text"
+		}
+	}
+	return json.Marshal(plain(i))
+}
+
+// MarshalJSON encodes the item with type "Reasoning".
+func (i ReasoningItem) MarshalJSON() ([]byte, error) {
+	type plain ReasoningItem
+	i.Type = "Reasoning"
+	if i.SummaryText == nil {
+		i.SummaryText = []string{}
+	}
+	if i.RawContent == nil {
+		i.RawContent = []string{}
+	}
+	return json.Marshal(plain(i))
+}
+
+// MarshalJSON encodes the item with type "CommandExecution".
+func (i CommandExecutionItem) MarshalJSON() ([]byte, error) {
+	type plain CommandExecutionItem
+	i.Type = "CommandExecution"
+	if i.ParsedCmd == nil {
+		i.ParsedCmd = []ParsedCommand{}
+	}
+	return json.Marshal(plain(i))
+}
+
+// MarshalJSON encodes the item with type "McpToolCall".
+func (i McpToolCallItem) MarshalJSON() ([]byte, error) {
+	type plain McpToolCallItem
+	i.Type = "McpToolCall"
+	return json.Marshal(plain(i))
+}
+
+// MarshalJSON encodes the item with type "FileChange".
+func (i FileChangeItem) MarshalJSON() ([]byte, error) {
+	type plain FileChangeItem
+	i.Type = "FileChange"
+	if i.Changes == nil {
+		i.Changes = []FileChange{}
+	}
+	return json.Marshal(plain(i))
+}

@@ -1,0 +1,127 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// HelperArg is the os.Args[1] marker that turns our own binary into the sandbox helper.
+const HelperArg = "__appserver_sandbox"
+
+// Exit codes of the helper when it cannot run the target, following the shell convention.
+const (
+	// ExitCannotExecute means the sandbox could not be applied or the target could not be executed.
+	ExitCannotExecute = 126
+	// ExitNotFound means the target command was not found.
+	ExitNotFound = 127
+)
+
+// ErrUnavailable is returned by WrapArgv for a sandboxed policy when the kernel mechanism is missing.
+var ErrUnavailable = errors.New("sandbox unavailable")
+
+// payload is what WrapArgv hands to the helper as one JSON argument.
+type payload struct {
+	Policy Policy `json:"policy"`
+	Cwd    string `json:"cwd"`
+	// Protect forces how .git/.codex are protected: "" picks the best available, "userns" skips
+	// the direct mount namespace, "landlock" uses Landlock alone (tests cover each path with it).
+	Protect string `json:"protect,omitempty"`
+	// Stage2 marks the helper re-executed inside a new user namespace.
+	Stage2 bool `json:"stage2,omitempty"`
+}
+
+// Values of payload.Protect.
+const (
+	protectAuto     = ""
+	protectUserNS   = "userns"
+	protectLandlock = "landlock"
+)
+
+// WrapArgv returns the argv that runs argv under p: for ReadOnly and WorkspaceWrite it is
+// [self, HelperArg, <json>, "--", argv...], which re-executes self (normally os.Executable())
+// as the helper; for DangerFullAccess and External it is a copy of argv. The command must be
+// started with its working directory set to cwd, which must be absolute.
+func WrapArgv(self string, p Policy, cwd string, argv []string) ([]string, error) {
+	return wrapArgv(self, p, cwd, argv, protectAuto)
+}
+
+func wrapArgv(self string, p Policy, cwd string, argv []string, protect string) ([]string, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, errors.New("sandbox: empty command")
+	}
+	if p.Kind < ReadOnly || p.Kind > External {
+		return nil, fmt.Errorf("%w: kind %d", ErrInvalidPolicy, int(p.Kind))
+	}
+	if !p.Sandboxed() {
+		return append([]string(nil), argv...), nil
+	}
+	if !filepath.IsAbs(self) {
+		return nil, fmt.Errorf("sandbox: helper path %q is not absolute", self)
+	}
+	if !filepath.IsAbs(cwd) {
+		return nil, fmt.Errorf("sandbox: cwd %q is not absolute", cwd)
+	}
+	if ok, reason := Available(); !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, reason)
+	}
+	pl := payload{Policy: p, Cwd: filepath.Clean(cwd), Protect: protect}
+	if p.Kind == WorkspaceWrite {
+		roots := make([]string, 0, len(p.WritableRoots))
+		for _, r := range p.WritableRoots {
+			if r == "" {
+				return nil, fmt.Errorf("%w: empty writable root", ErrInvalidPolicy)
+			}
+			if !filepath.IsAbs(r) {
+				r = filepath.Join(cwd, r)
+			}
+			roots = append(roots, filepath.Clean(r))
+		}
+		pl.Policy.WritableRoots = roots
+	}
+	js, err := json.Marshal(pl)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: encode policy: %w", err)
+	}
+	out := make([]string, 0, len(argv)+4)
+	out = append(out, self, HelperArg, string(js), "--")
+	return append(out, argv...), nil
+}
+
+// RunHelperIfRequested must be called first thing in main (and in TestMain): when os.Args[1] is
+// HelperArg it applies the policy to the current process and execs the target, never returning;
+// otherwise it returns at once. On failure it prints the reason to stderr and exits with
+// ExitNotFound or ExitCannotExecute.
+func RunHelperIfRequested() {
+	if len(os.Args) < 2 || os.Args[1] != HelperArg {
+		return
+	}
+	code, err := runHelper(os.Args[2:])
+	fmt.Fprintf(os.Stderr, "appserver sandbox: %v\n", err)
+	os.Exit(code)
+}
+
+// runHelper parses the helper arguments and runs the target; it only returns on failure.
+func runHelper(args []string) (int, error) {
+	if len(args) < 3 || args[1] != "--" || args[2] == "" {
+		return ExitCannotExecute, errors.New("usage: " + HelperArg + " <policy-json> -- command [args...]")
+	}
+	var pl payload
+	if err := json.Unmarshal([]byte(args[0]), &pl); err != nil {
+		return ExitCannotExecute, fmt.Errorf("bad policy: %w", err)
+	}
+	if !pl.Policy.Sandboxed() {
+		return ExitCannotExecute, fmt.Errorf("policy %s needs no helper", pl.Policy.Kind)
+	}
+	if !filepath.IsAbs(pl.Cwd) {
+		return ExitCannotExecute, fmt.Errorf("cwd %q is not absolute", pl.Cwd)
+	}
+	switch pl.Protect {
+	case protectAuto, protectUserNS, protectLandlock:
+	default:
+		return ExitCannotExecute, fmt.Errorf("unknown protection %q", pl.Protect)
+	}
+	return applyAndExec(pl, args[2:])
+}

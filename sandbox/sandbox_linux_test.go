@@ -1,0 +1,590 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const orig = "orig\n"
+
+// fixture is a workspace with protected entries, plus a directory outside every writable root.
+type fixture struct {
+	base, ws, outside string
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	base := t.TempDir()
+	f := fixture{base: base, ws: filepath.Join(base, "ws"), outside: filepath.Join(base, "outside")}
+	for _, d := range []string{".git/hooks", ".codex", "sub"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(f.ws, d), 0o755))
+	}
+	require.NoError(t, os.MkdirAll(f.outside, 0o755))
+	for _, p := range []string{".git/config", ".codex/config.toml", "file.txt", "sub/file"} {
+		require.NoError(t, os.WriteFile(filepath.Join(f.ws, p), []byte(orig), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(f.outside, "readme"), []byte("secret\n"), 0o644))
+	require.NoError(t, os.Symlink(f.outside, filepath.Join(f.ws, "link")))
+	return f
+}
+
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if ok, reason := Available(); !ok {
+		t.Skipf("kernel sandbox unavailable: %s", reason)
+	}
+}
+
+// run executes argv under p through the helper (the test binary itself) and returns its exit
+// code and combined output.
+func run(t *testing.T, p Policy, protect string, cwd string, env []string, argv ...string) (int, string) {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	args, err := wrapArgv(self, p, cwd, argv, protect)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		require.NoError(t, err)
+	}
+	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+func sh(t *testing.T, p Policy, protect string, f fixture, script string, env ...string) (int, string) {
+	t.Helper()
+	env = append(env, "OUT="+f.outside)
+	return run(t, p, protect, f.ws, env, "sh", "-c", script)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func requireAbsent(t *testing.T, path string) {
+	t.Helper()
+	_, err := os.Lstat(path)
+	require.True(t, errors.Is(err, os.ErrNotExist), "%s must not exist (err=%v)", path, err)
+}
+
+// confined lists the sandboxed configurations every escape must fail under.
+var confined = []struct {
+	name    string
+	p       Policy
+	protect string
+}{
+	{"read-only", Policy{Kind: ReadOnly}, protectAuto},
+	{"workspace-write", Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}, protectAuto},
+	{"workspace-write/userns", Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}, protectUserNS},
+	{"workspace-write/landlock-only", Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}, protectLandlock},
+}
+
+func TestAvailableHere(t *testing.T) {
+	ok, reason := Available()
+	t.Logf("Available: %v (%s), ABI %d", ok, reason, LandlockABI())
+	if !ok {
+		t.Skipf("kernel sandbox unavailable: %s", reason)
+	}
+	require.Contains(t, reason, "landlock ABI")
+	require.GreaterOrEqual(t, LandlockABI(), 1)
+}
+
+func TestEscapesFail(t *testing.T) {
+	requireSandbox(t)
+	escapes := []struct {
+		name   string
+		script string
+		check  func(t *testing.T, f fixture)
+	}{
+		{"write outside", `echo pwned > "$OUT/new"`,
+			func(t *testing.T, f fixture) { requireAbsent(t, filepath.Join(f.outside, "new")) }},
+		{"append outside", `echo pwned >> "$OUT/readme"`,
+			func(t *testing.T, f fixture) {
+				require.Equal(t, "secret\n", readFile(t, filepath.Join(f.outside, "readme")))
+			}},
+		{"truncate outside", `truncate -s 0 "$OUT/readme"`,
+			func(t *testing.T, f fixture) {
+				require.Equal(t, "secret\n", readFile(t, filepath.Join(f.outside, "readme")))
+			}},
+		{"mkdir outside", `mkdir "$OUT/d"`,
+			func(t *testing.T, f fixture) { requireAbsent(t, filepath.Join(f.outside, "d")) }},
+		{"remove outside", `rm -f "$OUT/readme"`,
+			func(t *testing.T, f fixture) {
+				require.Equal(t, "secret\n", readFile(t, filepath.Join(f.outside, "readme")))
+			}},
+		{"new file in .git", `echo pwned > .git/hooks/pre-commit`,
+			func(t *testing.T, f fixture) { requireAbsent(t, filepath.Join(f.ws, ".git/hooks/pre-commit")) }},
+		{"modify .git/config", `echo pwned >> .git/config`,
+			func(t *testing.T, f fixture) { require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".git/config"))) }},
+		{"modify .codex", `echo pwned > .codex/config.toml`,
+			func(t *testing.T, f fixture) {
+				require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".codex/config.toml")))
+			}},
+		{"write through symlink", `echo pwned > link/new`,
+			func(t *testing.T, f fixture) { requireAbsent(t, filepath.Join(f.outside, "new")) }},
+		{"write through new symlink", `ln -s "$OUT" l2; echo pwned > l2/new`,
+			func(t *testing.T, f fixture) { requireAbsent(t, filepath.Join(f.outside, "new")) }},
+		{"mv over .git/config", `echo pwned > sub/evil; mv -f sub/evil .git/config`,
+			func(t *testing.T, f fixture) { require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".git/config"))) }},
+		{"mv .git away", `mv .git moved && mkdir .git && echo pwned > .git/config`,
+			func(t *testing.T, f fixture) { require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".git/config"))) }},
+		{"rm .git", `rm -rf .git`,
+			func(t *testing.T, f fixture) { require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".git/config"))) }},
+		{"hardlink into .git", `ln .git/config sub/hard && echo pwned >> sub/hard`,
+			func(t *testing.T, f fixture) { require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".git/config"))) }},
+		{"setsid child writes outside", `setsid -w sh -c 'echo pwned > "$OUT/new"'`,
+			func(t *testing.T, f fixture) { requireAbsent(t, filepath.Join(f.outside, "new")) }},
+	}
+	for _, c := range confined {
+		t.Run(c.name, func(t *testing.T) {
+			for _, e := range escapes {
+				t.Run(e.name, func(t *testing.T) {
+					f := newFixture(t)
+					code, out := sh(t, c.p, c.protect, f, e.script)
+					t.Logf("exit %d: %s", code, strings.TrimSpace(out))
+					require.NotZero(t, code, "escape must fail")
+					require.Regexp(t, `Permission denied|Read-only file system|Operation not permitted|Invalid cross-device link|Device or resource busy`, out)
+					e.check(t, f)
+				})
+			}
+		})
+	}
+}
+
+// TestDenialMessages pins what a denial looks like to the command, as documented in docs/sandbox.md.
+func TestDenialMessages(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	ww := confined[1].p
+	code, out := sh(t, ww, protectAuto, f, `echo x > "$OUT/new"`)
+	require.Equal(t, 2, code) // sh's status for a failed redirection
+	require.Contains(t, out, "Permission denied")
+	if os.Geteuid() == 0 {
+		code, out = sh(t, ww, protectAuto, f, `echo x > .git/config`)
+		require.Equal(t, 2, code)
+		require.Contains(t, out, "Read-only file system")
+	}
+	code, out = sh(t, ww, protectLandlock, f, `echo x > .git/config`)
+	require.Equal(t, 2, code)
+	require.Contains(t, out, "Permission denied")
+}
+
+func TestWorkspaceWriteAllows(t *testing.T) {
+	requireSandbox(t)
+	for _, c := range confined[1:] {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			code, out := sh(t, c.p, c.protect, f, `set -e
+echo new > sub/new
+echo more >> file.txt
+mkdir -p sub/a/b && echo deep > sub/a/b/c
+mv sub/new sub/a/moved
+ln -s moved sub/a/lnk
+rm -r sub/a/b
+git_cfg=$(cat .git/config)
+test "$git_cfg" = orig`)
+			require.Zero(t, code, out)
+			require.Equal(t, "new\n", readFile(t, filepath.Join(f.ws, "sub/a/moved")))
+			require.Equal(t, orig+"more\n", readFile(t, filepath.Join(f.ws, "file.txt")))
+			requireAbsent(t, filepath.Join(f.ws, "sub/a/b"))
+		})
+	}
+	for _, c := range confined[1:3] {
+		t.Run(c.name+"/new top-level file", func(t *testing.T) {
+			f := newFixture(t)
+			code, out := sh(t, c.p, c.protect, f, `echo top > top.txt && mv top.txt top2.txt && echo x > .git/config`)
+			if strings.Contains(out, "top.txt: Permission denied") {
+				t.Skip("no mount namespace here (needs CAP_SYS_ADMIN or user namespaces): Landlock-only protection")
+			}
+			require.NotZero(t, code, out)
+			require.Contains(t, out, "Read-only file system")
+			require.Equal(t, "top\n", readFile(t, filepath.Join(f.ws, "top2.txt")))
+			require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".git/config")))
+		})
+	}
+	t.Run("landlock-only cannot add top-level entries next to .git", func(t *testing.T) {
+		f := newFixture(t)
+		code, out := sh(t, confined[3].p, protectLandlock, f, `echo top > top.txt`)
+		require.NotZero(t, code)
+		require.Contains(t, out, "Permission denied")
+	})
+	t.Run("landlock-only root without protected entries is fully writable", func(t *testing.T) {
+		f := newFixture(t)
+		require.NoError(t, os.RemoveAll(filepath.Join(f.ws, ".git")))
+		require.NoError(t, os.RemoveAll(filepath.Join(f.ws, ".codex")))
+		code, out := sh(t, confined[3].p, protectLandlock, f, `echo top > top.txt`)
+		require.Zero(t, code, out)
+	})
+}
+
+func TestWorkspaceWriteTempDirsAndExtraRoots(t *testing.T) {
+	requireSandbox(t)
+	slashTmp, err := os.MkdirTemp("/tmp", "sandbox-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(slashTmp) })
+
+	tests := []struct {
+		name  string
+		p     Policy
+		dir   func(f fixture) string
+		allow bool
+	}{
+		{"/tmp by default", Policy{Kind: WorkspaceWrite, ExcludeTmpdirEnvVar: true}, func(fixture) string { return slashTmp }, true},
+		{"/tmp excluded", Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true}, func(fixture) string { return slashTmp }, false},
+		{"$TMPDIR by default", Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true}, func(f fixture) string { return filepath.Join(f.base, "tmpdir") }, true},
+		{"$TMPDIR excluded", Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}, func(f fixture) string { return filepath.Join(f.base, "tmpdir") }, false},
+		{"extra writable root", Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}, func(f fixture) string { return f.outside }, true},
+		{"read-only ignores temp dirs", Policy{Kind: ReadOnly}, func(fixture) string { return slashTmp }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tmpdir := filepath.Join(f.base, "tmpdir")
+			require.NoError(t, os.Mkdir(tmpdir, 0o755))
+			p := tc.p
+			if tc.name == "extra writable root" {
+				p.WritableRoots = []string{f.outside}
+			}
+			target := filepath.Join(tc.dir(f), "f-"+strings.NewReplacer(" ", "_", "/", "_", "$", "").Replace(tc.name))
+			code, out := sh(t, p, protectAuto, f, `echo ok > "$TARGET"`, "TMPDIR="+tmpdir, "TARGET="+target)
+			if tc.allow {
+				require.Zero(t, code, out)
+				require.Equal(t, "ok\n", readFile(t, target))
+			} else {
+				require.NotZero(t, code, out)
+				requireAbsent(t, target)
+			}
+		})
+	}
+}
+
+func TestReadsAndDevicesWork(t *testing.T) {
+	requireSandbox(t)
+	for _, c := range confined {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			code, out := sh(t, c.p, c.protect, f, `cat "$OUT/readme" && cat .git/config && ls / >/dev/null && echo x > /dev/null && head -c 4 /dev/zero | wc -c`)
+			require.Zero(t, code, out)
+			require.Equal(t, "secret\norig\n4\n", out)
+		})
+	}
+}
+
+func TestDangerFullAccessIsUnwrapped(t *testing.T) {
+	f := newFixture(t)
+	for _, p := range []Policy{{Kind: DangerFullAccess}, {Kind: External}} {
+		argv := []string{"sh", "-c", `echo free > "$OUT/new-` + p.Kind.String() + `"`}
+		got, err := WrapArgv("/nonexistent/self", p, f.ws, argv)
+		require.NoError(t, err)
+		require.Equal(t, argv, got)
+		code, out := run(t, p, protectAuto, f.ws, []string{"OUT=" + f.outside}, argv...)
+		require.Zero(t, code, out)
+		require.Equal(t, "free\n", readFile(t, filepath.Join(f.outside, "new-"+p.Kind.String())))
+	}
+}
+
+// listen opens a loopback TCP listener and reports every line a client sends.
+func listen(t *testing.T) (string, <-chan string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	got := make(chan string, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+			b, _ := io.ReadAll(c)
+			_ = c.Close()
+			got <- string(b)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+	})
+	return ln.Addr().String(), got
+}
+
+func TestNetwork(t *testing.T) {
+	requireSandbox(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	for _, c := range confined {
+		t.Run(c.name+"/off", func(t *testing.T) {
+			addr, got := listen(t)
+			f := newFixture(t)
+			code, out := run(t, c.p, c.protect, f.ws, []string{actionEnv + "=dial " + addr}, self)
+			require.Equal(t, 3, code, out)
+			require.Contains(t, out, "operation not permitted")
+			select {
+			case s := <-got:
+				t.Fatalf("listener received %q", s)
+			default:
+			}
+			// bash's /dev/tcp goes through socket(2) as well.
+			if _, err := exec.LookPath("bash"); err == nil {
+				host, port, _ := net.SplitHostPort(addr)
+				code, out = run(t, c.p, c.protect, f.ws, nil, "bash", "-c", "echo hi > /dev/tcp/"+host+"/"+port)
+				require.NotZero(t, code, out)
+				select {
+				case s := <-got:
+					t.Fatalf("listener received %q", s)
+				default:
+				}
+			}
+		})
+		t.Run(c.name+"/on", func(t *testing.T) {
+			addr, got := listen(t)
+			f := newFixture(t)
+			p := c.p
+			p.NetworkAccess = true
+			code, out := run(t, p, c.protect, f.ws, []string{actionEnv + "=dial " + addr}, self)
+			require.Zero(t, code, out)
+			select {
+			case s := <-got:
+				require.Equal(t, "hello\n", s)
+			case <-time.After(time.Minute):
+				t.Fatal("listener received nothing")
+			}
+		})
+	}
+}
+
+// TestLandlockBlocksTCPOnItsOwn checks the second network layer without the seccomp filter.
+func TestLandlockBlocksTCPOnItsOwn(t *testing.T) {
+	requireSandbox(t)
+	if LandlockABI() < 4 {
+		t.Skip("TCP rules need Landlock ABI 4")
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	addr, got := listen(t)
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), actionEnv+"=landlock-dial "+addr)
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Equal(t, 3, cmd.ProcessState.ExitCode(), string(out))
+	require.Contains(t, string(out), "permission denied")
+	select {
+	case s := <-got:
+		t.Fatalf("listener received %q", s)
+	default:
+	}
+}
+
+func TestCannotSignalOutside(t *testing.T) {
+	requireSandbox(t)
+	if LandlockABI() < 6 || !probeOnce().scopeOK {
+		t.Skip("signal scoping needs Landlock ABI 6")
+	}
+	victim := exec.Command("sleep", "300")
+	require.NoError(t, victim.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- victim.Wait() }()
+	t.Cleanup(func() {
+		_ = victim.Process.Kill()
+		<-exited
+	})
+	f := newFixture(t)
+	code, out := sh(t, Policy{Kind: ReadOnly}, protectAuto, f, "kill -TERM "+strconv.Itoa(victim.Process.Pid))
+	require.NotZero(t, code, out)
+	require.Contains(t, out, "Operation not permitted")
+	select {
+	case err := <-exited:
+		t.Fatalf("victim died: %v", err)
+	default:
+	}
+}
+
+// TestDetachedChildConfined checks that a grandchild in a new session and process group (what
+// setsid(2) and job control give) still carries the restrictions.
+func TestDetachedChildConfined(t *testing.T) {
+	requireSandbox(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	for _, c := range confined {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			target := filepath.Join(f.outside, "new")
+			code, out := run(t, c.p, c.protect, f.ws, []string{actionEnv + "=detach " + target}, self)
+			require.Equal(t, 4, code, out)
+			require.Contains(t, out, "permission denied")
+			requireAbsent(t, target)
+		})
+	}
+}
+
+func TestHelperFailures(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	code, out := run(t, Policy{Kind: ReadOnly}, protectAuto, f.ws, nil, "no-such-command-xyz")
+	require.Equal(t, ExitNotFound, code)
+	require.Contains(t, out, "no-such-command-xyz: command not found")
+
+	code, out = run(t, Policy{Kind: ReadOnly}, protectAuto, f.ws, nil, filepath.Join(f.ws, "file.txt"))
+	require.Equal(t, ExitCannotExecute, code, out)
+	require.Contains(t, out, "appserver sandbox:")
+
+	self, err := os.Executable()
+	require.NoError(t, err)
+	for _, args := range [][]string{
+		{HelperArg},
+		{HelperArg, "{}", "--"},
+		{HelperArg, "not json", "--", "true"},
+		{HelperArg, `{"policy":{"type":"readOnly"},"cwd":"/"}`, "true"},
+		{HelperArg, `{"policy":{"type":"readOnly"},"cwd":"rel"}`, "--", "true"},
+		{HelperArg, `{"policy":{"type":"dangerFullAccess"},"cwd":"/"}`, "--", "true"},
+		{HelperArg, `{"policy":{"type":"bogus"},"cwd":"/"}`, "--", "true"},
+	} {
+		cmd := exec.Command(self, args...)
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "%q", args)
+		require.Equal(t, ExitCannotExecute, cmd.ProcessState.ExitCode(), "%q: %s", args, out)
+		require.Contains(t, string(out), "appserver sandbox:")
+	}
+}
+
+func TestWrapArgvRejectsBadInput(t *testing.T) {
+	ro := Policy{Kind: ReadOnly}
+	tests := []struct {
+		name string
+		self string
+		p    Policy
+		cwd  string
+		argv []string
+	}{
+		{"empty argv", "/bin/self", ro, "/", nil},
+		{"empty command", "/bin/self", ro, "/", []string{""}},
+		{"relative self", "self", ro, "/", []string{"true"}},
+		{"relative cwd", "/bin/self", ro, "rel", []string{"true"}},
+		{"bad kind", "/bin/self", Policy{Kind: Kind(9)}, "/", []string{"true"}},
+		{"empty root", "/bin/self", Policy{Kind: WorkspaceWrite, WritableRoots: []string{""}}, "/", []string{"true"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := WrapArgv(tc.self, tc.p, tc.cwd, tc.argv)
+			require.Error(t, err)
+		})
+	}
+}
+
+func TestWrapArgvShape(t *testing.T) {
+	requireSandbox(t)
+	p := Policy{Kind: WorkspaceWrite, WritableRoots: []string{"rel", "/abs/"}}
+	got, err := WrapArgv("/bin/self", p, "/w", []string{"ls", "-l"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"/bin/self", HelperArg,
+		`{"policy":{"type":"workspaceWrite","writableRoots":["/w/rel","/abs"],"networkAccess":false,"excludeTmpdirEnvVar":false,"excludeSlashTmp":false},"cwd":"/w"}`,
+		"--", "ls", "-l"}, got)
+}
+
+func TestSeccompAssembleRejectsBadJumps(t *testing.T) {
+	_, err := assemble([]bpfInsn{{code: 0, jt: "nowhere"}})
+	require.Error(t, err)
+	_, err = assemble([]bpfInsn{{label: "back", code: 0}, {code: 0, jt: "back"}})
+	require.Error(t, err)
+	for _, network := range []bool{false, true} {
+		prog, err := seccompProgram(network)
+		require.NoError(t, err)
+		require.NotEmpty(t, prog)
+	}
+}
+
+func TestGrantsExcluding(t *testing.T) {
+	f := newFixture(t)
+	nested := filepath.Join(f.base, "nested")
+	require.NoError(t, os.MkdirAll(filepath.Join(nested, "inner", ".git"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(nested, "other"), 0o755))
+	roots := canonicalRoots([]string{f.ws, nested, filepath.Join(nested, "inner"), filepath.Join(f.base, "missing")})
+	prot := protectedPaths(roots)
+	require.Equal(t, canonicalize(t, []string{
+		filepath.Join(nested, "inner", ".git"), filepath.Join(f.ws, ".codex"), filepath.Join(f.ws, ".git"),
+	}), prot)
+	var got []string
+	for _, g := range grantsExcluding(roots, prot) {
+		got = append(got, strings.TrimPrefix(g.path, canonicalize(t, []string{f.base})[0]))
+	}
+	// ws/link is a symlink and is skipped; nested/inner holds only its protected .git.
+	require.ElementsMatch(t, []string{"/ws/file.txt", "/ws/sub", "/nested/other"}, got)
+}
+
+func canonicalize(t *testing.T, paths []string) []string {
+	t.Helper()
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		r, err := filepath.EvalSymlinks(p)
+		require.NoError(t, err)
+		out[i] = r
+	}
+	return out
+}
+
+// unprivEnv marks the re-run of this test binary as an unprivileged user.
+const unprivEnv = "SANDBOXTEST_UNPRIVILEGED"
+
+// TestUnprivileged re-runs the sandbox tests as an unprivileged user when we are root, so the
+// user-namespace and Landlock-only paths are covered the way a normal user meets them.
+func TestUnprivileged(t *testing.T) {
+	requireSandbox(t)
+	if os.Getenv(unprivEnv) != "" {
+		t.Skip("already unprivileged")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the other tests already run unprivileged")
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	dir, err := os.MkdirTemp("", "sandbox-unpriv-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	bin := filepath.Join(dir, "sandbox.test")
+	data, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	tmp := filepath.Join(dir, "tmp")
+	require.NoError(t, os.Mkdir(tmp, 0o755))
+	require.NoError(t, os.Chmod(tmp, 0o1777))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.v",
+		"-test.run", "TestEscapesFail|TestWorkspaceWriteAllows|TestNetwork|TestDetachedChildConfined|TestReadsAndDevicesWork|TestDenialMessages")
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), unprivEnv+"=1", "TMPDIR="+tmp, "HOME="+tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--- PASS: TestEscapesFail/workspace-write/userns/")
+	require.Contains(t, string(out), "--- PASS: TestEscapesFail/workspace-write/landlock-only/")
+	if strings.Contains(string(out), "--- SKIP: TestWorkspaceWriteAllows/workspace-write/new_top-level_file") {
+		t.Log("user namespaces are unavailable to unprivileged users here: Landlock-only protection")
+	}
+}

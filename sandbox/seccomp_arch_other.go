@@ -1,0 +1,9 @@
+//go:build linux && !amd64 && !arm64
+
+package sandbox
+
+const (
+	seccompArchKnown = false
+	seccompAuditArch = 0
+	seccompX32Bit    = 0
+)

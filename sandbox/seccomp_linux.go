@@ -1,0 +1,111 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Offsets into struct seccomp_data.
+const (
+	seccompDataNr   = 0
+	seccompDataArch = 4
+	seccompDataArg0 = 16 // low 32 bits of args[0] on little-endian machines
+)
+
+// bpfInsn is one classic-BPF instruction with symbolic jump targets ("" means the next one).
+type bpfInsn struct {
+	label  string
+	code   uint16
+	k      uint32
+	jt, jf string
+}
+
+// assemble resolves the labels of prog into a kernel filter.
+func assemble(prog []bpfInsn) ([]unix.SockFilter, error) {
+	at := make(map[string]int, len(prog))
+	for i, in := range prog {
+		if in.label != "" {
+			at[in.label] = i
+		}
+	}
+	rel := func(i int, target string) (uint8, error) {
+		if target == "" {
+			return 0, nil
+		}
+		j, ok := at[target]
+		if !ok || j <= i || j-i-1 > 255 {
+			return 0, fmt.Errorf("bad bpf jump from %d to %q", i, target)
+		}
+		return uint8(j - i - 1), nil
+	}
+	out := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		jt, err := rel(i, in.jt)
+		if err != nil {
+			return nil, err
+		}
+		jf, err := rel(i, in.jf)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = unix.SockFilter{Code: in.code, Jt: jt, Jf: jf, K: in.k}
+	}
+	return out, nil
+}
+
+// seccompProgram builds the filter: foreign-architecture calls kill the process, io_uring is
+// refused (its requests bypass seccomp), and without network every socket(2) whose domain is not
+// AF_UNIX fails with EPERM.
+func seccompProgram(network bool) ([]unix.SockFilter, error) {
+	const (
+		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
+		deny = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	)
+	prog := []bpfInsn{
+		{code: ld, k: seccompDataArch},
+		{code: jeq, k: seccompAuditArch, jt: "native"},
+		{code: ret, k: unix.SECCOMP_RET_KILL_PROCESS},
+		{label: "native", code: ld, k: seccompDataNr},
+	}
+	if seccompX32Bit != 0 {
+		prog = append(prog, bpfInsn{code: jge, k: seccompX32Bit, jt: "deny"})
+	}
+	prog = append(prog,
+		bpfInsn{code: jeq, k: unix.SYS_IO_URING_SETUP, jt: "deny"},
+		bpfInsn{code: jeq, k: unix.SYS_IO_URING_ENTER, jt: "deny"},
+		bpfInsn{code: jeq, k: unix.SYS_IO_URING_REGISTER, jt: "deny"},
+	)
+	if !network {
+		prog = append(prog,
+			bpfInsn{code: jeq, k: unix.SYS_SOCKET, jt: "socket"},
+			bpfInsn{code: ret, k: unix.SECCOMP_RET_ALLOW},
+			bpfInsn{label: "socket", code: ld, k: seccompDataArg0},
+			bpfInsn{code: jeq, k: unix.AF_UNIX, jf: "deny"},
+		)
+	}
+	prog = append(prog,
+		bpfInsn{code: ret, k: unix.SECCOMP_RET_ALLOW},
+		bpfInsn{label: "deny", code: ret, k: deny},
+	)
+	return assemble(prog)
+}
+
+// installSeccomp loads the filter on the calling thread; no_new_privs must already be set.
+func installSeccomp(network bool) error {
+	filter, err := seccompProgram(network)
+	if err != nil {
+		return err
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
+		return fmt.Errorf("seccomp filter: %w", err)
+	}
+	return nil
+}

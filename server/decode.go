@@ -1,0 +1,174 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"appserver/jsonrpc"
+	protocol "appserver/protocol/v2"
+)
+
+var unknownMethodSuffix = func() string {
+	names := protocol.ClientRequestNames()
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = "`" + n + "`"
+	}
+	return strings.Join(quoted, ", ")
+}()
+
+// unknownMethodError is the reference's serde wording for a method outside ClientRequest.
+func unknownMethodError(method string) error {
+	return jsonrpc.InvalidRequest("Invalid request: unknown variant `" + method + "`, expected one of " + unknownMethodSuffix)
+}
+
+func invalidParams(format string, args ...any) error {
+	return jsonrpc.InvalidRequest("Invalid request: " + fmt.Sprintf(format, args...))
+}
+
+// decodeParams decodes raw params into the method's params type, with serde-like error messages.
+func decodeParams(spec *protocol.MethodSpec, raw json.RawMessage) (any, error) {
+	if spec.NewParams == nil {
+		return nil, nil
+	}
+	if raw == nil {
+		if spec.ParamsRequired {
+			return nil, invalidParams("missing field `params`")
+		}
+		return spec.NewParams(), nil
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, invalidParams("invalid type: %s, expected struct %s", describeJSON(trimmed), spec.ParamsType)
+	}
+	p := spec.NewParams()
+	if err := json.Unmarshal(trimmed, p); err != nil {
+		return nil, invalidParams("%s", describeDecodeError(err))
+	}
+	if missing := missingRequired(p, trimmed); missing != "" {
+		return nil, invalidParams("missing field `%s`", missing)
+	}
+	return p, nil
+}
+
+// describeJSON renders a JSON value the way serde names it in "invalid type" errors.
+func describeJSON(v []byte) string {
+	if len(v) == 0 {
+		return "unit value"
+	}
+	switch v[0] {
+	case '"':
+		return "string " + string(v)
+	case '[':
+		return "sequence"
+	case 't', 'f':
+		return "boolean `" + string(v) + "`"
+	case 'n':
+		return "unit value"
+	default:
+		return "integer `" + string(v) + "`"
+	}
+}
+
+func describeDecodeError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		msg := fmt.Sprintf("invalid type: %s, expected %s", typeErr.Value, rustTypeName(typeErr.Type))
+		if typeErr.Field != "" {
+			msg += " for field `" + typeErr.Field + "`"
+		}
+		return msg
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return err.Error()
+	}
+	msg := err.Error()
+	return strings.TrimPrefix(msg, "json: ")
+}
+
+func rustTypeName(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("u%d", t.Bits())
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Int:
+		return fmt.Sprintf("i%d", t.Bits())
+	case reflect.Float32, reflect.Float64:
+		return fmt.Sprintf("f%d", t.Bits())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "a sequence"
+	case reflect.Map:
+		return "a map"
+	case reflect.Struct:
+		return "struct " + t.Name()
+	case reflect.Pointer:
+		return rustTypeName(t.Elem())
+	}
+	return t.String()
+}
+
+// missingRequired names the first required top-level field absent from raw.
+func missingRequired(p any, raw []byte) string {
+	fields := requiredFields(reflect.TypeOf(p).Elem())
+	if len(fields) == 0 {
+		return ""
+	}
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &present); err != nil {
+		return ""
+	}
+	for _, f := range fields {
+		if _, ok := present[f]; !ok {
+			return f
+		}
+	}
+	return ""
+}
+
+// usedExperimentalField names the first experimental top-level field set (non-null) in raw params.
+func usedExperimentalField(spec *protocol.MethodSpec, raw json.RawMessage) string {
+	if len(spec.ExperimentalFields) == 0 || raw == nil {
+		return ""
+	}
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &present); err != nil {
+		return ""
+	}
+	for _, f := range spec.ExperimentalFields {
+		if v, ok := present[f]; ok && string(bytes.TrimSpace(v)) != "null" {
+			return f
+		}
+	}
+	return ""
+}
+
+// requiredFields lists the JSON names of fields serde would insist on: non-nullable ones without
+// omitempty/omitzero. TODO(lead): replace with the generator's schema-derived required lists.
+func requiredFields(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" || name == "-" || strings.Contains(opts, "omit") {
+			continue
+		}
+		switch f.Type.Kind() {
+		case reflect.Pointer, reflect.Map, reflect.Interface, reflect.Slice:
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}

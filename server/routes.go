@@ -1,0 +1,20 @@
+package server
+
+import (
+	"context"
+
+	"appserver/jsonrpc"
+	protocol "appserver/protocol/v2"
+)
+
+// buildRoutes is the method table: every implemented client request and its handler. Methods of the
+// schema missing here are answered "<method> is not supported by appserver".
+func (s *Server) buildRoutes() map[string]route {
+	r := map[string]route{
+		protocol.MethodMockExperimentalMethod: handle(func(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.MockExperimentalMethodParams) (any, error) {
+			return protocol.MockExperimentalMethodResponse{Echoed: p.Value}, nil
+		}),
+	}
+	s.addThreadRoutes(r)
+	return r
+}

@@ -1,0 +1,212 @@
+// Package server is the app-server proper: per-connection state (the initialize gate, capabilities,
+// notification opt-outs), the method table that decodes typed params and routes each client request to
+// its handler, and the adapters that turn thread events into notifications and approval needs into
+// server→client requests. It is the only package that speaks JSON-RPC methods.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"appserver/config"
+	"appserver/jsonrpc"
+	protocol "appserver/protocol/v2"
+	"appserver/thread"
+)
+
+// Version is appserver's own version; CompatVersion is the codex-cli version whose protocol it speaks.
+const (
+	Version       = "0.1.0"
+	CompatVersion = "0.169.0"
+)
+
+// Options configure a Server.
+type Options struct {
+	Config *config.Config
+	Logger *slog.Logger
+	// QueueSize bounds each connection's ingress and egress queues (jsonrpc default when zero).
+	QueueSize int
+	// Tools builds the tools offered to the model on each turn (nil: none).
+	Tools thread.ToolProvider
+}
+
+// Server serves any number of connections that share threads, processes and configuration.
+type Server struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	opts    Options
+	routes  map[string]route
+	threads *thread.Manager
+	install string // installation id, read or created once
+
+	mu    sync.Mutex
+	conns map[*connection]struct{}
+
+	nextConnID atomic.Int64
+	ctx        context.Context
+	cancel     context.CancelFunc
+}
+
+// New builds a Server from options.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: opts.Config, log: opts.Logger, opts: opts, conns: map[*connection]struct{}{}, ctx: ctx, cancel: cancel}
+	s.threads = thread.NewManager(thread.Deps{
+		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion,
+		InstallationID: s.installationID,
+		UserAgent:      func(o string) string { return userAgent(protocol.ClientInfo{Name: o, Version: Version}) },
+	})
+	s.routes = s.buildRoutes()
+	return s
+}
+
+// ServeConn serves one client over r/w until EOF; it returns after the connection's work is cleaned up.
+func (s *Server) ServeConn(ctx context.Context, r io.Reader, w io.Writer) error {
+	c := &connection{srv: s, id: s.nextConnID.Add(1), log: s.log}
+	c.rpc = jsonrpc.NewConn(r, w, c, jsonrpc.Options{QueueSize: s.opts.QueueSize, Logger: s.log})
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	err := c.rpc.Run(ctx)
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	c.closed()
+	return err
+}
+
+// Close stops everything the server owns: threads, their turns and every child process.
+func (s *Server) Close() {
+	s.threads.Close()
+	s.cancel()
+}
+
+// Threads exposes the thread manager (for wiring tools and listeners).
+func (s *Server) Threads() *thread.Manager { return s.threads }
+
+// connection is the state of one client connection.
+type connection struct {
+	srv *Server
+	id  int64
+	rpc *jsonrpc.Conn
+	log *slog.Logger
+
+	mu           sync.Mutex
+	initialized  bool
+	experimental bool
+	optOut       map[string]bool
+	clientInfo   protocol.ClientInfo
+
+	closeHooks []func()
+}
+
+// onClose registers cleanup to run when the connection ends.
+func (c *connection) onClose(f func()) {
+	c.mu.Lock()
+	c.closeHooks = append(c.closeHooks, f)
+	c.mu.Unlock()
+}
+
+func (c *connection) closed() {
+	c.mu.Lock()
+	hooks := c.closeHooks
+	c.closeHooks = nil
+	c.mu.Unlock()
+	for i := len(hooks) - 1; i >= 0; i-- {
+		hooks[i]()
+	}
+}
+
+func (c *connection) isInitialized() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.initialized
+}
+
+func (c *connection) experimentalAPI() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.experimental
+}
+
+// notify sends a notification unless the client opted out of it.
+func (c *connection) notify(method string, params any) {
+	c.mu.Lock()
+	skip := c.optOut[method] || !c.initialized
+	c.mu.Unlock()
+	if skip {
+		return
+	}
+	if err := c.rpc.Notify(method, params); err != nil {
+		c.log.Debug("notification dropped", "method", method, "error", err)
+	}
+}
+
+// HandleNotification accepts client notifications; `initialized` is not required by the reference, and
+// unknown notifications are ignored.
+func (c *connection) HandleNotification(_ context.Context, method string, _ json.RawMessage) {
+	if method != protocol.ClientNotifyInitialized {
+		c.log.Debug("ignoring client notification", "method", method)
+	}
+}
+
+// HandleRequest applies the initialize gate, the method table, params decoding and experimental gating.
+func (c *connection) HandleRequest(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	if req.Method == protocol.MethodInitialize {
+		return c.srv.initialize(ctx, c, req)
+	}
+	if !c.isInitialized() {
+		return nil, jsonrpc.InvalidRequest("Not initialized")
+	}
+	spec, ok := protocol.LookupClientRequest(req.Method)
+	if !ok {
+		return nil, unknownMethodError(req.Method)
+	}
+	if spec.Experimental && !c.experimentalAPI() {
+		return nil, jsonrpc.InvalidRequest(req.Method + " requires experimentalApi capability")
+	}
+	params, err := decodeParams(spec, req.Params)
+	if err != nil {
+		return nil, err
+	}
+	if !c.experimentalAPI() {
+		if field := usedExperimentalField(spec, req.Params); field != "" {
+			return nil, jsonrpc.InvalidRequest(req.Method + "." + field + " requires experimentalApi capability")
+		}
+	}
+	r, ok := c.srv.routes[req.Method]
+	if !ok {
+		return nil, jsonrpc.InvalidRequest(req.Method + " is not supported by appserver")
+	}
+	return r(ctx, c, req, params)
+}
+
+// route is a typed handler adapted to the method table.
+type route func(ctx context.Context, c *connection, req *jsonrpc.Request, params any) (any, error)
+
+// handle adapts a handler taking typed params *P to a route.
+func handle[P any](h func(ctx context.Context, c *connection, req *jsonrpc.Request, p *P) (any, error)) route {
+	return func(ctx context.Context, c *connection, req *jsonrpc.Request, params any) (any, error) {
+		p, _ := params.(*P)
+		if p == nil {
+			p = new(P)
+		}
+		return h(ctx, c, req, p)
+	}
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "localhost"
+	}
+	return h
+}

@@ -1,0 +1,216 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"appserver/config"
+	"appserver/jsonrpc"
+	"appserver/model"
+	protocol "appserver/protocol/v2"
+	"appserver/thread"
+)
+
+func (s *Server) addThreadRoutes(r map[string]route) {
+	r[protocol.MethodThreadStart] = handle(s.threadStart)
+	r[protocol.MethodTurnStart] = handle(s.turnStart)
+	r[protocol.MethodTurnInterrupt] = handle(s.turnInterrupt)
+	r[protocol.MethodTurnSteer] = handle(s.turnSteer)
+	r[protocol.MethodThreadLoadedList] = handle(s.threadLoadedList)
+	r[protocol.MethodThreadRead] = handle(s.threadRead)
+	r[protocol.MethodThreadIncrementElicitation] = handle(s.incrementElicitation)
+	r[protocol.MethodThreadDecrementElicitation] = handle(s.decrementElicitation)
+	r[protocol.MethodThreadNameSet] = handle(s.threadNameSet)
+	r[protocol.MethodModelList] = handle(s.modelList)
+	r[protocol.MethodAccountRead] = handle(s.accountRead)
+	r[protocol.MethodConfigRead] = handle(s.configRead)
+}
+
+// loadedThread validates the id and returns the loaded thread or "thread not found: <id>".
+func (s *Server) loadedThread(id string) (*thread.Thread, error) {
+	if err := validateThreadID(id); err != nil {
+		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	t, ok := s.threads.Get(id)
+	if !ok {
+		return nil, jsonrpc.InvalidRequest("thread not found: " + id)
+	}
+	return t, nil
+}
+
+func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadStartParams) (any, error) {
+	t, err := s.threads.Start(ctx, thread.StartOptions{Params: *p, Originator: c.originator()})
+	if err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error creating thread: %v", err)
+	}
+	t.Subscribe(c)
+	st := t.Settings()
+	if p.Cwd != nil && isWritable(st.Sandbox) {
+		if err := config.AppendProjectTrust(s.cfg.CodexHome, st.Cwd); err != nil {
+			s.log.Warn("could not record project trust", "error", err)
+		}
+	}
+	info := t.Info()
+	req.Reply(protocol.ThreadStartResponse{
+		Thread: info, Model: st.Model, ModelProvider: st.ModelProvider, Cwd: protocol.AbsolutePathBuf(st.Cwd),
+		RuntimeWorkspaceRoots: []protocol.AbsolutePathBuf{protocol.AbsolutePathBuf(st.Cwd)},
+		ApprovalPolicy:        st.ApprovalPolicy, ApprovalsReviewer: st.ApprovalsReviewer, Sandbox: st.Sandbox,
+		ReasoningEffort: st.Effort, DisabledPluginIds: []string{}, InstructionSources: []protocol.LegacyAppPathString{},
+		MultiAgentMode: &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
+	}, nil)
+	t.EmitTo(c, protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: info})
+	return nil, nil
+}
+
+func isWritable(p protocol.SandboxPolicy) bool {
+	switch p.Value.(type) {
+	case protocol.SandboxPolicyWorkspaceWrite, protocol.SandboxPolicyDangerFullAccess:
+		return true
+	}
+	return false
+}
+
+func (c *connection) originator() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clientInfo.Name
+}
+
+func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.TurnStartParams) (any, error) {
+	t, err := s.loadedThread(p.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	t.Subscribe(c)
+	mdl := t.Settings().Model
+	if p.Model != nil && *p.Model != "" {
+		mdl = *p.Model
+	}
+	if _, known := model.LookupModel(mdl); !known {
+		t.EmitTo(c, protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID,
+			Message: "Model metadata for `" + mdl + "` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."})
+	}
+	tn, folded := t.BeginTurn(p.Input, thread.TurnOverrides{
+		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
+	})
+	req.Reply(protocol.TurnStartResponse{Turn: tn.PendingTurn()}, nil)
+	if !folded {
+		tn.Run()
+	}
+	return nil, nil
+}
+
+func (s *Server) turnInterrupt(_ context.Context, _ *connection, req *jsonrpc.Request, p *protocol.TurnInterruptParams) (any, error) {
+	t, err := s.loadedThread(p.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	if t.ActiveTurn() == nil {
+		return nil, jsonrpc.InvalidRequest(thread.ErrNoActiveTurnToInterrupt.Error())
+	}
+	req.Reply(protocol.TurnInterruptResponse{}, nil)
+	if err := t.Interrupt(p.TurnID); err != nil {
+		s.log.Debug("interrupt raced with turn end", "error", err)
+	}
+	return nil, nil
+}
+
+func (s *Server) turnSteer(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.TurnSteerParams) (any, error) {
+	t, err := s.loadedThread(p.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	id, err := t.Steer(p.Input, p.ExpectedTurnID)
+	if err != nil {
+		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	return protocol.TurnSteerResponse{TurnID: id}, nil
+}
+
+func (s *Server) threadLoadedList(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadLoadedListParams) (any, error) {
+	ids := s.threads.Loaded()
+	sort.Strings(ids)
+	page, next := paginate(ids, p.Cursor, p.Limit)
+	return protocol.ThreadLoadedListResponse{Data: page, NextCursor: next}, nil
+}
+
+// paginate applies the reference's index cursors ("1", "2", …) to a list.
+func paginate[T any](all []T, cursor *string, limit *uint32) ([]T, *string) {
+	start := 0
+	if cursor != nil && *cursor != "" {
+		fmt.Sscanf(*cursor, "%d", &start)
+		start = min(max(start, 0), len(all))
+	}
+	end := len(all)
+	if limit != nil && *limit > 0 && start+int(*limit) < end {
+		end = start + int(*limit)
+	}
+	var next *string
+	if end < len(all) {
+		n := fmt.Sprint(end)
+		next = &n
+	}
+	return all[start:end], next
+}
+
+func (s *Server) threadRead(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ThreadReadParams) (any, error) {
+	if err := validateThreadID(p.ThreadID); err != nil {
+		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	t, ok := s.threads.Get(p.ThreadID)
+	if !ok {
+		return nil, jsonrpc.InvalidRequest("thread not loaded: " + p.ThreadID)
+	}
+	info := t.Info()
+	if p.IncludeTurns != nil && *p.IncludeTurns {
+		info.Turns = t.TurnsSnapshot()
+		c.notify(protocol.NotifyDeprecationNotice, deprecationHydration())
+	}
+	return protocol.ThreadReadResponse{Thread: info}, nil
+}
+
+func deprecationHydration() protocol.DeprecationNoticeNotification {
+	details := "Use thread/turns/list or thread/items/list to page through history instead."
+	return protocol.DeprecationNoticeNotification{Summary: "Full-history hydration is deprecated for paginated threads.", Details: &details}
+}
+
+func (s *Server) incrementElicitation(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadIncrementElicitationParams) (any, error) {
+	t, err := s.loadedThread(p.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	count, paused, err := t.IncrementElicitation(ctx)
+	if err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to pause thread: %v", err)
+	}
+	return protocol.ThreadIncrementElicitationResponse{Count: count, Paused: paused}, nil
+}
+
+func (s *Server) decrementElicitation(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadDecrementElicitationParams) (any, error) {
+	t, err := s.loadedThread(p.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	count, paused, err := t.DecrementElicitation(ctx)
+	if errors.Is(err, thread.ErrElicitationAtZero) {
+		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	if err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to resume thread: %v", err)
+	}
+	return protocol.ThreadDecrementElicitationResponse{Count: count, Paused: paused}, nil
+}
+
+func (s *Server) threadNameSet(_ context.Context, _ *connection, req *jsonrpc.Request, p *protocol.ThreadSetNameParams) (any, error) {
+	t, err := s.loadedThread(p.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	req.Reply(protocol.ThreadSetNameResponse{}, nil)
+	t.SetName(p.Name)
+	return nil, nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,366 @@
+package thread
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"appserver/config"
+	"appserver/model"
+	protocol "appserver/protocol/v2"
+	"appserver/rollout"
+	"appserver/stopwatch"
+)
+
+// PauseListener is told when a thread's out-of-band pause state changes (the MCP layer forwards it to
+// servers that advertise the capability). An error rolls the counter change back.
+type PauseListener func(ctx context.Context, threadID string, paused bool) error
+
+// Deps are the collaborators a Manager needs.
+type Deps struct {
+	Config *config.Config
+	Logger *slog.Logger
+	// Tools builds the tool set offered to the model on one turn.
+	Tools ToolProvider
+	// InstallationID is sent in model request metadata.
+	InstallationID func() string
+	// Version is the cliVersion written into threads and rollouts.
+	Version string
+	// UserAgent renders the user-agent header of model requests for an originator.
+	UserAgent func(originator string) string
+	// HTTPClient is used for model requests (nil: default).
+	ModelOptions model.Options
+}
+
+// Manager owns the loaded threads.
+type Manager struct {
+	deps Deps
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	threads  map[string]*Thread
+	clients  map[string]*model.Client
+	onPause  PauseListener
+	closed   bool
+	rootCtx  context.Context
+	shutdown context.CancelFunc
+}
+
+// NewManager creates a Manager; Close ends every thread.
+func NewManager(deps Deps) *Manager {
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.UserAgent == nil {
+		deps.UserAgent = func(o string) string { return o }
+	}
+	if deps.InstallationID == nil {
+		deps.InstallationID = func() string { return "" }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Manager{deps: deps, log: deps.Logger, threads: map[string]*Thread{}, clients: map[string]*model.Client{}, rootCtx: ctx, shutdown: cancel}
+}
+
+// SetPauseListener installs the seam told about out-of-band pause transitions.
+func (m *Manager) SetPauseListener(l PauseListener) {
+	m.mu.Lock()
+	m.onPause = l
+	m.mu.Unlock()
+}
+
+func (m *Manager) notifyPause(ctx context.Context, t *Thread, paused bool) error {
+	m.mu.Lock()
+	l := m.onPause
+	m.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return l(ctx, t.ID, paused)
+}
+
+// Config returns the server-wide configuration.
+func (m *Manager) Config() *config.Config { return m.deps.Config }
+
+// Get returns a loaded thread.
+func (m *Manager) Get(id string) (*Thread, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.threads[id]
+	return t, ok
+}
+
+// Loaded lists the ids of loaded threads.
+func (m *Manager) Loaded() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, 0, len(m.threads))
+	for id := range m.threads {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Unload closes a loaded thread and forgets it.
+func (m *Manager) Unload(id string) bool {
+	m.mu.Lock()
+	t, ok := m.threads[id]
+	delete(m.threads, id)
+	m.mu.Unlock()
+	if ok {
+		t.close()
+	}
+	return ok
+}
+
+// Close ends every thread, interrupting running turns.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	threads := make([]*Thread, 0, len(m.threads))
+	for _, t := range m.threads {
+		threads = append(threads, t)
+	}
+	m.threads = map[string]*Thread{}
+	m.mu.Unlock()
+	m.shutdown()
+	var wg sync.WaitGroup
+	for _, t := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.close()
+		}()
+	}
+	wg.Wait()
+}
+
+// modelClient returns the shared client of a provider.
+func (m *Manager) modelClient(cfg *config.Config, providerID string) (*model.Client, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.clients[providerID]; ok {
+		return c, nil
+	}
+	p, ok := cfg.ModelProviders[providerID]
+	if !ok {
+		return nil, fmt.Errorf("Model provider `%s` not found", providerID)
+	}
+	c := model.NewClient(ModelProvider(p), m.deps.ModelOptions)
+	m.clients[providerID] = c
+	return c, nil
+}
+
+// ModelProvider converts a configured provider into the model package's form.
+func ModelProvider(p config.ModelProvider) model.Provider {
+	req, str := int64(p.RequestMaxRetries), int64(p.StreamMaxRetries)
+	idle := p.StreamIdleTimeout.Milliseconds()
+	return model.Provider{
+		ID: p.ID, Name: p.Name, BaseURL: p.BaseURL, EnvKey: p.EnvKey, EnvKeyInstructions: p.EnvKeyInstructions,
+		ExperimentalBearerToken: p.ExperimentalBearerToken, WireAPI: p.WireAPI, QueryParams: p.QueryParams,
+		HTTPHeaders: p.HTTPHeaders, EnvHTTPHeaders: p.EnvHTTPHeaders,
+		RequestMaxRetries: &req, StreamMaxRetries: &str, StreamIdleTimeoutMs: &idle, RequiresOpenAIAuth: p.RequiresOpenAIAuth,
+	}
+}
+
+// StartOptions are what thread/start and its connection contribute.
+type StartOptions struct {
+	Params     protocol.ThreadStartParams
+	Originator string
+	Source     string
+}
+
+// Start creates a new thread from thread/start params.
+func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error) {
+	p := opts.Params
+	cfg := m.deps.Config
+	if len(p.Config) > 0 {
+		over := map[string]any{}
+		for k, v := range p.Config {
+			var val any
+			if err := json.Unmarshal(v, &val); err != nil {
+				return nil, fmt.Errorf("invalid config override %s: %w", k, err)
+			}
+			over[k] = val
+		}
+		c, err := cfg.WithOverrides(over)
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	}
+	cwd, err := resolveCwd(p.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	s := Settings{
+		Model:         firstNonEmpty(deref(p.Model), cfg.Model, model.DefaultModel),
+		ModelProvider: firstNonEmpty(deref(p.ModelProvider), cfg.ModelProvider, config.DefaultModelProvider),
+		Cwd:           cwd,
+		ApprovalPolicy: func() protocol.AskForApproval {
+			if p.ApprovalPolicy != nil {
+				return *p.ApprovalPolicy
+			}
+			return ApprovalFromConfig(cfg.ApprovalPolicy)
+		}(),
+		ApprovalsReviewer: protocol.ApprovalsReviewerUser,
+		BaseInstructions:  deref(p.BaseInstructions),
+	}
+	if p.ApprovalsReviewer != nil {
+		s.ApprovalsReviewer = *p.ApprovalsReviewer
+	}
+	s.DeveloperInstructions = deref(p.DeveloperInstructions)
+	mode := cfg.SandboxMode
+	if p.Sandbox != nil {
+		mode = string(*p.Sandbox)
+	}
+	s.Sandbox = SandboxFromMode(mode, cfg.SandboxWorkspaceWrite)
+	if e := cfg.ModelReasoningEffort; e != "" {
+		eff := protocol.ReasoningEffort(e)
+		s.Effort = &eff
+	}
+	if _, err := m.modelClient(cfg, s.ModelProvider); err != nil {
+		return nil, err
+	}
+	ephemeral := p.Ephemeral != nil && *p.Ephemeral
+	id := uuid.Must(uuid.NewV7()).String()
+	now := time.Now()
+	t := m.newThread(id, s)
+	t.meta = protocol.Thread{
+		ID: id, SessionID: id, Preview: "", Ephemeral: ephemeral,
+		ModelProvider: s.ModelProvider, CreatedAt: now.Unix(), UpdatedAt: now.Unix(), RecencyAt: ptr(now.Unix()),
+		Cwd: protocol.AbsolutePathBuf(cwd), CliVersion: m.deps.Version, Originator: ptr(opts.Originator),
+		Source:       protocol.SessionSource{Name: firstNonEmpty(opts.Source, "vscode")},
+		HistoryMode:  ptr(protocol.ThreadHistoryModePaginated),
+		Model:        ptr(s.Model),
+		Environments: []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(cwd)}}},
+		CanAcceptDirectInput: ptr(true),
+		Turns:                []protocol.Turn{},
+	}
+	t.meta.ReasoningEffort = s.Effort
+	if !ephemeral {
+		rec, err := rollout.Create(cfg.CodexHome, rollout.SessionMeta{
+			ID: id, Timestamp: rollout.FormatTimestamp(now), Cwd: cwd, Originator: opts.Originator,
+			CLIVersion: m.deps.Version, Source: rollout.StringSource(firstNonEmpty(opts.Source, "vscode")),
+			ModelProvider: s.ModelProvider,
+		}, now)
+		if err != nil {
+			return nil, fmt.Errorf("create rollout: %w", err)
+		}
+		t.recorder = rec
+		path := rec.Path()
+		t.meta.Path = &path
+	}
+	t.history = append(t.history, initialContext(s)...)
+	for _, item := range t.history {
+		t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(item) })
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		t.close()
+		return nil, fmt.Errorf("server is shutting down")
+	}
+	m.threads[id] = t
+	m.mu.Unlock()
+	return t, nil
+}
+
+func (m *Manager) newThread(id string, s Settings) *Thread {
+	ctx, cancel := context.WithCancel(m.rootCtx)
+	return &Thread{
+		ID: id, mgr: m, log: m.log.With("thread", id), settings: s,
+		subscribers: map[Subscriber]struct{}{}, subWait: make(chan struct{}),
+		flags: map[protocol.ThreadActiveFlag]int{}, controller: stopwatch.NewController(),
+		ctx: ctx, cancel: cancel,
+	}
+}
+
+// record appends to the rollout, logging (not failing) on error.
+func (t *Thread) record(f func(*rollout.Recorder) error) {
+	t.mu.Lock()
+	rec := t.recorder
+	t.mu.Unlock()
+	if rec == nil {
+		return
+	}
+	if err := f(rec); err != nil {
+		t.log.Warn("rollout append failed", "error", err)
+	}
+}
+
+// ApprovalFromConfig converts config.toml's approval_policy into the wire form.
+func ApprovalFromConfig(a config.ApprovalPolicy) protocol.AskForApproval {
+	if a.Granular != nil {
+		return protocol.AskForApproval{Granular: &protocol.AskForApprovalGranular{
+			SandboxApproval: a.Granular.SandboxApproval, Rules: a.Granular.Rules, McpElicitations: a.Granular.MCPElicitations,
+			RequestPermissions: ptr(a.Granular.RequestPermissions), SkillApproval: ptr(a.Granular.SkillApproval),
+		}}
+	}
+	if a.Mode == "" {
+		return protocol.AskForApproval{Name: config.DefaultApprovalPolicy}
+	}
+	return protocol.AskForApproval{Name: a.Mode}
+}
+
+// SandboxFromMode converts a sandbox mode name (thread/start or config.toml) into a policy.
+func SandboxFromMode(mode string, ww config.SandboxWorkspaceWrite) protocol.SandboxPolicy {
+	switch mode {
+	case "danger-full-access":
+		return protocol.SandboxPolicy{Value: protocol.SandboxPolicyDangerFullAccess{}}
+	case "workspace-write":
+		roots := make([]protocol.AbsolutePathBuf, 0, len(ww.WritableRoots))
+		for _, r := range ww.WritableRoots {
+			roots = append(roots, protocol.AbsolutePathBuf(r))
+		}
+		return protocol.SandboxPolicy{Value: protocol.SandboxPolicyWorkspaceWrite{
+			WritableRoots: roots, NetworkAccess: ptr(ww.NetworkAccess),
+			ExcludeTmpdirEnvVar: ptr(ww.ExcludeTmpdirEnvVar), ExcludeSlashTmp: ptr(ww.ExcludeSlashTmp),
+		}}
+	}
+	return protocol.SandboxPolicy{Value: protocol.SandboxPolicyReadOnly{NetworkAccess: ptr(false)}}
+}
+
+func resolveCwd(p *string) (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	if p == nil || *p == "" {
+		return wd, nil
+	}
+	if filepath.IsAbs(*p) {
+		return filepath.Clean(*p), nil
+	}
+	return filepath.Join(wd, *p), nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}

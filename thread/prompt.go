@@ -1,0 +1,87 @@
+package thread
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// baseInstructions is appserver's own system prompt, sent as the first developer input item.
+const baseInstructions = `You are a coding agent working inside the user's workspace through an IDE. You can read and change files and run commands with the tools you are given; use them rather than guessing.
+
+How to work:
+- Understand the request and the code before you change anything. Look at the files involved, search the tree, run the project's own commands.
+- Make the smallest change that solves the problem well, in the style of the surrounding code. Do not reformat or rename what you were not asked to touch.
+- Run the relevant tests or checks after a change when the project has them, and say what you ran.
+- Commands may run in a sandbox. If one fails because of the sandbox and the task needs it, ask for escalation with a short justification instead of working around the restriction.
+- Never run destructive commands (deleting data, rewriting history, force pushes) unless the user asked for exactly that.
+
+How to answer:
+- Be brief and concrete. Lead with the outcome, then the details that matter: files changed, commands run, what is left.
+- Reference files with their paths, and code identifiers in backticks.
+- If you could not finish, say what stands in the way and what you would do next.`
+
+// messageItem builds a Responses API input message with an id, like the reference's context items.
+func messageItem(role, text string) json.RawMessage {
+	item := map[string]any{
+		"type":    "message",
+		"id":      "msg_" + uuid.Must(uuid.NewV7()).String(),
+		"role":    role,
+		"content": []map[string]string{{"type": "input_text", "text": text}},
+	}
+	b, _ := json.Marshal(item)
+	return b
+}
+
+// initialContext is what a new thread's history starts with: developer instructions (if any) and the
+// environment context.
+func initialContext(s Settings) []json.RawMessage {
+	var items []json.RawMessage
+	if s.DeveloperInstructions != "" {
+		items = append(items, messageItem("developer", s.DeveloperInstructions))
+	}
+	items = append(items, messageItem("user", environmentContext(s.Cwd, time.Now())))
+	return items
+}
+
+func environmentContext(cwd string, now time.Time) string {
+	var b strings.Builder
+	b.WriteString("<environment_context>\n")
+	b.WriteString("  <cwd>" + cwd + "</cwd>\n")
+	b.WriteString("  <shell>" + shellName() + "</shell>\n")
+	b.WriteString("  <current_date>" + now.Format("2006-01-02") + "</current_date>\n")
+	b.WriteString("  <timezone>" + timezoneName() + "</timezone>\n")
+	b.WriteString("</environment_context>")
+	return b.String()
+}
+
+func shellName() string {
+	if sh := os.Getenv("SHELL"); sh != "" {
+		return filepath.Base(sh)
+	}
+	return "bash"
+}
+
+func timezoneName() string {
+	if tz := os.Getenv("TZ"); tz != "" {
+		return strings.TrimPrefix(tz, ":")
+	}
+	if b, err := os.ReadFile("/etc/timezone"); err == nil {
+		if s := strings.TrimSpace(string(b)); s != "" {
+			return s
+		}
+	}
+	if target, err := os.Readlink("/etc/localtime"); err == nil {
+		if i := strings.Index(target, "zoneinfo/"); i >= 0 {
+			return target[i+len("zoneinfo/"):]
+		}
+	}
+	return time.Local.String()
+}
+
+// interruptedNotice tells the model that the previous turn was stopped by the user (our own wording).
+const interruptedNotice = "<turn_aborted>\nThe user stopped the previous turn before it finished. Anything it was doing may be incomplete; do not assume its last actions succeeded.\n</turn_aborted>"

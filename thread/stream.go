@@ -1,0 +1,163 @@
+package thread
+
+import (
+	"encoding/json"
+	"strings"
+
+	"appserver/model"
+	protocol "appserver/protocol/v2"
+	"appserver/rollout"
+)
+
+// liveItem is an output item being streamed.
+type liveItem struct {
+	typ       string
+	startedAt int64
+	text      strings.Builder
+	summary   []string
+	content   []string
+}
+
+// streamState turns one model response's events into item notifications.
+type streamState struct {
+	turn  *Turn
+	items map[string]*liveItem
+}
+
+func (ss *streamState) on(ev model.Event) {
+	tn := ss.turn
+	t := tn.thread
+	switch e := ev.(type) {
+	case model.ItemAddedEvent:
+		if e.ID == "" {
+			return
+		}
+		switch e.Type {
+		case "message":
+			li := &liveItem{typ: e.Type, startedAt: nowMs()}
+			ss.items[e.ID] = li
+			item := protocol.ThreadItemAgentMessage{ID: e.ID, Text: "", StartedAtMs: ptr(li.startedAt)}
+			t.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, StartedAtMs: li.startedAt})
+		case "reasoning":
+			li := &liveItem{typ: e.Type, startedAt: nowMs()}
+			ss.items[e.ID] = li
+			item := protocol.ThreadItemReasoning{ID: e.ID, Summary: []string{}, Content: []string{}, StartedAtMs: ptr(li.startedAt)}
+			t.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, StartedAtMs: li.startedAt})
+		}
+	case model.TextDeltaEvent:
+		if li := ss.items[e.ItemID]; li != nil {
+			li.text.WriteString(e.Delta)
+		}
+		t.emit(protocol.NotifyItemAgentMessageDelta, protocol.AgentMessageDeltaNotification{ThreadID: t.ID, TurnID: tn.ID, ItemID: e.ItemID, Delta: e.Delta})
+	case model.ReasoningSummaryPartAddedEvent:
+		if li := ss.items[e.ItemID]; li != nil {
+			for len(li.summary) <= e.SummaryIndex {
+				li.summary = append(li.summary, "")
+			}
+		}
+		t.emit(protocol.NotifyItemReasoningSummaryPartAdded, protocol.ReasoningSummaryPartAddedNotification{ThreadID: t.ID, TurnID: tn.ID, ItemID: e.ItemID, SummaryIndex: int64(e.SummaryIndex)})
+	case model.ReasoningSummaryDeltaEvent:
+		if li := ss.items[e.ItemID]; li != nil {
+			for len(li.summary) <= e.SummaryIndex {
+				li.summary = append(li.summary, "")
+			}
+			li.summary[e.SummaryIndex] += e.Delta
+		}
+		t.emit(protocol.NotifyItemReasoningSummaryTextDelta, protocol.ReasoningSummaryTextDeltaNotification{ThreadID: t.ID, TurnID: tn.ID, ItemID: e.ItemID, Delta: e.Delta, SummaryIndex: int64(e.SummaryIndex)})
+	case model.ReasoningTextDeltaEvent:
+		if li := ss.items[e.ItemID]; li != nil {
+			for len(li.content) <= e.ContentIndex {
+				li.content = append(li.content, "")
+			}
+			li.content[e.ContentIndex] += e.Delta
+		}
+		t.emit(protocol.NotifyItemReasoningTextDelta, protocol.ReasoningTextDeltaNotification{ThreadID: t.ID, TurnID: tn.ID, ItemID: e.ItemID, Delta: e.Delta, ContentIndex: int64(e.ContentIndex)})
+	case model.ItemDoneEvent:
+		ss.done(e)
+	case model.RetryEvent:
+		details := e.Err.Message
+		t.emit(protocol.NotifyError, protocol.ErrorNotification{
+			Error:    protocol.TurnError{Message: e.Message(), CodexErrorInfo: e.CodexErrorInfo(), AdditionalDetails: &details},
+			ThreadID: t.ID, TurnID: tn.ID, WillRetry: true,
+		})
+	case model.ResetEvent:
+		ss.items = map[string]*liveItem{}
+	}
+}
+
+// done completes an agent message or reasoning item from the authoritative output item.
+func (ss *streamState) done(e model.ItemDoneEvent) {
+	tn := ss.turn
+	t := tn.thread
+	switch e.Type {
+	case "message":
+		var msg struct {
+			Role    string `json:"role"`
+			Phase   string `json:"phase"`
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if json.Unmarshal(e.Item, &msg) != nil || msg.Role != "assistant" {
+			return
+		}
+		var text strings.Builder
+		for _, c := range msg.Content {
+			if c.Type == "output_text" {
+				text.WriteString(c.Text)
+			}
+		}
+		li := ss.items[e.ID]
+		if li == nil {
+			li = &liveItem{typ: "message", startedAt: nowMs()}
+			item := protocol.ThreadItemAgentMessage{ID: e.ID, StartedAtMs: ptr(li.startedAt)}
+			t.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, StartedAtMs: li.startedAt})
+		}
+		item := protocol.ThreadItemAgentMessage{ID: e.ID, Text: text.String(), StartedAtMs: ptr(li.startedAt), CompletedAtMs: ptr(nowMs())}
+		if msg.Phase != "" {
+			ph := protocol.MessagePhase(msg.Phase)
+			item.Phase = &ph
+		}
+		ti := protocol.ThreadItem{Value: item}
+		tn.addItem(ti)
+		t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: ti, ThreadID: t.ID, TurnID: tn.ID, CompletedAtMs: *item.CompletedAtMs})
+		t.record(func(r *rollout.Recorder) error { return r.AppendEvent(rollout.AgentMessage{Message: item.Text}) })
+	case "reasoning":
+		var rs struct {
+			Summary []struct {
+				Text string `json:"text"`
+			} `json:"summary"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		_ = json.Unmarshal(e.Item, &rs)
+		summary := []string{}
+		for _, s := range rs.Summary {
+			summary = append(summary, s.Text)
+		}
+		content := []string{}
+		for _, c := range rs.Content {
+			content = append(content, c.Text)
+		}
+		li := ss.items[e.ID]
+		started := nowMs()
+		if li != nil {
+			started = li.startedAt
+			if len(summary) == 0 && len(li.summary) > 0 {
+				summary = li.summary
+			}
+			if len(content) == 0 && len(li.content) > 0 {
+				content = li.content
+			}
+		}
+		item := protocol.ThreadItemReasoning{ID: e.ID, Summary: summary, Content: content, StartedAtMs: ptr(started), CompletedAtMs: ptr(nowMs())}
+		ti := protocol.ThreadItem{Value: item}
+		tn.addItem(ti)
+		t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: ti, ThreadID: t.ID, TurnID: tn.ID, CompletedAtMs: *item.CompletedAtMs})
+		for _, s := range summary {
+			t.record(func(r *rollout.Recorder) error { return r.AppendEvent(rollout.AgentReasoning{Text: s}) })
+		}
+	}
+}

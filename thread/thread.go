@@ -1,0 +1,286 @@
+package thread
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	protocol "appserver/protocol/v2"
+	"appserver/rollout"
+	"appserver/stopwatch"
+)
+
+// Errors with the reference's exact texts.
+var (
+	ErrNoActiveTurnToInterrupt = errors.New("no active turn to interrupt")
+	ErrNoActiveTurnToSteer     = errors.New("no active turn to steer")
+	ErrElicitationAtZero       = errors.New("out-of-band elicitation count is already zero")
+)
+
+// Settings are a thread's current turn settings; turn/start overrides persist for later turns.
+type Settings struct {
+	Model                 string
+	ModelProvider         string
+	Cwd                   string
+	ApprovalPolicy        protocol.AskForApproval
+	ApprovalsReviewer     protocol.ApprovalsReviewer
+	Sandbox               protocol.SandboxPolicy
+	Effort                *protocol.ReasoningEffort
+	Summary               *protocol.ReasoningSummary
+	BaseInstructions      string
+	DeveloperInstructions string
+}
+
+// Thread is one loaded conversation.
+type Thread struct {
+	ID  string
+	mgr *Manager
+	log *slog.Logger
+
+	// emitMu orders every notification of the thread.
+	emitMu sync.Mutex
+
+	mu          sync.Mutex
+	settings    Settings
+	meta        protocol.Thread // the thread object without status/turns; kept current
+	history     []json.RawMessage
+	turns       []protocol.Turn // completed turns (full items) for thread/read
+	active      *Turn
+	subscribers map[Subscriber]struct{}
+	subWait     chan struct{} // closed and replaced when a subscriber joins
+	total       protocol.TokenUsageBreakdown
+	interrupted bool // the previous turn was interrupted: tell the model on the next request
+	windowN     int
+	recorder    *rollout.Recorder
+	flags       map[protocol.ThreadActiveFlag]int
+
+	// elicitMu serialises the out-of-band elicitation counter and its pause transitions.
+	elicitMu    sync.Mutex
+	elicitCount int64
+	controller  *stopwatch.Controller
+
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// Settings returns a copy of the thread's current settings.
+func (t *Thread) Settings() Settings {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.settings
+}
+
+// Controller is the stopwatch controller that freezes this thread's command deadlines.
+func (t *Thread) Controller() *stopwatch.Controller { return t.controller }
+
+// Info returns the protocol Thread object (turns empty) with the current status.
+func (t *Thread) Info() protocol.Thread {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	info := t.meta
+	info.Status = t.statusLocked()
+	info.Turns = []protocol.Turn{}
+	return info
+}
+
+// TurnsSnapshot returns the thread's turns with full items, the active one included.
+func (t *Thread) TurnsSnapshot() []protocol.Turn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]protocol.Turn, 0, len(t.turns)+1)
+	out = append(out, t.turns...)
+	if t.active != nil {
+		out = append(out, t.active.snapshot(true))
+	}
+	return out
+}
+
+func (t *Thread) statusLocked() protocol.ThreadStatus {
+	if t.active == nil {
+		return protocol.ThreadStatus{Value: protocol.ThreadStatusIdle{}}
+	}
+	flags := []protocol.ThreadActiveFlag{}
+	for _, f := range []protocol.ThreadActiveFlag{protocol.ThreadActiveFlagWaitingOnApproval, protocol.ThreadActiveFlagWaitingOnUserInput} {
+		if t.flags[f] > 0 {
+			flags = append(flags, f)
+		}
+	}
+	return protocol.ThreadStatus{Value: protocol.ThreadStatusActive{ActiveFlags: flags}}
+}
+
+// Subscribe adds a connection to the thread's audience; it returns false when it was subscribed already.
+func (t *Thread) Subscribe(s Subscriber) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.subscribers[s]; ok {
+		return false
+	}
+	t.subscribers[s] = struct{}{}
+	close(t.subWait)
+	t.subWait = make(chan struct{})
+	return true
+}
+
+// Unsubscribe removes a connection; it reports whether it was subscribed and how many remain.
+func (t *Thread) Unsubscribe(s Subscriber) (was bool, remaining int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, was = t.subscribers[s]
+	delete(t.subscribers, s)
+	return was, len(t.subscribers)
+}
+
+// IsSubscribed reports whether s receives this thread's notifications.
+func (t *Thread) IsSubscribed(s Subscriber) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.subscribers[s]
+	return ok
+}
+
+// emit sends one notification to every subscriber, in the thread's single order.
+func (t *Thread) emit(method string, params any) {
+	t.emitMu.Lock()
+	defer t.emitMu.Unlock()
+	t.mu.Lock()
+	subs := make([]Subscriber, 0, len(t.subscribers))
+	for s := range t.subscribers {
+		subs = append(subs, s)
+	}
+	t.mu.Unlock()
+	for _, s := range subs {
+		s.Notify(method, params)
+	}
+}
+
+// EmitTo sends a notification to one subscriber, ordered with the thread's other notifications.
+func (t *Thread) EmitTo(s Subscriber, method string, params any) {
+	t.emitMu.Lock()
+	defer t.emitMu.Unlock()
+	s.Notify(method, params)
+}
+
+// emitStatus sends thread/status/changed with the current status.
+func (t *Thread) emitStatus() {
+	t.mu.Lock()
+	st := t.statusLocked()
+	t.mu.Unlock()
+	t.emit(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: st})
+}
+
+// setFlag raises or lowers an active flag and announces the new status.
+func (t *Thread) setFlag(f protocol.ThreadActiveFlag, on bool) {
+	t.mu.Lock()
+	if on {
+		t.flags[f]++
+	} else if t.flags[f] > 0 {
+		t.flags[f]--
+	}
+	t.mu.Unlock()
+	t.emitStatus()
+}
+
+// request sends a server→client request to a subscriber (waiting for one to subscribe if none is),
+// then emits serverRequest/resolved whatever the outcome once an id was assigned.
+func (t *Thread) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	for {
+		t.mu.Lock()
+		var sub Subscriber
+		for s := range t.subscribers {
+			sub = s
+			break
+		}
+		wait := t.subWait
+		t.mu.Unlock()
+		if sub != nil {
+			var reqID any
+			res, err := sub.Call(ctx, method, params, func(id any) { reqID = id })
+			if reqID != nil {
+				t.emit(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.ID, RequestID: requestID(reqID)})
+			}
+			return res, err
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+func requestID(id any) protocol.RequestId {
+	switch v := id.(type) {
+	case int64:
+		return protocol.IntRequestID(v)
+	case string:
+		return protocol.StringRequestID(v)
+	}
+	return protocol.StringRequestID(fmt.Sprint(id))
+}
+
+// IncrementElicitation raises the out-of-band elicitation counter; 0→1 pauses the thread's deadlines.
+func (t *Thread) IncrementElicitation(ctx context.Context) (count int64, paused bool, err error) {
+	t.elicitMu.Lock()
+	defer t.elicitMu.Unlock()
+	if t.elicitCount == 0 {
+		if err := t.mgr.notifyPause(ctx, t, true); err != nil {
+			return t.elicitCount, t.elicitCount > 0, err
+		}
+		t.controller.SetPaused(true)
+	}
+	t.elicitCount++
+	return t.elicitCount, true, nil
+}
+
+// DecrementElicitation lowers the counter; 1→0 resumes the thread's deadlines.
+func (t *Thread) DecrementElicitation(ctx context.Context) (count int64, paused bool, err error) {
+	t.elicitMu.Lock()
+	defer t.elicitMu.Unlock()
+	if t.elicitCount == 0 {
+		return 0, false, ErrElicitationAtZero
+	}
+	if t.elicitCount == 1 {
+		if err := t.mgr.notifyPause(ctx, t, false); err != nil {
+			return t.elicitCount, true, err
+		}
+		t.controller.SetPaused(false)
+	}
+	t.elicitCount--
+	return t.elicitCount, t.elicitCount > 0, nil
+}
+
+// SetName changes the thread's name and announces it.
+func (t *Thread) SetName(name string) {
+	t.mu.Lock()
+	t.meta.Name = &name
+	rec := t.recorder
+	t.mu.Unlock()
+	if rec != nil {
+		if err := rec.AppendEvent(rollout.ThreadNameUpdated{ThreadID: t.ID, ThreadName: name}); err != nil {
+			t.log.Warn("rollout append failed", "error", err)
+		}
+	}
+	t.emit(protocol.NotifyThreadNameUpdated, protocol.ThreadNameUpdatedNotification{ThreadID: t.ID, ThreadName: &name})
+}
+
+// close ends the thread: its turn is interrupted and its processes and connections released.
+func (t *Thread) close() {
+	t.cancel()
+	t.mu.Lock()
+	active := t.active
+	rec := t.recorder
+	t.mu.Unlock()
+	if active != nil {
+		active.interrupt()
+		<-active.done
+	}
+	if rec != nil {
+		_ = rec.Close()
+	}
+}
+
+func nowMs() int64 { return time.Now().UnixMilli() }

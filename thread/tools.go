@@ -1,0 +1,101 @@
+package thread
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+
+	protocol "appserver/protocol/v2"
+)
+
+// ToolCall is one call the model made: a function_call (Arguments) or a custom_tool_call (Input).
+type ToolCall struct {
+	// Type is "function_call" or "custom_tool_call".
+	Type      string
+	CallID    string
+	Name      string
+	Namespace string
+	Arguments string
+	Input     string
+	// Item is the raw output item as the model sent it.
+	Item json.RawMessage
+}
+
+// ToolSet is a group of tools offered to the model on a turn (unified exec, apply_patch, an MCP server…).
+type ToolSet interface {
+	// Specs are the entries this set adds to the Responses `tools` array.
+	Specs() []json.RawMessage
+	// Call runs the call if it belongs to this set and returns the output item for the next request
+	// (function_call_output / custom_tool_call_output); ok is false when the call is not this set's.
+	Call(ctx context.Context, tc *ToolContext, call ToolCall) (output json.RawMessage, ok bool)
+}
+
+// ToolProvider builds the tool sets of one turn from the thread and its settings.
+type ToolProvider func(t *Thread, s Settings) []ToolSet
+
+// ToolContext is what a tool handler may use: the thread's notification order, approvals and clock.
+type ToolContext struct {
+	Thread   *Thread
+	Turn     *Turn
+	Settings Settings
+	Log      *slog.Logger
+}
+
+// ThreadID and TurnID identify the call's place.
+func (tc *ToolContext) ThreadID() string { return tc.Thread.ID }
+
+// TurnID is the id of the turn that made the call.
+func (tc *ToolContext) TurnID() string { return tc.Turn.ID }
+
+// Emit sends a notification in the thread's order.
+func (tc *ToolContext) Emit(method string, params any) { tc.Thread.emit(method, params) }
+
+// ItemStarted announces an item of this turn.
+func (tc *ToolContext) ItemStarted(item protocol.ThreadItem) {
+	tc.Thread.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: tc.Thread.ID, TurnID: tc.Turn.ID, StartedAtMs: nowMs()})
+}
+
+// ItemCompleted finishes an item of this turn and keeps it for the turn's history.
+func (tc *ToolContext) ItemCompleted(item protocol.ThreadItem) {
+	tc.Turn.addItem(item)
+	tc.Thread.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: item, ThreadID: tc.Thread.ID, TurnID: tc.Turn.ID, CompletedAtMs: nowMs()})
+}
+
+// Request sends a server→client request (approval or elicitation) with the waitingOnApproval flag
+// raised while it is pending; the wait is bounded by ctx and by the configured approval timeout.
+func (tc *ToolContext) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if d := tc.Thread.mgr.deps.Config.ApprovalTimeout; d > 0 {
+		sw, release := tc.Thread.controller.NewStopwatch(d)
+		defer release()
+		var cancel context.CancelFunc
+		ctx, cancel = sw.Context(ctx)
+		defer cancel()
+	}
+	return tc.Thread.request(ctx, method, params)
+}
+
+// SetWaitingOnApproval raises or lowers the thread's waitingOnApproval flag (announced at once).
+func (tc *ToolContext) SetWaitingOnApproval(on bool) {
+	tc.Thread.setFlag(protocol.ThreadActiveFlagWaitingOnApproval, on)
+}
+
+// Interrupt ends the turn as interrupted (an approval answered "cancel").
+func (tc *ToolContext) Interrupt() { tc.Turn.interrupt() }
+
+// FunctionOutput builds a function_call_output item with a text output.
+func FunctionOutput(callID, output string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "function_call_output", "call_id": callID, "output": output})
+	return b
+}
+
+// FunctionOutputRaw builds a function_call_output item whose output is already JSON (e.g. a content list).
+func FunctionOutputRaw(callID string, output json.RawMessage) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "function_call_output", "call_id": callID, "output": output})
+	return b
+}
+
+// CustomOutput builds a custom_tool_call_output item.
+func CustomOutput(callID, output string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "custom_tool_call_output", "call_id": callID, "output": output})
+	return b
+}

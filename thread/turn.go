@@ -1,0 +1,577 @@
+package thread
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"appserver/model"
+	protocol "appserver/protocol/v2"
+	"appserver/rollout"
+)
+
+// errInterrupted is the cause of a turn context cancelled by turn/interrupt or an approval "cancel".
+var errInterrupted = errors.New("turn interrupted")
+
+// Turn is one running turn of a thread.
+type Turn struct {
+	ID     string
+	thread *Thread
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	startedAt time.Time
+
+	mu        sync.Mutex
+	items     []protocol.ThreadItem
+	lastAgent *protocol.ThreadItem
+	pending   []protocol.UserInput // steered input waiting for the next model request
+	firstIn   []protocol.UserInput
+	finished  bool
+}
+
+// Done is closed when the turn has completed (turn/completed was sent).
+func (tn *Turn) Done() <-chan struct{} { return tn.done }
+
+func (tn *Turn) interrupt() { tn.cancel(errInterrupted) }
+
+func (tn *Turn) addItem(item protocol.ThreadItem) {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	if tn.finished {
+		return
+	}
+	tn.items = append(tn.items, item)
+	if _, ok := item.Value.(protocol.ThreadItemAgentMessage); ok {
+		it := item
+		tn.lastAgent = &it
+	}
+}
+
+// snapshot renders the turn; full selects every item rather than the summary (last agent message).
+func (tn *Turn) snapshot(full bool) protocol.Turn {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	items := []protocol.ThreadItem{}
+	if full {
+		items = append(items, tn.items...)
+	}
+	return protocol.Turn{
+		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: items, ItemsView: ptr(protocol.TurnItemsViewFull),
+		Status: protocol.TurnStatusInProgress, StartedAt: ptr(tn.startedAt.Unix()),
+	}
+}
+
+// PendingTurn is the turn object of a turn/start response (before turn/started).
+func (tn *Turn) PendingTurn() protocol.Turn {
+	return protocol.Turn{
+		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: []protocol.ThreadItem{}, ItemsView: ptr(protocol.TurnItemsViewNotLoaded),
+		Status: protocol.TurnStatusInProgress,
+	}
+}
+
+// TurnOverrides are turn/start's settings overrides; they persist for later turns.
+type TurnOverrides struct {
+	Cwd            *string
+	ApprovalPolicy *protocol.AskForApproval
+	Sandbox        *protocol.SandboxPolicy
+	Model          *string
+	Effort         *protocol.ReasoningEffort
+	Summary        *protocol.ReasoningSummary
+}
+
+// BeginTurn registers a new turn (or folds the input into the running one, as the reference does) and
+// returns it; the caller answers turn/start and then calls Run on a new turn.
+func (t *Thread) BeginTurn(input []protocol.UserInput, o TurnOverrides) (tn *Turn, folded bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := &t.settings
+	if o.Cwd != nil && *o.Cwd != "" {
+		s.Cwd = *o.Cwd
+	}
+	if o.ApprovalPolicy != nil {
+		s.ApprovalPolicy = *o.ApprovalPolicy
+	}
+	if o.Sandbox != nil {
+		s.Sandbox = *o.Sandbox
+	}
+	if o.Model != nil && *o.Model != "" {
+		s.Model = *o.Model
+		t.meta.Model = ptr(*o.Model)
+	}
+	if o.Effort != nil {
+		s.Effort = o.Effort
+	}
+	if o.Summary != nil {
+		s.Summary = o.Summary
+	}
+	if t.active != nil {
+		t.active.mu.Lock()
+		t.active.pending = append(t.active.pending, input...)
+		t.active.mu.Unlock()
+		return t.active, true
+	}
+	ctx, cancel := context.WithCancelCause(t.ctx)
+	tn = &Turn{ID: uuid.Must(uuid.NewV7()).String(), thread: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), firstIn: input}
+	t.active = tn
+	return tn, false
+}
+
+// Steer injects input into the running turn at its next model request.
+func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.active == nil {
+		return "", ErrNoActiveTurnToSteer
+	}
+	if expectedTurnID != t.active.ID {
+		return "", fmt.Errorf("expected active turn id `%s` but found `%s`", expectedTurnID, t.active.ID)
+	}
+	t.active.mu.Lock()
+	t.active.pending = append(t.active.pending, input...)
+	t.active.mu.Unlock()
+	return t.active.ID, nil
+}
+
+// Interrupt stops the running turn; it returns once turn/completed was sent.
+func (t *Thread) Interrupt(turnID string) error {
+	t.mu.Lock()
+	tn := t.active
+	t.mu.Unlock()
+	if tn == nil || (turnID != "" && tn.ID != turnID) {
+		return ErrNoActiveTurnToInterrupt
+	}
+	tn.interrupt()
+	return nil
+}
+
+// ActiveTurn returns the running turn, if any.
+func (t *Thread) ActiveTurn() *Turn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.active
+}
+
+// Run drives the turn on its own goroutine.
+func (tn *Turn) Run() { go tn.run() }
+
+func (tn *Turn) run() {
+	t := tn.thread
+	defer close(tn.done)
+	tn.startedAt = time.Now()
+	t.mu.Lock()
+	wasInterrupted := t.interrupted
+	t.interrupted = false
+	t.mu.Unlock()
+	t.emitStatus()
+	started := tn.snapshot(false)
+	started.ItemsView = ptr(protocol.TurnItemsViewNotLoaded)
+	t.emit(protocol.NotifyTurnStarted, protocol.TurnStartedNotification{ThreadID: t.ID, Turn: started})
+	s := t.Settings()
+	t.record(func(r *rollout.Recorder) error {
+		return r.AppendTurnContext(rollout.TurnContext{TurnID: tn.ID, Cwd: s.Cwd, ApprovalPolicy: approvalName(s.ApprovalPolicy), SandboxPolicy: mustJSON(s.Sandbox), Model: s.Model})
+	})
+	t.record(func(r *rollout.Recorder) error {
+		return r.AppendEvent(rollout.TaskStarted{TurnID: tn.ID, StartedAt: tn.startedAt.Unix(), ModelContextWindow: ptr(model.ContextWindow(s.Model))})
+	})
+	if wasInterrupted {
+		t.appendHistory(messageItem("user", interruptedNotice))
+	}
+	tn.acceptInput(tn.firstIn)
+
+	status, turnErr := tn.loop()
+	tn.finish(status, turnErr)
+}
+
+// acceptInput turns user input into a userMessage item and a history message.
+func (tn *Turn) acceptInput(input []protocol.UserInput) {
+	if len(input) == 0 {
+		return
+	}
+	t := tn.thread
+	now := nowMs()
+	content := make([]protocol.UserInput, 0, len(input))
+	for _, in := range input {
+		if txt, ok := in.Value.(protocol.UserInputText); ok && txt.TextElements == nil {
+			txt.TextElements = []protocol.TextElement{}
+			in = protocol.UserInput{Value: txt}
+		}
+		content = append(content, in)
+	}
+	item := protocol.ThreadItemUserMessage{ID: uuid.Must(uuid.NewV7()).String(), Content: content, StartedAtMs: ptr(now)}
+	t.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, StartedAtMs: now})
+	item.CompletedAtMs = ptr(nowMs())
+	tn.addItem(protocol.ThreadItem{Value: item})
+	t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, CompletedAtMs: *item.CompletedAtMs})
+	text := userText(input)
+	t.mu.Lock()
+	if t.meta.Preview == "" {
+		t.meta.Preview = text
+	}
+	t.mu.Unlock()
+	t.record(func(r *rollout.Recorder) error {
+		return r.AppendEvent(rollout.UserMessage{Message: text})
+	})
+	t.appendHistory(userInputItem(input))
+}
+
+func (t *Thread) appendHistory(items ...json.RawMessage) {
+	t.mu.Lock()
+	t.history = append(t.history, items...)
+	t.mu.Unlock()
+	for _, it := range items {
+		t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(it) })
+	}
+}
+
+func userText(input []protocol.UserInput) string {
+	var parts []string
+	for _, in := range input {
+		if txt, ok := in.Value.(protocol.UserInputText); ok {
+			parts = append(parts, txt.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// userInputItem converts user input into a Responses user message.
+func userInputItem(input []protocol.UserInput) json.RawMessage {
+	content := []map[string]any{}
+	for _, in := range input {
+		switch v := in.Value.(type) {
+		case protocol.UserInputText:
+			content = append(content, map[string]any{"type": "input_text", "text": v.Text})
+		case protocol.UserInputImage:
+			content = append(content, map[string]any{"type": "input_image", "image_url": v.URL})
+		case protocol.UserInputLocalImage:
+			content = append(content, map[string]any{"type": "input_text", "text": "<image path=\"" + string(v.Path) + "\">"})
+		case protocol.UserInputSkill:
+			content = append(content, map[string]any{"type": "input_text", "text": "<skill name=\"" + v.Name + "\" path=\"" + string(v.Path) + "\"/>"})
+		case protocol.UserInputMention:
+			content = append(content, map[string]any{"type": "input_text", "text": "<mention name=\"" + v.Name + "\" path=\"" + v.Path + "\"/>"})
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"type": "message", "id": "msg_" + uuid.Must(uuid.NewV7()).String(), "role": "user", "content": content})
+	return b
+}
+
+// loop runs model requests and tool calls until the model answers without a tool call.
+func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
+	t := tn.thread
+	for {
+		if err := tn.ctx.Err(); err != nil {
+			return protocol.TurnStatusInterrupted, nil
+		}
+		tn.mu.Lock()
+		pending := tn.pending
+		tn.pending = nil
+		tn.mu.Unlock()
+		tn.acceptInput(pending)
+
+		s := t.Settings()
+		client, err := t.mgr.modelClient(t.mgr.deps.Config, s.ModelProvider)
+		if err != nil {
+			return tn.fail(&model.Error{Message: err.Error(), CodexErrorInfo: model.InfoString(model.InfoOther)})
+		}
+		var sets []ToolSet
+		if t.mgr.deps.Tools != nil {
+			sets = t.mgr.deps.Tools(t, s)
+		}
+		req := tn.buildRequest(s, sets)
+		sr := &streamState{turn: tn, items: map[string]*liveItem{}}
+		comp, err := client.Stream(tn.ctx, req, sr.on)
+		if err != nil {
+			if tn.ctx.Err() != nil {
+				return protocol.TurnStatusInterrupted, nil
+			}
+			var me *model.Error
+			if !errors.As(err, &me) {
+				me = &model.Error{Message: err.Error(), CodexErrorInfo: model.InfoString(model.InfoOther)}
+			}
+			return tn.fail(me)
+		}
+		t.appendHistory(comp.Items...)
+		calls := toolCalls(comp.Items)
+		if len(calls) > 0 {
+			outputs, ok := tn.runTools(s, sets, calls)
+			if !ok {
+				return protocol.TurnStatusInterrupted, nil
+			}
+			t.appendHistory(outputs...)
+		}
+		tn.reportUsage(s, comp.Usage)
+		tn.mu.Lock()
+		more := len(tn.pending) > 0
+		tn.mu.Unlock()
+		if len(calls) == 0 && !more {
+			return protocol.TurnStatusCompleted, nil
+		}
+	}
+}
+
+func (tn *Turn) fail(me *model.Error) (protocol.TurnStatus, *protocol.TurnError) {
+	te := &protocol.TurnError{Message: me.Message, CodexErrorInfo: me.CodexErrorInfo}
+	tn.thread.emit(protocol.NotifyError, protocol.ErrorNotification{Error: *te, ThreadID: tn.thread.ID, TurnID: tn.ID, WillRetry: false})
+	return protocol.TurnStatusFailed, te
+}
+
+// buildRequest assembles the model request: base instructions, history, tools.
+func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
+	t := tn.thread
+	t.mu.Lock()
+	input := make([]json.RawMessage, 0, len(t.history)+1)
+	base := s.BaseInstructions
+	if base == "" {
+		base = baseInstructions
+	}
+	input = append(input, messageItem("developer", base))
+	input = append(input, t.history...)
+	window := fmt.Sprintf("%s:%d", t.ID, t.windowN)
+	t.mu.Unlock()
+	tools := []json.RawMessage{}
+	for _, set := range sets {
+		tools = append(tools, set.Specs()...)
+	}
+	reasoning := map[string]any{"summary": "auto"}
+	if s.Summary != nil {
+		reasoning["summary"] = string(*s.Summary)
+	}
+	if s.Effort != nil {
+		reasoning["effort"] = string(*s.Effort)
+	}
+	meta := map[string]any{
+		"installation_id": t.mgr.deps.InstallationID(), "session_id": t.ID, "thread_id": t.ID, "turn_id": tn.ID,
+		"window_id": window, "request_kind": "turn", "root_turn_id": tn.ID, "model": s.Model,
+		"turn_started_at_unix_ms": tn.startedAt.UnixMilli(), "sandbox_mode": sandboxModeName(s.Sandbox),
+	}
+	metaJSON, _ := json.Marshal(meta)
+	originator := deref(t.meta.Originator)
+	return &model.Request{
+		Model: s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
+		Reasoning: mustJSON(reasoning), Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
+		ClientMetadata: map[string]string{
+			"x-codex-window-id": window, "turn_id": tn.ID, "root_turn_id": tn.ID, "session_id": t.ID, "thread_id": t.ID,
+			"x-codex-turn-metadata": string(metaJSON), "x-codex-installation-id": t.mgr.deps.InstallationID(),
+		},
+		Headers: map[string]string{
+			"originator": originator, "session-id": t.ID, "thread-id": t.ID, "x-client-request-id": t.ID,
+			"x-codex-window-id": window, "x-codex-turn-metadata": string(metaJSON), "user-agent": t.mgr.deps.UserAgent(originator),
+		},
+	}
+}
+
+// reportUsage accumulates token usage and announces it (followed by the all-null rate limits, as the
+// reference does).
+func (tn *Turn) reportUsage(s Settings, u *model.Usage) {
+	if u == nil {
+		return
+	}
+	t := tn.thread
+	last := protocol.TokenUsageBreakdown{
+		TotalTokens: u.TotalTokens, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens,
+		CacheWriteInputTokens: ptr(int64(0)), OutputTokens: u.OutputTokens, ReasoningOutputTokens: u.ReasoningOutputTokens,
+	}
+	t.mu.Lock()
+	t.total.TotalTokens += last.TotalTokens
+	t.total.InputTokens += last.InputTokens
+	t.total.CachedInputTokens += last.CachedInputTokens
+	t.total.OutputTokens += last.OutputTokens
+	t.total.ReasoningOutputTokens += last.ReasoningOutputTokens
+	t.total.CacheWriteInputTokens = ptr(int64(0))
+	total := t.total
+	t.mu.Unlock()
+	window := model.ContextWindow(s.Model)
+	t.emit(protocol.NotifyThreadTokenUsageUpdated, protocol.ThreadTokenUsageUpdatedNotification{
+		ThreadID: t.ID, TurnID: tn.ID,
+		TokenUsage: protocol.ThreadTokenUsage{Total: total, Last: last, ModelContextWindow: ptr(window)},
+	})
+	t.emit(protocol.NotifyAccountRateLimitsUpdated, map[string]any{"rateLimits": map[string]any{
+		"limitId": "codex", "limitName": nil, "normalModelSlug": nil, "primary": nil, "secondary": nil, "credits": nil,
+		"individualLimit": nil, "spendControlReached": nil, "planType": nil, "rateLimitReachedType": nil,
+	}})
+	t.record(func(r *rollout.Recorder) error {
+		return r.AppendEvent(rollout.TokenCount{Info: &rollout.TokenUsageInfo{
+			TotalTokenUsage: tokenUsage(total), LastTokenUsage: tokenUsage(last), ModelContextWindow: ptr(window),
+		}})
+	})
+}
+
+func tokenUsage(b protocol.TokenUsageBreakdown) rollout.TokenUsage {
+	return rollout.TokenUsage{InputTokens: b.InputTokens, CachedInputTokens: b.CachedInputTokens, OutputTokens: b.OutputTokens, ReasoningOutputTokens: b.ReasoningOutputTokens, TotalTokens: b.TotalTokens}
+}
+
+// runTools runs the calls in parallel and returns their outputs in call order; ok is false when the
+// turn was interrupted meanwhile (the tools finish on their own).
+func (tn *Turn) runTools(s Settings, sets []ToolSet, calls []ToolCall) ([]json.RawMessage, bool) {
+	tc := &ToolContext{Thread: tn.thread, Turn: tn, Settings: s, Log: tn.thread.log}
+	outputs := make([]json.RawMessage, len(calls))
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outputs[i] = dispatchTool(tn.ctx, tc, sets, call)
+		}()
+	}
+	all := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(all)
+	}()
+	select {
+	case <-all:
+		return outputs, tn.ctx.Err() == nil
+	case <-tn.ctx.Done():
+		return nil, false
+	}
+}
+
+func dispatchTool(ctx context.Context, tc *ToolContext, sets []ToolSet, call ToolCall) (out json.RawMessage) {
+	defer func() {
+		if p := recover(); p != nil {
+			tc.Log.Error("tool panicked", "tool", call.Name, "panic", p)
+			out = errorOutput(call, fmt.Sprintf("tool %s failed: internal error", call.Name))
+		}
+	}()
+	for _, set := range sets {
+		if o, ok := set.Call(ctx, tc, call); ok {
+			return o
+		}
+	}
+	name := call.Name
+	if call.Namespace != "" {
+		name = call.Namespace + "." + call.Name
+	}
+	return errorOutput(call, "unsupported call: "+name)
+}
+
+func errorOutput(call ToolCall, text string) json.RawMessage {
+	if call.Type == "custom_tool_call" {
+		return CustomOutput(call.CallID, text)
+	}
+	return FunctionOutput(call.CallID, text)
+}
+
+func toolCalls(items []json.RawMessage) []ToolCall {
+	var calls []ToolCall
+	for _, raw := range items {
+		var it struct {
+			Type      string `json:"type"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+			Arguments string `json:"arguments"`
+			Input     string `json:"input"`
+		}
+		if json.Unmarshal(raw, &it) != nil {
+			continue
+		}
+		if it.Type == "function_call" || it.Type == "custom_tool_call" {
+			calls = append(calls, ToolCall{Type: it.Type, CallID: it.CallID, Name: it.Name, Namespace: it.Namespace, Arguments: it.Arguments, Input: it.Input, Item: raw})
+		}
+	}
+	return calls
+}
+
+// finish ends the turn: idle status, then turn/completed, in one uninterrupted stretch of the thread's
+// notification order.
+func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) {
+	t := tn.thread
+	completedAt := time.Now()
+	tn.mu.Lock()
+	tn.finished = true
+	full := append([]protocol.ThreadItem{}, tn.items...)
+	summary := []protocol.ThreadItem{}
+	if status == protocol.TurnStatusCompleted && tn.lastAgent != nil {
+		summary = append(summary, *tn.lastAgent)
+	}
+	lastText := ""
+	if tn.lastAgent != nil {
+		if am, ok := tn.lastAgent.Value.(protocol.ThreadItemAgentMessage); ok {
+			lastText = am.Text
+		}
+	}
+	tn.mu.Unlock()
+	dur := completedAt.Sub(tn.startedAt).Milliseconds()
+	turn := protocol.Turn{
+		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: summary, ItemsView: ptr(protocol.TurnItemsViewSummary),
+		Status: status, Error: turnErr, StartedAt: ptr(tn.startedAt.Unix()), CompletedAt: ptr(completedAt.Unix()), DurationMs: ptr(dur),
+	}
+	if status == protocol.TurnStatusInterrupted {
+		t.record(func(r *rollout.Recorder) error {
+			return r.AppendEvent(rollout.TurnAborted{TurnID: tn.ID, Reason: "interrupted", StartedAt: tn.startedAt.Unix(), CompletedAt: completedAt.Unix(), DurationMs: ptr(dur)})
+		})
+	} else {
+		t.record(func(r *rollout.Recorder) error {
+			tc := rollout.TaskComplete{TurnID: tn.ID, LastAgentMessage: ptrIf(lastText), StartedAt: tn.startedAt.Unix(), CompletedAt: completedAt.Unix(), DurationMs: ptr(dur)}
+			if turnErr != nil {
+				tc.Error = &rollout.TurnError{Message: turnErr.Message}
+			}
+			return r.AppendEvent(tc)
+		})
+	}
+	t.emitMu.Lock()
+	defer t.emitMu.Unlock()
+	t.mu.Lock()
+	stored := turn
+	stored.Items = full
+	stored.ItemsView = ptr(protocol.TurnItemsViewFull)
+	t.turns = append(t.turns, stored)
+	t.active = nil
+	t.flags = map[protocol.ThreadActiveFlag]int{}
+	if status == protocol.TurnStatusInterrupted {
+		t.interrupted = true
+	}
+	t.meta.UpdatedAt = completedAt.Unix()
+	t.meta.RecencyAt = ptr(completedAt.Unix())
+	subs := make([]Subscriber, 0, len(t.subscribers))
+	for s := range t.subscribers {
+		subs = append(subs, s)
+	}
+	t.mu.Unlock()
+	for _, s := range subs {
+		s.Notify(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: protocol.ThreadStatus{Value: protocol.ThreadStatusIdle{}}})
+	}
+	for _, s := range subs {
+		s.Notify(protocol.NotifyTurnCompleted, protocol.TurnCompletedNotification{ThreadID: t.ID, Turn: turn})
+	}
+	tn.cancel(context.Canceled)
+}
+
+func ptrIf(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func approvalName(a protocol.AskForApproval) string {
+	if a.Granular != nil {
+		return "granular"
+	}
+	return a.Name
+}
+
+func sandboxModeName(p protocol.SandboxPolicy) string {
+	switch p.Value.(type) {
+	case protocol.SandboxPolicyDangerFullAccess:
+		return "danger-full-access"
+	case protocol.SandboxPolicyWorkspaceWrite:
+		return "workspace-write"
+	case protocol.SandboxPolicyExternalSandbox:
+		return "external-sandbox"
+	}
+	return "read-only"
+}
