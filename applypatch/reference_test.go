@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func TestReferenceSession(t *testing.T) {
 	root := t.TempDir()
 	var a strings.Builder
 	for i := 1; i <= 12; i++ {
-		a.WriteString("l" + itoa(i) + "\n")
+		a.WriteString("l" + strconv.Itoa(i) + "\n")
 	}
 	writeTree(t, root, map[string]string{"a.txt": a.String(), "m.txt": "x\n", "d.txt": "gone\nbye\n", "crlf.txt": "a\r\nb\r\nc\r\n"})
 	sub := func(s string) string { return strings.ReplaceAll(s, "ROOT", root) }
@@ -93,11 +94,40 @@ func TestReferenceSession(t *testing.T) {
 	}, readTree(t, root))
 }
 
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + string(rune('0'+i/10%10)) + string(rune('0'+i%10)))[boolToInt(i < 10):] }
-
-func boolToInt(b bool) int {
-	if b {
-		return 1
+// TestReferenceSessionEdgeCases replays a second reference session: heredoc and
+// whitespace tolerance, missing final newlines, pure additions, context headers,
+// end-of-file anchors, fuzzy matches and the reference's error texts.
+func TestReferenceSessionEdgeCases(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, refSession2Files)
+	sub := func(s string) string { return strings.ReplaceAll(s, "ROOT", root) }
+	for i, tc := range refSession2 {
+		var output string
+		p, err := Parse(tc.patch)
+		var pl *Plan
+		if err == nil {
+			pl, err = p.Plan(root)
+		}
+		if err != nil {
+			output = VerificationFailedOutput(err)
+			require.Empty(t, tc.changes, "patch %d should have succeeded: %v", i, err)
+		} else {
+			got, jerr := json.Marshal(pl.Changes())
+			require.NoError(t, jerr)
+			require.JSONEq(t, sub(tc.changes), string(got), "changes of patch %d", i)
+			require.NoError(t, pl.Apply())
+			output = SuccessOutput(pl, 0)
+		}
+		require.Equal(t, sub(tc.output), output, "output of patch %d", i)
 	}
-	return 0
+	got := readTree(t, root)
+	require.Equal(t, "p\nQ\n", got["nonl.txt"])
+	require.Equal(t, "p\nq\nappended\n", got["nonl2.txt"])
+	require.Equal(t, "def a():\n    return 9\n\ndef b():\n    return 2\n", got["ctx.py"])
+	require.Equal(t, "z\ny\nZ\n", got["eof.txt"])
+	require.Equal(t, "A\nb\nB\n", got["multi.txt"])
+	require.Equal(t, "fixed\n", got["uni.txt"])
+	require.Equal(t, "bar\n", got["ws2.txt"])
+	require.Equal(t, "", got["empty.txt"])
+	require.NotContains(t, got, "ok1.txt", "a patch failing in its second file must not create the first")
 }

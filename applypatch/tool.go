@@ -18,21 +18,19 @@ const toolGrammar = `start: "*** Begin Patch" NL operation+ "*** End Patch" NL?
 
 operation: add_file | delete_file | update_file
 
-add_file: "*** Add File: " PATH NL added_line*
-delete_file: "*** Delete File: " PATH NL
-update_file: "*** Update File: " PATH NL move_to? first_block block*
+add_file: "*** Add File: " LINE NL added_line*
+delete_file: "*** Delete File: " LINE NL
+update_file: "*** Update File: " LINE NL move_to? first_block block*
 
-move_to: "*** Move to: " PATH NL
+move_to: "*** Move to: " LINE NL
 first_block: block_header? change_line+ end_of_file?
 block: block_header change_line+ end_of_file?
-block_header: "@@" NL | "@@ " TEXT NL
-change_line: CHANGE_PREFIX TEXT? NL
-added_line: "+" TEXT? NL
+block_header: "@@" NL | "@@ " LINE NL
+change_line: (" " | "-" | "+") LINE? NL
+added_line: "+" LINE? NL
 end_of_file: "*** End of File" NL
 
-CHANGE_PREFIX: " " | "-" | "+"
-PATH: /[^\r\n]+/
-TEXT: /[^\r\n]+/
+LINE: /[^\r\n]+/
 NL: "\n"
 `
 

@@ -2,6 +2,7 @@ package execmgr
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -34,6 +35,13 @@ func (s *streams) get() (string, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.out.String(), s.err.String()
+}
+
+// testEnv is this process's environment with HOME pointing at an empty directory, so that login shells
+// do not run the machine's profile scripts.
+func testEnv(t *testing.T) []string {
+	t.Helper()
+	return MergeEnv(os.Environ(), "HOME="+t.TempDir())
 }
 
 func newTestManager(t *testing.T) *Manager {
@@ -88,3 +96,5 @@ func requireGroupGone(t *testing.T, pgid int) {
 	require.Eventually(t, func() bool { return len(groupMembers(t, pgid)) == 0 }, 5*time.Second, 20*time.Millisecond,
 		"process group %d still has members", pgid)
 }
+
+func errorAs(err error, target any) bool { return errors.As(err, target) }

@@ -157,10 +157,12 @@ func (m *Manager) Close() error {
 	limit := time.NewTimer(m.grace + m.drain + 2*time.Second)
 	defer limit.Stop()
 	for _, p := range procs {
-		select {
-		case <-p.done:
-		case <-limit.C:
-			return errors.New("execmgr: timed out waiting for processes to exit")
+		for _, ch := range []<-chan struct{}{p.done, p.killDone} {
+			select {
+			case <-ch:
+			case <-limit.C:
+				return errors.New("execmgr: timed out waiting for processes to exit")
+			}
 		}
 	}
 	return nil
@@ -203,14 +205,15 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 		env = os.Environ()
 	}
 	p := &Process{
-		m:       m,
-		tty:     req.TTY,
-		onOut:   req.OnOutput,
-		subs:    map[int]func(Stream, []byte){},
-		exited:  make(chan struct{}),
-		done:    make(chan struct{}),
-		started: time.Now(),
-		code:    -1,
+		m:        m,
+		tty:      req.TTY,
+		onOut:    req.OnOutput,
+		subs:     map[int]func(Stream, []byte){},
+		exited:   make(chan struct{}),
+		done:     make(chan struct{}),
+		killDone: make(chan struct{}),
+		started:  time.Now(),
+		code:     -1,
 	}
 	if req.OutputCap >= 0 {
 		p.agg = NewHeadTailBuffer(req.OutputCap)
@@ -306,6 +309,7 @@ type Process struct {
 	exited   chan struct{}
 	done     chan struct{}
 	killOnce sync.Once
+	killDone chan struct{} // closed when a Kill sequence has finished
 }
 
 func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) error {
@@ -643,34 +647,47 @@ func (p *Process) signalGroup(sig syscall.Signal) {
 	if p.pid <= 0 {
 		return
 	}
-	select {
-	case <-p.done: // group may be gone and its id reused
+	if p.isDone() { // the group may be gone and its id reused
 		return
-	default:
 	}
 	if err := unix.Kill(-p.pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
 		p.m.log.Debug("execmgr: kill group", "pgid", p.pid, "sig", sig, "err", err)
 	}
 }
 
-// Kill terminates the whole process group: SIGTERM now, SIGKILL after the manager's grace (or as soon as
-// the leader exits, to catch stragglers). It returns at once; wait on Done.
+// Kill terminates the whole process group: SIGTERM now, then SIGKILL to the group once the leader exited
+// or the manager's grace passed, whichever is first (stragglers that ignore SIGTERM die too). It returns at
+// once; wait on Done. A process already Done is left alone (its group id may have been reused).
 func (p *Process) Kill() {
 	p.killOnce.Do(func() {
-		if p.pid <= 0 {
+		if p.pid <= 0 || p.isDone() {
+			close(p.killDone)
 			return
 		}
 		p.signalGroup(syscall.SIGTERM)
 		go func() {
+			defer close(p.killDone)
 			t := time.NewTimer(p.m.grace)
 			defer t.Stop()
 			select {
 			case <-p.exited:
 			case <-t.C:
 			}
-			p.signalGroup(syscall.SIGKILL)
+			// Unconditionally: the group id cannot be reused while any member is alive.
+			if err := unix.Kill(-p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+				p.m.log.Debug("execmgr: kill group", "pgid", p.pid, "err", err)
+			}
 		}()
 	})
+}
+
+func (p *Process) isDone() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // KillNow sends SIGKILL to the whole process group at once.

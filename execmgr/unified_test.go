@@ -80,7 +80,7 @@ func TestExecCommandEchoHello(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
 	dir := t.TempDir()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "echo hello", YieldTimeMs: u64(2000)}, Cwd: dir, Observer: rec})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "echo hello", YieldTimeMs: u64(2000)}, Cwd: dir, Observer: rec})
 	require.NoError(t, err)
 	require.Regexp(t, textRE, res.Text)
 	require.True(t, res.Exited)
@@ -103,11 +103,11 @@ func TestExecCommandForcedEnvAndLogin(t *testing.T) {
 	rec := newRecorder()
 	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{
 		Args: ExecCommandArgs{Cmd: "echo $NO_COLOR,$TERM,$LANG,$LC_ALL,$LC_CTYPE,[$COLORTERM],$PAGER,$GIT_PAGER,$GH_PAGER,$CODEX_CI,$KEEP; shopt -q login_shell && echo login || echo nologin", Login: bptr(false), Shell: "/bin/bash"},
-		Env:  []string{"PATH=/usr/bin:/bin", "TERM=xterm", "COLORTERM=truecolor", "KEEP=kept"}, Observer: rec})
+		Env:  []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TERM=xterm", "COLORTERM=truecolor", "KEEP=kept"}, Observer: rec})
 	require.NoError(t, err)
 	require.Equal(t, "1,dumb,C.UTF-8,C.UTF-8,C.UTF-8,[],cat,cat,cat,1,kept\nnologin\n", res.Output)
 	require.Equal(t, "/bin/bash -c 'echo $NO_COLOR,$TERM,$LANG,$LC_ALL,$LC_CTYPE,[$COLORTERM],$PAGER,$GIT_PAGER,$GH_PAGER,$CODEX_CI,$KEEP; shopt -q login_shell && echo login || echo nologin'", rec.started[1])
-	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "shopt -q login_shell && echo login"}})
+	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "shopt -q login_shell && echo login"}})
 	require.NoError(t, err)
 	require.Equal(t, "login\n", res.Output)
 }
@@ -115,7 +115,7 @@ func TestExecCommandForcedEnvAndLogin(t *testing.T) {
 func TestExecCommandYieldThenPollToExit(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "echo first; sleep 1.5; echo second", YieldTimeMs: u64(250)}, Observer: rec})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "echo first; sleep 1.5; echo second", YieldTimeMs: u64(250)}, Observer: rec})
 	require.NoError(t, err)
 	require.False(t, res.Exited)
 	require.Equal(t, 1000, res.SessionID)
@@ -143,7 +143,7 @@ func TestExecCommandYieldThenPollToExit(t *testing.T) {
 func TestExecCommandTTYReadAnsweredByWriteStdin(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "printf 'name? '; read x; echo got:$x", TTY: true, YieldTimeMs: u64(500)}, Observer: rec})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "printf 'name? '; read x; echo got:$x", TTY: true, YieldTimeMs: u64(500)}, Observer: rec})
 	require.NoError(t, err)
 	require.False(t, res.Exited)
 	require.Equal(t, "name? ", res.Output)
@@ -158,7 +158,7 @@ func TestExecCommandTTYReadAnsweredByWriteStdin(t *testing.T) {
 
 func TestWriteStdinToPipeSessionFails(t *testing.T) {
 	x, _ := newTestSessions(t)
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
 	require.NoError(t, err)
 	_, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: res.SessionID, Chars: "x"}})
 	require.EqualError(t, err, "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true to keep stdin open")
@@ -168,7 +168,7 @@ func TestWriteStdinToPipeSessionFails(t *testing.T) {
 
 func TestExecCommandSeqTruncation(t *testing.T) {
 	x, _ := newTestSessions(t)
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "seq 1 30000", MaxOutputTokens: u64(60), YieldTimeMs: u64(10000)}})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "seq 1 30000", MaxOutputTokens: u64(60), YieldTimeMs: u64(10000)}})
 	require.NoError(t, err)
 	require.True(t, res.Exited)
 	require.Equal(t, 42224, res.OriginalTokenCount)
@@ -204,17 +204,17 @@ func TestFormatModelOutputFitsUnchanged(t *testing.T) {
 func TestExecCommandBadWorkdirAndShell(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "true", Workdir: "/nonexistent/dir"}, Observer: rec})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "true", Workdir: "/nonexistent/dir"}, Observer: rec})
 	require.NoError(t, err)
 	require.True(t, res.Exited)
 	require.NotEqual(t, 0, res.ExitCode)
 	require.Contains(t, res.Output, "No such file or directory")
 	rec.waitExited(t)
-	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "true", Shell: "/no/such/shell"}})
+	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "true", Shell: "/no/such/shell"}})
 	require.NoError(t, err)
 	require.Equal(t, 127, res.ExitCode)
 	require.Contains(t, res.Text, "failed to spawn command: No such file or directory (os error 2)")
-	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "no-such-command-xyz"}})
+	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "no-such-command-xyz"}})
 	require.NoError(t, err)
 	require.Equal(t, 127, res.ExitCode)
 	require.Contains(t, res.Output, "command not found")
@@ -223,7 +223,7 @@ func TestExecCommandBadWorkdirAndShell(t *testing.T) {
 func TestExecCommandExitedAfterReturn(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 0.6; echo late; exit 7", YieldTimeMs: u64(250)}, Observer: rec})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 0.6; echo late; exit 7", YieldTimeMs: u64(250)}, Observer: rec})
 	require.NoError(t, err)
 	require.False(t, res.Exited)
 	rec.waitExited(t) // nobody polls: the background watcher completes the item
@@ -260,7 +260,7 @@ func TestExecCommandPausedControllerHoldsResult(t *testing.T) {
 		mu.Unlock()
 		ctrl.SetPaused(false)
 	}()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 1.5; echo done", YieldTimeMs: u64(700)}, Controller: ctrl})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 1.5; echo done", YieldTimeMs: u64(700)}, Controller: ctrl})
 	returned := time.Now()
 	require.NoError(t, err)
 	mu.Lock()
@@ -270,7 +270,7 @@ func TestExecCommandPausedControllerHoldsResult(t *testing.T) {
 	require.True(t, res.Exited, res.Text)
 	require.Equal(t, 0, res.ExitCode)
 	require.Equal(t, "done\n", res.Output)
-	require.GreaterOrEqual(t, res.WallTime, resumeAt, "wall time includes the pause")
+	require.GreaterOrEqual(t, res.WallTime, resumeAt-100*time.Millisecond, "wall time includes the pause")
 }
 
 func TestExecCommandPausedThenResumedKeepsRemainingBudget(t *testing.T) {
@@ -282,7 +282,7 @@ func TestExecCommandPausedThenResumedKeepsRemainingBudget(t *testing.T) {
 		time.Sleep(time.Second)
 		ctrl.SetPaused(false)
 	}()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(500)}, Controller: ctrl})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(500)}, Controller: ctrl})
 	require.NoError(t, err)
 	require.False(t, res.Exited)
 	require.GreaterOrEqual(t, res.WallTime, 1400*time.Millisecond, "yield budget is not charged while paused")
@@ -293,7 +293,7 @@ func TestExecCommandContextCancelKeepsSession(t *testing.T) {
 	x, _ := newTestSessions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := x.ExecCommand(ctx, ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(10000)}})
+	_, err := x.ExecCommand(ctx, ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(10000)}})
 	require.True(t, errors.Is(err, context.DeadlineExceeded))
 	require.Len(t, x.SessionIDs(), 1, "an interrupted call leaves the background terminal running")
 	x.TerminateAll()
@@ -308,7 +308,7 @@ func TestSessionsPruning(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
+			res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
 			if err == nil && res.Exited {
 				err = errors.New("exited early")
 			}
@@ -336,7 +336,7 @@ func TestSessionsPruning(t *testing.T) {
 	}
 	s1000 := func() *session { x.mu.Lock(); defer x.mu.Unlock(); return x.store[1000] }()
 
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
 	require.NoError(t, err)
 	require.Equal(t, 1064, res.SessionID)
 	ids := x.SessionIDs()
@@ -346,7 +346,7 @@ func TestSessionsPruning(t *testing.T) {
 	require.Contains(t, ids, 1060)
 	require.Equal(t, "The maximum number of unified exec processes you can keep open is 60 and you currently have 64 processes open. Reuse older processes or close them to prevent automatic pruning of old processes", res.Warning)
 
-	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
+	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
 	require.NoError(t, err)
 	ids = x.SessionIDs()
 	require.NotContains(t, ids, 1000, "no unprotected exited session: the LRU live one is evicted")
@@ -367,7 +367,7 @@ func TestSessionsPruning(t *testing.T) {
 
 func TestSessionsWarningBelowThreshold(t *testing.T) {
 	x, _ := newTestSessions(t)
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(250)}})
 	require.NoError(t, err)
 	require.Empty(t, res.Warning)
 	x.TerminateAll()
@@ -388,13 +388,13 @@ func TestRandomSessionIDs(t *testing.T) {
 
 func TestShellJoin(t *testing.T) {
 	tests := map[string][]string{
-		"/bin/bash -lc 'echo hello'":       {"/bin/bash", "-lc", "echo hello"},
-		"ls -la":                           {"ls", "-la"},
-		"''":                               {""},
-		`echo "don't"`:                     {"echo", "don't"},
-		`sh -c 'echo $x '"'"'q'"'"''`:      {"sh", "-c", "echo $x 'q'"},
-		"a=b,c:d@e%f+g/h.i_j-k":            {"a=b,c:d@e%f+g/h.i_j-k"},
-		"'a*b' 'c;d' 'e|f' '$HOME' '~'":    {"a*b", "c;d", "e|f", "$HOME", "~"},
+		"/bin/bash -lc 'echo hello'":      {"/bin/bash", "-lc", "echo hello"},
+		"ls -la":                          {"ls", "-la"},
+		"''":                              {""},
+		`echo "don't"`:                    {"echo", "don't"},
+		`sh -c 'echo $x '"'"'q'"'"''`:     {"sh", "-c", "echo $x 'q'"},
+		"a=b,c:d@e%f+g/h.i_j-k":           {"a=b,c:d@e%f+g/h.i_j-k"},
+		"'a*b' 'c;d' 'e|f' '$HOME' '~'":   {"a*b", "c;d", "e|f", "$HOME", "~"},
 		"x 'tab\there' 'new\nline' 'ünï'": {"x", "tab\there", "new\nline", "ünï"},
 	}
 	for want, argv := range tests {

@@ -22,9 +22,11 @@ type TimeoutError struct {
 	Timeout      time.Duration
 }
 
+// Error words the timeout like the reference (whose cause names the tools/call wait; the budget
+// is the server's tool_timeout_sec).
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("tool call failed for `%s/%s`: request timed out after %s; raise `tool_timeout_sec` for `[mcp_servers.%s]` in config.toml",
-		e.Server, e.Tool, e.Timeout, e.Server)
+	return fmt.Sprintf("tool call failed for `%s/%s`\n\nCaused by:\n    timed out awaiting tools/call after %dms",
+		e.Server, e.Tool, e.Timeout.Milliseconds())
 }
 
 // Is makes errors.Is(err, ErrToolTimeout) true.
@@ -99,7 +101,7 @@ func (m *Manager) CallTool(ctx context.Context, ctl *stopwatch.Controller, serve
 		case ctx.Err() != nil:
 			return CallResult{Duration: dur}, ctx.Err()
 		}
-		return CallResult{Duration: dur}, fmt.Errorf("tool call failed for `%s/%s`: %w", server, tool, err)
+		return CallResult{Duration: dur}, fmt.Errorf("tool call failed for `%s/%s`\n\nCaused by:\n    %w", server, tool, err)
 	}
 	out := CallResult{IsError: res.IsError, Duration: dur, Content: json.RawMessage(`[]`)}
 	if len(res.Content) > 0 {
@@ -147,6 +149,16 @@ func FormatForModel(res CallResult, wall time.Duration) json.RawMessage {
 		items = append(items, textItem(string(res.StructuredContent)))
 	}
 	b, _ := json.Marshal(items)
+	return b
+}
+
+// FormatErrorForModel renders a failed call (an error from CallTool) as the reference does: the
+// wall-time item, then "tool call error: <err>".
+func FormatErrorForModel(err error, wall time.Duration) json.RawMessage {
+	b, _ := json.Marshal([]map[string]string{
+		textItem(fmt.Sprintf("Wall time: %.4f seconds\nOutput:", wall.Seconds())),
+		textItem("tool call error: " + err.Error()),
+	})
 	return b
 }
 

@@ -146,7 +146,7 @@ func TestCloseCancelsStartup(t *testing.T) {
 func TestModelToolsAndResolve(t *testing.T) {
 	good := serverCmd(t, "good", "good", nil)
 	good.DisabledTools = []string{"crash"}
-	filtered := serverCmd(t, "only.echo", "good", nil)
+	filtered := serverCmd(t, "only.echo", "good", map[string]string{"MCPCONN_NOINSTR": "1"})
 	filtered.EnabledTools = []string{"echo", "hang"}
 	filtered.DisabledTools = []string{"hang"}
 	m := startAndWait(t, []ServerConfig{good, filtered, {Name: "bad", Command: "/nonexistent", Enabled: true}}, Hooks{})
@@ -186,6 +186,7 @@ func TestModelToolsAndResolve(t *testing.T) {
 
 	require.NoError(t, json.Unmarshal(tools[4], &ns))
 	require.Equal(t, "mcp__only_echo", ns.Name)
+	require.Equal(t, "Tools in the mcp__only_echo namespace.", ns.Description, "default without server instructions")
 	require.Len(t, ns.Tools, 1)
 	require.Equal(t, "echo", ns.Tools[0].Name)
 
@@ -300,7 +301,9 @@ func TestToolTimeout(t *testing.T) {
 	m := startAndWait(t, []ServerConfig{cfg}, Hooks{})
 	_, err := m.CallTool(context.Background(), nil, "good", "hang", nil, nil)
 	require.ErrorIs(t, err, ErrToolTimeout)
-	require.Contains(t, err.Error(), "tool_timeout_sec")
+	require.EqualError(t, err, "tool call failed for `good/hang`\n\nCaused by:\n    timed out awaiting tools/call after 500ms")
+	require.JSONEq(t, `[{"type":"input_text","text":"Wall time: 0.5100 seconds\nOutput:"},{"type":"input_text","text":"tool call error: tool call failed for `+"`good/hang`"+`\n\nCaused by:\n    timed out awaiting tools/call after 500ms"}]`,
+		string(FormatErrorForModel(err, 510*time.Millisecond)))
 	var te *TimeoutError
 	require.True(t, errors.As(err, &te))
 	require.Equal(t, 500*time.Millisecond, te.Timeout)
@@ -538,6 +541,7 @@ func TestResourceFunctions(t *testing.T) {
 	out, err = m.ResourceToolCall(ctx, ToolListResources, json.RawMessage(`{"server":"a"}`))
 	require.NoError(t, err)
 	require.JSONEq(t, `{"server":"a","resources":[{"server":"a","uri":"file:///hello.txt","name":"hello","mimeType":"text/plain"}]}`, out)
+	require.True(t, strings.HasPrefix(out, `{"server":"a","resources":[{"server":"a",`), "member order as the reference: %s", out)
 
 	out, err = m.ResourceToolCall(ctx, ToolListResourceTemplates, json.RawMessage(`{"server":"b"}`))
 	require.NoError(t, err)

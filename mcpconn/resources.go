@@ -71,18 +71,17 @@ func marshalAll[T any](items []*T) []json.RawMessage {
 	return out
 }
 
-// withServer adds a "server" member to a JSON object.
+// withServer prepends a "server" member to a JSON object, keeping the other members' order.
 func withServer(obj json.RawMessage, server string) json.RawMessage {
-	var m map[string]any
-	if json.Unmarshal(obj, &m) != nil {
+	name, _ := json.Marshal(server)
+	if len(obj) < 2 || obj[0] != '{' {
 		return obj
 	}
-	m["server"] = server
-	b, err := json.Marshal(m)
-	if err != nil {
-		return obj
+	out := append([]byte(`{"server":`), name...)
+	if rest := obj[1:]; len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
 	}
-	return b
+	return append(out, obj[1:]...)
 }
 
 // ResourceToolCall runs one of the model functions list_mcp_resources,
@@ -127,7 +126,7 @@ func (m *Manager) ResourceToolCall(ctx context.Context, name string, args json.R
 					cursor = next
 				}
 			}
-			b, err := json.Marshal(map[string]any{key: all})
+			b, err := json.Marshal(map[string]any{key: all}) // a single member: order is moot
 			return string(b), err
 		}
 		items, next, err := list(ctx, a.Server, a.Cursor)
@@ -137,11 +136,11 @@ func (m *Manager) ResourceToolCall(ctx context.Context, name string, args json.R
 		for i, it := range items {
 			items[i] = withServer(it, a.Server)
 		}
-		out := map[string]any{"server": a.Server, key: items}
-		if next != "" {
-			out["nextCursor"] = next
+		var page any = serverPage{Server: a.Server, Items: items, NextCursor: next}
+		if name == ToolListResourceTemplates {
+			page = serverTemplatePage{Server: a.Server, Items: items, NextCursor: next}
 		}
-		b, err := json.Marshal(out)
+		b, err := json.Marshal(page)
 		return string(b), err
 	case ToolReadResource:
 		if a.Server == "" || a.URI == "" {
@@ -151,7 +150,11 @@ func (m *Manager) ResourceToolCall(ctx context.Context, name string, args json.R
 		if err != nil {
 			return "", err
 		}
-		b, err := json.Marshal(map[string]any{"server": a.Server, "uri": a.URI, "contents": json.RawMessage(contentsOf(raw))})
+		b, err := json.Marshal(struct {
+			Server   string          `json:"server"`
+			URI      string          `json:"uri"`
+			Contents json.RawMessage `json:"contents"`
+		}{a.Server, a.URI, contentsOf(raw)})
 		return string(b), err
 	}
 	return "", fmt.Errorf("unknown MCP resource function `%s`", name)
@@ -179,4 +182,18 @@ func (m *Manager) readyNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// serverPage is the list_mcp_resources output for one server (members in the reference's order).
+type serverPage struct {
+	Server     string            `json:"server"`
+	Items      []json.RawMessage `json:"resources"`
+	NextCursor string            `json:"nextCursor,omitempty"`
+}
+
+// serverTemplatePage is the list_mcp_resource_templates output for one server.
+type serverTemplatePage struct {
+	Server     string            `json:"server"`
+	Items      []json.RawMessage `json:"resourceTemplates"`
+	NextCursor string            `json:"nextCursor,omitempty"`
 }

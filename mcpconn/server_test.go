@@ -69,6 +69,9 @@ var objSchema = map[string]any{"type": "object", "properties": map[string]any{"t
 // out-of-band elicitation state capability: "" none, "ok" accept updates, "fail" reject them.
 func newTestServer(pause string) *mcp.Server {
 	opts := &mcp.ServerOptions{Instructions: "Test server.", HasTools: true, HasResources: true}
+	if os.Getenv("MCPCONN_NOINSTR") != "" {
+		opts.Instructions = ""
+	}
 	if pause != "" {
 		opts.Capabilities = &mcp.ServerCapabilities{
 			Experimental: map[string]any{PauseCapability: map[string]any{"version": "1.0.0"}},

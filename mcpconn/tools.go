@@ -102,7 +102,7 @@ func (m *Manager) NamespaceTools() []json.RawMessage {
 		if init != nil && init.Instructions != "" {
 			ns.Description = init.Instructions
 		} else {
-			ns.Description = fmt.Sprintf("Tools provided by the `%s` MCP server.", s.cfg.Name)
+			ns.Description = fmt.Sprintf("Tools in the %s namespace.", ns.Name)
 		}
 		seen := map[string]bool{}
 		for _, t := range tools {

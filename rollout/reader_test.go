@@ -293,9 +293,9 @@ func TestReadFileBadInputs(t *testing.T) {
 	_, err := ReadFile(filepath.Join(dir, "missing.jsonl"))
 	require.Error(t, err)
 	for name, content := range map[string]string{
-		"empty":   "",
-		"garbage": "not json\n{\"also\": \"no type\"}\n",
-		"no meta": `{"timestamp":"2026-01-01T00:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"a"}}` + "\n",
+		"empty":    "",
+		"garbage":  "not json\n{\"also\": \"no type\"}\n",
+		"no meta":  `{"timestamp":"2026-01-01T00:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"a"}}` + "\n",
 		"bad meta": `{"timestamp":"2026-01-01T00:00:00.000Z","type":"session_meta","payload":"str"}` + "\n",
 	} {
 		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".jsonl")
@@ -409,4 +409,25 @@ func TestSourceKindAndShellJoin(t *testing.T) {
 	}
 	require.Equal(t, `/bin/bash -lc 'echo '"'"'hi'"'"' && ls' ''`, ShellJoin([]string{"/bin/bash", "-lc", "echo 'hi' && ls", ""}))
 	require.Equal(t, "internalServerError", snakeToCamel("internal_server_error"))
+}
+
+func TestCompactedAndHelpers(t *testing.T) {
+	home := t.TempDir()
+	r, err := Create(home, testMeta("01c00000-0000-7000-8000-000000000007"), t0)
+	require.NoError(t, err)
+	require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"old"}]}`)))
+	require.NoError(t, r.Append(TypeCompacted, Compacted{Message: "sum", ReplacementHistory: []json.RawMessage{json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"summary"}]}`)}}))
+	require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"new"}]}`)))
+	require.NoError(t, r.Append(TypeTokenUsageRecord, TokenUsageRecord{ThreadID: "x", TurnID: "y"}))
+	require.NoError(t, r.Append(TypeCompacted, Compacted{Message: "only summary"}))
+	require.NoError(t, r.Sync())
+	require.NoError(t, r.Close())
+	require.ErrorIs(t, r.Sync(), ErrClosed)
+	th, err := ReadFile(r.Path())
+	require.NoError(t, err)
+	require.Len(t, th.ResponseItems, 1)
+	require.Contains(t, string(th.ResponseItems[0]), "only summary")
+
+	require.Nil(t, GitInfo(nil))
+	require.Equal(t, "abc", *(GitInfo(json.RawMessage(`{"commit_hash":"abc","branch":null}`))["sha"].(*string)))
 }

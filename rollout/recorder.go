@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -178,7 +180,7 @@ func (r *Recorder) AppendEvent(payload any) error {
 	if !ok {
 		return r.Append(TypeEventMsg, payload)
 	}
-	body, err := json.Marshal(payload)
+	body, err := marshalNoEscape(payload)
 	if err != nil {
 		return fmt.Errorf("rollout: marshal event: %w", err)
 	}
@@ -202,7 +204,7 @@ func (r *Recorder) Append(recordType string, payload any) error {
 }
 
 func (r *Recorder) writeAt(recordType string, payload any, at time.Time) error {
-	body, err := json.Marshal(payload)
+	body, err := marshalNoEscape(payload)
 	if err != nil {
 		return fmt.Errorf("rollout: marshal %s: %w", recordType, err)
 	}
@@ -216,7 +218,7 @@ func (r *Recorder) writeAt(recordType string, payload any, at time.Time) error {
 	}
 	ord := r.next
 	rec := line{Timestamp: FormatTimestamp(at), Ordinal: &ord, Type: recordType, Payload: body}
-	buf, err := json.Marshal(rec)
+	buf, err := marshalNoEscape(rec)
 	if err != nil {
 		return fmt.Errorf("rollout: marshal record: %w", err)
 	}
@@ -226,6 +228,18 @@ func (r *Recorder) writeAt(recordType string, payload any, at time.Time) error {
 	}
 	r.next++
 	return nil
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping ("<environment_context>" stays readable, as the
+// reference writes it).
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Sync flushes the file to stable storage (fsync).
@@ -295,7 +309,30 @@ func (i CommandExecutionItem) MarshalJSON() ([]byte, error) {
 	if i.ParsedCmd == nil {
 		i.ParsedCmd = []ParsedCommand{}
 	}
+	if strings.HasPrefix(i.Cwd, "/") {
+		// The reference records the cwd as a file:// URL and rejects plain paths.
+		i.Cwd = (&url.URL{Scheme: "file", Path: i.Cwd}).String()
+	}
 	return json.Marshal(plain(i))
+}
+
+// MarshalJSON encodes the members each parsed_cmd variant carries in the reference (path/query as null when
+// unknown).
+func (p ParsedCommand) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"type": p.Type, "cmd": p.Cmd}
+	switch p.Type {
+	case "read":
+		m["name"] = p.Name
+		m["path"] = p.Path
+	case "list_files":
+		m["path"] = p.Path
+	case "search":
+		m["query"] = p.Query
+		m["path"] = p.Path
+	case "":
+		m["type"] = "unknown"
+	}
+	return json.Marshal(m)
 }
 
 // MarshalJSON encodes the item with type "McpToolCall".

@@ -389,3 +389,36 @@ func camelizeKeysOnly(v any) any {
 	}
 	return v
 }
+
+// TokenUsageRecord is the payload of a token_usage_record line the reference writes after each model response.
+type TokenUsageRecord struct {
+	ThreadID         string     `json:"thread_id"`
+	TurnID           string     `json:"turn_id"`
+	SessionID        string     `json:"session_id,omitempty"`
+	RootTurnID       string     `json:"root_turn_id,omitempty"`
+	ResponseID       string     `json:"response_id,omitempty"`
+	Usage            TokenUsage `json:"usage"`
+	TurnTokenUsage   TokenUsage `json:"turn_token_usage"`
+	ThreadTokenUsage TokenUsage `json:"thread_token_usage"`
+}
+
+// Compacted is the payload of a compacted line: the summary and, when known, the history that replaces everything
+// recorded before it.
+type Compacted struct {
+	Message            string            `json:"message"`
+	ReplacementHistory []json.RawMessage `json:"replacement_history,omitempty"`
+}
+
+// GitInfo converts session_meta.git ({commit_hash, branch, repository_url}) to the protocol's
+// {sha, branch, originUrl}; nil when absent.
+func GitInfo(raw json.RawMessage) map[string]any {
+	var g struct {
+		CommitHash    *string `json:"commit_hash"`
+		Branch        *string `json:"branch"`
+		RepositoryURL *string `json:"repository_url"`
+	}
+	if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &g) != nil {
+		return nil
+	}
+	return map[string]any{"sha": g.CommitHash, "branch": g.Branch, "originUrl": g.RepositoryURL}
+}

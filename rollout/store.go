@@ -85,13 +85,54 @@ type ListQuery struct {
 // entry is one indexed rollout.
 type entry struct {
 	Summary
-	Rel      string `json:"rel"` // path relative to CODEX_HOME
-	Size     int64  `json:"size"`
-	ModNs    int64  `json:"mtimeNs"`
-	FileName string `json:"fileName,omitempty"` // name from thread_name_updated events in the file
-	Deleted  bool   `json:"deleted,omitempty"`
+	Rel      string // path relative to CODEX_HOME
+	Size     int64
+	ModNs    int64
+	FileName string // name from thread_name_updated events in the file
+	Deleted  bool
 
 	lowerText string
+}
+
+// indexRecord is the compact on-disk form of an entry (one JSON line of the index file).
+type indexRecord struct {
+	ID              string          `json:"i"`
+	Rel             string          `json:"r,omitempty"`
+	Size            int64           `json:"s,omitempty"`
+	ModNs           int64           `json:"m,omitempty"`
+	CreatedAtMs     int64           `json:"c,omitempty"`
+	Cwd             string          `json:"d,omitempty"`
+	Preview         string          `json:"p,omitempty"`
+	FileName        string          `json:"n,omitempty"`
+	ModelProvider   string          `json:"mp,omitempty"`
+	Model           string          `json:"mo,omitempty"`
+	ReasoningEffort string          `json:"re,omitempty"`
+	Source          string          `json:"so,omitempty"`
+	SourceKind      string          `json:"sk,omitempty"`
+	CLIVersion      string          `json:"v,omitempty"`
+	Originator      string          `json:"o,omitempty"`
+	ForkedFromID    string          `json:"f,omitempty"`
+	Archived        bool            `json:"a,omitempty"`
+	GitInfo         json.RawMessage `json:"g,omitempty"`
+	Deleted         bool            `json:"x,omitempty"`
+}
+
+func (e *entry) record() indexRecord {
+	return indexRecord{ID: e.ID, Rel: e.Rel, Size: e.Size, ModNs: e.ModNs, CreatedAtMs: e.CreatedAtMs, Cwd: e.Cwd,
+		Preview: e.Preview, FileName: e.FileName, ModelProvider: e.ModelProvider, Model: e.Model,
+		ReasoningEffort: e.ReasoningEffort, Source: e.Source, SourceKind: e.SourceKind, CLIVersion: e.CLIVersion,
+		Originator: e.Originator, ForkedFromID: e.ForkedFromID, Archived: e.Archived, GitInfo: e.GitInfo,
+		Deleted: e.Deleted}
+}
+
+func (s *Store) entryFromRecord(r *indexRecord) *entry {
+	e := &entry{Rel: r.Rel, Size: r.Size, ModNs: r.ModNs, FileName: r.FileName, Deleted: r.Deleted}
+	e.Summary = Summary{ID: r.ID, Path: filepath.Join(s.home, r.Rel), Cwd: r.Cwd, Preview: r.Preview,
+		CreatedAt: r.CreatedAtMs / 1000, CreatedAtMs: r.CreatedAtMs, UpdatedAt: r.ModNs / 1e9, UpdatedAtMs: r.ModNs / 1e6,
+		ModelProvider: r.ModelProvider, Model: r.Model, ReasoningEffort: r.ReasoningEffort, Source: r.Source,
+		SourceKind: r.SourceKind, CLIVersion: r.CLIVersion, Originator: r.Originator, ForkedFromID: r.ForkedFromID,
+		Archived: r.Archived, GitInfo: r.GitInfo}
+	return e
 }
 
 // Store indexes the rollouts of one CODEX_HOME for listing and manages their files.
@@ -151,16 +192,15 @@ func (s *Store) loadIndex() {
 			continue
 		}
 		s.indexLines++
-		var e entry
-		if json.Unmarshal(ln, &e) != nil || e.ID == "" {
+		var r indexRecord
+		if json.Unmarshal(ln, &r) != nil || r.ID == "" {
 			continue
 		}
-		if e.Deleted {
-			delete(s.entries, e.ID)
+		if r.Deleted {
+			delete(s.entries, r.ID)
 			continue
 		}
-		e.Path = filepath.Join(s.home, e.Rel)
-		s.entries[e.ID] = &e
+		s.entries[r.ID] = s.entryFromRecord(&r)
 	}
 }
 
@@ -296,23 +336,40 @@ func (s *Store) fullScan() (bool, error) {
 // quickScan relists only directories whose mtime changed (files added, removed or renamed behind our back).
 func (s *Store) quickScan() {
 	dirs := s.dayDirs()
+	s.lastScan = time.Now()
+	stale := map[string]bool{}
+	for d, mt := range dirs {
+		if old, ok := s.dirMtimes[d]; !ok || old != mt {
+			stale[d] = true
+		}
+	}
+	for d := range s.dirMtimes {
+		if _, ok := dirs[d]; !ok {
+			stale[d] = true
+		}
+	}
+	s.dirMtimes = dirs
+	if len(stale) == 0 {
+		return
+	}
+	byDir := map[string][]*entry{}
+	for _, e := range s.entries {
+		if d := filepath.Dir(e.Path); stale[d] {
+			byDir[d] = append(byDir[d], e)
+		}
+	}
 	archDir := filepath.Join(s.home, "archived_sessions")
 	var appended []*entry
-	seenDirs := map[string]bool{}
-	for d, mt := range dirs {
-		seenDirs[d] = true
-		if old, ok := s.dirMtimes[d]; ok && old == mt {
-			continue
-		}
+	for d := range stale {
 		disk := map[string]diskFile{}
-		listDir(d, d == archDir, disk)
-		for id, e := range s.entries {
-			if filepath.Dir(e.Path) == d {
-				if _, ok := disk[id]; !ok {
-					if _, err := os.Stat(e.Path); err != nil {
-						delete(s.entries, id)
-						s.sortedDirty = true
-					}
+		if _, ok := dirs[d]; ok {
+			listDir(d, d == archDir, disk)
+		}
+		for _, e := range byDir[d] {
+			if _, ok := disk[e.ID]; !ok {
+				if _, err := os.Stat(e.Path); err != nil {
+					delete(s.entries, e.ID)
+					s.sortedDirty = true
 				}
 			}
 		}
@@ -325,18 +382,6 @@ func (s *Store) quickScan() {
 			}
 		}
 	}
-	for d := range s.dirMtimes {
-		if !seenDirs[d] {
-			for id, e := range s.entries {
-				if filepath.Dir(e.Path) == d {
-					delete(s.entries, id)
-					s.sortedDirty = true
-				}
-			}
-		}
-	}
-	s.dirMtimes = dirs
-	s.lastScan = time.Now()
 	for _, e := range appended {
 		s.appendIndex(e)
 	}
@@ -399,7 +444,7 @@ func (s *Store) rewriteIndex() error {
 	w := bufio.NewWriterSize(tmp, 1<<20)
 	enc := json.NewEncoder(w)
 	for _, e := range s.entries {
-		if err := enc.Encode(e); err != nil {
+		if err := enc.Encode(e.record()); err != nil {
 			_ = tmp.Close()
 			_ = os.Remove(tmp.Name())
 			return err
@@ -427,7 +472,7 @@ func (s *Store) appendIndex(e *entry) {
 	if _, err := os.Stat(s.home); err != nil {
 		return
 	}
-	b, err := json.Marshal(e)
+	b, err := json.Marshal(e.record())
 	if err != nil {
 		return
 	}
@@ -699,7 +744,8 @@ func (s *Store) move(e *entry, dst string, archived bool) error {
 	if _, err := os.Stat(dst); err == nil {
 		return fmt.Errorf("rollout: %s already exists", dst)
 	}
-	if err := os.Rename(e.Path, dst); err != nil {
+	src := e.Path
+	if err := os.Rename(src, dst); err != nil {
 		return fmt.Errorf("rollout: move: %w", err)
 	}
 	e.Path = dst
@@ -708,8 +754,15 @@ func (s *Store) move(e *entry, dst string, archived bool) error {
 	if info, err := os.Stat(dst); err == nil {
 		e.Size, e.ModNs = info.Size(), info.ModTime().UnixNano()
 	}
-	s.dirMtimes = map[string]int64{} // our own rename changed two directories; relist them next time
-	s.lastScan = time.Time{}
+	// Our own rename changed both directories: record their new mtimes so the next scan does not relist them.
+	for _, d := range []string{filepath.Dir(src), filepath.Dir(dst)} {
+		if _, tracked := s.dirMtimes[d]; !tracked {
+			continue
+		}
+		if info, err := os.Stat(d); err == nil {
+			s.dirMtimes[d] = info.ModTime().UnixNano()
+		}
+	}
 	s.sortedDirty = true
 	s.appendIndex(e)
 	return nil
@@ -829,4 +882,22 @@ func (s *Store) Reindex(path string) (Summary, error) {
 	e := s.entries[id]
 	s.appendIndex(e)
 	return e.Summary, nil
+}
+
+// ReadThread finds and reads a thread's rollout, applying the name recorded in session_index.jsonl.
+func (s *Store) ReadThread(threadID string) (*Thread, error) {
+	path, _, err := s.Find(threadID)
+	if err != nil {
+		return nil, err
+	}
+	th, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if n, ok := s.names[threadID]; ok {
+		th.Name = n
+	}
+	s.mu.Unlock()
+	return th, nil
 }

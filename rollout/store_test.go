@@ -334,3 +334,83 @@ func TestThreadIDFromFileName(t *testing.T) {
 	}
 	require.True(t, strings.HasPrefix(RolloutFileName("x", time.Now()), "rollout-"))
 }
+
+func TestReadThreadAppliesName(t *testing.T) {
+	home := t.TempDir()
+	makeThread(t, home, tid(1), time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), nil, "q")
+	s, err := Open(home)
+	require.NoError(t, err)
+	require.NoError(t, s.SetName(tid(1), "named"))
+	th, err := s.ReadThread(tid(1))
+	require.NoError(t, err)
+	require.Equal(t, "named", th.Name)
+	require.Len(t, th.Turns, 1)
+	_, err = s.ReadThread(tid(2))
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestQuickScanSeesRemovalsAndMoves(t *testing.T) {
+	home := t.TempDir()
+	base := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+	p1 := makeThread(t, home, tid(1), base, nil, "one")
+	p2 := makeThread(t, home, tid(2), base.Add(time.Minute), nil, "two")
+	makeThread(t, home, tid(3), base.Add(2*time.Minute), nil, "three")
+	s, err := Open(home)
+	require.NoError(t, err)
+	old := refreshInterval
+	refreshInterval = 0
+	t.Cleanup(func() { refreshInterval = old })
+
+	require.NoError(t, os.Remove(p1))
+	require.NoError(t, os.MkdirAll(filepath.Join(home, "archived_sessions"), 0o755))
+	require.NoError(t, os.Rename(p2, filepath.Join(home, "archived_sessions", filepath.Base(p2))))
+	// Directory mtimes have a coarse granularity on some filesystems; make the change visible.
+	later := time.Now().Add(time.Minute)
+	require.NoError(t, os.Chtimes(filepath.Dir(p1), later, later))
+
+	page, _, err := s.List(ListQuery{})
+	require.NoError(t, err)
+	require.Equal(t, []string{tid(3)}, ids(page))
+	page, _, err = s.List(ListQuery{Archived: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{tid(2)}, ids(page))
+}
+
+func TestStoreConcurrentUse(t *testing.T) {
+	home := t.TempDir()
+	base := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	paths := make([]string, 10)
+	for i := range paths {
+		paths[i] = makeThread(t, home, tid(i), base.Add(time.Duration(i)*time.Minute), nil, fmt.Sprint("q", i))
+	}
+	s, err := Open(home)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	errs := make(chan error, 40)
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 10; i++ {
+				if _, _, err := s.List(ListQuery{Limit: 3}); err != nil {
+					errs <- err
+				}
+				if err := s.SetName(tid(i), fmt.Sprint("n", g)); err != nil {
+					errs <- err
+				}
+				if _, err := s.Reindex(paths[i]); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	page, _, err := s.List(ListQuery{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, page, 10)
+}

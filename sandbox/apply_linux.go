@@ -28,6 +28,9 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 	if ok, reason := Available(); !ok {
 		return ExitCannotExecute, fmt.Errorf("%w: %s", ErrUnavailable, reason)
 	}
+	if err := os.Chdir(pl.Cwd); err != nil {
+		return ExitCannotExecute, fmt.Errorf("cwd: %w", err)
+	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -241,6 +244,10 @@ func restrictLandlock(abi int, scope bool, grants []grant, network bool) error {
 		fileWrite |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
 	}
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: dirWrite}
+	if !network && abi >= 9 {
+		// Connecting to pathname unix sockets created outside the sandbox (docker.sock, agents).
+		attr.Handled_access_fs |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+	}
 	if !network && abi >= 4 {
 		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
 	}

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
 )
 
@@ -462,6 +464,8 @@ func TestHelperFailures(t *testing.T) {
 		{HelperArg, `{"policy":{"type":"readOnly"},"cwd":"rel"}`, "--", "true"},
 		{HelperArg, `{"policy":{"type":"dangerFullAccess"},"cwd":"/"}`, "--", "true"},
 		{HelperArg, `{"policy":{"type":"bogus"},"cwd":"/"}`, "--", "true"},
+		{HelperArg, `{"policy":{"type":"readOnly"},"cwd":"/","protect":"magic"}`, "--", "true"},
+		{HelperArg, `{"policy":{"type":"readOnly"},"cwd":"/nonexistent-dir-xyz"}`, "--", "true"},
 	} {
 		cmd := exec.Command(self, args...)
 		out, err := cmd.CombinedOutput()
@@ -493,6 +497,21 @@ func TestWrapArgvRejectsBadInput(t *testing.T) {
 			require.Error(t, err)
 		})
 	}
+}
+
+func TestWrapArgvWhenUnavailable(t *testing.T) {
+	saved := probeOnce
+	t.Cleanup(func() { probeOnce = saved })
+	probeOnce = func() probeResult { return probeResult{reason: "landlock is not supported by this kernel (ENOSYS)"} }
+	ok, reason := Available()
+	require.False(t, ok)
+	require.Contains(t, reason, "ENOSYS")
+	_, err := WrapArgv("/bin/self", Policy{Kind: ReadOnly}, "/", []string{"true"})
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.Contains(t, err.Error(), "ENOSYS")
+	got, err := WrapArgv("/bin/self", Policy{Kind: DangerFullAccess}, "/", []string{"true"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"true"}, got)
 }
 
 func TestWrapArgvShape(t *testing.T) {
@@ -576,7 +595,7 @@ func TestUnprivileged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.v",
-		"-test.run", "TestEscapesFail|TestWorkspaceWriteAllows|TestNetwork|TestDetachedChildConfined|TestReadsAndDevicesWork|TestDenialMessages")
+		"-test.run", "TestEscapesFail|TestWorkspaceWriteAllows|TestNetwork|TestDetachedChildConfined|TestReadsAndDevicesWork|TestDenialMessages|TestUnderPTY|TestUserNSStageRelaysSignals")
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), unprivEnv+"=1", "TMPDIR="+tmp, "HOME="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -587,4 +606,96 @@ func TestUnprivileged(t *testing.T) {
 	if strings.Contains(string(out), "--- SKIP: TestWorkspaceWriteAllows/workspace-write/new_top-level_file") {
 		t.Log("user namespaces are unavailable to unprivileged users here: Landlock-only protection")
 	}
+}
+
+// TestUnderPTY runs the helper the way execmgr does, as a session leader on a PTY: the terminal
+// stays usable (writes to /dev/tty, ioctls) through every protection path.
+func TestUnderPTY(t *testing.T) {
+	requireSandbox(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	for _, c := range confined {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			args, err := wrapArgv(self, c.p, f.ws, []string{"sh", "-c", `test -t 0 && echo via-tty > /dev/tty && stty size && echo x > .git/config`}, c.protect)
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+			cmd.Dir = f.ws
+			ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 33, Cols: 77})
+			require.NoError(t, err)
+			defer ptmx.Close()
+			out, _ := io.ReadAll(ptmx) // EIO once the child side closes
+			err = cmd.Wait()
+			require.Error(t, err, "%s", out)
+			require.Equal(t, 2, cmd.ProcessState.ExitCode(), "%s", out)
+			require.Contains(t, string(out), "via-tty")
+			require.Contains(t, string(out), "33 77")
+			require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".git/config")))
+		})
+	}
+}
+
+// TestUserNSStageRelaysSignals checks that the waiting first stage forwards a SIGTERM to the
+// sandboxed command and then reports the same death.
+func TestUserNSStageRelaysSignals(t *testing.T) {
+	requireSandbox(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	f := newFixture(t)
+	args, err := wrapArgv(self, confined[2].p, f.ws, []string{"sleep", "300"}, protectUserNS)
+	require.NoError(t, err)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = f.ws
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	childrenFile := fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)
+	var child int
+	direct := false
+	require.Eventually(t, func() bool {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid)); strings.HasSuffix(exe, "/sleep") {
+			direct = true // no second stage: user namespaces are unavailable
+			return true
+		}
+		b, err := os.ReadFile(childrenFile)
+		if err != nil {
+			return false
+		}
+		fields := strings.Fields(string(b))
+		if len(fields) == 0 {
+			return false
+		}
+		child, _ = strconv.Atoi(fields[0])
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", child))
+		return strings.HasSuffix(exe, "/sleep")
+	}, time.Minute, 20*time.Millisecond, "sandboxed sleep never started")
+	if direct {
+		t.Skip("user namespaces unavailable: no second stage")
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		exited <- err
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		ws := ee.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			require.Equal(t, syscall.SIGTERM, ws.Signal())
+		} else {
+			require.Equal(t, 128+int(syscall.SIGTERM), ws.ExitStatus())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("helper did not exit after SIGTERM")
+	}
+	_, err = os.Stat(fmt.Sprintf("/proc/%d", child))
+	require.True(t, os.IsNotExist(err) || func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		return strings.Contains(string(b), ") Z ")
+	}(), "sandboxed child %d survived", child)
 }

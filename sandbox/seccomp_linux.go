@@ -57,9 +57,21 @@ func assemble(prog []bpfInsn) ([]unix.SockFilter, error) {
 	return out, nil
 }
 
-// seccompProgram builds the filter: foreign-architecture calls kill the process, io_uring is
-// refused (its requests bypass seccomp), and without network every socket(2) whose domain is not
-// AF_UNIX fails with EPERM.
+// deniedSyscalls always fail with EPERM under the sandbox: io_uring (its requests bypass seccomp)
+// and privileged operations that a command run by a root server could otherwise use to leave the
+// sandbox or disturb the host (kernel modules, kexec, reboot, swap, clock, hostname, BPF, acct).
+var deniedSyscalls = []uintptr{
+	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
+	unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,
+	unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD, unix.SYS_REBOOT,
+	unix.SYS_SWAPON, unix.SYS_SWAPOFF,
+	unix.SYS_SETTIMEOFDAY, unix.SYS_CLOCK_SETTIME, unix.SYS_ADJTIMEX, unix.SYS_CLOCK_ADJTIME,
+	unix.SYS_SETHOSTNAME, unix.SYS_SETDOMAINNAME, unix.SYS_BPF, unix.SYS_ACCT,
+}
+
+// seccompProgram builds the filter: foreign-architecture calls kill the process, deniedSyscalls
+// fail with EPERM, and without network every socket(2) whose domain is not AF_UNIX fails with
+// EPERM.
 func seccompProgram(network bool) ([]unix.SockFilter, error) {
 	const (
 		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -77,11 +89,9 @@ func seccompProgram(network bool) ([]unix.SockFilter, error) {
 	if seccompX32Bit != 0 {
 		prog = append(prog, bpfInsn{code: jge, k: seccompX32Bit, jt: "deny"})
 	}
-	prog = append(prog,
-		bpfInsn{code: jeq, k: unix.SYS_IO_URING_SETUP, jt: "deny"},
-		bpfInsn{code: jeq, k: unix.SYS_IO_URING_ENTER, jt: "deny"},
-		bpfInsn{code: jeq, k: unix.SYS_IO_URING_REGISTER, jt: "deny"},
-	)
+	for _, nr := range deniedSyscalls {
+		prog = append(prog, bpfInsn{code: jeq, k: uint32(nr), jt: "deny"})
+	}
 	if !network {
 		prog = append(prog,
 			bpfInsn{code: jeq, k: unix.SYS_SOCKET, jt: "socket"},

@@ -1,6 +1,7 @@
 package thread
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -33,8 +34,7 @@ func messageItem(role, text string) json.RawMessage {
 		"role":    role,
 		"content": []map[string]string{{"type": "input_text", "text": text}},
 	}
-	b, _ := json.Marshal(item)
-	return b
+	return marshal(item)
 }
 
 // initialContext is what a new thread's history starts with: developer instructions (if any) and the
@@ -85,3 +85,12 @@ func timezoneName() string {
 
 // interruptedNotice tells the model that the previous turn was stopped by the user (our own wording).
 const interruptedNotice = "<turn_aborted>\nThe user stopped the previous turn before it finished. Anything it was doing may be incomplete; do not assume its last actions succeeded.\n</turn_aborted>"
+
+// marshal encodes v without HTML escaping, so text sent to the model keeps its bytes.
+func marshal(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}

@@ -77,7 +77,7 @@ func (ss *streamState) on(ev model.Event) {
 	case model.RetryEvent:
 		details := e.Err.Message
 		t.emit(protocol.NotifyError, protocol.ErrorNotification{
-			Error:    protocol.TurnError{Message: e.Message(), CodexErrorInfo: e.CodexErrorInfo(), AdditionalDetails: &details},
+			Error:    protocol.TurnError{Message: e.Message(), CodexErrorInfo: errorInfo(e.CodexErrorInfo()), AdditionalDetails: &details},
 			ThreadID: t.ID, TurnID: tn.ID, WillRetry: true,
 		})
 	case model.ResetEvent:

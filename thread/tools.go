@@ -84,18 +84,15 @@ func (tc *ToolContext) Interrupt() { tc.Turn.interrupt() }
 
 // FunctionOutput builds a function_call_output item with a text output.
 func FunctionOutput(callID, output string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"type": "function_call_output", "call_id": callID, "output": output})
-	return b
+	return marshal(map[string]any{"type": "function_call_output", "call_id": callID, "output": output})
 }
 
 // FunctionOutputRaw builds a function_call_output item whose output is already JSON (e.g. a content list).
 func FunctionOutputRaw(callID string, output json.RawMessage) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"type": "function_call_output", "call_id": callID, "output": output})
-	return b
+	return marshal(map[string]any{"type": "function_call_output", "call_id": callID, "output": output})
 }
 
 // CustomOutput builds a custom_tool_call_output item.
 func CustomOutput(callID, output string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"type": "custom_tool_call_output", "call_id": callID, "output": output})
-	return b
+	return marshal(map[string]any{"type": "custom_tool_call_output", "call_id": callID, "output": output})
 }

@@ -258,8 +258,7 @@ func userInputItem(input []protocol.UserInput) json.RawMessage {
 			content = append(content, map[string]any{"type": "input_text", "text": "<mention name=\"" + v.Name + "\" path=\"" + v.Path + "\"/>"})
 		}
 	}
-	b, _ := json.Marshal(map[string]any{"type": "message", "id": "msg_" + uuid.Must(uuid.NewV7()).String(), "role": "user", "content": content})
-	return b
+	return marshal(map[string]any{"type": "message", "id": "msg_" + uuid.Must(uuid.NewV7()).String(), "role": "user", "content": content})
 }
 
 // loop runs model requests and tool calls until the model answers without a tool call.
@@ -317,7 +316,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 }
 
 func (tn *Turn) fail(me *model.Error) (protocol.TurnStatus, *protocol.TurnError) {
-	te := &protocol.TurnError{Message: me.Message, CodexErrorInfo: me.CodexErrorInfo}
+	te := &protocol.TurnError{Message: me.Message, CodexErrorInfo: errorInfo(me.CodexErrorInfo)}
 	tn.thread.emit(protocol.NotifyError, protocol.ErrorNotification{Error: *te, ThreadID: tn.thread.ID, TurnID: tn.ID, WillRetry: false})
 	return protocol.TurnStatusFailed, te
 }
@@ -574,4 +573,16 @@ func sandboxModeName(p protocol.SandboxPolicy) string {
 		return "external-sandbox"
 	}
 	return "read-only"
+}
+
+// errorInfo decodes a json-ready codexErrorInfo into the protocol union (nil when absent).
+func errorInfo(raw json.RawMessage) *protocol.CodexErrorInfo {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var info protocol.CodexErrorInfo
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return &protocol.CodexErrorInfo{Name: protocol.CodexErrorInfoOther}
+	}
+	return &info
 }

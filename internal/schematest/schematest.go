@@ -107,21 +107,30 @@ func Default() (*Validator, error) {
 	return defaultV, defaultErr
 }
 
-// SchemaDir returns the schema directory of the module this package is part of, found by walking up from
-// this source file to go.mod.
+// SchemaDir returns the schema directory of the module: <dir of go.mod>/schema, searching upwards from this
+// source file and, when that path is unavailable (e.g. -trimpath builds), from the working directory.
 func SchemaDir() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("schematest: cannot locate source file")
+	var starts []string
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		starts = append(starts, filepath.Dir(file))
 	}
-	for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "schema"), nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", errors.New("schematest: go.mod not found above " + file)
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	for _, start := range starts {
+		for dir := start; ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				if _, err := os.Stat(filepath.Join(dir, "schema", v2Bundle)); err == nil {
+					return filepath.Join(dir, "schema"), nil
+				}
+				break
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
 		}
 	}
+	return "", errors.New("schematest: no schema directory next to a go.mod found")
 }
 
 // New loads the schema files of dir into a Validator; schemas compile lazily per message kind.

@@ -220,3 +220,11 @@ func TestTrackerIDs(t *testing.T) {
 	require.Equal(t, "b", tr.MethodOf("7"))
 	require.Empty(t, tr.MethodOf(8))
 }
+
+func TestSchemaDirAndNew(t *testing.T) {
+	dir, err := schematest.SchemaDir()
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(dir, "ServerNotification.json"))
+	_, err = schematest.New(t.TempDir())
+	require.Error(t, err, "an empty directory has no schemas")
+}

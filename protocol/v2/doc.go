@@ -63,9 +63,10 @@
 //
 // A string-or-object union ("accept" | {"acceptWithExecpolicyAmendment":{...}}) is a struct with Name for
 // the plain string forms (untyped constants <Union><Value>) and one pointer field per object form; exactly
-// one is set. A union of only string enums is a plain string enum. An untagged union of objects is one
-// struct whose properties not shared by every shape are optional. The remaining unions (and schemas that
-// accept any value) are json.RawMessage.
+// one is set; when the schema adds a catch-all branch (CodexErrorInfo), unknown strings are kept in Name
+// and unknown objects in Other. A union of only string enums is a plain string enum. An untagged union
+// of objects is one struct whose properties not shared by every shape are optional. The remaining unions
+// (McpElicitation*Schema, ThreadItemsListCursor) and schemas that accept any value are json.RawMessage.
 package protocol
 
 //go:generate go run ./internal/gen -schema ../../schema -out .

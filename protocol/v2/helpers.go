@@ -140,3 +140,9 @@ func extraMembers(b []byte, known ...string) (map[string]json.RawMessage, error)
 	}
 	return all, nil
 }
+
+// isJSONObject reports whether b holds a JSON object.
+func isJSONObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+}

@@ -1122,8 +1122,171 @@ type ClientInfo struct {
 	Version string  `json:"version"`
 }
 
-// CodexErrorInfo is an untyped union the generator does not model; TODO: type it when a handler needs it.
-type CodexErrorInfo = json.RawMessage
+// CodexErrorInfoHTTPConnectionFailed is an inline object of the schema.
+type CodexErrorInfoHTTPConnectionFailed struct {
+	HTTPStatusCode *uint16 `json:"httpStatusCode"`
+}
+
+// CodexErrorInfoResponseStreamConnectionFailed is an inline object of the schema.
+type CodexErrorInfoResponseStreamConnectionFailed struct {
+	HTTPStatusCode *uint16 `json:"httpStatusCode"`
+}
+
+// CodexErrorInfoResponseStreamDisconnected is an inline object of the schema.
+type CodexErrorInfoResponseStreamDisconnected struct {
+	HTTPStatusCode *uint16 `json:"httpStatusCode"`
+}
+
+// CodexErrorInfoResponseTooManyFailedAttempts is an inline object of the schema.
+type CodexErrorInfoResponseTooManyFailedAttempts struct {
+	HTTPStatusCode *uint16 `json:"httpStatusCode"`
+}
+
+// CodexErrorInfoActiveTurnNotSteerable is an inline object of the schema.
+type CodexErrorInfoActiveTurnNotSteerable struct {
+	TurnKind NonSteerableTurnKind `json:"turnKind"`
+}
+
+// CodexErrorInfo is a string-or-object union: either Name holds one of the plain string forms (constants CodexErrorInfo*), or exactly one of the object-form fields is set.
+type CodexErrorInfo struct {
+	Name                           string
+	HTTPConnectionFailed           *CodexErrorInfoHTTPConnectionFailed
+	ResponseStreamConnectionFailed *CodexErrorInfoResponseStreamConnectionFailed
+	ResponseStreamDisconnected     *CodexErrorInfoResponseStreamDisconnected
+	ResponseTooManyFailedAttempts  *CodexErrorInfoResponseTooManyFailedAttempts
+	ActiveTurnNotSteerable         *CodexErrorInfoActiveTurnNotSteerable
+	// Other holds an object form the schema does not name (the union is open); Name may also hold
+	// a string the schema does not list.
+	Other json.RawMessage
+}
+
+// Plain string forms of CodexErrorInfo.
+const (
+	CodexErrorInfoContextWindowExceeded       = "contextWindowExceeded"
+	CodexErrorInfoSessionBudgetExceeded       = "sessionBudgetExceeded"
+	CodexErrorInfoUsageLimitExceeded          = "usageLimitExceeded"
+	CodexErrorInfoRateLimitExceeded           = "rateLimitExceeded"
+	CodexErrorInfoFlexUnavailable             = "flexUnavailable"
+	CodexErrorInfoServerOverloaded            = "serverOverloaded"
+	CodexErrorInfoModelNotFound               = "modelNotFound"
+	CodexErrorInfoPolicyCapacityUnavailable   = "policyCapacityUnavailable"
+	CodexErrorInfoCyberPolicy                 = "cyberPolicy"
+	CodexErrorInfoMisalignmentPolicyViolation = "misalignmentPolicyViolation"
+	CodexErrorInfoTooManyDenials              = "tooManyDenials"
+	CodexErrorInfoInternalServerError         = "internalServerError"
+	CodexErrorInfoUnauthorized                = "unauthorized"
+	CodexErrorInfoBadRequest                  = "badRequest"
+	CodexErrorInfoThreadRollbackFailed        = "threadRollbackFailed"
+	CodexErrorInfoSandboxError                = "sandboxError"
+	CodexErrorInfoOther                       = "other"
+	CodexErrorInfoInferenceHookDenied         = "inferenceHookDenied"
+)
+
+// MarshalJSON writes the set object form as {"<key>":...}, else Name as a string.
+func (u CodexErrorInfo) MarshalJSON() ([]byte, error) {
+	switch {
+	case u.HTTPConnectionFailed != nil:
+		return marshalSingleKey("httpConnectionFailed", u.HTTPConnectionFailed)
+	case u.ResponseStreamConnectionFailed != nil:
+		return marshalSingleKey("responseStreamConnectionFailed", u.ResponseStreamConnectionFailed)
+	case u.ResponseStreamDisconnected != nil:
+		return marshalSingleKey("responseStreamDisconnected", u.ResponseStreamDisconnected)
+	case u.ResponseTooManyFailedAttempts != nil:
+		return marshalSingleKey("responseTooManyFailedAttempts", u.ResponseTooManyFailedAttempts)
+	case u.ActiveTurnNotSteerable != nil:
+		return marshalSingleKey("activeTurnNotSteerable", u.ActiveTurnNotSteerable)
+	case u.Other != nil:
+		return u.Other, nil
+	case u.Name != "":
+		return json.Marshal(u.Name)
+	}
+	return nil, emptyUnion("CodexErrorInfo")
+}
+
+// UnmarshalJSON accepts a plain string form or a single-key object form.
+func (u *CodexErrorInfo) UnmarshalJSON(b []byte) error {
+	*u = CodexErrorInfo{}
+	name, key, val, err := splitExternal(b, "CodexErrorInfo")
+	if err != nil {
+		if isJSONObject(b) {
+			u.Other = append(json.RawMessage(nil), b...)
+			return nil
+		}
+		return err
+	}
+	switch {
+	case key == "" && name == "contextWindowExceeded":
+		u.Name = name
+		return nil
+	case key == "" && name == "sessionBudgetExceeded":
+		u.Name = name
+		return nil
+	case key == "" && name == "usageLimitExceeded":
+		u.Name = name
+		return nil
+	case key == "" && name == "rateLimitExceeded":
+		u.Name = name
+		return nil
+	case key == "" && name == "flexUnavailable":
+		u.Name = name
+		return nil
+	case key == "" && name == "serverOverloaded":
+		u.Name = name
+		return nil
+	case key == "" && name == "modelNotFound":
+		u.Name = name
+		return nil
+	case key == "" && name == "policyCapacityUnavailable":
+		u.Name = name
+		return nil
+	case key == "" && name == "cyberPolicy":
+		u.Name = name
+		return nil
+	case key == "" && name == "misalignmentPolicyViolation":
+		u.Name = name
+		return nil
+	case key == "" && name == "tooManyDenials":
+		u.Name = name
+		return nil
+	case key == "" && name == "internalServerError":
+		u.Name = name
+		return nil
+	case key == "" && name == "unauthorized":
+		u.Name = name
+		return nil
+	case key == "" && name == "badRequest":
+		u.Name = name
+		return nil
+	case key == "" && name == "threadRollbackFailed":
+		u.Name = name
+		return nil
+	case key == "" && name == "sandboxError":
+		u.Name = name
+		return nil
+	case key == "" && name == "other":
+		u.Name = name
+		return nil
+	case key == "" && name == "inferenceHookDenied":
+		u.Name = name
+		return nil
+	case key == "httpConnectionFailed":
+		return json.Unmarshal(val, &u.HTTPConnectionFailed)
+	case key == "responseStreamConnectionFailed":
+		return json.Unmarshal(val, &u.ResponseStreamConnectionFailed)
+	case key == "responseStreamDisconnected":
+		return json.Unmarshal(val, &u.ResponseStreamDisconnected)
+	case key == "responseTooManyFailedAttempts":
+		return json.Unmarshal(val, &u.ResponseTooManyFailedAttempts)
+	case key == "activeTurnNotSteerable":
+		return json.Unmarshal(val, &u.ActiveTurnNotSteerable)
+	case key == "":
+		u.Name = name
+		return nil
+	default:
+		u.Other = append(json.RawMessage(nil), b...)
+		return nil
+	}
+}
 
 // CodexResponseHandoffMode is a string enum.
 type CodexResponseHandoffMode string
@@ -12334,7 +12497,7 @@ type TurnEnvironmentParams struct {
 // TurnError is generated from the schema definition of the same name.
 type TurnError struct {
 	AdditionalDetails *string                   `json:"additionalDetails"`
-	CodexErrorInfo    CodexErrorInfo            `json:"codexErrorInfo"`
+	CodexErrorInfo    *CodexErrorInfo           `json:"codexErrorInfo"`
 	Message           string                    `json:"message"`
 	Misalignment      *MisalignmentErrorDetails `json:"misalignment"`
 }
@@ -13171,6 +13334,7 @@ var requiredFields = map[string][]string{
 	"ChatgptAuthTokensRefreshParams":           []string{"reason"},
 	"ChatgptAuthTokensRefreshResponse":         []string{"accessToken", "chatgptAccountId"},
 	"ClientInfo":                               []string{"name", "version"},
+	"CodexErrorInfoActiveTurnNotSteerable":     []string{"turnKind"},
 	"CollabAgentState":                         []string{"status"},
 	"CollaborationMode":                        []string{"mode", "settings"},
 	"CollaborationModeListResponse":            []string{"data"},

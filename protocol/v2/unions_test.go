@@ -220,3 +220,26 @@ func TestRequiredListsNeverNull(t *testing.T) {
 	require.JSONEq(t, `{"type":"userMessage","id":"u","content":[],"clientId":null,"completedAtMs":null,
 		"startedAtMs":null}`, string(out))
 }
+
+func TestOpenExternalUnion(t *testing.T) {
+	for _, raw := range []string{
+		`"contextWindowExceeded"`,
+		`"someFutureError"`,
+		`{"httpConnectionFailed":{"httpStatusCode":502}}`,
+		`{"activeTurnNotSteerable":{"turnKind":"review"}}`,
+		`{"futureKind":{"a":1}}`,
+		`{"a":1,"b":2}`,
+	} {
+		var c protocol.CodexErrorInfo
+		require.NoError(t, json.Unmarshal([]byte(raw), &c), raw)
+		out, err := json.Marshal(c)
+		require.NoError(t, err)
+		require.JSONEq(t, raw, string(out))
+	}
+	var c protocol.CodexErrorInfo
+	require.NoError(t, json.Unmarshal([]byte(`{"httpConnectionFailed":{"httpStatusCode":null}}`), &c))
+	require.NotNil(t, c.HTTPConnectionFailed)
+	require.Nil(t, c.HTTPConnectionFailed.HTTPStatusCode)
+	require.Error(t, json.Unmarshal([]byte(`5`), &c))
+	require.Error(t, json.Unmarshal([]byte(`{"httpConnectionFailed":{"httpStatusCode":70000}}`), &c), "uint16 overflow")
+}

@@ -249,7 +249,7 @@ func branchTag(b *Schema, key string) (string, bool) {
 func isExternal(bs []*Schema) bool {
 	objects := 0
 	for _, b := range bs {
-		if b.stringEnum() != nil {
+		if b.stringEnum() != nil || isCatchAll(b) {
 			continue
 		}
 		if b.Ref != "" || !b.Type.has("object") || len(b.Properties) != 1 || len(b.Required) != 1 ||
@@ -259,6 +259,12 @@ func isExternal(bs []*Schema) bool {
 		objects++
 	}
 	return objects > 0
+}
+
+// isCatchAll reports a forward-compatibility branch accepting any string or object ({"type":["string","object"]}).
+func isCatchAll(b *Schema) bool {
+	return b.Ref == "" && len(b.Type) == 2 && b.Type.has("string") && b.Type.has("object") && b.Properties == nil &&
+		b.Enum == nil
 }
 
 // nilable reports whether a Go type expression already has a nil value that marshals as null.
@@ -619,7 +625,12 @@ func (g *gen) emitExternal(name string, s *Schema) {
 	var names []string
 	type obj struct{ key, goName, expr string }
 	var objs []obj
+	open := false
 	for _, b := range bs {
+		if isCatchAll(b) {
+			open = true
+			continue
+		}
 		if vals := b.stringEnum(); vals != nil {
 			names = append(names, vals...)
 			continue
@@ -635,10 +646,14 @@ func (g *gen) emitExternal(name string, s *Schema) {
 	fmt.Fprintf(&b, "// %s is a string-or-object union: either Name holds one of the plain string forms"+
 		" (constants %s*), or exactly one of the object-form fields is set.\ntype %s struct {\n\tName string\n", name, name, name)
 	for _, o := range objs {
-		if o.goName == "Name" {
-			panic(name + ": object form named Name")
+		if o.goName == "Name" || (open && o.goName == "Other") {
+			panic(name + ": object form named " + o.goName)
 		}
 		fmt.Fprintf(&b, "\t%s %s\n", o.goName, o.expr)
+	}
+	if open {
+		b.WriteString("\t// Other holds an object form the schema does not name (the union is open); Name may also hold\n" +
+			"\t// a string the schema does not list.\n\tOther json.RawMessage\n")
 	}
 	b.WriteString("}\n\n")
 	if len(names) > 0 {
@@ -655,6 +670,9 @@ func (g *gen) emitExternal(name string, s *Schema) {
 	for _, o := range objs {
 		fmt.Fprintf(&b, "\tcase u.%s != nil:\n\t\treturn marshalSingleKey(%q, u.%s)\n", o.goName, o.key, o.goName)
 	}
+	if open {
+		b.WriteString("\tcase u.Other != nil:\n\t\treturn u.Other, nil\n")
+	}
 	fmt.Fprintf(&b, "\tcase u.Name != \"\":\n\t\treturn json.Marshal(u.Name)\n\t}\n\treturn nil, emptyUnion(%q)\n}\n\n", name)
 	quoted := make([]string, 0, len(names)+len(objs))
 	for _, v := range names {
@@ -665,12 +683,22 @@ func (g *gen) emitExternal(name string, s *Schema) {
 	}
 	fmt.Fprintf(&b, "// UnmarshalJSON accepts a plain string form or a single-key object form.\n"+
 		"func (u *%s) UnmarshalJSON(b []byte) error {\n\t*u = %s{}\n\tname, key, val, err := splitExternal(b, %q)\n"+
-		"\tif err != nil {\n\t\treturn err\n\t}\n\tswitch {\n", name, name, name)
+		"\tif err != nil {\n", name, name, name)
+	if open {
+		b.WriteString("\t\tif isJSONObject(b) {\n\t\t\tu.Other = append(json.RawMessage(nil), b...)\n\t\t\treturn nil\n\t\t}\n")
+	}
+	b.WriteString("\t\treturn err\n\t}\n\tswitch {\n")
 	for _, v := range names {
 		fmt.Fprintf(&b, "\tcase key == \"\" && name == %q:\n\t\tu.Name = name\n\t\treturn nil\n", v)
 	}
 	for _, o := range objs {
 		fmt.Fprintf(&b, "\tcase key == %q:\n\t\treturn json.Unmarshal(val, &u.%s)\n", o.key, o.goName)
+	}
+	if open {
+		b.WriteString("\tcase key == \"\":\n\t\tu.Name = name\n\t\treturn nil\n\tdefault:\n" +
+			"\t\tu.Other = append(json.RawMessage(nil), b...)\n\t\treturn nil\n\t}\n}\n\n")
+		g.out = append(g.out, b.String())
+		return
 	}
 	fmt.Fprintf(&b, "\t}\n\tif key != \"\" {\n\t\tname = key\n\t}\n\treturn unknownVariant(name, %s)\n}\n\n",
 		strings.Join(quoted, ", "))

@@ -1,0 +1,93 @@
+package execmgr
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"appserver/stopwatch"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestShellCommandSuccess(t *testing.T) {
+	m := newTestManager(t)
+	rec := newRecorder()
+	res, err := m.ShellCommand(context.Background(), ShellCommandRequest{Args: ShellCommandArgs{Command: "echo out; echo err >&2; exit 2"}, Env: testEnv(t), Observer: rec})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.ExitCode)
+	require.False(t, res.TimedOut)
+	require.Regexp(t, regexp.MustCompile(`^Exit code: 2\nWall time: \d+(\.\d)? seconds\nOutput:\n`), res.Text)
+	require.Contains(t, res.Output, "out\n")
+	require.Contains(t, res.Output, "err\n")
+	rec.waitExited(t)
+	require.Equal(t, []string{"", "/bin/bash -lc 'echo out; echo err >&2; exit 2'", ""}, rec.started)
+	require.Equal(t, 2, rec.code)
+}
+
+func TestShellCommandTimeout(t *testing.T) {
+	m := newTestManager(t)
+	start := time.Now()
+	res, err := m.ShellCommand(context.Background(), ShellCommandRequest{Args: ShellCommandArgs{Command: "echo start; trap '' TERM; sleep 30", TimeoutMs: u64(400), Login: bptr(false)}, Env: testEnv(t)})
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 10*time.Second)
+	require.True(t, res.TimedOut)
+	require.Equal(t, 124, res.ExitCode)
+	require.Equal(t, "command timed out after 400 milliseconds\nstart\n", res.Output)
+	require.Regexp(t, regexp.MustCompile(`^Exit code: 124\nWall time: \d+(\.\d)? seconds\nOutput:\ncommand timed out after 400 milliseconds\nstart\n$`), res.Text)
+}
+
+func TestShellCommandTimeoutPausedByController(t *testing.T) {
+	m := newTestManager(t)
+	ctrl := stopwatch.NewController()
+	ctrl.SetPaused(true)
+	go func() {
+		time.Sleep(time.Second)
+		ctrl.SetPaused(false)
+	}()
+	// Paused for the first second: a 1.1 s command is charged ~0.1 s of its 500 ms budget.
+	res, err := m.ShellCommand(context.Background(), ShellCommandRequest{Args: ShellCommandArgs{Command: "sleep 1.1; echo ok", TimeoutMs: u64(500), Login: bptr(false)}, Env: testEnv(t), Controller: ctrl})
+	require.NoError(t, err)
+	require.False(t, res.TimedOut)
+	require.Equal(t, 0, res.ExitCode)
+	require.Equal(t, "ok\n", res.Output)
+
+	ctrl.SetPaused(true)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		ctrl.SetPaused(false)
+	}()
+	start := time.Now()
+	res, err = m.ShellCommand(context.Background(), ShellCommandRequest{Args: ShellCommandArgs{Command: "sleep 30", TimeoutMs: u64(300), Login: bptr(false)}, Env: testEnv(t), Controller: ctrl})
+	require.NoError(t, err)
+	require.True(t, res.TimedOut)
+	require.GreaterOrEqual(t, time.Since(start), 1500*time.Millisecond, "no time is charged while paused")
+}
+
+func TestShellCommandCancel(t *testing.T) {
+	m := newTestManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := m.ShellCommand(ctx, ShellCommandRequest{Args: ShellCommandArgs{Command: "sleep 30", Login: bptr(false)}, Env: testEnv(t)})
+	require.True(t, errors.Is(err, context.DeadlineExceeded))
+	require.Eventually(t, func() bool { return len(m.Live()) == 0 }, 10*time.Second, 20*time.Millisecond)
+}
+
+func TestShellCommandTruncatedText(t *testing.T) {
+	m := newTestManager(t)
+	res, err := m.ShellCommand(context.Background(), ShellCommandRequest{Args: ShellCommandArgs{Command: "seq 1 30000", Login: bptr(false)}, Env: testEnv(t), MaxOutputTokens: 60})
+	require.NoError(t, err)
+	require.Regexp(t, regexp.MustCompile(`^Exit code: 0\nWall time: \d+(\.\d)? seconds\nTotal output lines: 30000\nOutput:\n1\n2\n`), res.Text)
+	require.Contains(t, res.Text, "43\n…42164 tokens truncated…29981\n")
+	require.True(t, strings.HasSuffix(res.Text, "30000\n"))
+}
+
+func TestFormatSeconds(t *testing.T) {
+	require.Equal(t, "0", formatSeconds(0))
+	require.Equal(t, "0.1", formatSeconds(120*time.Millisecond))
+	require.Equal(t, "2", formatSeconds(1960*time.Millisecond))
+	require.Equal(t, "10.5", formatSeconds(10500*time.Millisecond))
+}
