@@ -1,7 +1,6 @@
 package execmgr
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -12,6 +11,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // JSON-RPC error codes used by command/exec.
@@ -140,7 +140,7 @@ type capture struct {
 	mu      sync.Mutex
 	limit   int64 // <0 = unlimited
 	n       int64
-	buf     bytes.Buffer
+	buf     chunkBuffer
 	stream  Stream
 	id      string
 	deltaFn OutputDeltaFunc
@@ -412,4 +412,41 @@ func (r *CommandExecRegistry) Close() {
 	for _, p := range procs {
 		p.KillNow()
 	}
+}
+
+// chunkBuffer accumulates bytes in fixed blocks (no re-copying while growing) and joins them once.
+type chunkBuffer struct {
+	blocks [][]byte
+	n      int
+}
+
+const chunkBlockSize = 1 << 20
+
+func (c *chunkBuffer) Write(p []byte) {
+	c.n += len(p)
+	for len(p) > 0 {
+		if len(c.blocks) == 0 || len(c.blocks[len(c.blocks)-1]) == cap(c.blocks[len(c.blocks)-1]) {
+			size := chunkBlockSize
+			if len(c.blocks) == 0 {
+				size = 4096 // most outputs are small
+			}
+			c.blocks = append(c.blocks, make([]byte, 0, size))
+		}
+		last := &c.blocks[len(c.blocks)-1]
+		k := min(cap(*last)-len(*last), len(p))
+		*last = append(*last, p[:k]...)
+		p = p[k:]
+	}
+}
+
+// String joins the blocks into one string (a single copy, no extra one for the conversion).
+func (c *chunkBuffer) String() string {
+	if c.n == 0 {
+		return ""
+	}
+	out := make([]byte, 0, c.n)
+	for _, b := range c.blocks {
+		out = append(out, b...)
+	}
+	return unsafe.String(unsafe.SliceData(out), len(out))
 }

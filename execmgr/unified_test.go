@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -435,5 +435,23 @@ func TestArgsDecode(t *testing.T) {
 	require.NoError(t, jsonUnmarshal([]byte(`{"session_id": 1000, "chars": "x"}`), &w))
 	require.Equal(t, 1000, w.SessionID)
 	require.Error(t, jsonUnmarshal([]byte(`{"session_id": "abc"}`), &w))
-	_ = strconv.Itoa
+}
+
+func TestExecCommandExitWithoutOutputClose(t *testing.T) {
+	x, m := newTestSessions(t)
+	rec := newRecorder()
+	// The background sleep keeps stdout open after bash exited: the call waits at most 50 ms more.
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100 & echo hi", Login: bptr(false), YieldTimeMs: u64(10000)}, Observer: rec})
+	require.NoError(t, err)
+	require.Len(t, m.Live(), 1, "still draining the grandchild's pipe")
+	for _, p := range m.Live() {
+		pgid := p.Pid()
+		t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	}
+	require.True(t, res.Exited, res.Text)
+	require.Equal(t, 0, res.ExitCode)
+	require.Equal(t, "hi\n", res.Output)
+	require.Less(t, res.WallTime, 1500*time.Millisecond, "not held until the 2 s drain limit")
+	rec.waitExited(t)
+	require.Empty(t, x.SessionIDs())
 }

@@ -445,8 +445,8 @@ func (b *builder) event(payload json.RawMessage) {
 		if item == nil {
 			return
 		}
-		item["startedAtMs"] = ev.StartedAtMs
-		item["completedAtMs"] = ev.CompletedAtMs
+		item["startedAtMs"] = optInt(ev.StartedAtMs)
+		item["completedAtMs"] = optInt(ev.CompletedAtMs)
 		b.putItem(b.turnFor(ev.TurnID), item)
 	case "thread_name_updated":
 		var ev ThreadNameUpdated
@@ -736,4 +736,12 @@ func isHarnessText(s string) bool {
 	t := strings.TrimSpace(s)
 	return strings.HasPrefix(t, "<environment_context>") || strings.HasPrefix(t, "<user_instructions>") ||
 		strings.HasPrefix(t, "# AGENTS.md") || strings.HasPrefix(t, "<turn_aborted>") || strings.HasPrefix(t, "<")
+}
+
+// optInt turns an optional number into an int64 or an untyped nil.
+func optInt(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -229,7 +229,7 @@ func TestReadFixturePaginated(t *testing.T) {
 	require.Equal(t, "/bin/bash -lc 'ls -la'", a.Items[1]["command"])
 	require.Equal(t, "/work/proj", a.Items[1]["cwd"])
 	require.EqualValues(t, 1500, a.Items[1]["durationMs"])
-	require.EqualValues(t, 1795165201100, *(a.Items[1]["startedAtMs"].(*int64)))
+	require.EqualValues(t, 1795165201100, a.Items[1]["startedAtMs"])
 
 	require.Equal(t, TurnInterrupted, b.Status)
 	require.Nil(t, b.Error)
@@ -430,4 +430,160 @@ func TestCompactedAndHelpers(t *testing.T) {
 
 	require.Nil(t, GitInfo(nil))
 	require.Equal(t, "abc", *(GitInfo(json.RawMessage(`{"commit_hash":"abc","branch":null}`))["sha"].(*string)))
+}
+
+func TestRecordsAreNotHTMLEscaped(t *testing.T) {
+	home := t.TempDir()
+	r, err := Create(home, testMeta("01c00000-0000-7000-8000-000000000008"), t0)
+	require.NoError(t, err)
+	require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>a&b</environment_context>"}]}`)))
+	require.NoError(t, r.AppendEvent(ItemCompleted{TurnID: "t", Item: UserMessageItem{ID: "u", Content: []any{NewTextContent("<b>&")}}}))
+	require.NoError(t, r.AppendEvent(ItemCompleted{TurnID: "t", Item: CommandExecutionItem{ID: "c", Command: []string{"echo", "<x>"}, Cwd: "/a b", Status: "completed"}}))
+	require.NoError(t, r.Close())
+	data, err := os.ReadFile(r.Path())
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"text":"<environment_context>a&b</environment_context>"`)
+	require.Contains(t, string(data), `"text":"<b>&"`)
+	require.Contains(t, string(data), `"command":["echo","<x>"],"cwd":"file:///a%20b"`)
+	th, err := ReadFile(r.Path())
+	require.NoError(t, err)
+	require.Equal(t, "/a b", th.Turns[0].Items[1]["cwd"], "file URLs are decoded")
+	require.Equal(t, "<b>&", th.Preview)
+}
+
+func TestForkBase(t *testing.T) {
+	home := t.TempDir()
+	parentID := "01c00000-0000-7000-8000-000000000009"
+	parent := writeTwoTurns(t, home, parentID)
+	info, err := os.Stat(parent)
+	require.NoError(t, err)
+
+	whole, err := ForkBase(parent, parentID, "")
+	require.NoError(t, err)
+	require.Equal(t, HistoryBase{ThreadID: parentID, EndOrdinalExclusive: 21, EndByteOffset: info.Size()}, whole)
+
+	before, err := ForkBase(parent, parentID, "t2")
+	require.NoError(t, err)
+	require.EqualValues(t, 11, before.EndOrdinalExclusive)
+
+	_, err = ForkBase(parent, parentID, "nope")
+	require.Error(t, err)
+	_, err = ForkBase(filepath.Join(home, "missing"), parentID, "")
+	require.Error(t, err)
+
+	// A fork made before t2 reads back as the parent's first turn plus its own.
+	meta := testMeta("01c00000-0000-7000-8000-000000000010")
+	meta.ForkedFromID = parentID
+	meta.HistoryBase = &before
+	r, err := Create(home, meta, t0.Add(time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	th, err := ReadFile(r.Path())
+	require.NoError(t, err)
+	require.Len(t, th.Turns, 1)
+	require.Equal(t, "t1", th.Turns[0].ID)
+	require.EqualValues(t, 12, th.NextOrdinal)
+
+	// A torn last line is excluded from a whole-file fork.
+	f, err := os.OpenFile(parent, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"timestamp":"x","ordinal":21,"type":"ev`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	torn, err := ForkBase(parent, parentID, "")
+	require.NoError(t, err)
+	require.Equal(t, whole, torn)
+}
+
+func TestItemConversions(t *testing.T) {
+	home := t.TempDir()
+	id := "01c00000-0000-7000-8000-000000000011"
+	r, err := Create(home, testMeta(id), t0)
+	require.NoError(t, err)
+	require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t"}))
+	items := []any{
+		McpToolCallItem{ID: "call_mcp", Server: "tiny", Tool: "echo", Arguments: map[string]any{"text": "hi"}, ReadOnlyHint: true,
+			Status: "completed", Result: &McpToolCallResult{Content: []any{map[string]any{"type": "text", "text": "echo: hi"}}},
+			Duration: &Duration{Nanos: 3_039_477}},
+		McpToolCallItem{ID: "call_mcp2", Server: "tiny", Tool: "add", Status: "failed", Error: &McpToolCallError{Message: "user rejected MCP tool call"}},
+		FileChangeItem{ID: "call_patch", Status: "completed", Changes: []FileChange{{Path: "a.txt", Kind: map[string]any{"type": "update", "move_path": nil}, Diff: "-a\n+b\n"}}},
+		map[string]any{"type": "WebSearch", "id": "ws", "query": "go json", "action": map[string]any{"type": "search", "query": "go json"}},
+		map[string]any{"type": "ContextCompaction", "id": "cc"},
+		map[string]any{"type": "ImageView", "id": "iv", "path": "/x.png", "some_field": 1},
+		map[string]any{"id": "no type"},
+	}
+	for _, it := range items {
+		require.NoError(t, r.AppendEvent(ItemCompleted{ThreadID: id, TurnID: "t", Item: it}))
+	}
+	require.NoError(t, r.AppendEvent(TaskComplete{TurnID: "t"}))
+	require.NoError(t, r.Close())
+	th, err := ReadFile(r.Path())
+	require.NoError(t, err)
+	require.Len(t, th.Turns, 1)
+	got, err := json.Marshal(th.Turns[0].Items)
+	require.NoError(t, err)
+	require.JSONEq(t, `[
+	 {"type":"mcpToolCall","id":"call_mcp","server":"tiny","tool":"echo","status":"completed","arguments":{"text":"hi"},
+	  "appContext":null,"mcpAppUi":null,"pluginId":null,"readOnlyHint":true,
+	  "result":{"content":[{"type":"text","text":"echo: hi"}],"structuredContent":null,"_meta":null},"error":null,"durationMs":3,
+	  "startedAtMs":null,"completedAtMs":null},
+	 {"type":"mcpToolCall","id":"call_mcp2","server":"tiny","tool":"add","status":"failed","arguments":null,
+	  "appContext":null,"mcpAppUi":null,"pluginId":null,"readOnlyHint":false,"result":null,
+	  "error":{"message":"user rejected MCP tool call"},"durationMs":null,"startedAtMs":null,"completedAtMs":null},
+	 {"type":"fileChange","id":"call_patch","status":"completed","changes":[{"path":"a.txt","kind":{"type":"update","move_path":null},"diff":"-a\n+b\n"}],
+	  "startedAtMs":null,"completedAtMs":null},
+	 {"type":"webSearch","id":"ws","query":"go json","action":{"type":"search","query":"go json"},"startedAtMs":null,"completedAtMs":null},
+	 {"type":"contextCompaction","id":"cc","startedAtMs":null,"completedAtMs":null},
+	 {"type":"imageView","id":"iv","path":"/x.png","someField":1,"startedAtMs":null,"completedAtMs":null}
+	]`, string(got))
+}
+
+func TestLegacyToolEvents(t *testing.T) {
+	home := t.TempDir()
+	meta := testMeta("01c00000-0000-7000-8000-000000000012")
+	meta.HistoryMode = ""
+	r, err := Create(home, meta, t0)
+	require.NoError(t, err)
+	events := []map[string]any{
+		{"type": "task_started", "turn_id": "t"},
+		{"type": "user_message", "message": "", "local_images": []string{"/img.png"}},
+		{"type": "exec_command_end", "call_id": "c1", "command": []string{"false"}, "cwd": "/w", "exit_code": 1,
+			"aggregated_output": "", "parsed_cmd": []any{map[string]any{"type": "read", "cmd": "cat a", "name": "a", "path": "/w/a"},
+				map[string]any{"type": "search", "cmd": "rg x", "query": "x", "path": nil}}},
+		{"type": "patch_apply_end", "call_id": "p1", "success": true, "changes": map[string]any{
+			"b.txt": map[string]any{"add": map[string]any{"content": "new\n"}},
+			"a.txt": map[string]any{"type": "update", "unified_diff": "@@\n-a\n+b\n", "move_path": "c.txt"},
+			"d.txt": map[string]any{"type": "delete", "content": "old\n"}}},
+		{"type": "mcp_tool_call_end", "call_id": "m1", "invocation": map[string]any{"server": "s", "tool": "t", "arguments": map[string]any{"a": 1}},
+			"duration": map[string]any{"secs": 1, "nanos": 0}, "result": map[string]any{"Ok": map[string]any{"content": []any{}, "isError": true}}},
+		{"type": "mcp_tool_call_end", "call_id": "m2", "invocation": map[string]any{"server": "s", "tool": "t"},
+			"result": map[string]any{"Err": "boom"}},
+		{"type": "agent_reasoning_raw_content", "text": "raw"},
+		{"type": "task_complete", "turn_id": "t"},
+	}
+	for _, ev := range events {
+		require.NoError(t, r.AppendEvent(ev))
+	}
+	require.NoError(t, r.Close())
+	th, err := ReadFile(r.Path())
+	require.NoError(t, err)
+	require.Len(t, th.Turns, 1)
+	it := th.Turns[0].Items
+	require.Len(t, it, 6)
+	require.Equal(t, []any{map[string]any{"type": "localImage", "path": "/img.png"}}, it[0]["content"])
+	require.Equal(t, "failed", it[1]["status"])
+	require.Equal(t, "false", it[1]["command"])
+	acts, err := json.Marshal(it[1]["commandActions"])
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"type":"read","command":"cat a","name":"a","path":"/w/a"},{"type":"search","command":"rg x","query":"x","path":null}]`, string(acts))
+	ch, err := json.Marshal(it[2])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"type":"fileChange","id":"p1","status":"completed","startedAtMs":null,"completedAtMs":null,"changes":[
+	 {"path":"a.txt","kind":{"type":"update","move_path":"c.txt"},"diff":"@@\n-a\n+b\n"},
+	 {"path":"b.txt","kind":{"type":"add"},"diff":"new\n"},
+	 {"path":"d.txt","kind":{"type":"delete"},"diff":"old\n"}]}`, string(ch))
+	require.Equal(t, "failed", it[3]["status"], "isError results are failures")
+	require.EqualValues(t, 1000, it[3]["durationMs"])
+	require.Equal(t, map[string]any{"message": "boom"}, it[4]["error"])
+	require.Equal(t, []any{"raw"}, it[5]["content"])
 }

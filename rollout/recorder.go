@@ -26,15 +26,31 @@ func FormatTimestamp(t time.Time) string { return t.UTC().Format(timestampLayout
 // Event is an event_msg payload that knows its "type" tag.
 type Event interface{ EventType() string }
 
-// EventType implementations: the reference's event_msg tags.
-func (TaskStarted) EventType() string       { return "task_started" }
-func (TaskComplete) EventType() string      { return "task_complete" }
-func (TurnAborted) EventType() string       { return "turn_aborted" }
-func (TokenCount) EventType() string        { return "token_count" }
-func (ItemCompleted) EventType() string     { return "item_completed" }
-func (UserMessage) EventType() string       { return "user_message" }
-func (AgentMessage) EventType() string      { return "agent_message" }
-func (AgentReasoning) EventType() string    { return "agent_reasoning" }
+// EventType returns "task_started".
+func (TaskStarted) EventType() string { return "task_started" }
+
+// EventType returns "task_complete".
+func (TaskComplete) EventType() string { return "task_complete" }
+
+// EventType returns "turn_aborted".
+func (TurnAborted) EventType() string { return "turn_aborted" }
+
+// EventType returns "token_count".
+func (TokenCount) EventType() string { return "token_count" }
+
+// EventType returns "item_completed".
+func (ItemCompleted) EventType() string { return "item_completed" }
+
+// EventType returns "user_message".
+func (UserMessage) EventType() string { return "user_message" }
+
+// EventType returns "agent_message".
+func (AgentMessage) EventType() string { return "agent_message" }
+
+// EventType returns "agent_reasoning".
+func (AgentReasoning) EventType() string { return "agent_reasoning" }
+
+// EventType returns "thread_name_updated".
 func (ThreadNameUpdated) EventType() string { return "thread_name_updated" }
 
 // TurnContext is the per-turn settings record (type turn_context). Policy members are kept as raw JSON values in
@@ -274,7 +290,7 @@ func (i UserMessageItem) MarshalJSON() ([]byte, error) {
 	if i.Content == nil {
 		i.Content = []any{}
 	}
-	return json.Marshal(plain(i))
+	return marshalNoEscape(plain(i))
 }
 
 // MarshalJSON encodes the item with type "AgentMessage".
@@ -286,7 +302,7 @@ func (i AgentMessageItem) MarshalJSON() ([]byte, error) {
 			i.Content[k].Type = "Text"
 		}
 	}
-	return json.Marshal(plain(i))
+	return marshalNoEscape(plain(i))
 }
 
 // MarshalJSON encodes the item with type "Reasoning".
@@ -299,7 +315,7 @@ func (i ReasoningItem) MarshalJSON() ([]byte, error) {
 	if i.RawContent == nil {
 		i.RawContent = []string{}
 	}
-	return json.Marshal(plain(i))
+	return marshalNoEscape(plain(i))
 }
 
 // MarshalJSON encodes the item with type "CommandExecution".
@@ -313,7 +329,7 @@ func (i CommandExecutionItem) MarshalJSON() ([]byte, error) {
 		// The reference records the cwd as a file:// URL and rejects plain paths.
 		i.Cwd = (&url.URL{Scheme: "file", Path: i.Cwd}).String()
 	}
-	return json.Marshal(plain(i))
+	return marshalNoEscape(plain(i))
 }
 
 // MarshalJSON encodes the members each parsed_cmd variant carries in the reference (path/query as null when
@@ -332,14 +348,14 @@ func (p ParsedCommand) MarshalJSON() ([]byte, error) {
 	case "":
 		m["type"] = "unknown"
 	}
-	return json.Marshal(m)
+	return marshalNoEscape(m)
 }
 
 // MarshalJSON encodes the item with type "McpToolCall".
 func (i McpToolCallItem) MarshalJSON() ([]byte, error) {
 	type plain McpToolCallItem
 	i.Type = "McpToolCall"
-	return json.Marshal(plain(i))
+	return marshalNoEscape(plain(i))
 }
 
 // MarshalJSON encodes the item with type "FileChange".
@@ -349,5 +365,5 @@ func (i FileChangeItem) MarshalJSON() ([]byte, error) {
 	if i.Changes == nil {
 		i.Changes = []FileChange{}
 	}
-	return json.Marshal(plain(i))
+	return marshalNoEscape(plain(i))
 }

@@ -359,20 +359,25 @@ func (s *Store) quickScan() {
 		}
 	}
 	archDir := filepath.Join(s.home, "archived_sessions")
-	var appended []*entry
+	listings := map[string]map[string]diskFile{}
 	for d := range stale {
 		disk := map[string]diskFile{}
 		if _, ok := dirs[d]; ok {
 			listDir(d, d == archDir, disk)
 		}
+		listings[d] = disk
+		// Removals first: a file moved between two stale directories is then re-added from its new place.
 		for _, e := range byDir[d] {
-			if _, ok := disk[e.ID]; !ok {
+			if _, ok := disk[e.ID]; !ok && s.entries[e.ID] == e {
 				if _, err := os.Stat(e.Path); err != nil {
 					delete(s.entries, e.ID)
 					s.sortedDirty = true
 				}
 			}
 		}
+	}
+	var appended []*entry
+	for _, disk := range listings {
 		for id, df := range disk {
 			if e, ok := s.entries[id]; ok && e.Path == df.path && e.Size == df.size && e.ModNs == df.modNs {
 				continue
@@ -900,4 +905,31 @@ func (s *Store) ReadThread(threadID string) (*Thread, error) {
 	}
 	s.mu.Unlock()
 	return th, nil
+}
+
+// Touch refreshes a thread's updatedAt (and size/mtime) after its rollout was appended to, re-reading the meta
+// only while the thread still has no preview. Call it when a turn ends.
+func (s *Store) Touch(threadID string) (Summary, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.lookup(threadID)
+	if err != nil {
+		return Summary{}, err
+	}
+	info, err := os.Stat(e.Path)
+	if err != nil {
+		return Summary{}, fmt.Errorf("rollout: touch: %w", err)
+	}
+	if e.Preview == "" && info.Size() != e.Size {
+		df := diskFile{path: e.Path, size: info.Size(), modNs: info.ModTime().UnixNano(), archived: e.Archived}
+		if s.indexFile(threadID, df) {
+			e = s.entries[threadID]
+		}
+	} else {
+		e.Size, e.ModNs = info.Size(), info.ModTime().UnixNano()
+		e.UpdatedAt, e.UpdatedAtMs = e.ModNs/1e9, e.ModNs/1e6
+		s.sortedDirty = true
+	}
+	s.appendIndex(e)
+	return e.Summary, nil
 }

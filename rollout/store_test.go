@@ -414,3 +414,37 @@ func TestStoreConcurrentUse(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page, 10)
 }
+
+func TestTouch(t *testing.T) {
+	home := t.TempDir()
+	created := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+	r, err := Create(home, SessionMeta{ID: tid(1), Cwd: "/w", Source: StringSource("vscode"), ModelProvider: "openai",
+		HistoryMode: HistoryModePaginated}, created)
+	require.NoError(t, err)
+	s, err := Open(home)
+	require.NoError(t, err)
+	sum, err := s.Get(tid(1))
+	require.NoError(t, err)
+	require.Empty(t, sum.Preview)
+
+	require.NoError(t, r.AppendEvent(ItemCompleted{TurnID: "t", Item: UserMessageItem{ID: "u", Content: []any{NewTextContent("first words")}}}))
+	require.NoError(t, r.Close())
+	later := time.Now().Add(time.Hour)
+	require.NoError(t, os.Chtimes(r.Path(), later, later))
+	sum, err = s.Touch(tid(1))
+	require.NoError(t, err)
+	require.Equal(t, "first words", sum.Preview)
+	require.Equal(t, later.Unix(), sum.UpdatedAt)
+
+	evenLater := later.Add(time.Hour)
+	require.NoError(t, os.Chtimes(r.Path(), evenLater, evenLater))
+	sum, err = s.Touch(tid(1))
+	require.NoError(t, err)
+	require.Equal(t, evenLater.Unix(), sum.UpdatedAt)
+	page, _, err := s.List(ListQuery{SortKey: SortUpdatedAt})
+	require.NoError(t, err)
+	require.Equal(t, evenLater.Unix(), page[0].UpdatedAt)
+
+	_, err = s.Touch(tid(7))
+	require.ErrorIs(t, err, ErrNotFound)
+}

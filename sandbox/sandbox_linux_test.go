@@ -699,3 +699,25 @@ func TestUserNSStageRelaysSignals(t *testing.T) {
 		return strings.Contains(string(b), ") Z ")
 	}(), "sandboxed child %d survived", child)
 }
+
+// TestPrivilegedSyscallsDenied checks the seccomp deny list with a harmless call: setting the
+// hostname to its current value, which root could otherwise do.
+func TestPrivilegedSyscallsDenied(t *testing.T) {
+	requireSandbox(t)
+	if os.Geteuid() != 0 {
+		t.Skip("only root could succeed, so only root can tell the filter works")
+	}
+	if _, err := exec.LookPath("hostname"); err != nil {
+		t.Skip("no hostname tool")
+	}
+	name, err := os.Hostname()
+	require.NoError(t, err)
+	f := newFixture(t)
+	for _, c := range confined[:2] {
+		code, out := run(t, c.p, c.protect, f.ws, nil, "hostname", name)
+		require.NotZero(t, code, "%s: %s", c.name, out)
+		require.Regexp(t, "Operation not permitted|must be root", out) // EPERM, as hostname words it
+	}
+	code, out := run(t, Policy{Kind: DangerFullAccess}, protectAuto, f.ws, nil, "hostname", name)
+	require.Zero(t, code, out)
+}

@@ -16,5 +16,6 @@ func (s *Server) buildRoutes() map[string]route {
 		}),
 	}
 	s.addThreadRoutes(r)
+	s.addCommandExecRoutes(r)
 	return r
 }

@@ -14,9 +14,11 @@ import (
 	"sync/atomic"
 
 	"appserver/config"
+	"appserver/execmgr"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
+	"appserver/tools"
 )
 
 // Version is appserver's own version; CompatVersion is the codex-cli version whose protocol it speaks.
@@ -42,6 +44,7 @@ type Server struct {
 	opts    Options
 	routes  map[string]route
 	threads *thread.Manager
+	exec    *execmgr.Manager
 	install string // installation id, read or created once
 
 	mu    sync.Mutex
@@ -59,6 +62,10 @@ func New(opts Options) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: opts.Config, log: opts.Logger, opts: opts, conns: map[*connection]struct{}{}, ctx: ctx, cancel: cancel}
+	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger})
+	if opts.Tools == nil {
+		opts.Tools = tools.Provider(tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger})
+	}
 	s.threads = thread.NewManager(thread.Deps{
 		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion,
 		InstallationID: s.installationID,
@@ -86,6 +93,9 @@ func (s *Server) ServeConn(ctx context.Context, r io.Reader, w io.Writer) error 
 // Close stops everything the server owns: threads, their turns and every child process.
 func (s *Server) Close() {
 	s.threads.Close()
+	if err := s.exec.Close(); err != nil {
+		s.log.Warn("closing processes", "error", err)
+	}
 	s.cancel()
 }
 
@@ -104,6 +114,7 @@ type connection struct {
 	experimental bool
 	optOut       map[string]bool
 	clientInfo   protocol.ClientInfo
+	execs        *execmgr.CommandExecRegistry
 
 	closeHooks []func()
 }

@@ -63,9 +63,16 @@ type Thread struct {
 	elicitCount int64
 	controller  *stopwatch.Controller
 
+	attached map[any]any
+	attachMu sync.Mutex // serialises AttachOnce constructors
+	closers  []func()
+
 	ctx    context.Context
 	cancel context.CancelFunc
 }
+
+// Context ends when the thread is unloaded or the server shuts down.
+func (t *Thread) Context() context.Context { return t.ctx }
 
 // Settings returns a copy of the thread's current settings.
 func (t *Thread) Settings() Settings {
@@ -278,6 +285,7 @@ func (t *Thread) close() {
 		active.interrupt()
 		<-active.done
 	}
+	t.runClosers()
 	if rec != nil {
 		_ = rec.Close()
 	}

@@ -111,7 +111,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Error loading configuration: %v\n", err)
 		return 1
 	}
-	srv := server.New(server.Options{Config: cfg, Logger: logger, Tools: toolsFor(cfg)})
+	srv := server.New(server.Options{Config: cfg, Logger: logger})
 	defer srv.Close()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

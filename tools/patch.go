@@ -1,0 +1,186 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"appserver/applypatch"
+	protocol "appserver/protocol/v2"
+	"appserver/thread"
+)
+
+// patchSet is the freeform apply_patch tool.
+type patchSet struct {
+	deps *Deps
+	st   *threadState
+}
+
+func (p *patchSet) Specs() []json.RawMessage { return []json.RawMessage{applypatch.ToolSpec()} }
+
+func (p *patchSet) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
+	if call.Name != applypatch.ToolName || call.Namespace != "" {
+		return nil, false
+	}
+	input := call.Input
+	if call.Type == "function_call" { // tolerate a function-style call {"input": "..."}
+		var a struct {
+			Input string `json:"input"`
+		}
+		_ = json.Unmarshal([]byte(call.Arguments), &a)
+		input = a.Input
+	}
+	out := p.apply(ctx, tc, call.CallID, input)
+	if call.Type == "function_call" {
+		return thread.FunctionOutput(call.CallID, out), true
+	}
+	return thread.CustomOutput(call.CallID, out), true
+}
+
+type diffKey struct{ turn string }
+
+func (p *patchSet) apply(ctx context.Context, tc *thread.ToolContext, callID, input string) string {
+	start := time.Now()
+	patch, err := applypatch.Parse(input)
+	if err != nil {
+		return applypatch.VerificationFailedOutput(err)
+	}
+	plan, err := patch.Plan(tc.Settings.Cwd)
+	if err != nil {
+		return applypatch.VerificationFailedOutput(err)
+	}
+	item := protocol.ThreadItemFileChange{ID: callID, Status: protocol.PatchApplyStatusInProgress, Changes: fileChanges(plan), StartedAtMs: ptr(start.UnixMilli())}
+	tc.ItemStarted(protocol.ThreadItem{Value: item})
+	finish := func(status protocol.PatchApplyStatus) {
+		item.Status = status
+		item.CompletedAtMs = ptr(time.Now().UnixMilli())
+		tc.ItemCompleted(protocol.ThreadItem{Value: item})
+	}
+	paths := plan.AffectedPaths()
+	if !writesAllowed(tc.Settings.Sandbox, tc.Settings.Cwd, paths) && !p.st.approvals.filesApproved(paths) {
+		if tc.Settings.ApprovalPolicy.Name == protocol.AskForApprovalNever {
+			finish(protocol.PatchApplyStatusDeclined)
+			return "patch rejected: writing outside of the project; rejected by user approval settings"
+		}
+		switch p.askPatch(ctx, tc, callID, *item.StartedAtMs, paths) {
+		case decisionInterrupted:
+			return applypatch.RejectedOutput
+		case decisionCancel:
+			finish(protocol.PatchApplyStatusDeclined)
+			tc.Interrupt()
+			return applypatch.RejectedOutput
+		case decisionDecline, decisionFailed:
+			finish(protocol.PatchApplyStatusDeclined)
+			return applypatch.RejectedOutput
+		}
+		// the files may have changed while the human decided
+		if plan, err = patch.Plan(tc.Settings.Cwd); err != nil {
+			finish(protocol.PatchApplyStatusFailed)
+			return applypatch.VerificationFailedOutput(err)
+		}
+	}
+	td := tc.Thread.AttachOnce(diffKey{tc.TurnID()}, func() any { return applypatch.NewTurnDiff(tc.Settings.Cwd) }).(*applypatch.TurnDiff)
+	td.Track(plan)
+	if err := plan.Apply(); err != nil {
+		finish(protocol.PatchApplyStatusFailed)
+		return applypatch.ApplyFailedOutput(err, time.Since(start))
+	}
+	finish(protocol.PatchApplyStatusCompleted)
+	if diff, err := td.Diff(); err == nil {
+		tc.Emit(protocol.NotifyTurnDiffUpdated, protocol.TurnDiffUpdatedNotification{ThreadID: tc.ThreadID(), TurnID: tc.TurnID(), Diff: diff})
+	}
+	return applypatch.SuccessOutput(plan, time.Since(start))
+}
+
+func (p *patchSet) askPatch(ctx context.Context, tc *thread.ToolContext, itemID string, startedAt int64, paths []string) decision {
+	params := protocol.FileChangeRequestApprovalParams{ThreadID: tc.ThreadID(), TurnID: tc.TurnID(), ItemID: itemID, StartedAtMs: startedAt}
+	tc.SetWaitingOnApproval(true)
+	raw, err := tc.Request(ctx, protocol.ServerRequestItemFileChangeRequestApproval, params)
+	var d decision
+	if err != nil {
+		d = classifyFailure(ctx, err)
+	} else {
+		var resp protocol.FileChangeRequestApprovalResponse
+		d = decisionDecline
+		if json.Unmarshal(raw, &resp) == nil {
+			switch resp.Decision {
+			case protocol.FileChangeApprovalDecisionAccept:
+				d = decisionAccept
+			case protocol.FileChangeApprovalDecisionAcceptForSession:
+				d = decisionAcceptForSession
+				p.st.approvals.approveFiles(paths)
+			case protocol.FileChangeApprovalDecisionCancel:
+				d = decisionCancel
+			}
+		}
+	}
+	if d != decisionInterrupted {
+		tc.SetWaitingOnApproval(false)
+	}
+	return d
+}
+
+func fileChanges(plan *applypatch.Plan) []protocol.FileUpdateChange {
+	out := []protocol.FileUpdateChange{}
+	raw, err := json.Marshal(plan.Changes())
+	if err != nil {
+		return out
+	}
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+// writesAllowed reports whether the sandbox policy lets the patch write every path without asking.
+func writesAllowed(sb protocol.SandboxPolicy, cwd string, paths []string) bool {
+	switch v := sb.Value.(type) {
+	case protocol.SandboxPolicyDangerFullAccess, protocol.SandboxPolicyExternalSandbox:
+		return true
+	case protocol.SandboxPolicyWorkspaceWrite:
+		roots := []string{cwd}
+		for _, r := range v.WritableRoots {
+			roots = append(roots, string(r))
+		}
+		if v.ExcludeSlashTmp == nil || !*v.ExcludeSlashTmp {
+			roots = append(roots, "/tmp")
+		}
+		if v.ExcludeTmpdirEnvVar == nil || !*v.ExcludeTmpdirEnvVar {
+			if t := os.Getenv("TMPDIR"); t != "" {
+				roots = append(roots, t)
+			}
+		}
+		for _, p := range paths {
+			if !underAny(p, roots) || protectedPath(p, roots) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func underAny(p string, roots []string) bool {
+	for _, r := range roots {
+		if rel, err := filepath.Rel(r, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return true
+		}
+	}
+	return false
+}
+
+// protectedPath is a path inside .git or .codex of a writable root (those stay read-only).
+func protectedPath(p string, roots []string) bool {
+	for _, r := range roots {
+		rel, err := filepath.Rel(r, p)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		first := strings.SplitN(rel, string(filepath.Separator), 2)[0]
+		if first == ".git" || first == ".codex" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"appserver/config"
+	"appserver/execmgr"
+	protocol "appserver/protocol/v2"
+	"appserver/sandbox"
+	"appserver/thread"
+)
+
+// Deps are what the tool sets need from the server.
+type Deps struct {
+	Config *config.Config
+	Exec   *execmgr.Manager
+	Logger *slog.Logger
+	// SandboxSelf is the binary re-executed as the sandbox helper ("" = os.Executable()).
+	SandboxSelf string
+	// Extra tool sets added to every turn (MCP, tests).
+	Extra func(t *thread.Thread, s thread.Settings) []thread.ToolSet
+}
+
+// Provider returns the thread.ToolProvider that builds each turn's tools.
+func Provider(d Deps) thread.ToolProvider {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return func(t *thread.Thread, s thread.Settings) []thread.ToolSet {
+		st := state(t, &d)
+		var sets []thread.ToolSet
+		if d.Config.Features != nil && !featureOn(d.Config, "unified_exec", true) {
+			sets = append(sets, &shellSet{deps: &d, st: st})
+		} else {
+			sets = append(sets, &execSet{deps: &d, st: st})
+		}
+		sets = append(sets, &patchSet{deps: &d, st: st})
+		if d.Extra != nil {
+			sets = append(sets, d.Extra(t, s)...)
+		}
+		return sets
+	}
+}
+
+func featureOn(cfg *config.Config, name string, def bool) bool {
+	if v, ok := cfg.Features[name]; ok {
+		return v
+	}
+	return def
+}
+
+type stateKey struct{}
+
+// threadState is the per-thread state of the tools: the unified-exec sessions and the approvals granted
+// for the session.
+type threadState struct {
+	sessions  *execmgr.Sessions
+	approvals *approvalCache
+}
+
+func state(t *thread.Thread, d *Deps) *threadState {
+	return t.AttachOnce(stateKey{}, func() any {
+		st := &threadState{
+			sessions:  execmgr.NewSessions(execmgr.SessionsOptions{Manager: d.Exec, MaxPollWait: d.Config.BackgroundTerminalMaxTimeout}),
+			approvals: newApprovalCache(),
+		}
+		t.OnClose(st.sessions.TerminateAll)
+		return st
+	}).(*threadState)
+}
+
+var (
+	selfOnce sync.Once
+	selfPath string
+)
+
+func (d *Deps) self() string {
+	if d.SandboxSelf != "" {
+		return d.SandboxSelf
+	}
+	selfOnce.Do(func() {
+		p, err := os.Executable()
+		if err == nil {
+			selfPath = p
+		}
+	})
+	return selfPath
+}
+
+// SandboxWrapper returns the argv hook that runs a command under the sandbox policy, or nil when the
+// policy does not restrict anything.
+func SandboxWrapper(self string, policy protocol.SandboxPolicy, cwd string) (func(argv []string) ([]string, error), error) {
+	raw, err := json.Marshal(policy)
+	if err != nil {
+		return nil, err
+	}
+	var p sandbox.Policy
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("sandbox policy: %w", err)
+	}
+	if !p.Sandboxed() {
+		return nil, nil
+	}
+	if self == "" {
+		if self, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("sandbox helper: %w", err)
+		}
+	}
+	if ok, reason := sandbox.Available(); !ok {
+		return nil, fmt.Errorf("sandbox unavailable: %s", reason)
+	}
+	return func(argv []string) ([]string, error) {
+		return sandbox.WrapArgv(self, p, cwd, argv)
+	}, nil
+}
