@@ -17,5 +17,7 @@ func (s *Server) buildRoutes() map[string]route {
 	}
 	s.addThreadRoutes(r)
 	s.addCommandExecRoutes(r)
+	s.addMCPRoutes(r)
+	s.addLifecycleRoutes(r)
 	return r
 }

@@ -64,7 +64,7 @@ func New(opts Options) *Server {
 	s := &Server{cfg: opts.Config, log: opts.Logger, opts: opts, conns: map[*connection]struct{}{}, ctx: ctx, cancel: cancel}
 	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger})
 	if opts.Tools == nil {
-		opts.Tools = tools.Provider(tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger})
+		opts.Tools = tools.Provider(tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools})
 	}
 	s.threads = thread.NewManager(thread.Deps{
 		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion,

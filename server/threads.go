@@ -45,6 +45,10 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error creating thread: %v", err)
 	}
+	if err := s.beforeThreadStart(ctx, t); err != nil {
+		s.threads.Unload(t.ID)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error creating thread: %v", err)
+	}
 	t.Subscribe(c)
 	st := t.Settings()
 	if p.Cwd != nil && isWritable(st.Sandbox) {
@@ -61,6 +65,7 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 		MultiAgentMode: &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
 	}, nil)
 	t.EmitTo(c, protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: info})
+	s.afterThreadStart(t, c)
 	return nil, nil
 }
 

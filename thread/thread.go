@@ -292,3 +292,15 @@ func (t *Thread) close() {
 }
 
 func nowMs() int64 { return time.Now().UnixMilli() }
+
+// Request sends a server→client request for this thread outside a tool call (e.g. an MCP server's own
+// elicitation): it waits for a subscriber, emits serverRequest/resolved after the answer, and is bounded
+// by ctx.
+func (t *Thread) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return t.request(ctx, method, params)
+}
+
+// SetWaitingOnApproval raises or lowers the waitingOnApproval flag of the running turn and announces it.
+func (t *Thread) SetWaitingOnApproval(on bool) {
+	t.setFlag(protocol.ThreadActiveFlagWaitingOnApproval, on)
+}
