@@ -1,0 +1,304 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/mockmodel"
+)
+
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "appserver-bin")
+	if err != nil {
+		panic(err)
+	}
+	binPath = filepath.Join(dir, "appserver")
+	out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build failed: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is the real binary under test, spoken to over real pipes.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan map[string]any
+	stderr *syncBuffer
+	done   chan error
+}
+
+// syncBuffer is a goroutine-safe stderr sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startBinary(t *testing.T, home string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "HOME="+t.TempDir())
+	cmd.Dir = t.TempDir()
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	p := &proc{t: t, cmd: cmd, stdin: stdin, lines: make(chan map[string]any, 1000), stderr: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = p.stderr
+	require.NoError(t, cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("stdout carried a non-JSON line: %q", sc.Text())
+				continue
+			}
+			p.lines <- m
+		}
+		close(p.lines)
+	}()
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+	})
+	return p
+}
+
+func (p *proc) send(v any) {
+	b, _ := json.Marshal(v)
+	_, err := p.stdin.Write(append(b, '\n'))
+	require.NoError(p.t, err)
+}
+
+func (p *proc) waitFor(pred func(map[string]any) bool) map[string]any {
+	p.t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case m, ok := <-p.lines:
+			require.True(p.t, ok, "stdout closed; stderr:\n%s", p.stderr.String())
+			if pred(m) {
+				return m
+			}
+		case <-timeout:
+			p.t.Fatalf("timed out; stderr:\n%s", p.stderr.String())
+		}
+	}
+}
+
+func (p *proc) request(id int, method string, params any) map[string]any {
+	p.send(map[string]any{"id": id, "method": method, "params": params})
+	return p.waitFor(func(m map[string]any) bool { return m["id"] == float64(id) })
+}
+
+func writeConfig(t *testing.T, text string) string {
+	home := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(text), 0o644))
+	return home
+}
+
+func TestVersion(t *testing.T) {
+	out, err := exec.Command(binPath, "--version").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(out), "appserver ")
+}
+
+func TestAliasOverridesAndCleanExitOnEOF(t *testing.T) {
+	home := writeConfig(t, "model = \"from-file\"\n")
+	p := startBinary(t, home, "app-server", "-c", `model="from-flag"`, "--some-unknown-flag", "--listen", "stdio://")
+	init := p.request(0, "initialize", map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}})
+	require.NotNil(t, init["result"])
+	cfg := p.request(1, "config/read", map[string]any{})
+	require.Equal(t, "from-flag", cfg["result"].(map[string]any)["config"].(map[string]any)["model"])
+	require.NoError(t, p.stdin.Close())
+	select {
+	case err := <-p.done:
+		require.NoError(t, err, "exit status 0 on stdin EOF")
+	case <-time.After(15 * time.Second):
+		t.Fatal("server did not exit on stdin EOF")
+	}
+	require.Contains(t, p.stderr.String(), "--some-unknown-flag", "unsupported flags are warned about on stderr")
+}
+
+func TestMalformedConfigFailsStartup(t *testing.T) {
+	home := writeConfig(t, "model = \"x\"\n[model_providers.mock\nbase_url = 1\n")
+	cmd := exec.Command(binPath)
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
+	cmd.Stdin = strings.NewReader("")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr)
+	require.NotEqual(t, 0, exitErr.ExitCode())
+	require.Contains(t, stderr.String(), "config.toml")
+	require.Contains(t, stderr.String(), ":2")
+	require.Empty(t, stdout.String(), "nothing but protocol messages on stdout")
+}
+
+func TestWrongTypeConfigNamesKey(t *testing.T) {
+	home := writeConfig(t, "model = 5\n")
+	cmd := exec.Command(binPath)
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "model")
+}
+
+func TestUnsupportedListenScheme(t *testing.T) {
+	cmd := exec.Command(binPath, "--listen", "ws://127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "not supported")
+}
+
+func TestJSONLogFormat(t *testing.T) {
+	home := writeConfig(t, "")
+	cmd := exec.Command(binPath, "--bogus")
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "LOG_FORMAT=json")
+	cmd.Stdin = strings.NewReader("{not json\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run())
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "stderr line is JSON: %q", line)
+	}
+}
+
+// descendants lists the pids whose ancestry leads to root, from /proc.
+func descendants(root int) []int {
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+2:])
+		if len(f) > 1 {
+			ppid, _ := strconv.Atoi(f[1])
+			parent[pid] = ppid
+		}
+	}
+	var out []int
+	for pid := range parent {
+		for p := parent[pid]; p > 1; p = parent[p] {
+			if p == root {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] != 'Z'
+}
+
+// TestNoChildOutlivesTheServer starts a long unified-exec session and a background command/exec, then
+// closes stdin: every descendant must be gone after the server exits.
+func TestNoChildOutlivesTheServer(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("exec_command", "call_1", map[string]any{"cmd": "trap '' TERM; sleep 123", "yield_time_ms": 300})}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
+	home := writeConfig(t, fmt.Sprintf(`model = "mock-model"
+model_provider = "mock"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+[model_providers.mock]
+name = "mock"
+base_url = %q
+request_max_retries = 0
+stream_max_retries = 0
+`, mm.URL()))
+	p := startBinary(t, home)
+	p.request(0, "initialize", map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}})
+	res := p.request(1, "thread/start", map[string]any{})
+	tid := res["result"].(map[string]any)["thread"].(map[string]any)["id"]
+	p.send(map[string]any{"id": 2, "method": "command/exec", "params": map[string]any{"command": []string{"sleep", "124"}, "processId": "bg", "disableTimeout": true, "streamStdoutStderr": true}})
+	p.request(3, "turn/start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "go"}}})
+	p.waitFor(func(m map[string]any) bool { return m["method"] == "turn/completed" })
+	kids := descendants(p.cmd.Process.Pid)
+	require.NotEmpty(t, kids, "the sleeps are running")
+	require.NoError(t, p.stdin.Close())
+	select {
+	case err := <-p.done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not exit")
+	}
+	for _, pid := range kids {
+		require.False(t, alive(pid), "process %d outlived the server", pid)
+	}
+}
+
+func TestSIGTERMKillsChildren(t *testing.T) {
+	home := writeConfig(t, "sandbox_mode = \"danger-full-access\"\n")
+	p := startBinary(t, home)
+	p.request(0, "initialize", map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}})
+	p.send(map[string]any{"id": 1, "method": "command/exec", "params": map[string]any{"command": []string{"sh", "-c", "trap '' TERM; sleep 125"}, "processId": "bg", "disableTimeout": true, "streamStdoutStderr": true}})
+	require.Eventually(t, func() bool { return len(descendants(p.cmd.Process.Pid)) > 0 }, 10*time.Second, 20*time.Millisecond)
+	kids := descendants(p.cmd.Process.Pid)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not exit on SIGTERM")
+	}
+	for _, pid := range kids {
+		require.False(t, alive(pid), "process %d outlived the server", pid)
+	}
+}
