@@ -10,10 +10,16 @@ import (
 	protocol "appserver/protocol/v2"
 )
 
-func (s *Server) modelList(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ModelListParams) (any, error) {
+func (s *Server) modelList(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ModelListParams) (any, error) {
 	includeHidden := p.IncludeHidden != nil && *p.IncludeHidden
 	var all []protocol.Model
-	for _, m := range model.Catalog() {
+	catalog := model.Catalog()
+	if _, ok := model.LookupModel(s.cfg.Model); ok {
+		for i := range catalog { // the configured model is the default
+			catalog[i].IsDefault = catalog[i].ID == s.cfg.Model || catalog[i].Model == s.cfg.Model
+		}
+	}
+	for _, m := range catalog {
 		if m.Hidden && !includeHidden {
 			continue
 		}
@@ -27,8 +33,48 @@ func (s *Server) modelList(_ context.Context, _ *connection, _ *jsonrpc.Request,
 		}
 		all = append(all, pm)
 	}
+	all = append(all, s.providerModels(ctx, p, catalog)...)
 	page, next := paginate(all, p.Cursor, p.Limit)
 	return protocol.ModelListResponse{Data: page, NextCursor: next}, nil
+}
+
+// providerModels adds what a non-OpenAI provider's GET /models reports (when it answers within a second)
+// and the catalogue lacks, so local servers (Ollama, LM Studio, vLLM) list their models.
+func (s *Server) providerModels(ctx context.Context, p *protocol.ModelListParams, catalog []model.CatalogModel) []protocol.Model {
+	providerID := s.cfg.ModelProvider
+	if p.ModelProvider != nil && *p.ModelProvider != "" {
+		providerID = *p.ModelProvider
+	}
+	if providerID == "" || providerID == model.ProviderOpenAI {
+		return nil
+	}
+	client, err := s.threads.ModelClient(providerID)
+	if err != nil {
+		return nil
+	}
+	ids, err := client.ListModels(ctx)
+	if err != nil {
+		s.log.Debug("provider model listing failed", "provider", providerID, "error", err)
+		return nil
+	}
+	known := map[string]bool{}
+	for _, m := range catalog {
+		known[m.ID] = true
+	}
+	var out []protocol.Model
+	for _, id := range ids {
+		if known[id] {
+			continue
+		}
+		known[id] = true
+		out = append(out, protocol.Model{
+			ID: id, Model: id, DisplayName: id, Description: "Served by the " + providerID + " provider.",
+			DefaultReasoningEffort:    "medium",
+			SupportedReasoningEfforts: []protocol.ReasoningEffortOption{{ReasoningEffort: "medium", Description: "Default"}},
+			IsDefault:                 id == s.cfg.Model,
+		})
+	}
+	return out
 }
 
 func (s *Server) accountRead(_ context.Context, _ *connection, _ *jsonrpc.Request, _ *protocol.GetAccountParams) (any, error) {

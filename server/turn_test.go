@@ -347,3 +347,58 @@ func TestTurnStartWhileActiveFoldsInput(t *testing.T) {
 type lazyNotes struct{ mm *mockmodel.Server }
 
 func (l lazyNotes) String() string { return fmt.Sprint(l.mm.Notes()) }
+
+func TestModelListIncludesProviderModels(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.SetModels(map[string]any{"data": []any{map[string]any{"id": "local-llama"}, map[string]any{"id": "gpt-6.1-sol"}}})
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	var res struct {
+		Data []struct {
+			ID        string
+			IsDefault bool
+		}
+		NextCursor *string
+	}
+	c.Result("model/list", map[string]any{}, &res)
+	var ids []string
+	defaults := 0
+	for _, m := range res.Data {
+		ids = append(ids, m.ID)
+		if m.IsDefault {
+			defaults++
+		}
+	}
+	require.Contains(t, ids, "gpt-6.1-sol")
+	require.Contains(t, ids, "local-llama")
+	require.Equal(t, 1, countOf(ids, "gpt-6.1-sol"), "catalogue entries are not duplicated")
+	require.Equal(t, 1, defaults)
+	c.Result("model/list", map[string]any{"limit": 1}, &res)
+	require.Len(t, res.Data, 1)
+	require.Equal(t, "1", *res.NextCursor)
+}
+
+func countOf(xs []string, x string) int {
+	n := 0
+	for _, v := range xs {
+		if v == x {
+			n++
+		}
+	}
+	return n
+}
+
+func TestModelListMarksConfiguredModelDefault(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{Raw: true, Config: "model = \"gpt-5.5\"\n"})
+	c.Initialize(false)
+	var res struct {
+		Data []struct {
+			ID        string
+			IsDefault bool
+		}
+	}
+	c.Result("model/list", map[string]any{"includeHidden": true}, &res)
+	for _, m := range res.Data {
+		require.Equal(t, m.ID == "gpt-5.5", m.IsDefault, m.ID)
+	}
+}
