@@ -494,8 +494,8 @@ func (p *Process) wait() {
 	p.stdin = nil
 	p.stdinMu.Unlock()
 	closeAll(p.readers...)
+	p.m.forget(p) // before done, so that Close's waiters see an empty table
 	close(p.done)
-	p.m.forget(p)
 }
 
 func exitCode(ps *os.ProcessState) int {

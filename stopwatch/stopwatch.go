@@ -72,7 +72,11 @@ func newStopwatch(limit time.Duration, paused bool, opts []Option) *Stopwatch {
 		return s
 	}
 	s.runningSince = s.clock.Now()
-	s.armLocked() // not yet shared, the lock is not needed
+	// The timer's callback takes the lock; holding it here gives the race detector (and readers of the
+	// memory model) the happens-before edge between this write of s.timer and the callback's.
+	s.mu.Lock()
+	s.armLocked()
+	s.mu.Unlock()
 	return s
 }
 
