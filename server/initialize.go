@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"appserver/jsonrpc"
+	"appserver/sandbox"
 	protocol "appserver/protocol/v2"
 )
 
@@ -52,6 +53,12 @@ func (s *Server) initialize(_ context.Context, c *connection, req *jsonrpc.Reque
 		"installationId": s.installationID(),
 		"environmentId":  nil,
 	})
+	if ok, reason := sandbox.Available(); !ok {
+		details := "Commands under read-only or workspace-write are refused rather than run unsandboxed; use danger-full-access to run them without a sandbox."
+		c.notify(protocol.NotifyConfigWarning, protocol.ConfigWarningNotification{
+			Summary: "Sandboxing is unavailable on this machine: " + reason, Details: &details,
+		})
+	}
 	return nil, nil
 }
 
