@@ -194,6 +194,12 @@ func (t *Thread) setFlag(f protocol.ThreadActiveFlag, on bool) {
 // request sends a server→client request to a subscriber (waiting for one to subscribe if none is),
 // then emits serverRequest/resolved whatever the outcome once an id was assigned.
 func (t *Thread) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return t.requestThen(ctx, method, params, nil)
+}
+
+// requestThen is request with a hook that runs after the answer (or failure) and before
+// serverRequest/resolved is emitted.
+func (t *Thread) requestThen(ctx context.Context, method string, params any, beforeResolved func(err error)) (json.RawMessage, error) {
 	for {
 		t.mu.Lock()
 		var sub Subscriber
@@ -206,6 +212,9 @@ func (t *Thread) request(ctx context.Context, method string, params any) (json.R
 		if sub != nil {
 			var reqID any
 			res, err := sub.Call(ctx, method, params, func(id any) { reqID = id })
+			if beforeResolved != nil {
+				beforeResolved(err)
+			}
 			if reqID != nil {
 				t.emit(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.ID, RequestID: requestID(reqID)})
 			}
@@ -237,7 +246,7 @@ func (t *Thread) IncrementElicitation(ctx context.Context) (count int64, paused 
 		if err := t.mgr.notifyPause(ctx, t, true); err != nil {
 			return t.elicitCount, t.elicitCount > 0, err
 		}
-		t.controller.SetPaused(true)
+		t.setOutOfBandPaused(true)
 	}
 	t.elicitCount++
 	return t.elicitCount, true, nil
@@ -254,7 +263,7 @@ func (t *Thread) DecrementElicitation(ctx context.Context) (count int64, paused 
 		if err := t.mgr.notifyPause(ctx, t, false); err != nil {
 			return t.elicitCount, true, err
 		}
-		t.controller.SetPaused(false)
+		t.setOutOfBandPaused(false)
 	}
 	t.elicitCount--
 	return t.elicitCount, t.elicitCount > 0, nil

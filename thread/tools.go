@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"time"
 
 	protocol "appserver/protocol/v2"
 )
@@ -71,7 +72,15 @@ func (tc *ToolContext) Request(ctx context.Context, method string, params any) (
 		ctx, cancel = sw.Context(ctx)
 		defer cancel()
 	}
-	return tc.Thread.request(ctx, method, params)
+	// A request cleared by the turn ending is reported resolved after turn/completed, as the reference does.
+	return tc.Thread.requestThen(ctx, method, params, func(err error) {
+		if err != nil && tc.Turn.ctx.Err() != nil {
+			select {
+			case <-tc.Turn.done:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
 }
 
 // SetWaitingOnApproval raises or lowers the thread's waitingOnApproval flag (announced at once).
