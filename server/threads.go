@@ -160,27 +160,6 @@ func paginate[T any](all []T, cursor *string, limit *uint32) ([]T, *string) {
 	return all[start:end], next
 }
 
-func (s *Server) threadRead(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ThreadReadParams) (any, error) {
-	if err := validateThreadID(p.ThreadID); err != nil {
-		return nil, jsonrpc.InvalidRequest(err.Error())
-	}
-	t, ok := s.threads.Get(p.ThreadID)
-	if !ok {
-		return nil, jsonrpc.InvalidRequest("thread not loaded: " + p.ThreadID)
-	}
-	info := t.Info()
-	if p.IncludeTurns != nil && *p.IncludeTurns {
-		info.Turns = t.TurnsSnapshot()
-		c.notify(protocol.NotifyDeprecationNotice, deprecationHydration())
-	}
-	return protocol.ThreadReadResponse{Thread: info}, nil
-}
-
-func deprecationHydration() protocol.DeprecationNoticeNotification {
-	details := "Use thread/turns/list or thread/items/list to page through history instead."
-	return protocol.DeprecationNoticeNotification{Summary: "Full-history hydration is deprecated for paginated threads.", Details: &details}
-}
-
 func (s *Server) incrementElicitation(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadIncrementElicitationParams) (any, error) {
 	t, err := s.loadedThread(p.ThreadID)
 	if err != nil {
@@ -206,16 +185,6 @@ func (s *Server) decrementElicitation(ctx context.Context, _ *connection, _ *jso
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to resume thread: %v", err)
 	}
 	return protocol.ThreadDecrementElicitationResponse{Count: count, Paused: paused}, nil
-}
-
-func (s *Server) threadNameSet(_ context.Context, _ *connection, req *jsonrpc.Request, p *protocol.ThreadSetNameParams) (any, error) {
-	t, err := s.loadedThread(p.ThreadID)
-	if err != nil {
-		return nil, err
-	}
-	req.Reply(protocol.ThreadSetNameResponse{}, nil)
-	t.SetName(p.Name)
-	return nil, nil
 }
 
 func ptr[T any](v T) *T { return &v }

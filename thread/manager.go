@@ -51,6 +51,14 @@ type Manager struct {
 	closed   bool
 	rootCtx  context.Context
 	shutdown context.CancelFunc
+
+	// store indexes CODEX_HOME's rollouts; opened on first use (storeMu serialises the opening).
+	storeMu sync.Mutex
+	store   *rollout.Store
+	// pendingContext holds a new thread's initial context items until its first turn records them.
+	pendingContext map[string][]json.RawMessage
+	// unloadTimers unload a thread whose last subscriber left, after config.ThreadUnloadDelay.
+	unloadTimers map[string]*unloadTimer
 }
 
 // NewManager creates a Manager; Close ends every thread.
@@ -65,7 +73,8 @@ func NewManager(deps Deps) *Manager {
 		deps.InstallationID = func() string { return "" }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{deps: deps, log: deps.Logger, threads: map[string]*Thread{}, clients: map[string]*model.Client{}, rootCtx: ctx, shutdown: cancel}
+	return &Manager{deps: deps, log: deps.Logger, threads: map[string]*Thread{}, clients: map[string]*model.Client{}, rootCtx: ctx, shutdown: cancel,
+		pendingContext: map[string][]json.RawMessage{}, unloadTimers: map[string]*unloadTimer{}}
 }
 
 // SetPauseListener installs the seam told about out-of-band pause transitions.
@@ -112,6 +121,11 @@ func (m *Manager) Unload(id string) bool {
 	m.mu.Lock()
 	t, ok := m.threads[id]
 	delete(m.threads, id)
+	delete(m.pendingContext, id)
+	if tm := m.unloadTimers[id]; tm != nil {
+		tm.Stop()
+		delete(m.unloadTimers, id)
+	}
 	m.mu.Unlock()
 	if ok {
 		t.close()
@@ -123,6 +137,10 @@ func (m *Manager) Unload(id string) bool {
 func (m *Manager) Close() {
 	m.mu.Lock()
 	m.closed = true
+	for id, tm := range m.unloadTimers {
+		tm.Stop()
+		delete(m.unloadTimers, id)
+	}
 	threads := make([]*Thread, 0, len(m.threads))
 	for _, t := range m.threads {
 		threads = append(threads, t)
@@ -245,31 +263,116 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	}
 	t.meta.ReasoningEffort = s.Effort
 	if !ephemeral {
-		rec, err := rollout.Create(cfg.CodexHome, rollout.SessionMeta{
+		rec, err := m.createRollout(rollout.SessionMeta{
 			ID: id, Timestamp: rollout.FormatTimestamp(now), Cwd: cwd, Originator: opts.Originator,
 			CLIVersion: m.deps.Version, Source: rollout.StringSource(firstNonEmpty(opts.Source, "vscode")),
 			ModelProvider: s.ModelProvider,
-		}, now)
+		}, s, now)
 		if err != nil {
-			return nil, fmt.Errorf("create rollout: %w", err)
+			return nil, err
 		}
 		t.recorder = rec
 		path := rec.Path()
 		t.meta.Path = &path
 	}
 	t.history = append(t.history, initialContext(s)...)
-	for _, item := range t.history {
-		t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(item) })
+	if err := m.register(t); err != nil {
+		return nil, err
 	}
+	m.mu.Lock()
+	m.pendingContext[id] = append([]json.RawMessage(nil), t.history...)
+	m.mu.Unlock()
+	return t, nil
+}
+
+// register makes a thread loaded (closing it when the server is shutting down).
+func (m *Manager) register(t *Thread) error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		t.close()
-		return nil, fmt.Errorf("server is shutting down")
+		return fmt.Errorf("server is shutting down")
 	}
-	m.threads[id] = t
+	m.threads[t.ID] = t
 	m.mu.Unlock()
-	return t, nil
+	return nil
+}
+
+// createRollout creates a thread's rollout with the reference's session_meta and indexes it.
+func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.Time) (*rollout.Recorder, error) {
+	base := s.BaseInstructions
+	if base == "" {
+		base = baseInstructions
+	}
+	meta.SessionID = meta.ID
+	meta.RuntimeWorkspaceRoots = []string{meta.Cwd}
+	meta.BaseInstructions = &rollout.BaseInstructions{Text: base}
+	meta.HistoryMode = rollout.HistoryModePaginated
+	rec, err := rollout.Create(m.deps.Config.CodexHome, meta, now)
+	if err != nil {
+		return nil, fmt.Errorf("create rollout: %w", err)
+	}
+	// An index not opened yet finds the new file when it opens: thread/start never waits for a full scan.
+	if st := m.openStore(); st != nil {
+		sum := rollout.Summary{ID: meta.ID, Path: rec.Path(), Cwd: meta.Cwd, CreatedAt: now.Unix(), CreatedAtMs: now.UnixMilli(),
+			ModelProvider: meta.ModelProvider, Model: s.Model, Source: rollout.SourceString(meta.Source), CLIVersion: meta.CLIVersion,
+			Originator: meta.Originator, ForkedFromID: meta.ForkedFromID}
+		if s.Effort != nil {
+			sum.ReasoningEffort = string(*s.Effort)
+		}
+		if err := st.Upsert(sum); err != nil {
+			m.log.Warn("rollout index upsert failed", "error", err)
+		}
+	}
+	return rec, nil
+}
+
+// Store returns the rollout index of CODEX_HOME, opening it on first use.
+func (m *Manager) Store() (*rollout.Store, error) {
+	m.storeMu.Lock()
+	defer m.storeMu.Unlock()
+	if m.store != nil {
+		return m.store, nil
+	}
+	st, err := rollout.Open(m.deps.Config.CodexHome)
+	if err != nil {
+		return nil, fmt.Errorf("open rollout index: %w", err)
+	}
+	m.store = st
+	return st, nil
+}
+
+// openStore returns the rollout index if it is already open, else nil.
+func (m *Manager) openStore() *rollout.Store {
+	m.storeMu.Lock()
+	defer m.storeMu.Unlock()
+	return m.store
+}
+
+// takePendingContext returns (once) the initial context a new thread's first turn records.
+func (m *Manager) takePendingContext(id string) []json.RawMessage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	items := m.pendingContext[id]
+	delete(m.pendingContext, id)
+	return items
+}
+
+// touch refreshes the index entry of a thread whose rollout was appended to (a turn ended).
+func (m *Manager) touch(t *Thread) {
+	t.mu.Lock()
+	persisted := t.recorder != nil
+	t.mu.Unlock()
+	if !persisted {
+		return
+	}
+	st := m.openStore()
+	if st == nil {
+		return
+	}
+	if _, err := st.Touch(t.ID); err != nil {
+		m.log.Warn("rollout index touch failed", "thread", t.ID, "error", err)
+	}
 }
 
 func (m *Manager) newThread(id string, s Settings) *Thread {

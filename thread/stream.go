@@ -22,6 +22,8 @@ type liveItem struct {
 type streamState struct {
 	turn  *Turn
 	items map[string]*liveItem
+	// recorded holds the output items already appended to the rollout (as they completed).
+	recorded map[string]bool
 }
 
 func (ss *streamState) on(ev model.Event) {
@@ -74,6 +76,11 @@ func (ss *streamState) on(ev model.Event) {
 		t.emit(protocol.NotifyItemReasoningTextDelta, protocol.ReasoningTextDeltaNotification{ThreadID: t.ID, TurnID: tn.ID, ItemID: e.ItemID, Delta: e.Delta, ContentIndex: int64(e.ContentIndex)})
 	case model.ItemDoneEvent:
 		ss.done(e)
+		// The reference records each output item as it completes (after its item_completed, if any).
+		if len(e.Item) > 0 && !ss.recorded[string(e.Item)] {
+			ss.recorded[string(e.Item)] = true
+			t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(e.Item) })
+		}
 	case model.RetryEvent:
 		details := e.Err.Message
 		t.emit(protocol.NotifyError, protocol.ErrorNotification{
@@ -122,7 +129,6 @@ func (ss *streamState) done(e model.ItemDoneEvent) {
 		ti := protocol.ThreadItem{Value: item}
 		tn.addItem(ti)
 		t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: ti, ThreadID: t.ID, TurnID: tn.ID, CompletedAtMs: *item.CompletedAtMs})
-		t.record(func(r *rollout.Recorder) error { return r.AppendEvent(rollout.AgentMessage{Message: item.Text}) })
 	case "reasoning":
 		var rs struct {
 			Summary []struct {
@@ -156,8 +162,5 @@ func (ss *streamState) done(e model.ItemDoneEvent) {
 		ti := protocol.ThreadItem{Value: item}
 		tn.addItem(ti)
 		t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: ti, ThreadID: t.ID, TurnID: tn.ID, CompletedAtMs: *item.CompletedAtMs})
-		for _, s := range summary {
-			t.record(func(r *rollout.Recorder) error { return r.AppendEvent(rollout.AgentReasoning{Text: s}) })
-		}
 	}
 }

@@ -35,6 +35,7 @@ type Turn struct {
 	pending   []protocol.UserInput // steered input waiting for the next model request
 	firstIn   []protocol.UserInput
 	finished  bool
+	usage     protocol.TokenUsageBreakdown // this turn's accumulated usage (token_usage_record)
 }
 
 // Done is closed when the turn has completed (turn/completed was sent).
@@ -44,8 +45,8 @@ func (tn *Turn) interrupt() { tn.cancel(errInterrupted) }
 
 func (tn *Turn) addItem(item protocol.ThreadItem) {
 	tn.mu.Lock()
-	defer tn.mu.Unlock()
 	if tn.finished {
+		tn.mu.Unlock()
 		return
 	}
 	tn.items = append(tn.items, item)
@@ -53,6 +54,9 @@ func (tn *Turn) addItem(item protocol.ThreadItem) {
 		it := item
 		tn.lastAgent = &it
 	}
+	tn.mu.Unlock()
+	// Recorded when the item completes, not at turn end, so a crash keeps it.
+	tn.recordItemCompleted(item)
 }
 
 // snapshot renders the turn; full selects every item rather than the summary (last agent message).
@@ -175,12 +179,7 @@ func (tn *Turn) run() {
 	started.ItemsView = ptr(protocol.TurnItemsViewNotLoaded)
 	t.emit(protocol.NotifyTurnStarted, protocol.TurnStartedNotification{ThreadID: t.ID, Turn: started})
 	s := t.Settings()
-	t.record(func(r *rollout.Recorder) error {
-		return r.AppendTurnContext(rollout.TurnContext{TurnID: tn.ID, Cwd: s.Cwd, ApprovalPolicy: approvalName(s.ApprovalPolicy), SandboxPolicy: mustJSON(s.Sandbox), Model: s.Model})
-	})
-	t.record(func(r *rollout.Recorder) error {
-		return r.AppendEvent(rollout.TaskStarted{TurnID: tn.ID, StartedAt: tn.startedAt.Unix(), ModelContextWindow: ptr(model.ContextWindow(s.Model))})
-	})
+	tn.recordStart(s)
 	if wasInterrupted {
 		t.appendHistory(messageItem("user", interruptedNotice))
 	}
@@ -208,18 +207,16 @@ func (tn *Turn) acceptInput(input []protocol.UserInput) {
 	item := protocol.ThreadItemUserMessage{ID: uuid.Must(uuid.NewV7()).String(), Content: content, StartedAtMs: ptr(now)}
 	t.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, StartedAtMs: now})
 	item.CompletedAtMs = ptr(nowMs())
-	tn.addItem(protocol.ThreadItem{Value: item})
-	t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, CompletedAtMs: *item.CompletedAtMs})
 	text := userText(input)
 	t.mu.Lock()
 	if t.meta.Preview == "" {
 		t.meta.Preview = text
 	}
 	t.mu.Unlock()
-	t.record(func(r *rollout.Recorder) error {
-		return r.AppendEvent(rollout.UserMessage{Message: text})
-	})
+	// The reference records the model's user message before the UI item.
 	t.appendHistory(userInputItem(input))
+	tn.addItem(protocol.ThreadItem{Value: item})
+	t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, CompletedAtMs: *item.CompletedAtMs})
 }
 
 func (t *Thread) appendHistory(items ...json.RawMessage) {
@@ -284,7 +281,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			sets = t.mgr.deps.Tools(t, s)
 		}
 		req := tn.buildRequest(s, sets)
-		sr := &streamState{turn: tn, items: map[string]*liveItem{}}
+		sr := &streamState{turn: tn, items: map[string]*liveItem{}, recorded: map[string]bool{}}
 		comp, err := client.Stream(tn.ctx, req, sr.on)
 		if err != nil {
 			if tn.ctx.Err() != nil {
@@ -296,7 +293,15 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			}
 			return tn.fail(me)
 		}
-		t.appendHistory(comp.Items...)
+		t.mu.Lock()
+		t.history = append(t.history, comp.Items...)
+		t.mu.Unlock()
+		for _, it := range comp.Items {
+			if !sr.recorded[string(it)] {
+				t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(it) })
+			}
+		}
+		tn.recordUsage(comp.ResponseID, comp.Usage)
 		calls := toolCalls(comp.Items)
 		if len(calls) > 0 {
 			outputs, ok := tn.runTools(s, sets, calls)
@@ -387,6 +392,7 @@ func (tn *Turn) reportUsage(s Settings, u *model.Usage) {
 	total := t.total
 	t.mu.Unlock()
 	window := model.ContextWindow(s.Model)
+	t.Attach(lastUsageKey{}, protocol.ThreadTokenUsage{Total: total, Last: last, ModelContextWindow: ptr(window)})
 	t.emit(protocol.NotifyThreadTokenUsageUpdated, protocol.ThreadTokenUsageUpdatedNotification{
 		ThreadID: t.ID, TurnID: tn.ID,
 		TokenUsage: protocol.ThreadTokenUsage{Total: total, Last: last, ModelContextWindow: ptr(window)},
@@ -503,19 +509,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: summary, ItemsView: ptr(protocol.TurnItemsViewSummary),
 		Status: status, Error: turnErr, StartedAt: ptr(tn.startedAt.Unix()), CompletedAt: ptr(completedAt.Unix()), DurationMs: ptr(dur),
 	}
-	if status == protocol.TurnStatusInterrupted {
-		t.record(func(r *rollout.Recorder) error {
-			return r.AppendEvent(rollout.TurnAborted{TurnID: tn.ID, Reason: "interrupted", StartedAt: tn.startedAt.Unix(), CompletedAt: completedAt.Unix(), DurationMs: ptr(dur)})
-		})
-	} else {
-		t.record(func(r *rollout.Recorder) error {
-			tc := rollout.TaskComplete{TurnID: tn.ID, LastAgentMessage: ptrIf(lastText), StartedAt: tn.startedAt.Unix(), CompletedAt: completedAt.Unix(), DurationMs: ptr(dur)}
-			if turnErr != nil {
-				tc.Error = &rollout.TurnError{Message: turnErr.Message}
-			}
-			return r.AppendEvent(tc)
-		})
-	}
+	tn.recordEnd(status, turnErr, lastText, completedAt, dur)
 	t.emitMu.Lock()
 	defer t.emitMu.Unlock()
 	t.mu.Lock()
@@ -535,6 +529,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 		subs = append(subs, s)
 	}
 	t.mu.Unlock()
+	t.mgr.touch(t)
 	for _, s := range subs {
 		s.Notify(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: protocol.ThreadStatus{Value: protocol.ThreadStatusIdle{}}})
 	}

@@ -38,6 +38,9 @@ type Options struct {
 	Tools thread.ToolProvider
 	// ProviderRetries sets request_max_retries and stream_max_retries of the mock provider.
 	RequestRetries, StreamRetries int
+	// Home reuses an existing CODEX_HOME (e.g. a previous client's Home, to test a restart); its
+	// config.toml is rewritten and the working directory is "work" beside it. Empty: a fresh one.
+	Home string
 }
 
 // Message is one line the server wrote, decoded.
@@ -87,6 +90,10 @@ func Start(t testing.TB, opts Options) *Client {
 	t.Helper()
 	base := t.TempDir()
 	home := filepath.Join(base, "codex_home")
+	if opts.Home != "" {
+		home = opts.Home
+		base = filepath.Dir(home)
+	}
 	work := filepath.Join(base, "work")
 	require.NoError(t, os.MkdirAll(home, 0o755))
 	require.NoError(t, os.MkdirAll(work, 0o755))

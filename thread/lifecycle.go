@@ -1,0 +1,686 @@
+package thread
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+
+	"appserver/config"
+	protocol "appserver/protocol/v2"
+	"appserver/rollout"
+)
+
+// ErrNoRollout reports a thread id with no rollout on disk; its text is the reference's.
+var ErrNoRollout = errors.New("no rollout found for thread id")
+
+// noRollout wraps ErrNoRollout with the id, as the reference words it.
+func noRollout(id string) error { return fmt.Errorf("%w %s", ErrNoRollout, id) }
+
+func (m *Manager) lookupStored(id string) (rollout.Summary, error) {
+	st, err := m.Store()
+	if err != nil {
+		return rollout.Summary{}, err
+	}
+	sum, err := st.Get(id)
+	if errors.Is(err, rollout.ErrNotFound) {
+		return rollout.Summary{}, noRollout(id)
+	}
+	return sum, err
+}
+
+// ThreadFromSummary renders an index entry as a protocol Thread with the given status and no turns.
+func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protocol.Thread {
+	th := protocol.Thread{
+		ID: sum.ID, SessionID: sum.ID, Preview: sum.Preview, ModelProvider: sum.ModelProvider,
+		CreatedAt: sum.CreatedAt, UpdatedAt: sum.UpdatedAt, RecencyAt: ptr(sum.UpdatedAt), Status: status,
+		Path: ptr(sum.Path), Cwd: protocol.AbsolutePathBuf(sum.Cwd), CliVersion: sum.CLIVersion,
+		Source:      protocol.SessionSource{Name: firstNonEmpty(sum.Source, "vscode")},
+		HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Turns: []protocol.Turn{},
+	}
+	if sum.Originator != "" {
+		th.Originator = ptr(sum.Originator)
+	}
+	if sum.Model != "" {
+		th.Model = ptr(sum.Model)
+	}
+	if sum.ReasoningEffort != "" {
+		th.ReasoningEffort = ptr(protocol.ReasoningEffort(sum.ReasoningEffort))
+	}
+	if sum.Name != "" {
+		th.Name = ptr(sum.Name)
+	}
+	if sum.ForkedFromID != "" {
+		th.ForkedFromID = ptr(sum.ForkedFromID)
+	}
+	if g := rollout.GitInfo(sum.GitInfo); g != nil {
+		var gi protocol.GitInfo
+		if b, err := json.Marshal(g); err == nil && json.Unmarshal(b, &gi) == nil {
+			th.GitInfo = &gi
+		}
+	}
+	return th
+}
+
+func notLoaded() protocol.ThreadStatus {
+	return protocol.ThreadStatus{Value: protocol.ThreadStatusNotLoaded{}}
+}
+
+// List returns a page of thread/list: stored threads from the index, loaded ones with their live status.
+func (m *Manager) List(q rollout.ListQuery) ([]protocol.Thread, string, error) {
+	st, err := m.Store()
+	if err != nil {
+		return nil, "", err
+	}
+	page, next, err := st.List(q)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]protocol.Thread, 0, len(page))
+	for _, sum := range page {
+		th := ThreadFromSummary(sum, notLoaded())
+		th.ForkedFromID = nil // the reference's listing does not carry it
+		if t, ok := m.Get(sum.ID); ok && !sum.Archived {
+			info := t.Info()
+			th.Status = info.Status
+			th.Environments = info.Environments
+			if info.Name != nil {
+				th.Name = info.Name
+			}
+			if th.Preview == "" {
+				th.Preview = info.Preview
+			}
+		}
+		out = append(out, th)
+	}
+	return out, next, nil
+}
+
+// ConvertTurns turns the reader's JSON-ready turns into protocol turns; undecodable items are dropped.
+func ConvertTurns(in []rollout.Turn) []protocol.Turn {
+	out := make([]protocol.Turn, 0, len(in))
+	for _, rt := range in {
+		items := rt.Items
+		rt.Items = nil
+		b, err := json.Marshal(rt)
+		if err != nil {
+			continue
+		}
+		var pt protocol.Turn
+		if err := json.Unmarshal(b, &pt); err != nil {
+			continue
+		}
+		pt.Items = make([]protocol.ThreadItem, 0, len(items))
+		for _, it := range items {
+			ib, err := json.Marshal(it)
+			if err != nil {
+				continue
+			}
+			var ti protocol.ThreadItem
+			if json.Unmarshal(ib, &ti) == nil {
+				pt.Items = append(pt.Items, ti)
+			}
+		}
+		if pt.ItemsView == nil {
+			pt.ItemsView = ptr(protocol.TurnItemsViewFull)
+		}
+		out = append(out, pt)
+	}
+	return out
+}
+
+// ReadStored reads a thread that is not loaded from its rollout (status notLoaded); turns are included on
+// request.
+func (m *Manager) ReadStored(id string, includeTurns bool) (protocol.Thread, error) {
+	sum, err := m.lookupStored(id)
+	if err != nil {
+		return protocol.Thread{}, err
+	}
+	th := ThreadFromSummary(sum, notLoaded())
+	if includeTurns {
+		st, _ := m.Store()
+		rt, err := st.ReadThread(id)
+		if err != nil {
+			return protocol.Thread{}, err
+		}
+		th.Turns = ConvertTurns(rt.Turns)
+	}
+	return th, nil
+}
+
+// Turns returns every turn of a thread, loaded or stored.
+func (m *Manager) Turns(id string) ([]protocol.Turn, error) {
+	if t, ok := m.Get(id); ok {
+		return t.TurnsSnapshot(), nil
+	}
+	th, err := m.ReadStored(id, true)
+	if err != nil {
+		return nil, err
+	}
+	return th.Turns, nil
+}
+
+// TokenUsage returns the thread's accumulated usage for thread/tokenUsage/updated after a resume or fork, and
+// the id of the turn it belongs to; ok is false before any usage.
+func (t *Thread) TokenUsage() (usage protocol.ThreadTokenUsage, turnID string, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.total.TotalTokens == 0 && t.total.InputTokens == 0 || len(t.turns) == 0 {
+		return protocol.ThreadTokenUsage{}, "", false
+	}
+	u := t.lastUsage()
+	return u, t.turns[len(t.turns)-1].ID, true
+}
+
+// lastUsage reads the usage attached by loadStored or the turn loop (t.mu held).
+func (t *Thread) lastUsage() protocol.ThreadTokenUsage {
+	u := protocol.ThreadTokenUsage{Total: t.total, Last: t.total}
+	if v, ok := t.attached[lastUsageKey{}].(protocol.ThreadTokenUsage); ok {
+		u.Last = v.Last
+		u.ModelContextWindow = v.ModelContextWindow
+	}
+	if u.Total.CacheWriteInputTokens == nil {
+		u.Total.CacheWriteInputTokens = ptr(int64(0))
+	}
+	if u.Last.CacheWriteInputTokens == nil {
+		u.Last.CacheWriteInputTokens = ptr(int64(0))
+	}
+	return u
+}
+
+type lastUsageKey struct{}
+
+func breakdown(u rollout.TokenUsage) protocol.TokenUsageBreakdown {
+	return protocol.TokenUsageBreakdown{TotalTokens: u.TotalTokens, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens,
+		CacheWriteInputTokens: ptr(u.CacheWriteInputTokens), OutputTokens: u.OutputTokens, ReasoningOutputTokens: u.ReasoningOutputTokens}
+}
+
+// ResumeOverrides are the settings thread/resume and thread/fork may override.
+type ResumeOverrides struct {
+	Model          *string
+	ModelProvider  *string
+	Cwd            *string
+	ApprovalPolicy *protocol.AskForApproval
+	Reviewer       *protocol.ApprovalsReviewer
+	Sandbox        *protocol.SandboxMode
+	BaseInstr      *string
+	DeveloperInstr *string
+}
+
+// Resume loads a stored thread (or returns the loaded one, loaded=false): its model history, turns, settings
+// and usage come from the rollout, and later turns append to the same file. path overrides the lookup by id.
+func (m *Manager) Resume(ctx context.Context, id, path string, o ResumeOverrides) (t *Thread, loadedNow bool, err error) {
+	if t, ok := m.Get(id); ok {
+		return t, false, nil
+	}
+	if path == "" {
+		st, err := m.Store()
+		if err != nil {
+			return nil, false, err
+		}
+		p, _, err := st.Find(id)
+		if err != nil {
+			return nil, false, noRollout(id)
+		}
+		path = p
+	}
+	th, err := rollout.ReadFile(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("read rollout: %w", err)
+	}
+	if th.Meta.ID != "" && th.Meta.ID != id {
+		return nil, false, fmt.Errorf("rollout %s belongs to thread %s", path, th.Meta.ID)
+	}
+	rec, err := rollout.OpenAppend(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("open rollout: %w", err)
+	}
+	t, err = m.loadStored(id, th, rec, o)
+	if err != nil {
+		_ = rec.Close()
+		return nil, false, err
+	}
+	if err := m.register(t); err != nil {
+		return nil, false, err
+	}
+	// Another request may have loaded the same thread meanwhile: keep the first.
+	return t, true, nil
+}
+
+// loadStored builds a loaded Thread from a rollout read back.
+func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorder, o ResumeOverrides) (*Thread, error) {
+	cfg := m.deps.Config
+	var tc struct {
+		Cwd            string          `json:"cwd"`
+		ApprovalPolicy string          `json:"approval_policy"`
+		Reviewer       string          `json:"approvals_reviewer"`
+		SandboxPolicy  json.RawMessage `json:"sandbox_policy"`
+		Model          string          `json:"model"`
+		Effort         string          `json:"effort"`
+		Summary        string          `json:"summary"`
+	}
+	if len(th.LastTurnContext) > 0 {
+		_ = json.Unmarshal(th.LastTurnContext, &tc)
+	}
+	s := Settings{
+		Model:             firstNonEmpty(deref(o.Model), th.Model, tc.Model, cfg.Model),
+		ModelProvider:     firstNonEmpty(deref(o.ModelProvider), th.Meta.ModelProvider, cfg.ModelProvider, config.DefaultModelProvider),
+		Cwd:               firstNonEmpty(deref(o.Cwd), tc.Cwd, th.Meta.Cwd),
+		ApprovalPolicy:    ApprovalFromConfig(cfg.ApprovalPolicy),
+		ApprovalsReviewer: protocol.ApprovalsReviewerUser,
+		Sandbox:           SandboxFromMode(cfg.SandboxMode, cfg.SandboxWorkspaceWrite),
+	}
+	if s.Cwd == "" {
+		wd, _ := os.Getwd()
+		s.Cwd = wd
+	}
+	if tc.ApprovalPolicy != "" && tc.ApprovalPolicy != "granular" {
+		s.ApprovalPolicy = protocol.AskForApproval{Name: tc.ApprovalPolicy}
+	}
+	if o.ApprovalPolicy != nil {
+		s.ApprovalPolicy = *o.ApprovalPolicy
+	}
+	if tc.Reviewer != "" {
+		s.ApprovalsReviewer = protocol.ApprovalsReviewer(tc.Reviewer)
+	}
+	if o.Reviewer != nil {
+		s.ApprovalsReviewer = *o.Reviewer
+	}
+	if sb := sandboxFromCore(tc.SandboxPolicy); sb != nil {
+		s.Sandbox = *sb
+	}
+	if o.Sandbox != nil {
+		s.Sandbox = SandboxFromMode(string(*o.Sandbox), cfg.SandboxWorkspaceWrite)
+	}
+	if e := firstNonEmpty(th.ReasoningEffort, tc.Effort, cfg.ModelReasoningEffort); e != "" {
+		eff := protocol.ReasoningEffort(e)
+		s.Effort = &eff
+	}
+	if tc.Summary != "" {
+		sum := protocol.ReasoningSummary(tc.Summary)
+		s.Summary = &sum
+	}
+	if th.Meta.BaseInstructions != nil && th.Meta.BaseInstructions.Text != baseInstructions {
+		s.BaseInstructions = th.Meta.BaseInstructions.Text
+	}
+	if o.BaseInstr != nil {
+		s.BaseInstructions = *o.BaseInstr
+	}
+	s.DeveloperInstructions = deref(o.DeveloperInstr)
+	if _, err := m.modelClient(cfg, s.ModelProvider); err != nil {
+		return nil, err
+	}
+	t := m.newThread(id, s)
+	created := th.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	updated := created
+	if info, err := os.Stat(th.Path); err == nil {
+		updated = info.ModTime()
+	}
+	src := firstNonEmpty(rollout.SourceString(th.Meta.Source), "vscode")
+	path := th.Path
+	if rec != nil {
+		path = rec.Path()
+	}
+	t.meta = protocol.Thread{
+		ID: id, SessionID: id, Preview: th.Preview, ModelProvider: s.ModelProvider,
+		CreatedAt: created.Unix(), UpdatedAt: updated.Unix(), RecencyAt: ptr(updated.Unix()),
+		Cwd: protocol.AbsolutePathBuf(s.Cwd), CliVersion: firstNonEmpty(th.Meta.CLIVersion, m.deps.Version),
+		Source: protocol.SessionSource{Name: src}, HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Model: ptr(s.Model),
+		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}},
+		CanAcceptDirectInput: ptr(true), Turns: []protocol.Turn{}, ReasoningEffort: s.Effort,
+	}
+	if rec != nil {
+		t.meta.Path = &path
+	} else {
+		t.meta.Ephemeral = true
+	}
+	if th.Meta.Originator != "" {
+		t.meta.Originator = ptr(th.Meta.Originator)
+	}
+	if th.Meta.ForkedFromID != "" {
+		t.meta.ForkedFromID = ptr(th.Meta.ForkedFromID)
+	}
+	name := th.Name
+	if st, err := m.Store(); err == nil {
+		if n := st.Name(id); n != "" {
+			name = n
+		}
+	}
+	if name != "" {
+		t.meta.Name = ptr(name)
+	}
+	t.history = append(t.history, th.ResponseItems...)
+	t.turns = ConvertTurns(th.Turns)
+	for _, tu := range t.turns {
+		if tu.Status == protocol.TurnStatusInterrupted {
+			t.interrupted = true
+		} else {
+			t.interrupted = false
+		}
+	}
+	if th.TokenUsage != nil {
+		t.total = breakdown(th.TokenUsage.TotalTokenUsage)
+		t.attached = map[any]any{lastUsageKey{}: protocol.ThreadTokenUsage{
+			Total: t.total, Last: breakdown(th.TokenUsage.LastTokenUsage), ModelContextWindow: th.TokenUsage.ModelContextWindow}}
+	}
+	t.recorder = rec
+	return t, nil
+}
+
+// ForkOptions are thread/fork's parameters.
+type ForkOptions struct {
+	ParentID     string
+	LastTurnID   string
+	BeforeTurnID string
+	Ephemeral    bool
+	Originator   string
+	Overrides    ResumeOverrides
+}
+
+// Fork copies a thread's history (up to a turn) into a new loaded thread whose rollout references the parent's
+// first bytes, as the reference records forks; the parent's name is copied.
+func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
+	st, err := m.Store()
+	if err != nil {
+		return nil, err
+	}
+	parentPath, _, err := st.Find(o.ParentID)
+	if err != nil {
+		return nil, noRollout(o.ParentID)
+	}
+	before := o.BeforeTurnID
+	if o.LastTurnID != "" {
+		turns, err := m.Turns(o.ParentID)
+		if err != nil {
+			return nil, err
+		}
+		found := false
+		for i, tu := range turns {
+			if tu.ID == o.LastTurnID {
+				found = true
+				if i+1 < len(turns) {
+					before = turns[i+1].ID
+				}
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("turn not found: %s", o.LastTurnID)
+		}
+	}
+	hb, err := rollout.ForkBase(parentPath, o.ParentID, before)
+	if err != nil {
+		if before != "" {
+			return nil, fmt.Errorf("turn not found: %s", before)
+		}
+		return nil, err
+	}
+	parent, err := rollout.ReadMeta(parentPath)
+	if err != nil {
+		return nil, fmt.Errorf("read rollout: %w", err)
+	}
+	id := uuid.Must(uuid.NewV7()).String()
+	now := time.Now()
+	meta := rollout.SessionMeta{
+		ID: id, ForkedFromID: o.ParentID, Timestamp: rollout.FormatTimestamp(now), Cwd: firstNonEmpty(deref(o.Overrides.Cwd), parent.Session.Cwd),
+		Originator: firstNonEmpty(o.Originator, parent.Session.Originator), CLIVersion: m.deps.Version,
+		Source: rollout.StringSource("vscode"), ModelProvider: firstNonEmpty(deref(o.Overrides.ModelProvider), parent.Session.ModelProvider),
+		HistoryBase: &hb,
+	}
+	var th *rollout.Thread
+	var rec *rollout.Recorder
+	if o.Ephemeral {
+		th, err = readForkPrefix(parentPath, hb.EndByteOffset)
+		if err != nil {
+			return nil, err
+		}
+		th.Meta.ForkedFromID = o.ParentID
+		th.Meta.ID = id
+		th.Path = ""
+	} else {
+		s := Settings{Model: firstNonEmpty(deref(o.Overrides.Model), parent.Model), BaseInstructions: deref(o.Overrides.BaseInstr)}
+		if parent.ReasoningEffort != "" {
+			s.Effort = ptr(protocol.ReasoningEffort(parent.ReasoningEffort))
+		}
+		rec, err = m.createRollout(meta, s, now)
+		if err != nil {
+			return nil, err
+		}
+		th, err = rollout.ReadFile(rec.Path())
+		if err != nil {
+			_ = rec.Close()
+			return nil, fmt.Errorf("read fork: %w", err)
+		}
+	}
+	t, err := m.loadStored(id, th, rec, o.Overrides)
+	if err != nil {
+		if rec != nil {
+			_ = rec.Close()
+		}
+		return nil, err
+	}
+	t.meta.CreatedAt, t.meta.UpdatedAt, t.meta.RecencyAt = now.Unix(), now.Unix(), ptr(now.Unix())
+	t.meta.ForkedFromID = ptr(o.ParentID)
+	name := st.Name(o.ParentID)
+	if pt, ok := m.Get(o.ParentID); ok {
+		if n := pt.Info().Name; n != nil {
+			name = *n
+		}
+	}
+	if name != "" {
+		t.meta.Name = ptr(name)
+		if rec != nil {
+			if err := st.SetName(id, name); err != nil {
+				m.log.Warn("copy thread name to fork", "error", err)
+			}
+		}
+	}
+	if rec != nil {
+		if _, err := st.Reindex(rec.Path()); err != nil {
+			m.log.Warn("rollout reindex failed", "error", err)
+		}
+	}
+	if err := m.register(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// readForkPrefix reads the history of an ephemeral fork: the parent's first n bytes (all when n <= 0), copied to a
+// scratch rollout and read back.
+func readForkPrefix(parentPath string, n int64) (*rollout.Thread, error) {
+	dir, err := os.MkdirTemp("", "appserver-fork-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	src, err := os.Open(parentPath)
+	if err != nil {
+		return nil, fmt.Errorf("read rollout: %w", err)
+	}
+	defer src.Close()
+	dst := filepath.Join(dir, filepath.Base(parentPath))
+	f, err := os.Create(dst)
+	if err != nil {
+		return nil, err
+	}
+	var r io.Reader = src
+	if n > 0 {
+		r = io.LimitReader(src, n)
+	}
+	_, cerr := io.Copy(f, r)
+	if err := errors.Join(cerr, f.Close()); err != nil {
+		return nil, err
+	}
+	return rollout.ReadFile(dst)
+}
+
+// Archive unloads a thread (reporting whether it was loaded) and moves its rollout to archived_sessions.
+func (m *Manager) Archive(id string) (wasLoaded bool, err error) {
+	st, err := m.Store()
+	if err != nil {
+		return false, err
+	}
+	if _, _, err := st.Find(id); err != nil {
+		return false, noRollout(id)
+	}
+	wasLoaded = m.Unload(id)
+	if err := st.Archive(id); err != nil {
+		return wasLoaded, err
+	}
+	return wasLoaded, nil
+}
+
+// Unarchive moves an archived rollout back under sessions/ and returns the thread (notLoaded).
+func (m *Manager) Unarchive(id string) (protocol.Thread, error) {
+	st, err := m.Store()
+	if err != nil {
+		return protocol.Thread{}, err
+	}
+	sum, err := st.Unarchive(id)
+	if errors.Is(err, rollout.ErrNotFound) {
+		return protocol.Thread{}, noRollout(id)
+	}
+	if err != nil {
+		return protocol.Thread{}, err
+	}
+	sum.Name = st.Name(id)
+	return ThreadFromSummary(sum, notLoaded()), nil
+}
+
+// Delete unloads a thread and removes its rollout.
+func (m *Manager) Delete(id string) error {
+	st, err := m.Store()
+	if err != nil {
+		return err
+	}
+	if _, _, err := st.Find(id); err != nil {
+		if t, ok := m.Get(id); ok && t.Info().Ephemeral {
+			m.Unload(id)
+			return nil
+		}
+		return noRollout(id)
+	}
+	m.Unload(id)
+	return st.Delete(id)
+}
+
+// SetName names a thread, loaded or stored: the name goes to session_index.jsonl and loaded threads announce
+// it to their subscribers. It returns the loaded thread, if any.
+func (m *Manager) SetName(id, name string) (*Thread, error) {
+	t, loaded := m.Get(id)
+	persisted := true
+	if loaded {
+		t.mu.Lock()
+		persisted = t.recorder != nil
+		t.meta.Name = ptr(name)
+		t.mu.Unlock()
+	}
+	if persisted {
+		st, err := m.Store()
+		if err != nil {
+			return nil, err
+		}
+		if err := st.SetName(id, name); err != nil {
+			if errors.Is(err, rollout.ErrNotFound) {
+				return nil, noRollout(id)
+			}
+			return nil, err
+		}
+	}
+	if loaded {
+		t.emit(protocol.NotifyThreadNameUpdated, protocol.ThreadNameUpdatedNotification{ThreadID: id, ThreadName: ptr(name)})
+		return t, nil
+	}
+	return nil, nil
+}
+
+// Unsubscribe removes s from a loaded thread's audience. When the last subscriber leaves, the thread is unloaded
+// after config.ThreadUnloadDelay unless someone subscribes again (s is then told thread/status/changed
+// notLoaded and thread/closed).
+func (m *Manager) Unsubscribe(id string, s Subscriber) protocol.ThreadUnsubscribeStatus {
+	t, ok := m.Get(id)
+	if !ok {
+		return protocol.ThreadUnsubscribeStatusNotLoaded
+	}
+	was, remaining := t.Unsubscribe(s)
+	if !was {
+		return protocol.ThreadUnsubscribeStatusNotSubscribed
+	}
+	if remaining == 0 {
+		m.scheduleUnload(t, s)
+	}
+	return protocol.ThreadUnsubscribeStatusUnsubscribed
+}
+
+// CancelUnload stops a pending idle unload (a client subscribed again).
+func (m *Manager) CancelUnload(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if tm := m.unloadTimers[id]; tm != nil {
+		tm.Stop()
+		delete(m.unloadTimers, id)
+	}
+}
+
+func (m *Manager) scheduleUnload(t *Thread, last Subscriber) {
+	d := m.deps.Config.ThreadUnloadDelay
+	if d <= 0 {
+		d = config.DefaultThreadUnloadDelay
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	if old := m.unloadTimers[t.ID]; old != nil {
+		old.Stop()
+	}
+	tm := &unloadTimer{}
+	m.unloadTimers[t.ID] = tm
+	tm.timer = time.AfterFunc(d, func() { m.unloadIdle(t, tm, last) })
+}
+
+// unloadTimer is one scheduled idle unload; its identity tells a fired timer whether it is still current.
+type unloadTimer struct{ timer *time.Timer }
+
+// Stop cancels the unload.
+func (u *unloadTimer) Stop() {
+	if u.timer != nil {
+		u.timer.Stop()
+	}
+}
+
+// unloadIdle runs when an unload timer fires: the thread is unloaded if it still has no subscriber and no
+// running turn (a running turn postpones the unload by another delay).
+func (m *Manager) unloadIdle(t *Thread, tm *unloadTimer, last Subscriber) {
+	m.mu.Lock()
+	if m.closed || m.unloadTimers[t.ID] != tm || m.threads[t.ID] != t {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.unloadTimers, t.ID)
+	m.mu.Unlock()
+	t.mu.Lock()
+	subs, busy := len(t.subscribers), t.active != nil
+	t.mu.Unlock()
+	if subs > 0 {
+		return
+	}
+	if busy {
+		m.scheduleUnload(t, last)
+		return
+	}
+	m.Unload(t.ID)
+	last.Notify(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: notLoaded()})
+	last.Notify(protocol.NotifyThreadClosed, protocol.ThreadClosedNotification{ThreadID: t.ID})
+}

@@ -1,0 +1,345 @@
+package thread
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"appserver/model"
+	protocol "appserver/protocol/v2"
+	"appserver/rollout"
+)
+
+// recordItemCompleted appends the item_completed event of a finished turn item, in the reference's core shape,
+// the moment the item completes (a crash afterwards keeps it).
+func (tn *Turn) recordItemCompleted(item protocol.ThreadItem) {
+	core := coreItem(item)
+	if core == nil {
+		return
+	}
+	started, completed := itemTimes(item)
+	if completed == nil {
+		completed = ptr(nowMs())
+	}
+	if started == nil {
+		started = completed
+	}
+	t := tn.thread
+	t.record(func(r *rollout.Recorder) error {
+		return r.AppendEvent(rollout.ItemCompleted{ThreadID: t.ID, TurnID: tn.ID, Item: core, StartedAtMs: started, CompletedAtMs: completed})
+	})
+}
+
+// itemTimes returns an item's startedAtMs and completedAtMs when its variant carries them.
+func itemTimes(item protocol.ThreadItem) (started, completed *int64) {
+	b, err := json.Marshal(item)
+	if err != nil {
+		return nil, nil
+	}
+	var ts struct {
+		StartedAtMs   *int64 `json:"startedAtMs"`
+		CompletedAtMs *int64 `json:"completedAtMs"`
+	}
+	_ = json.Unmarshal(b, &ts)
+	return ts.StartedAtMs, ts.CompletedAtMs
+}
+
+// coreItem converts a protocol ThreadItem into the item the reference records in item_completed (PascalCase
+// type, snake_case members). Variants without a known core shape are recorded in their protocol shape, which
+// our reader passes through unchanged.
+func coreItem(item protocol.ThreadItem) any {
+	switch v := item.Value.(type) {
+	case protocol.ThreadItemUserMessage:
+		content := make([]any, 0, len(v.Content))
+		for _, in := range v.Content {
+			content = append(content, in)
+		}
+		return rollout.UserMessageItem{ID: v.ID, Content: content}
+	case protocol.ThreadItemAgentMessage:
+		am := rollout.AgentMessageItem{ID: v.ID, Content: []rollout.AgentMessageContent{{Type: "Text", Text: v.Text}}}
+		if v.Phase != nil {
+			am.Phase = string(*v.Phase)
+		}
+		return am
+	case protocol.ThreadItemReasoning:
+		return rollout.ReasoningItem{ID: v.ID, SummaryText: v.Summary, RawContent: v.Content}
+	case protocol.ThreadItemCommandExecution:
+		return commandCoreItem(v)
+	}
+	raw, err := json.Marshal(item)
+	if err != nil {
+		return nil
+	}
+	return json.RawMessage(raw)
+}
+
+func commandCoreItem(v protocol.ThreadItemCommandExecution) any {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m struct {
+		ID               string  `json:"id"`
+		Command          string  `json:"command"`
+		Cwd              string  `json:"cwd"`
+		ProcessID        *string `json:"processId"`
+		Source           string  `json:"source"`
+		Status           string  `json:"status"`
+		AggregatedOutput *string `json:"aggregatedOutput"`
+		ExitCode         *int    `json:"exitCode"`
+		DurationMs       *int64  `json:"durationMs"`
+		CommandActions   []struct {
+			Type    string  `json:"type"`
+			Command string  `json:"command"`
+			Name    string  `json:"name"`
+			Path    *string `json:"path"`
+			Query   *string `json:"query"`
+		} `json:"commandActions"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	ci := rollout.CommandExecutionItem{ID: m.ID, ProcessID: m.ProcessID, Command: shellSplit(m.Command), Cwd: m.Cwd,
+		Source: camelToSnake(firstNonEmpty(m.Source, "agent")), Status: camelToSnake(m.Status),
+		AggregatedOutput: m.AggregatedOutput, ExitCode: m.ExitCode}
+	if m.DurationMs != nil {
+		ci.Duration = &rollout.Duration{Secs: *m.DurationMs / 1000, Nanos: (*m.DurationMs % 1000) * 1_000_000}
+	}
+	for _, a := range m.CommandActions {
+		pc := rollout.ParsedCommand{Type: camelToSnake(a.Type), Cmd: a.Command, Name: a.Name, Path: a.Path, Query: a.Query}
+		ci.ParsedCmd = append(ci.ParsedCmd, pc)
+	}
+	return ci
+}
+
+// camelToSnake converts "unifiedExecStartup" to "unified_exec_startup".
+func camelToSnake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// shellSplit inverts rollout.ShellJoin: words separated by spaces, with single quotes, double quotes and
+// backslashes honoured.
+func shellSplit(s string) []string {
+	var out []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\'':
+			inWord = true
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				cur.WriteString(s[i+1:])
+				i = len(s)
+				continue
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+		case c == '"':
+			inWord = true
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+		case c == '\\' && i+1 < len(s):
+			inWord = true
+			i++
+			cur.WriteByte(s[i])
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			inWord = true
+			cur.WriteByte(c)
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// recordStart appends what the reference writes when a turn begins: task_started, the initial context of a new
+// thread (first turn only), then turn_context.
+func (tn *Turn) recordStart(s Settings) {
+	t := tn.thread
+	t.record(func(r *rollout.Recorder) error {
+		return r.AppendEvent(rollout.TaskStarted{TurnID: tn.ID, RootTurnID: tn.ID, StartedAt: tn.startedAt.Unix(),
+			ModelContextWindow: ptr(model.ContextWindow(s.Model)), CollaborationModeKind: "default"})
+	})
+	for _, item := range t.mgr.takePendingContext(t.ID) {
+		t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(item) })
+	}
+	tc := rollout.TurnContext{TurnID: tn.ID, RootTurnID: tn.ID, Cwd: s.Cwd, ApprovalPolicy: approvalName(s.ApprovalPolicy),
+		ApprovalsReviewer: string(s.ApprovalsReviewer), SandboxPolicy: sandboxCore(s.Sandbox), Model: s.Model,
+		CollaborationMode: map[string]any{"mode": "default", "settings": map[string]any{
+			"model": s.Model, "reasoning_effort": s.Effort, "developer_instructions": nil}},
+	}
+	if s.Effort != nil {
+		tc.Effort = string(*s.Effort)
+	}
+	if s.Summary != nil {
+		tc.Summary = string(*s.Summary)
+	}
+	t.record(func(r *rollout.Recorder) error { return r.AppendTurnContext(tc) })
+}
+
+// recordUsage appends the token_usage_record written after each model response.
+func (tn *Turn) recordUsage(responseID string, u *model.Usage) {
+	if u == nil {
+		return
+	}
+	t := tn.thread
+	last := rollout.TokenUsage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens,
+		ReasoningOutputTokens: u.ReasoningOutputTokens, TotalTokens: u.TotalTokens}
+	tn.mu.Lock()
+	tn.usage.InputTokens += u.InputTokens
+	tn.usage.CachedInputTokens += u.CachedInputTokens
+	tn.usage.OutputTokens += u.OutputTokens
+	tn.usage.ReasoningOutputTokens += u.ReasoningOutputTokens
+	tn.usage.TotalTokens += u.TotalTokens
+	turnUsage := tokenUsage(tn.usage)
+	tn.mu.Unlock()
+	t.mu.Lock()
+	threadUsage := tokenUsage(t.total)
+	t.mu.Unlock()
+	threadUsage.InputTokens += last.InputTokens
+	threadUsage.CachedInputTokens += last.CachedInputTokens
+	threadUsage.OutputTokens += last.OutputTokens
+	threadUsage.ReasoningOutputTokens += last.ReasoningOutputTokens
+	threadUsage.TotalTokens += last.TotalTokens
+	t.record(func(r *rollout.Recorder) error {
+		return r.Append(rollout.TypeTokenUsageRecord, rollout.TokenUsageRecord{ThreadID: t.ID, TurnID: tn.ID, SessionID: t.ID,
+			RootTurnID: tn.ID, ResponseID: responseID, Usage: last, TurnTokenUsage: turnUsage, ThreadTokenUsage: threadUsage})
+	})
+}
+
+// recordEnd appends task_complete (with the error of a failed turn) or turn_aborted.
+func (tn *Turn) recordEnd(status protocol.TurnStatus, turnErr *protocol.TurnError, lastText string, completedAt time.Time, dur int64) {
+	t := tn.thread
+	if status == protocol.TurnStatusInterrupted {
+		t.record(func(r *rollout.Recorder) error {
+			return r.AppendEvent(rollout.TurnAborted{TurnID: tn.ID, RootTurnID: tn.ID, Reason: "interrupted",
+				StartedAt: tn.startedAt.Unix(), CompletedAt: completedAt.Unix(), DurationMs: ptr(dur)})
+		})
+		return
+	}
+	tc := rollout.TaskComplete{TurnID: tn.ID, RootTurnID: tn.ID, LastAgentMessage: ptrIf(lastText), StartedAt: tn.startedAt.Unix(),
+		CompletedAt: completedAt.Unix(), DurationMs: ptr(dur)}
+	if turnErr != nil {
+		tc.Error = &rollout.TurnError{Message: turnErr.Message}
+		if turnErr.CodexErrorInfo != nil {
+			if b, err := json.Marshal(turnErr.CodexErrorInfo); err == nil {
+				var v any
+				if json.Unmarshal(b, &v) == nil {
+					tc.Error.CodexErrorInfo = snakeValue(v)
+				}
+			}
+		}
+	}
+	t.record(func(r *rollout.Recorder) error { return r.AppendEvent(tc) })
+}
+
+// snakeValue converts a protocol codexErrorInfo (camelCase string or object keys) into the recorded snake_case form.
+func snakeValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return camelToSnake(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			if m, ok := val.(map[string]any); ok {
+				out[camelToSnake(k)] = snakeKeys(m)
+			} else {
+				out[camelToSnake(k)] = val
+			}
+		}
+		return out
+	}
+	return v
+}
+
+func snakeKeys(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if inner, ok := v.(map[string]any); ok {
+			v = snakeKeys(inner)
+		}
+		out[camelToSnake(k)] = v
+	}
+	return out
+}
+
+// sandboxCore renders a sandbox policy the way turn_context records it ({"type":"workspace-write",
+// "network_access":false,…}).
+func sandboxCore(p protocol.SandboxPolicy) any {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return map[string]any{"type": "read-only"}
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return map[string]any{"type": "read-only"}
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[camelToSnake(k)] = v
+	}
+	out["type"] = sandboxModeName(p)
+	return out
+}
+
+// sandboxFromCore reads a recorded sandbox policy back (nil when absent or unknown).
+func sandboxFromCore(raw json.RawMessage) *protocol.SandboxPolicy {
+	var m map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	typ, _ := m["type"].(string)
+	switch typ {
+	case "danger-full-access":
+		return &protocol.SandboxPolicy{Value: protocol.SandboxPolicyDangerFullAccess{}}
+	case "read-only":
+		na, _ := m["network_access"].(bool)
+		return &protocol.SandboxPolicy{Value: protocol.SandboxPolicyReadOnly{NetworkAccess: ptr(na)}}
+	case "workspace-write":
+		ww := protocol.SandboxPolicyWorkspaceWrite{}
+		if v, ok := m["network_access"].(bool); ok {
+			ww.NetworkAccess = ptr(v)
+		}
+		if v, ok := m["exclude_tmpdir_env_var"].(bool); ok {
+			ww.ExcludeTmpdirEnvVar = ptr(v)
+		}
+		if v, ok := m["exclude_slash_tmp"].(bool); ok {
+			ww.ExcludeSlashTmp = ptr(v)
+		}
+		if roots, ok := m["writable_roots"].([]any); ok {
+			for _, r := range roots {
+				if s, ok := r.(string); ok {
+					ww.WritableRoots = append(ww.WritableRoots, protocol.AbsolutePathBuf(s))
+				}
+			}
+		}
+		return &protocol.SandboxPolicy{Value: ww}
+	}
+	return nil
+}
