@@ -175,6 +175,12 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	if err != nil {
 		return nil, storeError(err)
 	}
+	if loadedNow {
+		if err := s.startThreadMCP(ctx, t); err != nil {
+			s.threads.Unload(t.ID)
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error resuming thread: %v", err)
+		}
+	}
 	s.threads.CancelUnload(t.ID)
 	exclude := p.ExcludeTurns != nil && *p.ExcludeTurns
 	if !exclude {
@@ -205,6 +211,7 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	}
 	req.Reply(resp, nil)
 	sendUsage(t, c)
+	s.releaseThreadMCP(t)
 	return nil, nil
 }
 
@@ -256,6 +263,10 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	if err != nil {
 		return nil, storeError(err)
 	}
+	if err := s.startThreadMCP(ctx, t); err != nil {
+		s.threads.Unload(t.ID)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error forking thread: %v", err)
+	}
 	exclude := p.ExcludeTurns != nil && *p.ExcludeTurns
 	if !exclude {
 		c.notify(protocol.NotifyDeprecationNotice, deprecationExcludeTurns())
@@ -275,6 +286,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	}, nil)
 	sendUsage(t, c)
 	t.EmitTo(c, protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: t.Info()})
+	s.releaseThreadMCP(t)
 	return nil, nil
 }
 
