@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"appserver/jsonrpc"
-	"appserver/sandbox"
 	protocol "appserver/protocol/v2"
+	"appserver/sandbox"
 )
 
 // UserAgentVersion is the version token in userAgent and cliVersion: the reference's version with our
