@@ -212,6 +212,8 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	req.Reply(resp, nil)
 	sendUsage(t, c)
 	s.releaseThreadMCP(t)
+	// Goals are not supported: a resumed thread never has one, which the reference announces.
+	t.EmitTo(c, protocol.NotifyThreadGoalCleared, protocol.ThreadGoalClearedNotification{ThreadID: t.ID})
 	return nil, nil
 }
 
@@ -299,7 +301,10 @@ func (s *Server) threadArchive(_ context.Context, c *connection, req *jsonrpc.Re
 		return nil, storeError(err)
 	}
 	if wasLoaded {
-		c.notify(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: p.ThreadID, Status: protocol.ThreadStatus{Value: protocol.ThreadStatusNotLoaded{}}})
+		// The reference announces the unload twice (the thread's shutdown, then the archive itself).
+		notLoaded := protocol.ThreadStatusChangedNotification{ThreadID: p.ThreadID, Status: protocol.ThreadStatus{Value: protocol.ThreadStatusNotLoaded{}}}
+		c.notify(protocol.NotifyThreadStatusChanged, notLoaded)
+		c.notify(protocol.NotifyThreadStatusChanged, notLoaded)
 	}
 	req.Reply(protocol.ThreadArchiveResponse{}, nil)
 	c.notify(protocol.NotifyThreadArchived, protocol.ThreadArchivedNotification{ThreadID: p.ThreadID})
