@@ -310,8 +310,8 @@ func formatLine(server string, n int, st stats, base *stats) string {
 	fmt.Fprintf(&b, " init_p50=%s init_p90=%s init_max=%s rss_p50=%.1fMiB",
 		ms(st.p50), ms(st.p90), ms(st.max), float64(st.rssP50)/1024)
 	if base != nil && base.ok > 0 && base.p50 > 0 && base.rssP50 > 0 {
-		fmt.Fprintf(&b, " init_p50_x=%.2f rss_p50_x=%.2f",
-			float64(st.p50)/float64(base.p50), float64(st.rssP50)/float64(base.rssP50))
+		fmt.Fprintf(&b, " init_p50_x=%s rss_p50_x=%s",
+			ratio(float64(st.p50), float64(base.p50)), ratio(float64(st.rssP50), float64(base.rssP50)))
 	}
 	return b.String()
 }

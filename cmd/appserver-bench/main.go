@@ -20,8 +20,29 @@
 // the user cache dir), not /tmp, because the reference refuses some setup
 // under /tmp.
 //
-// Subcommands are registered in the subcommands table; a `turn` subcommand
-// driving a full turn against a mock model is still TODO.
+//	appserver-bench turn --server "<command line>" [--server ...] [--turns 200] [--warmup 2]
+//	                     [--timeout 60s] [--workdir DIR]
+//
+// turn starts a zero-latency mock Responses API on 127.0.0.1 (each POST
+// /v1/responses streams one short assistant message), starts every server
+// once with a CODEX_HOME config pointing at it, initializes, runs
+// thread/start and then --turns turns on that one thread (servers
+// interleaved turn by turn), timing turn/start request → turn/completed
+// notification. It prints turn_p50/p90/max and the server's VmRSS (and
+// VmHWM) from /proc after the turns, with ratios to the first server.
+//
+//	appserver-bench exec --server "<command line>" [--server ...] [--n 50] [--warmup 2]
+//	                     [--runs 3] [--bytes 268435456] [--timeout 5m] [--workdir DIR]
+//
+// exec starts every server once and times command/exec ["true"]
+// (dangerFullAccess) request → response; then, --runs times, it moves
+// `head -c BYTES /dev/zero` through command/exec buffered (disableOutputCap)
+// and streamed (processId + streamStdoutStderr, counting the decoded bytes
+// of command/exec/outputDelta), and reads the same command from a plain pipe
+// in this process as the baseline. Rates are bytes over the median run, in
+// MiB/s; *_vs_pipe is the rate over the pipe's, *_x the ratio to the first
+// server. A buffered 256 MiB result is ~1.5 GiB of JSON (NULs are escaped
+// as \u0000); such lines are measured while they stream in, never held.
 package main
 
 import (
@@ -46,11 +67,10 @@ type subcommand struct {
 }
 
 // subcommands lists the available benchmarks.
-// TODO(turn): add "turn", which starts a mock Responses server, runs
-// thread/start + turn/start against each server and times first delta and
-// turn/completed.
 var subcommands = map[string]subcommand{
 	"handshake": {summary: "spawn → initialize latency and peak RSS", run: runHandshake},
+	"turn":      {summary: "turn/start → turn/completed latency against a mock model, and RSS", run: runTurn},
+	"exec":      {summary: "command/exec spawn latency and 256 MiB throughput vs a raw pipe", run: runExec},
 }
 
 func main() {

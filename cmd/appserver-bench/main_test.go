@@ -4,11 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +23,11 @@ import (
 )
 
 // The test binary doubles as a fake app-server when BENCH_FAKE_SERVER is
-// set: modes ok, silent, error, hang and crash.
+// set. Handshake modes: ok, silent, error, hang and crash. After initialize
+// the fake serves thread/start, turn/start (calling the model at the
+// base_url of config.toml) and command/exec; modes turnfail, nomodel,
+// turnhang, approval, threaderr, execshort, execexit and execerr break one
+// of those.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("BENCH_FAKE_SERVER"); mode != "" {
 		os.Exit(fakeServer(mode))
@@ -30,7 +39,8 @@ var ballast []byte
 
 func fakeServer(mode string) int {
 	codexHome := os.Getenv("CODEX_HOME")
-	if _, err := os.Stat(filepath.Join(codexHome, "config.toml")); err != nil {
+	config, err := os.ReadFile(filepath.Join(codexHome, "config.toml"))
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake: no config.toml in CODEX_HOME:", err)
 		return 10
 	}
@@ -49,41 +59,213 @@ func fakeServer(mode string) int {
 	if err != nil {
 		return 12
 	}
-	var req struct {
-		ID     int    `json:"id"`
-		Method string `json:"method"`
-		Params struct {
-			ClientInfo struct{ Name, Version string } `json:"clientInfo"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(line, &req); err != nil || req.Method != "initialize" || req.Params.ClientInfo.Name != "bench" {
+	var req fakeRequest
+	if err := json.Unmarshal(line, &req); err != nil || req.Method != "initialize" || !strings.Contains(string(req.Params), `"name":"bench"`) {
 		fmt.Fprintf(os.Stderr, "fake: bad request %s\n", line)
 		return 13
 	}
+	out := bufio.NewWriter(os.Stdout)
 	switch mode {
 	case "silent":
 	case "error":
-		fmt.Printf(`{"id":%d,"error":{"code":-32600,"message":"nope"}}`+"\n", req.ID)
+		fmt.Fprintf(out, `{"id":%s,"error":{"code":-32600,"message":"nope"}}`+"\n", req.ID)
 	default:
-		fmt.Println(`{"method":"noise","params":{}}`)
-		fmt.Println(`not json`)
-		fmt.Printf(`{"id":%d,"result":{"userAgent":"fake","codexHome":%q,"platformFamily":"unix","platformOs":"linux"}}`+"\n", req.ID, codexHome)
+		fmt.Fprintln(out, `{"method":"noise","params":{}}`)
+		fmt.Fprintln(out, `not json`)
+		fmt.Fprintf(out, `{"id":%s,"result":{"userAgent":"fake","codexHome":%q,"platformFamily":"unix","platformOs":"linux"}}`+"\n", req.ID, codexHome)
 	}
+	_ = out.Flush()
 	if mode == "hang" {
 		time.Sleep(time.Hour)
 	}
+	f := &fakeConn{mode: mode, out: out, config: string(config)}
 	for {
-		if _, err := in.ReadBytes('\n'); err != nil {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
 			break
 		}
+		if err := f.handle(line); err != nil {
+			fmt.Fprintln(os.Stderr, "fake:", err)
+			return 14
+		}
+		_ = out.Flush()
 	}
 	if mode == "crash" {
 		fmt.Fprintln(os.Stderr, "fake: crashing")
 		return 3
 	}
 	// Output after stdin EOF must not disturb the harness.
-	fmt.Println(`{"method":"bye","params":{}}`)
+	fmt.Fprintln(out, `{"method":"bye","params":{}}`)
+	_ = out.Flush()
 	return 0
+}
+
+type fakeRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// fakeConn is the fake server's request loop state.
+type fakeConn struct {
+	mode   string
+	out    *bufio.Writer
+	config string
+	turns  int
+}
+
+func (f *fakeConn) send(v any) {
+	data, _ := json.Marshal(v)
+	f.out.Write(append(data, '\n'))
+}
+
+func (f *fakeConn) handle(line []byte) error {
+	var req fakeRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		return fmt.Errorf("bad line %s", line)
+	}
+	reply := func(result any) { f.send(map[string]any{"id": req.ID, "result": result}) }
+	switch {
+	case req.ID == nil && req.Method == "":
+		return nil // a response to our server request
+	case req.Method == "initialized":
+	case req.Method == "thread/start" && f.mode == "threaderr":
+		f.send(map[string]any{"id": req.ID, "error": map[string]any{"code": -32603, "message": "no threads today"}})
+	case req.Method == "thread/start":
+		var p struct{ Cwd string }
+		if json.Unmarshal(req.Params, &p) != nil || p.Cwd == "" {
+			return fmt.Errorf("thread/start without cwd: %s", req.Params)
+		}
+		reply(map[string]any{"thread": map[string]any{"id": "thr_fake"}})
+		f.send(map[string]any{"method": "thread/started", "params": map[string]any{"thread": map[string]any{"id": "thr_fake"}}})
+	case req.Method == "turn/start":
+		return f.turn(req, reply)
+	case req.Method == "command/exec":
+		return f.exec(req, reply)
+	default:
+		f.send(map[string]any{"id": req.ID, "error": map[string]any{"code": -32601, "message": "unknown " + req.Method}})
+	}
+	return nil
+}
+
+func (f *fakeConn) turn(req fakeRequest, reply func(any)) error {
+	var p struct {
+		ThreadID string `json:"threadId"`
+		Input    []struct{ Type, Text string }
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.ThreadID != "thr_fake" || len(p.Input) != 1 || p.Input[0].Type != "text" {
+		return fmt.Errorf("bad turn/start %s", req.Params)
+	}
+	f.turns++
+	id := fmt.Sprintf("turn_%d", f.turns)
+	reply(map[string]any{"turn": map[string]any{"id": id, "status": "inProgress", "items": []any{}}})
+	_ = f.out.Flush()
+	notify := func(method string, params map[string]any) {
+		params["threadId"] = "thr_fake"
+		f.send(map[string]any{"method": method, "params": params})
+	}
+	notify("turn/started", map[string]any{"turn": map[string]any{"id": id, "status": "inProgress"}})
+	switch f.mode {
+	case "turnhang":
+		return nil
+	case "approval":
+		f.send(map[string]any{"id": 0, "method": "item/commandExecution/requestApproval", "params": map[string]any{"threadId": "thr_fake", "turnId": id}})
+		return nil
+	case "nomodel":
+	default:
+		text, err := f.callModel()
+		if err != nil {
+			return err
+		}
+		notify("item/agentMessage/delta", map[string]any{"turnId": id, "itemId": "msg", "delta": text})
+	}
+	turn := map[string]any{"id": id, "status": "completed", "error": nil}
+	if f.mode == "turnfail" {
+		turn["status"], turn["error"] = "failed", map[string]any{"message": "model broke"}
+	}
+	// An unrelated turn's completion first: the bench must match turn ids.
+	notify("turn/completed", map[string]any{"turn": map[string]any{"id": "other", "status": "failed"}})
+	notify("turn/completed", map[string]any{"turn": turn})
+	return nil
+}
+
+var baseURLRE = regexp.MustCompile(`(?m)^base_url = "([^"]+)"$`)
+
+// callModel POSTs to the configured mock and checks the SSE stream.
+func (f *fakeConn) callModel() (string, error) {
+	m := baseURLRE.FindStringSubmatch(f.config)
+	if m == nil || !strings.Contains(f.config, `model = "mock-model"`) || !strings.Contains(f.config, "stream_max_retries = 0") {
+		return "", fmt.Errorf("config.toml is not a mock config:\n%s", f.config)
+	}
+	resp, err := http.Post(m[1]+"/responses", "application/json", strings.NewReader(`{"model":"mock-model","stream":true}`))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		return "", fmt.Errorf("model answered %d %s", resp.StatusCode, body)
+	}
+	var types []string
+	var text string
+	for _, ev := range strings.Split(strings.TrimSpace(string(body)), "\n\n") {
+		name, data, ok := strings.Cut(ev, "\ndata: ")
+		var d struct {
+			Type  string
+			Delta string
+		}
+		if !ok || json.Unmarshal([]byte(data), &d) != nil || "event: "+d.Type != name {
+			return "", fmt.Errorf("bad SSE event %q", ev)
+		}
+		types = append(types, d.Type)
+		text += d.Delta
+	}
+	want := []string{"response.created", "response.output_item.added", "response.output_text.delta", "response.output_item.done", "response.completed"}
+	if !slices.Equal(types, want) || text == "" {
+		return "", fmt.Errorf("SSE events %v, text %q", types, text)
+	}
+	return text, nil
+}
+
+func (f *fakeConn) exec(req fakeRequest, reply func(any)) error {
+	var p struct {
+		Command            []string
+		ProcessID          string
+		StreamStdoutStderr bool
+		DisableOutputCap   bool
+		SandboxPolicy      struct{ Type string }
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil || len(p.Command) == 0 || p.SandboxPolicy.Type != "dangerFullAccess" {
+		return fmt.Errorf("bad command/exec %s", req.Params)
+	}
+	if f.mode == "execerr" {
+		f.send(map[string]any{"id": req.ID, "error": map[string]any{"code": -32600, "message": "no exec"}})
+		return nil
+	}
+	stdout, err := exec.Command(p.Command[0], p.Command[1:]...).Output()
+	if err != nil {
+		return err
+	}
+	if f.mode == "execshort" && len(stdout) > 0 {
+		stdout = stdout[:len(stdout)-1]
+	}
+	code := 0
+	if f.mode == "execexit" {
+		code = 1
+	}
+	if p.StreamStdoutStderr && p.ProcessID != "" {
+		for len(stdout) > 0 {
+			n := min(len(stdout), 10000) // not a multiple of 3: padded chunks
+			f.send(map[string]any{"method": "command/exec/outputDelta", "params": map[string]any{
+				"processId": p.ProcessID, "stream": "stdout", "deltaBase64": base64.StdEncoding.EncodeToString(stdout[:n]), "capReached": false}})
+			stdout = stdout[n:]
+		}
+	}
+	reply(map[string]any{"exitCode": code, "stdout": string(stdout), "stderr": ""})
+	return nil
 }
 
 // fake returns a --server value running this test binary in a fake mode.
@@ -123,7 +305,7 @@ func TestHandshakeReports(t *testing.T) {
 		} else {
 			require.NotEmpty(t, m[8], "ratio to the first server")
 			x, _ := strconv.ParseFloat(m[9], 64)
-			require.InDelta(t, rss[1]/rss[0], x, 0.05)
+			require.InEpsilon(t, rss[1]/rss[0], x, 0.02)
 		}
 	}
 	require.Greater(t, rss[1], rss[0]+64, "peak RSS reflects the 96 MiB ballast")

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	pipeLineRE = regexp.MustCompile(`^pipe bytes=(\d+) runs=(\d+) pipe=([\d.]+)MiB/s$`)
+	execLineRE = regexp.MustCompile(`^server=(\S+|"(?:[^"\\]|\\.)*") n=(\d+) ok=(\d+) spawn_p50=([\d.]+)ms spawn_p90=([\d.]+)ms buffered=([\d.]+)MiB/s buffered_vs_pipe=([\d.]+) streamed=([\d.]+)MiB/s streamed_vs_pipe=([\d.]+)(?: spawn_p50_x=([\d.]+) buffered_x=([\d.]+) streamed_x=([\d.]+))?$`)
+)
+
+// withLineBuffer lowers maxLineBuffer for one test so that buffered
+// results take the compacting path.
+func withLineBuffer(t *testing.T, n int) {
+	old := maxLineBuffer
+	maxLineBuffer = n
+	t.Cleanup(func() { maxLineBuffer = old })
+}
+
+func TestExecReports(t *testing.T) {
+	withLineBuffer(t, 64<<10)
+	const size = 3 << 20 // 18 MiB of \u0000 escapes when buffered
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"exec",
+		"--server", fake("ok"), "--server", fake("ok"),
+		"--n", "4", "--warmup", "1", "--runs", "2", "--bytes", strconv.Itoa(size),
+		"--timeout", "120s", "--workdir", t.TempDir(),
+	}, &out, &errb)
+	require.NoError(t, err, errb.String())
+	require.Empty(t, errb.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 3, out.String())
+	m := pipeLineRE.FindStringSubmatch(lines[0])
+	require.NotNil(t, m, lines[0])
+	require.Equal(t, strconv.Itoa(size), m[1])
+	require.Equal(t, "2", m[2])
+	for i, l := range lines[1:] {
+		m := execLineRE.FindStringSubmatch(l)
+		require.NotNil(t, m, l)
+		require.Equal(t, "4", m[2])
+		require.Equal(t, "4", m[3])
+		p50, _ := strconv.ParseFloat(m[4], 64)
+		p90, _ := strconv.ParseFloat(m[5], 64)
+		require.Positive(t, p50)
+		require.LessOrEqual(t, p50, p90)
+		for _, k := range []int{6, 7, 8, 9} {
+			v, _ := strconv.ParseFloat(m[k], 64)
+			require.Positive(t, v, "%s field %d", l, k)
+		}
+		require.Equal(t, i == 1, m[10] != "", "ratios only after the baseline")
+	}
+}
+
+func TestExecFailures(t *testing.T) {
+	cases := []struct{ mode, want string }{
+		{"execshort", "got 99999 stdout bytes, want 100000"},
+		{"execexit", "exit code 1"},
+		{"execerr", "command/exec failed"},
+		{"silent", "awaiting initialize response: timed out"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mode, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), []string{"exec", "--server", fake(tc.mode),
+				"--n", "1", "--warmup", "0", "--runs", "1", "--bytes", "100000", "--timeout", "3s",
+				"--workdir", t.TempDir()}, &out, &errb)
+			require.ErrorContains(t, err, "exec runs failed")
+			require.Contains(t, errb.String(), tc.want)
+			require.Contains(t, out.String(), "buffered=fail streamed=fail")
+		})
+	}
+	t.Run("pipe baseline fails", func(t *testing.T) {
+		_, err := rawPipe(context.Background(), []string{"sh", "-c", "printf abc"}, 4)
+		require.ErrorContains(t, err, "read 3 bytes, want 4")
+		_, err = rawPipe(context.Background(), []string{"false"}, 0)
+		require.Error(t, err)
+		_, err = rawPipe(context.Background(), []string{"/nonexistent"}, 0)
+		require.Error(t, err)
+	})
+}
+
+func TestFormatExecLine(t *testing.T) {
+	o := execOpts{n: 3, bytes: 1 << 20}
+	base := &execRun{c: command{text: "ref"}, spawn: []time.Duration{2 * time.Millisecond},
+		buffered: []time.Duration{time.Second}, streamed: []time.Duration{500 * time.Millisecond}}
+	r := &execRun{c: command{text: "ours"}, spawn: []time.Duration{time.Millisecond},
+		streamed: []time.Duration{250 * time.Millisecond, 250 * time.Millisecond, time.Hour}}
+	require.Equal(t, "server=ref n=3 ok=1 spawn_p50=2.0ms spawn_p90=2.0ms buffered=1.0MiB/s buffered_vs_pipe=0.25 streamed=2.0MiB/s streamed_vs_pipe=0.50",
+		formatExecLine(base, o, 4<<20, nil))
+	require.Equal(t, "server=ours n=3 ok=1 spawn_p50=1.0ms spawn_p90=1.0ms buffered=fail streamed=4.0MiB/s streamed_vs_pipe=1.00 spawn_p50_x=0.50 buffered_x=na streamed_x=2.00",
+		formatExecLine(r, o, 4<<20, base))
+	require.Equal(t, "1.0MiB/s", mibps(1<<20))
+	require.Zero(t, rate(10, nil))
+}

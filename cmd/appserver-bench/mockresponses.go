@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// mockModelName is the model the mock reports and the turn config selects.
+const mockModelName = "mock-model"
+
+// mockResponses is a zero-latency stand-in for the OpenAI Responses API:
+// every POST .../responses gets one short assistant message as SSE.
+type mockResponses struct {
+	srv      *http.Server
+	ln       net.Listener
+	served   atomic.Int64 // POST .../responses received (counted before answering)
+	done     chan struct{}
+	serveErr error
+}
+
+// startMockResponses listens on 127.0.0.1 with an ephemeral port and serves
+// until close.
+func startMockResponses() (*mockResponses, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("mock model: %w", err)
+	}
+	m := &mockResponses{ln: ln, done: make(chan struct{})}
+	m.srv = &http.Server{Handler: http.HandlerFunc(m.handle), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(m.done)
+		if err := m.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			m.serveErr = err
+		}
+	}()
+	return m, nil
+}
+
+// baseURL is the provider base_url to configure, ending in /v1.
+func (m *mockResponses) baseURL() string { return "http://" + m.ln.Addr().String() + "/v1" }
+
+// close stops the server and waits for its goroutine.
+func (m *mockResponses) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := m.srv.Shutdown(ctx)
+	if err != nil {
+		err = m.srv.Close()
+	}
+	<-m.done
+	return errors.Join(err, m.serveErr)
+}
+
+var mockUsage = map[string]any{
+	"input_tokens":          100,
+	"input_tokens_details":  map[string]any{"cached_tokens": 0},
+	"output_tokens":         20,
+	"output_tokens_details": map[string]any{"reasoning_tokens": 0},
+	"total_tokens":          120,
+}
+
+func (m *mockResponses) handle(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	path := strings.TrimRight(r.URL.Path, "/")
+	switch {
+	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"models":[]}`)
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses"):
+		_ = m.stream(w, m.served.Add(1))
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error":{"message":"appserver-bench mock: unknown path"}}`)
+	}
+}
+
+// stream writes the five events of one text-only response and flushes once.
+func (m *mockResponses) stream(w http.ResponseWriter, seq int64) error {
+	rid, mid := fmt.Sprintf("resp-%d", seq), fmt.Sprintf("msg_%d_0", seq)
+	const text = "ok"
+	events := []map[string]any{
+		{"type": "response.created", "response": map[string]any{
+			"id": rid, "object": "response", "status": "in_progress", "model": mockModelName, "output": []any{}}},
+		{"type": "response.output_item.added", "output_index": 0, "item": map[string]any{
+			"type": "message", "id": mid, "role": "assistant", "status": "in_progress", "content": []any{}}},
+		{"type": "response.output_text.delta", "item_id": mid, "output_index": 0, "content_index": 0, "delta": text},
+		{"type": "response.output_item.done", "output_index": 0, "item": map[string]any{
+			"type": "message", "id": mid, "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}},
+		{"type": "response.completed", "response": map[string]any{
+			"id": rid, "object": "response", "status": "completed", "model": mockModelName, "usage": mockUsage}},
+	}
+	var b strings.Builder
+	for _, ev := range events {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", ev["type"], data)
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	return http.NewResponseController(w).Flush()
+}
