@@ -27,7 +27,7 @@ type ShellCommandRequest struct {
 	Env             []string                              // full environment (nil = this process's)
 	Shell           string                                // DefaultShell when ""
 	Controller      *stopwatch.Controller                 // the timeout budget's controller (nil = private)
-	Observer        Observer                              // Started gets processID ""; may be nil
+	Observer        Observer                              // Started gets processID ""; all output is streamed (≤10 000 deltas); may be nil
 	WrapArgv        func(argv []string) ([]string, error) // sandbox hook, may be nil
 	MaxOutputTokens int                                   // model text budget (DefaultMaxOutputTokens when 0)
 }
@@ -77,11 +77,15 @@ func (m *Manager) ShellCommand(ctx context.Context, req ShellCommandRequest) (Sh
 		obs = ObserverFuncs{}
 	}
 	var emitMu sync.Mutex // serializes deltas from the two reader goroutines
+	deltas := 0
 	p, err := m.Spawn(ctx, SpawnRequest{Argv: argv, Cwd: cwd, Env: env, WrapArgv: req.WrapArgv,
 		OnOutput: func(_ Stream, chunk []byte) {
 			emitMu.Lock()
 			defer emitMu.Unlock()
-			obs.OutputDelta(chunk)
+			if deltas < maxDeltasPerSession {
+				deltas++
+				obs.OutputDelta(chunk)
+			}
 		}})
 	if err != nil {
 		return ShellCommandResult{}, &ToolError{Msg: "shell_command failed: " + err.Error()}

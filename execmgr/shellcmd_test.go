@@ -25,7 +25,12 @@ func TestShellCommandSuccess(t *testing.T) {
 	require.Contains(t, res.Output, "err\n")
 	rec.waitExited(t)
 	require.Equal(t, []string{"", "/bin/bash -lc 'echo out; echo err >&2; exit 2'", ""}, rec.started)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	require.Equal(t, 2, rec.code)
+	require.Contains(t, rec.deltas.String(), "out\n", "the classic tool streams all output")
+	require.Contains(t, rec.deltas.String(), "err\n")
+	require.Equal(t, "exited", rec.events[len(rec.events)-1])
 }
 
 func TestShellCommandTimeout(t *testing.T) {

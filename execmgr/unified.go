@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
@@ -60,15 +61,18 @@ func MergeEnv(base []string, overrides ...string) []string {
 }
 
 // Observer receives the life of one unified-exec process (the turn engine's `commandExecution` item).
-// Calls for one process are serialized and ordered: Started, OutputDelta*, Interaction*, Exited once.
+// Calls for one process are serialized and ordered: Started, then OutputDelta / Interaction, then Exited
+// exactly once. Like the reference, output collected by the exec_command call itself is not streamed:
+// deltas start once the call has returned the process as a running session.
 type Observer interface {
 	// Started reports the spawn: the session id as a string, the display command and the cwd.
 	Started(processID, command, cwd string)
-	// OutputDelta carries live output (PTY or stdout+stderr merged); the slice must not be retained.
+	// OutputDelta carries live background output (PTY, or stdout+stderr merged); do not retain the slice.
 	OutputDelta(chunk []byte)
-	// Interaction reports a write_stdin call on the session (chars may be "" for a poll).
+	// Interaction reports a non-empty write_stdin, after that call collected its output.
 	Interaction(stdin string)
-	// Exited is called exactly once, when the process has exited, even after the tool call returned.
+	// Exited reports the exit with the whole transcript (head+tail capped at 1 MiB), even when it
+	// happens after the tool call (and the turn) ended.
 	Exited(exitCode int, aggregatedOutput string, duration time.Duration)
 }
 
@@ -108,8 +112,13 @@ func (o ObserverFuncs) Exited(code int, out string, d time.Duration) {
 	}
 }
 
-// ToolError is a tool failure; its message is exactly the text the model sees.
-type ToolError struct{ Msg string }
+// ToolError is a tool failure; Msg is exactly the text the model sees.
+type ToolError struct {
+	Msg string
+	// Output is set when the process could not be created: the failed item's aggregatedOutput
+	// ("Failed to create unified exec process: <reason>"); the item has no processId and exitCode -1.
+	Output string
+}
 
 // Error returns the model-facing text.
 func (e *ToolError) Error() string { return e.Msg }
@@ -176,6 +185,9 @@ type ExecResult struct {
 	OriginalTokenCount int
 	Warning            string // non-empty at >= WarningSessions open sessions: record it as a model warning
 	Text               string // the function_call_output text for the model
+	// SandboxDenied marks a sandboxed command that failed with a denial within the StartupWindow: it was
+	// never announced (no Started, no Exited), the model just gets Text.
+	SandboxDenied bool
 }
 
 type session struct {
@@ -188,10 +200,10 @@ type session struct {
 	pending *HeadTailBuffer // output not yet returned to the model
 	agg     *HeadTailBuffer // whole transcript for the item
 
-	emitMu   sync.Mutex
-	started  bool
-	finished bool
-	deltas   int
+	emitMu    sync.Mutex
+	streaming bool // deltas flow once the process is kept as a background session
+	finished  bool
+	deltas    int
 
 	callMu   sync.Mutex // one tool call at a time per session
 	lastUsed uint64     // guarded by Sessions.mu
@@ -202,7 +214,7 @@ func (s *session) onOutput(_ Stream, chunk []byte) {
 	s.agg.Write(chunk)
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()
-	if s.obs != nil && s.started && !s.finished && s.deltas < maxDeltasPerSession {
+	if s.obs != nil && s.streaming && !s.finished && s.deltas < maxDeltasPerSession {
 		s.deltas++
 		s.obs.OutputDelta(chunk)
 	}
@@ -271,9 +283,13 @@ func tokensOr(v *uint64) int {
 func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (ExecResult, error) {
 	start := time.Now()
 	a := req.Args
-	shell := a.Shell
-	if shell == "" {
-		shell = x.shell
+	base := req.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	shell := x.shell
+	if a.Shell != "" {
+		shell = resolveShell(a.Shell, base)
 	}
 	flag := "-lc"
 	if a.Login != nil && !*a.Login {
@@ -288,37 +304,50 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 			cwd = filepath.Join(cwd, a.Workdir)
 		}
 	}
-	base := req.Env
-	if base == nil {
-		base = os.Environ()
-	}
 	yield := clampMs(a.YieldTimeMs, DefaultExecYieldTimeMs, MinYieldTimeMs, MaxYieldTimeMs)
 
 	id := x.reserve()
 	s := &session{id: id, argv: argv, command: ShellJoin(argv), cwd: cwd, obs: req.Observer,
 		pending: NewHeadTailBuffer(DefaultOutputCap), agg: NewHeadTailBuffer(DefaultOutputCap)}
-	s.emitMu.Lock() // output that races the spawn waits for Started
 	p, err := x.m.Spawn(ctx, SpawnRequest{Argv: argv, Cwd: cwd, Env: MergeEnv(base, ForcedEnv...), TTY: a.TTY,
 		WrapArgv: req.WrapArgv, OutputCap: -1, OnOutput: s.onOutput})
 	if err != nil {
-		s.emitMu.Unlock()
 		x.release(id)
 		return ExecResult{}, &ToolError{Msg: "exec_command failed: " + err.Error()}
 	}
+	if serr := p.SpawnErr(); serr != nil {
+		<-p.Done()
+		x.release(id)
+		return ExecResult{}, createProcessError(serr)
+	}
 	s.proc = p
+	if waitStartup(ctx, p) && req.WrapArgv != nil && LikelySandboxDenial(p.ExitCode(), s.agg.String()) {
+		s.emitMu.Lock()
+		s.obs = nil // never announced: no item events at all
+		s.emitMu.Unlock()
+		res := x.respond(s, true, time.Now(), tokensOr(a.MaxOutputTokens), "")
+		res.SandboxDenied = true
+		return res, nil
+	}
+	// the reference's wall time and yield deadline count from the announcement; later output streams
+	start = time.Now()
+	s.emitMu.Lock()
 	if s.obs != nil {
 		s.obs.Started(strconv.Itoa(id), s.command, cwd)
 	}
-	s.started = true
+	s.streaming = true
 	s.emitMu.Unlock()
+	// The call owns the session until it returns; the watcher completes the item only when no call does.
+	s.callMu.Lock()
+	defer s.callMu.Unlock()
 	go func() { // ends when the process is done; Close kills every process
 		<-p.Done()
+		s.callMu.Lock()
+		defer s.callMu.Unlock()
 		s.finish()
 	}()
 
-	s.callMu.Lock()
-	defer s.callMu.Unlock()
-	exited, err := collect(ctx, p, yield, req.Controller)
+	exited, err := collect(ctx, p, yield, req.Controller, s.finish)
 	if err != nil {
 		if exited {
 			s.finish()
@@ -370,11 +399,6 @@ func (x *Sessions) WriteStdin(ctx context.Context, req WriteStdinRequest) (ExecR
 	} else {
 		yield = clampMs(a.YieldTimeMs, DefaultWriteYieldTimeMs, MinEmptyYieldTimeMs, uint64(x.maxPoll/time.Millisecond))
 	}
-	s.emitMu.Lock()
-	if s.obs != nil && !s.finished {
-		s.obs.Interaction(a.Chars)
-	}
-	s.emitMu.Unlock()
 	if a.Chars != "" {
 		t := time.NewTimer(writeSettle)
 		select {
@@ -384,15 +408,34 @@ func (x *Sessions) WriteStdin(ctx context.Context, req WriteStdinRequest) (ExecR
 			return ExecResult{}, ctx.Err()
 		}
 	}
-	exited, err := collect(ctx, s.proc, yield, req.Controller)
+	var onEnd func() // a write's interaction is announced after collection, before the exit
+	if a.Chars == "" {
+		onEnd = s.finish
+	}
+	exited, err := collect(ctx, s.proc, yield, req.Controller, onEnd)
+	if a.Chars != "" {
+		s.emitMu.Lock()
+		if s.obs != nil && !s.finished {
+			s.obs.Interaction(a.Chars)
+		}
+		s.emitMu.Unlock()
+	}
 	if err != nil {
 		return ExecResult{}, err
 	}
 	return x.respond(s, exited, start, tokensOr(a.MaxOutputTokens), ""), nil
 }
 
-// collect waits for exit+output close (exit alone: at most 50 ms more) or the yield stopwatch.
-func collect(ctx context.Context, p *Process, yield time.Duration, ctrl *stopwatch.Controller) (bool, error) {
+// collect waits for exit+output close (exit alone: at most 50 ms more) or the yield stopwatch. A process
+// that ends while the stopwatch is paused is reported through onEnd (may be nil) at once, as the
+// reference completes the item then, while the call's result is held until the pause ends.
+func collect(ctx context.Context, p *Process, yield time.Duration, ctrl *stopwatch.Controller, onEnd func()) (bool, error) {
+	held := func(sw *stopwatch.Stopwatch) error {
+		if onEnd != nil && sw.Paused() {
+			onEnd()
+		}
+		return holdWhilePaused(ctx, sw)
+	}
 	if ctrl == nil {
 		ctrl = stopwatch.NewController()
 	}
@@ -403,14 +446,14 @@ func collect(ctx context.Context, p *Process, yield time.Duration, ctrl *stopwat
 	for {
 		select {
 		case <-p.Done():
-			return true, holdWhilePaused(ctx, sw)
+			return true, held(sw)
 		case <-exitedCh:
 			exitedCh = nil
 			t := time.NewTimer(exitWithoutCloseWait)
 			defer t.Stop()
 			grace = t.C
 		case <-grace:
-			return true, holdWhilePaused(ctx, sw)
+			return true, held(sw)
 		case <-sw.Done():
 			select {
 			case <-p.Exited():
@@ -481,6 +524,9 @@ func (x *Sessions) keep(s *session) string {
 	}
 	n := len(x.store)
 	x.mu.Unlock()
+	s.emitMu.Lock()
+	s.streaming = true
+	s.emitMu.Unlock()
 	if victim != nil {
 		victim.proc.Kill()
 	}
@@ -555,6 +601,39 @@ func (x *Sessions) TerminateAll() {
 	for _, s := range victims {
 		s.proc.Kill()
 	}
+}
+
+// createProcessError is the reference's failure text when the command could not be started.
+func createProcessError(serr error) *ToolError {
+	var se *SpawnError
+	reason := serr.Error()
+	if errors.As(serr, &se) {
+		reason = osErrorText(se.Err)
+	}
+	out := "Failed to create unified exec process: " + reason
+	return &ToolError{
+		Msg:    fmt.Sprintf("exec_command failed: CreateProcess { message: %q }", fmt.Sprintf("Rejected(%q)", out)),
+		Output: out,
+	}
+}
+
+// resolveShell resolves a model-chosen shell: a bare name through PATH to an absolute path; a shell that
+// cannot be found falls back to /bin/sh, as the reference does.
+func resolveShell(shell string, env []string) string {
+	path, err := lookPath(shell, env, "")
+	if err != nil {
+		return "/bin/sh"
+	}
+	if strings.Contains(shell, "/") {
+		if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "/bin/sh"
+		}
+		return path
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 func chunkID() string {

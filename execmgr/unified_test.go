@@ -23,6 +23,7 @@ type recorder struct {
 	deltas      strings.Builder
 	interaction []string
 	exits       int
+	events      []string // "started", "delta:<text>", "interaction:<text>", "exited"
 	code        int
 	agg         string
 	exitedCh    chan struct{}
@@ -34,21 +35,25 @@ func (r *recorder) Started(id, cmd, cwd string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.started = append(r.started, id, cmd, cwd)
+	r.events = append(r.events, "started")
 }
 func (r *recorder) OutputDelta(b []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.deltas.Write(b)
+	r.events = append(r.events, "delta:"+string(b))
 }
 func (r *recorder) Interaction(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.interaction = append(r.interaction, s)
+	r.events = append(r.events, "interaction:"+s)
 }
 func (r *recorder) Exited(code int, agg string, _ time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.exits++
+	r.events = append(r.events, "exited")
 	r.code, r.agg = code, agg
 	if r.exits == 1 {
 		close(r.exitedCh)
@@ -94,7 +99,8 @@ func TestExecCommandEchoHello(t *testing.T) {
 	require.Equal(t, []string{"1000", "/bin/bash -lc 'echo hello'", dir}, rec.started)
 	require.Equal(t, 1, rec.exits)
 	require.Equal(t, "hello\n", rec.agg)
-	require.Equal(t, "hello\n", rec.deltas.String())
+	require.Empty(t, rec.deltas.String(), "no deltas for output collected by the exec_command call itself")
+	require.Equal(t, []string{"started", "exited"}, rec.events)
 	require.Empty(t, x.SessionIDs(), "an exited process is not stored")
 }
 
@@ -131,8 +137,10 @@ func TestExecCommandYieldThenPollToExit(t *testing.T) {
 	require.Less(t, res.WallTime, 4*time.Second, "an empty poll returns at exit")
 	require.Empty(t, x.SessionIDs())
 	rec.waitExited(t)
+	rec.mu.Lock()
 	require.Equal(t, "first\nsecond\n", rec.agg)
-	require.Equal(t, []string{""}, rec.interaction)
+	require.Equal(t, []string{"started", "delta:second\n", "exited"}, rec.events, "deltas start once the process runs in the background; empty polls are no interaction")
+	rec.mu.Unlock()
 
 	_, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: 1000}})
 	var te *ToolError
@@ -152,8 +160,12 @@ func TestExecCommandTTYReadAnsweredByWriteStdin(t *testing.T) {
 	require.True(t, res.Exited, res.Text)
 	require.Equal(t, "hi\r\ngot:hi\r\n", res.Output)
 	rec.waitExited(t)
-	require.Equal(t, []string{"hi\n"}, rec.interaction)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	require.Equal(t, "name? hi\r\ngot:hi\r\n", rec.agg)
+	require.Equal(t, "hi\r\ngot:hi\r\n", rec.deltas.String())
+	require.Equal(t, "interaction:hi\n", rec.events[len(rec.events)-2], "the interaction is reported after collection, before the exit")
+	require.Equal(t, "exited", rec.events[len(rec.events)-1])
 }
 
 func TestWriteStdinToPipeSessionFails(t *testing.T) {
@@ -204,20 +216,32 @@ func TestFormatModelOutputFitsUnchanged(t *testing.T) {
 func TestExecCommandBadWorkdirAndShell(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "true", Workdir: "/nonexistent/dir"}, Observer: rec})
+	_, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "true", Workdir: "/nonexistent/dir"}, Observer: rec})
+	var te *ToolError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, `exec_command failed: CreateProcess { message: "Rejected(\"Failed to create unified exec process: No such file or directory (os error 2)\")" }`, te.Msg)
+	require.Equal(t, "Failed to create unified exec process: No such file or directory (os error 2)", te.Output)
+	require.Empty(t, rec.events, "no process, no item events")
+	require.Empty(t, x.SessionIDs())
+
+	// An unknown shell falls back to /bin/sh; a bare name is resolved through PATH.
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "echo hi", Shell: "/no/such/shell"}, Observer: rec})
 	require.NoError(t, err)
-	require.True(t, res.Exited)
-	require.NotEqual(t, 0, res.ExitCode)
-	require.Contains(t, res.Output, "No such file or directory")
-	rec.waitExited(t)
-	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "true", Shell: "/no/such/shell"}})
+	require.Equal(t, 0, res.ExitCode)
+	require.Equal(t, "hi\n", res.Output)
+	require.Equal(t, "/bin/sh -lc 'echo hi'", rec.started[1])
+	rec2 := newRecorder()
+	_, err = x.ExecCommand(context.Background(), ExecCommandRequest{Env: []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}, Args: ExecCommandArgs{Cmd: "echo hi", Shell: "sh"}, Observer: rec2})
 	require.NoError(t, err)
-	require.Equal(t, 127, res.ExitCode)
-	require.Contains(t, res.Text, "failed to spawn command: No such file or directory (os error 2)")
+	require.Equal(t, "/usr/bin/sh -lc 'echo hi'", rec2.started[1])
+
 	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "no-such-command-xyz"}})
 	require.NoError(t, err)
 	require.Equal(t, 127, res.ExitCode)
 	require.Contains(t, res.Output, "command not found")
+	res, err = x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "kill -9 $$"}})
+	require.NoError(t, err)
+	require.Contains(t, res.Text, "Process exited with code 137\nOriginal token count: 0\nOutput:\n")
 }
 
 func TestExecCommandExitedAfterReturn(t *testing.T) {
@@ -230,6 +254,7 @@ func TestExecCommandExitedAfterReturn(t *testing.T) {
 	rec.mu.Lock()
 	require.Equal(t, 7, rec.code)
 	require.Equal(t, "late\n", rec.agg)
+	require.Equal(t, []string{"started", "delta:late\n", "exited"}, rec.events)
 	rec.mu.Unlock()
 	// The exited session stays stored until polled; the poll reports the exit and releases it.
 	require.Equal(t, []int{res.SessionID}, x.SessionIDs())
@@ -270,7 +295,7 @@ func TestExecCommandPausedControllerHoldsResult(t *testing.T) {
 	require.True(t, res.Exited, res.Text)
 	require.Equal(t, 0, res.ExitCode)
 	require.Equal(t, "done\n", res.Output)
-	require.GreaterOrEqual(t, res.WallTime, resumeAt-100*time.Millisecond, "wall time includes the pause")
+	require.GreaterOrEqual(t, res.WallTime, resumeAt-100*time.Millisecond-StartupWindow, "wall time (from the announcement) includes the pause")
 }
 
 func TestExecCommandPausedThenResumedKeepsRemainingBudget(t *testing.T) {
@@ -387,18 +412,28 @@ func TestRandomSessionIDs(t *testing.T) {
 }
 
 func TestShellJoin(t *testing.T) {
-	tests := map[string][]string{
-		"/bin/bash -lc 'echo hello'":      {"/bin/bash", "-lc", "echo hello"},
-		"ls -la":                          {"ls", "-la"},
-		"''":                              {""},
-		`echo "don't"`:                    {"echo", "don't"},
-		`sh -c 'echo $x '"'"'q'"'"''`:     {"sh", "-c", "echo $x 'q'"},
-		"a=b,c:d@e%f+g/h.i_j-k":           {"a=b,c:d@e%f+g/h.i_j-k"},
-		"'a*b' 'c;d' 'e|f' '$HOME' '~'":   {"a*b", "c;d", "e|f", "$HOME", "~"},
-		"x 'tab\there' 'new\nline' 'ünï'": {"x", "tab\there", "new\nline", "ünï"},
+	tests := []struct {
+		want string
+		argv []string
+	}{
+		{"/bin/bash -lc 'echo hello'", []string{"/bin/bash", "-lc", "echo hello"}},
+		// Observed from the reference: a quote forces double quotes up to the `$`, which goes single-quoted.
+		{`/bin/bash -lc "printf 'name? '; read x; echo got:"'$x'`, []string{"/bin/bash", "-lc", "printf 'name? '; read x; echo got:$x"}},
+		{"/bin/bash -lc true", []string{"/bin/bash", "-lc", "true"}},
+		{"/bin/bash -lc 'kill -9 $$'", []string{"/bin/bash", "-lc", "kill -9 $$"}},
+		{"''", []string{""}},
+		{"ls -la a+b/c.d:e@f]g_h", []string{"ls", "-la", "a+b/c.d:e@f]g_h"}},
+		{"'a=b' 'a,b' '%x' '~' '#' '*'", []string{"a=b", "a,b", "%x", "~", "#", "*"}},
+		{`"don't"`, []string{"don't"}},
+		{`"'\""`, []string{`'"`}},
+		{`"a\\b"`, []string{`a\b`}},
+		{`'^x'`, []string{"^x"}},
+		{`x'^y'`, []string{"x^y"}},
+		{`'ünï'`, []string{"ünï"}},
+		{`"it's "'$HOME'`, []string{"it's $HOME"}},
 	}
-	for want, argv := range tests {
-		require.Equal(t, want, ShellJoin(argv), "%q", argv)
+	for _, tc := range tests {
+		require.Equal(t, tc.want, ShellJoin(tc.argv), "%q", tc.argv)
 	}
 }
 

@@ -54,6 +54,7 @@ type Thread struct {
 	subWait     chan struct{} // closed and replaced when a subscriber joins
 	total       protocol.TokenUsageBreakdown
 	interrupted bool // the previous turn was interrupted: tell the model on the next request
+	systemError bool // the previous turn failed: the thread reports systemError until the next turn
 	windowN     int
 	recorder    *rollout.Recorder
 	flags       map[protocol.ThreadActiveFlag]int
@@ -108,6 +109,9 @@ func (t *Thread) TurnsSnapshot() []protocol.Turn {
 
 func (t *Thread) statusLocked() protocol.ThreadStatus {
 	if t.active == nil {
+		if t.systemError {
+			return protocol.ThreadStatus{Value: protocol.ThreadStatusSystemError{}}
+		}
 		return protocol.ThreadStatus{Value: protocol.ThreadStatusIdle{}}
 	}
 	flags := []protocol.ThreadActiveFlag{}
@@ -182,13 +186,17 @@ func (t *Thread) emitStatus() {
 // setFlag raises or lowers an active flag and announces the new status.
 func (t *Thread) setFlag(f protocol.ThreadActiveFlag, on bool) {
 	t.mu.Lock()
+	before := t.flags[f] > 0
 	if on {
 		t.flags[f]++
 	} else if t.flags[f] > 0 {
 		t.flags[f]--
 	}
+	changed := before != (t.flags[f] > 0)
 	t.mu.Unlock()
-	t.emitStatus()
+	if changed { // overlapping approvals announce the flag once, as the reference does
+		t.emitStatus()
+	}
 }
 
 // request sends a server→client request to a subscriber (waiting for one to subscribe if none is),

@@ -54,7 +54,7 @@ type commandItem struct {
 func newCommandItem(tc *thread.ToolContext, callID, command, cwd, cmd string) *commandItem {
 	return &commandItem{tc: tc, exited: make(chan struct{}), item: protocol.ThreadItemCommandExecution{
 		ID: callID, Command: command, Cwd: protocol.LegacyAppPathString(cwd), Status: protocol.CommandExecutionStatusInProgress,
-		CommandActions: []protocol.CommandAction{{Value: protocol.CommandActionUnknown{Command: cmd}}},
+		CommandActions: commandActions(cmd, cwd),
 		Source:         ptr(protocol.CommandExecutionSourceAgent), StartedAtMs: ptr(time.Now().UnixMilli()),
 	}}
 }
@@ -97,6 +97,7 @@ func (ci *commandItem) observer() execmgr.Observer {
 		OnStarted: func(processID, command, cwd string) {
 			ci.mu.Lock()
 			ci.item.ProcessID = &processID
+			ci.item.Command = command // with the shell as resolved (an unknown shell falls back to /bin/sh)
 			ci.item.Source = ptr(protocol.CommandExecutionSourceUnifiedExecStartup)
 			ci.mu.Unlock()
 			ci.start()
@@ -120,7 +121,7 @@ func (ci *commandItem) observer() execmgr.Observer {
 			if exitCode != 0 {
 				status = protocol.CommandExecutionStatusFailed
 			}
-			ci.complete(status, ptr(int32(exitCode)), &out, ptr(d.Milliseconds()))
+			ci.complete(status, ptr(int32(exitCode)), nonEmpty(out), ptr(d.Milliseconds()))
 			close(ci.exited)
 		},
 	}
@@ -133,6 +134,9 @@ func (e *execSet) execCommand(ctx context.Context, tc *thread.ToolContext, call 
 	}
 	if args.Cmd == "" {
 		return "exec_command failed: command must not be empty"
+	}
+	if refused, bad := checkEscalationArgs(call.Arguments, tc.Settings.ApprovalPolicy); bad {
+		return refused
 	}
 	shell := args.Shell
 	if shell == "" {
@@ -153,26 +157,23 @@ func (e *execSet) execCommand(ctx context.Context, tc *thread.ToolContext, call 
 	}
 	ci := newCommandItem(tc, call.CallID, display, cwd, args.Cmd)
 	escalated := args.SandboxPermissions == "require_escalated"
-	words := simpleArgv(args.Cmd)
+	pc := parseCommand([]string{shell, flag, args.Cmd}, args.Cmd)
 	unsandboxed := false
-	if commandNeedsApproval(tc.Settings.ApprovalPolicy, tc.Settings.Sandbox, words, escalated) && !e.st.approvals.commandApproved(display, words) {
-		d := e.askCommand(ctx, tc, ci, args, display, cwd, words)
-		switch d {
-		case decisionInterrupted:
+	// A command the user approved (now, for the session or by an execpolicy prefix) runs outside the
+	// sandbox, as in the reference.
+	needs := commandNeedsApproval(tc.Settings.ApprovalPolicy, tc.Settings.Sandbox, escalated)
+	if needs && e.st.approvals.commandApproved(display, pc) {
+		unsandboxed = true
+	} else if needs {
+		d := e.askCommand(ctx, tc, ci, args, display, cwd, pc)
+		if d == decisionInterrupted {
 			return "exec_command failed: turn interrupted"
-		case decisionCancel:
-			ci.complete(protocol.CommandExecutionStatusDeclined, nil, nil, nil)
-			tc.Interrupt()
-			return rejectedByUserOutput
-		case decisionDecline:
-			ci.complete(protocol.CommandExecutionStatusDeclined, nil, nil, nil)
-			return rejectedByUserOutput
-		case decisionFailed:
-			ci.complete(protocol.CommandExecutionStatusFailed, nil, nil, nil)
-			return approvalFailedOutput
 		}
-		unsandboxed = escalated
-	} else if escalated && e.st.approvals.commandApproved(display, words) {
+		if out, refused := refuseCommand(tc, ci, d); refused {
+			return out
+		}
+		unsandboxed = true
+	} else if escalated && e.st.approvals.commandApproved(display, pc) {
 		unsandboxed = true
 	}
 	var wrap func([]string) ([]string, error)
@@ -189,13 +190,28 @@ func (e *execSet) execCommand(ctx context.Context, tc *thread.ToolContext, call 
 	if err != nil {
 		var te *execmgr.ToolError
 		if errors.As(err, &te) {
+			ci.mu.Lock()
+			ci.item.Source = ptr(protocol.CommandExecutionSourceUnifiedExecStartup)
+			ci.mu.Unlock()
 			ci.start()
-			ci.complete(protocol.CommandExecutionStatusFailed, nil, ptr(te.Msg), nil)
+			if te.Output != "" { // the process could not be created: the reference reports exit code -1
+				ci.complete(protocol.CommandExecutionStatusFailed, ptr(int32(-1)), ptr(te.Output), ptr(int64(0)))
+			} else {
+				ci.complete(protocol.CommandExecutionStatusFailed, nil, ptr(te.Msg), nil)
+			}
 			return te.Msg
 		}
 		return fmt.Sprintf("exec_command failed: %v", err)
 	}
-	if res.Exited {
+	if res.SandboxDenied {
+		// never announced by execmgr; an item already shown for an approval still gets its end
+		ci.mu.Lock()
+		shown := ci.started
+		ci.mu.Unlock()
+		if shown {
+			ci.complete(protocol.CommandExecutionStatusFailed, ptr(int32(res.ExitCode)), nonEmpty(res.Output), ptr(res.WallTime.Milliseconds()))
+		}
+	} else if res.Exited {
 		// the item completes before the model hears the result
 		select {
 		case <-ci.exited:
@@ -211,10 +227,10 @@ func (e *execSet) execCommand(ctx context.Context, tc *thread.ToolContext, call 
 
 // askCommand sends item/commandExecution/requestApproval and returns the decision, remembering
 // session-wide grants.
-func (e *execSet) askCommand(ctx context.Context, tc *thread.ToolContext, ci *commandItem, args execmgr.ExecCommandArgs, display, cwd string, words []string) decision {
+func (e *execSet) askCommand(ctx context.Context, tc *thread.ToolContext, ci *commandItem, args execmgr.ExecCommandArgs, display, cwd string, pc parsedCommand) decision {
 	proposal := args.PrefixRule
 	if len(proposal) == 0 {
-		proposal = words
+		proposal = pc.proposal()
 	}
 	params := protocol.CommandExecutionRequestApprovalParams{
 		Kind: ptr(protocol.CommandExecutionApprovalKindCommand), ThreadID: tc.ThreadID(), TurnID: tc.TurnID(), ItemID: ci.item.ID,
@@ -236,7 +252,8 @@ func (e *execSet) askCommand(ctx context.Context, tc *thread.ToolContext, ci *co
 	ci.start()
 	raw, err := tc.Request(ctx, protocol.ServerRequestItemCommandExecutionRequestApproval, params)
 	d, amendment := parseCommandDecision(ctx, raw, err)
-	if d != decisionInterrupted {
+	if granted(d) {
+		// refusals lower the flag after completing the item (refuseCommand), as the reference orders them
 		tc.SetWaitingOnApproval(false)
 	}
 	switch d {
@@ -246,6 +263,32 @@ func (e *execSet) askCommand(ctx context.Context, tc *thread.ToolContext, ci *co
 		e.st.approvals.approvePrefix(amendment)
 	}
 	return d
+}
+
+// granted reports a decision that lets the command run.
+func granted(d decision) bool {
+	return d == decisionAccept || d == decisionAcceptForSession || d == decisionAcceptWithAmendment
+}
+
+// refuseCommand finishes the item of a refused command (decline, cancel, failed approval request), lowers
+// the waitingOnApproval flag afterwards, interrupts the turn on cancel, and returns the model's text.
+func refuseCommand(tc *thread.ToolContext, ci *commandItem, d decision) (string, bool) {
+	var out string
+	switch d {
+	case decisionCancel, decisionDecline:
+		ci.complete(protocol.CommandExecutionStatusDeclined, nil, nil, nil)
+		out = rejectedByUserOutput
+	case decisionFailed:
+		ci.complete(protocol.CommandExecutionStatusFailed, nil, nil, nil)
+		out = approvalFailedOutput
+	default:
+		return "", false
+	}
+	tc.SetWaitingOnApproval(false)
+	if d == decisionCancel {
+		tc.Interrupt()
+	}
+	return out, true
 }
 
 func (e *execSet) writeStdin(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) string {
@@ -265,3 +308,11 @@ func (e *execSet) writeStdin(ctx context.Context, tc *thread.ToolContext, call t
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// nonEmpty is the item's aggregatedOutput: the reference leaves an empty transcript null.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -70,10 +70,12 @@ func (p *patchSet) apply(ctx context.Context, tc *thread.ToolContext, callID, in
 			return applypatch.RejectedOutput
 		case decisionCancel:
 			finish(protocol.PatchApplyStatusDeclined)
+			tc.SetWaitingOnApproval(false)
 			tc.Interrupt()
 			return applypatch.RejectedOutput
 		case decisionDecline, decisionFailed:
 			finish(protocol.PatchApplyStatusDeclined)
+			tc.SetWaitingOnApproval(false)
 			return applypatch.RejectedOutput
 		}
 		// the files may have changed while the human decided
@@ -117,7 +119,8 @@ func (p *patchSet) askPatch(ctx context.Context, tc *thread.ToolContext, itemID 
 			}
 		}
 	}
-	if d != decisionInterrupted {
+	if granted(d) {
+		// refusals lower the flag after completing the item, like command refusals
 		tc.SetWaitingOnApproval(false)
 	}
 	return d

@@ -34,6 +34,9 @@ func (s *shellSet) run(ctx context.Context, tc *thread.ToolContext, call thread.
 	if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
 		return "failed to parse function arguments: " + err.Error()
 	}
+	if refused, bad := checkEscalationArgs(call.Arguments, tc.Settings.ApprovalPolicy); bad {
+		return refused
+	}
 	flag := "-lc"
 	if args.Login != nil && !*args.Login {
 		flag = "-c"
@@ -49,25 +52,25 @@ func (s *shellSet) run(ctx context.Context, tc *thread.ToolContext, call thread.
 	}
 	ci := newCommandItem(tc, call.CallID, display, cwd, args.Command)
 	escalated := args.SandboxPermissions == "require_escalated"
-	words := simpleArgv(args.Command)
+	pc := parseCommand([]string{execmgr.DefaultShell, flag, args.Command}, args.Command)
 	unsandboxed := false
-	if commandNeedsApproval(tc.Settings.ApprovalPolicy, tc.Settings.Sandbox, words, escalated) && !s.st.approvals.commandApproved(display, words) {
+	// A command the user approved (now, for the session or by an execpolicy prefix) runs outside the
+	// sandbox, as in the reference.
+	needs := commandNeedsApproval(tc.Settings.ApprovalPolicy, tc.Settings.Sandbox, escalated)
+	if needs && s.st.approvals.commandApproved(display, pc) {
+		unsandboxed = true
+	} else if needs {
 		ex := &execSet{deps: s.deps, st: s.st}
-		switch ex.askCommand(ctx, tc, ci, execmgr.ExecCommandArgs{Cmd: args.Command, Justification: args.Justification, PrefixRule: args.PrefixRule}, display, cwd, words) {
-		case decisionInterrupted:
+		d := ex.askCommand(ctx, tc, ci, execmgr.ExecCommandArgs{Cmd: args.Command, Justification: args.Justification, PrefixRule: args.PrefixRule}, display, cwd, pc)
+		if d == decisionInterrupted {
 			return "shell_command failed: turn interrupted"
-		case decisionCancel:
-			ci.complete(protocol.CommandExecutionStatusDeclined, nil, nil, nil)
-			tc.Interrupt()
-			return rejectedByUserOutput
-		case decisionDecline:
-			ci.complete(protocol.CommandExecutionStatusDeclined, nil, nil, nil)
-			return rejectedByUserOutput
-		case decisionFailed:
-			ci.complete(protocol.CommandExecutionStatusFailed, nil, nil, nil)
-			return approvalFailedOutput
 		}
-		unsandboxed = escalated
+		if out, refused := refuseCommand(tc, ci, d); refused {
+			return out
+		}
+		unsandboxed = true
+	} else if escalated && s.st.approvals.commandApproved(display, pc) {
+		unsandboxed = true // approved for the session: runs as escalated as the first time
 	}
 	var wrap func([]string) ([]string, error)
 	if !unsandboxed {
@@ -97,6 +100,6 @@ func (s *shellSet) run(ctx context.Context, tc *thread.ToolContext, call thread.
 	if res.ExitCode != 0 {
 		status = protocol.CommandExecutionStatusFailed
 	}
-	ci.complete(status, ptr(int32(res.ExitCode)), ptr(res.Output), ptr(res.WallTime.Milliseconds()))
+	ci.complete(status, ptr(int32(res.ExitCode)), nonEmpty(res.Output), ptr(res.WallTime.Milliseconds()))
 	return res.Text
 }

@@ -1,0 +1,126 @@
+package execmgr
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/stopwatch"
+)
+
+func TestLikelySandboxDenial(t *testing.T) {
+	for _, tc := range []struct {
+		code   int
+		output string
+		want   bool
+	}{
+		{1, "bash: f.txt: Read-only file system\n", true},
+		{1, "Permission denied", true},
+		{3, "permission DENIED", true},
+		{2, "Operation not permitted", true},
+		{126, "Permission denied", true},
+		{1, "a sandbox thing", true},
+		{1, "landlock", true},
+		{1, "seccomp", true},
+		{1, "failed to write file", true},
+		{159, "", true}, // SIGSYS
+		{0, "Permission denied", false},
+		{1, "", false},
+		{1, "cat: x: No such file or directory", false},
+	} {
+		require.Equal(t, tc.want, LikelySandboxDenial(tc.code, tc.output), "%d %q", tc.code, tc.output)
+	}
+}
+
+func identityWrap(argv []string) ([]string, error) { return argv, nil }
+
+func TestSandboxDenialWithinStartupIsSilent(t *testing.T) {
+	x, _ := newTestSessions(t)
+	rec := newRecorder()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), WrapArgv: identityWrap, Observer: rec,
+		Args: ExecCommandArgs{Cmd: "echo 'x: Read-only file system' >&2; exit 1", Login: bptr(false)}})
+	require.NoError(t, err)
+	require.True(t, res.SandboxDenied)
+	require.True(t, res.Exited)
+	require.Equal(t, 1, res.ExitCode)
+	require.Contains(t, res.Text, "Process exited with code 1\n")
+	require.Contains(t, res.Text, "Output:\nx: Read-only file system\n")
+	require.Empty(t, x.SessionIDs())
+	time.Sleep(100 * time.Millisecond)
+	rec.mu.Lock()
+	require.Empty(t, rec.events, "a denied command is never announced")
+	rec.mu.Unlock()
+}
+
+func TestStartupWindowAnnouncesOtherFailures(t *testing.T) {
+	for name, req := range map[string]ExecCommandRequest{
+		"unsandboxed denial text": {Args: ExecCommandArgs{Cmd: "echo 'Permission denied'; exit 1"}},
+		"sandboxed other failure": {Args: ExecCommandArgs{Cmd: "echo nope; exit 1"}, WrapArgv: identityWrap},
+		"sandboxed late denial":   {Args: ExecCommandArgs{Cmd: "sleep 0.5; echo 'Permission denied'; exit 1"}, WrapArgv: identityWrap},
+	} {
+		t.Run(name, func(t *testing.T) {
+			x, _ := newTestSessions(t)
+			rec := newRecorder()
+			req.Env, req.Observer = testEnv(t), rec
+			res, err := x.ExecCommand(context.Background(), req)
+			require.NoError(t, err)
+			require.False(t, res.SandboxDenied)
+			require.Equal(t, 1, res.ExitCode)
+			rec.waitExited(t)
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			require.Equal(t, "started", rec.events[0])
+			require.Equal(t, "exited", rec.events[len(rec.events)-1])
+		})
+	}
+}
+
+func TestOutputAfterStartupStreamsDuringFirstCall(t *testing.T) {
+	x, _ := newTestSessions(t)
+	rec := newRecorder()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Observer: rec,
+		Args: ExecCommandArgs{Cmd: "echo early; sleep 0.6; echo late", YieldTimeMs: u64(5000)}})
+	require.NoError(t, err)
+	require.True(t, res.Exited)
+	require.Equal(t, "early\nlate\n", res.Output)
+	rec.waitExited(t)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Equal(t, []string{"started", "delta:late\n", "exited"}, rec.events, "output of the startup window is not streamed; later output is")
+	require.Equal(t, "early\nlate\n", rec.agg)
+}
+
+func TestPausedCallReportsExitBeforeReturning(t *testing.T) {
+	x, _ := newTestSessions(t)
+	rec := newRecorder()
+	ctrl := stopwatch.NewController()
+	ctrl.SetPaused(true)
+	done := make(chan ExecResult, 1)
+	go func() { // ends when ExecCommand returns after the resume below
+		res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Observer: rec, Controller: ctrl,
+			Args: ExecCommandArgs{Cmd: "echo bye", Login: bptr(false)}})
+		if err != nil {
+			res.Text = err.Error()
+		}
+		done <- res
+	}()
+	rec.waitExited(t) // the item completes while the result is still held
+	select {
+	case res := <-done:
+		t.Fatalf("returned while paused: %s", res.Text)
+	case <-time.After(300 * time.Millisecond):
+	}
+	ctrl.SetPaused(false)
+	select {
+	case res := <-done:
+		require.True(t, res.Exited, res.Text)
+		require.Equal(t, "bye\n", res.Output)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no result after the resume")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Equal(t, 1, rec.exits)
+}

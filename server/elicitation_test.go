@@ -1,0 +1,197 @@
+package server_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
+)
+
+// These tests run in real time: the margins (hundreds of milliseconds to seconds) are sized for a
+// loaded 2-core machine.
+
+type counterResult struct {
+	Count  int64 `json:"count"`
+	Paused bool  `json:"paused"`
+}
+
+func elicit(t *testing.T, c *apptest.Client, method, tid string) counterResult {
+	t.Helper()
+	var res counterResult
+	c.Result(method, map[string]any{"threadId": tid}, &res)
+	return res
+}
+
+// waitCommandStarted waits for the commandExecution item of a call to start.
+func waitCommandStarted(c *apptest.Client, callID string) {
+	c.T.Helper()
+	c.WaitNotification("item/started", func(p json.RawMessage) bool {
+		var n struct {
+			Item struct{ Type, ID string }
+		}
+		return json.Unmarshal(p, &n) == nil && n.Item.Type == "commandExecution" && n.Item.ID == callID
+	})
+}
+
+var wallTimeRE = regexp.MustCompile(`Wall time: ([0-9.]+) seconds`)
+
+func wallTime(t *testing.T, out string) float64 {
+	t.Helper()
+	m := wallTimeRE.FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	f, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	return f
+}
+
+// holdAndCount sleeps d and returns how many model requests arrived by then.
+func holdAndCount(mm *mockmodel.Server, d time.Duration) int {
+	time.Sleep(d)
+	return len(mm.ResponseRequests())
+}
+
+func elicitClient(t *testing.T, mm *mockmodel.Server, config string) (*apptest.Client, string) {
+	t.Helper()
+	c := startIsolated(t, apptest.Options{Model: mm, Config: config})
+	c.Initialize(true)
+	return c, c.StartThread(nil)
+}
+
+func TestElicitationPausesExecYield(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "sleep 1.5; echo done", "yield_time_ms": 700}), finalMessage("ok"))
+	c, tid := elicitClient(t, mm, "")
+	mark := c.Mark()
+	c.StartTurn(tid, "run")
+	waitCommandStarted(c, "call_1")
+	time.Sleep(200 * time.Millisecond)
+	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
+	require.Equal(t, 1, holdAndCount(mm, 2*time.Second), "no model request while paused, although the yield deadline and the exit passed")
+	_, early := itemEvents(t, c.Since(mark), "call_1")
+	require.Len(t, early, 1, "as in the reference, the item completes when the process ends; only the tool result is held")
+	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+
+	out := callOutput(t, mm, "call_1")
+	require.Contains(t, out, "\nProcess exited with code 0\n")
+	require.True(t, strings.HasSuffix(out, "Output:\ndone\n"), out)
+	require.GreaterOrEqual(t, wallTime(t, out), 2.0, "the reported wall time includes the pause")
+	_, completed := itemEvents(t, c.Since(mark), "call_1")
+	require.Len(t, completed, 1)
+	require.Equal(t, "done\n", completed[0]["aggregatedOutput"])
+	requireErrorMatch(t, c.Request("thread/decrement_elicitation", map[string]any{"threadId": tid}), -32600, "^out-of-band elicitation count is already zero$")
+}
+
+func TestElicitationControlYieldsSessionID(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "sleep 1.5; echo done", "yield_time_ms": 700}), finalMessage("ok"))
+	c, tid := elicitClient(t, mm, "")
+	c.StartTurn(tid, "run")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	out := callOutput(t, mm, "call_1")
+	require.Regexp(t, sessionIDRE, out, "without a pause the call yields at 0.7 s")
+	require.Less(t, wallTime(t, out), 1.5)
+}
+
+func TestElicitationOverlappingIncrementsNeedTwoDecrements(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "sleep 1.5; echo done", "yield_time_ms": 700}), finalMessage("ok"))
+	c, tid := elicitClient(t, mm, "")
+	c.StartTurn(tid, "run")
+	waitCommandStarted(c, "call_1")
+	time.Sleep(200 * time.Millisecond)
+	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
+	require.Equal(t, counterResult{2, true}, elicit(t, c, "thread/increment_elicitation", tid))
+	require.Equal(t, 1, holdAndCount(mm, 2*time.Second))
+	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/decrement_elicitation", tid))
+	require.Equal(t, 1, holdAndCount(mm, time.Second), "one outstanding elicitation still pauses")
+	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	out := callOutput(t, mm, "call_1")
+	require.Contains(t, out, "\nProcess exited with code 0\n")
+	require.True(t, strings.HasSuffix(out, "Output:\ndone\n"), out)
+}
+
+func TestElicitationPausedBeforeCommandStarts(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "echo early", "yield_time_ms": 250}), finalMessage("ok"))
+	c, tid := elicitClient(t, mm, "")
+	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
+	c.StartTurn(tid, "run")
+	waitCommandStarted(c, "call_1")
+	require.Equal(t, 1, holdAndCount(mm, 1500*time.Millisecond), "a command started while paused is held too")
+	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	require.True(t, strings.HasSuffix(callOutput(t, mm, "call_1"), "Process exited with code 0\nOriginal token count: 2\nOutput:\nearly\n"))
+}
+
+// shellTimeoutRun runs `sleep 2; echo ok` through shell_command with a 1.5 s budget, optionally
+// pausing the thread for 3 s from ~200 ms after the command started.
+func shellTimeoutRun(t *testing.T, pause bool) string {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("shell_command", "call_1",
+		map[string]any{"command": "sleep 2; echo ok", "timeout_ms": 1500})}}, finalMessage("ok"))
+	c, tid := elicitClient(t, mm, "[features]\nunified_exec = false\n")
+	c.StartTurn(tid, "run")
+	if pause {
+		waitCommandStarted(c, "call_1")
+		time.Sleep(200 * time.Millisecond)
+		require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
+		time.Sleep(3 * time.Second)
+		require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
+	}
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	return callOutput(t, mm, "call_1")
+}
+
+func TestElicitationPausesShellTimeout(t *testing.T) {
+	out := shellTimeoutRun(t, true)
+	require.Regexp(t, `^Exit code: 0\nWall time: [0-9.]+ seconds\nOutput:\nok\n$`, out, "the paused time does not count toward timeout_ms")
+}
+
+func TestShellTimeoutControlWithoutPause(t *testing.T) {
+	out := shellTimeoutRun(t, false)
+	require.Regexp(t, `^Exit code: 124\nWall time: [0-9.]+ seconds\nOutput:\ncommand timed out after 1500 milliseconds\n$`, out)
+}
+
+func TestElicitationPauseIsPerThread(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "sleep 1.5; echo done", "yield_time_ms": 700}), finalMessage("ok"))
+	c, paused := elicitClient(t, mm, "")
+	other := c.StartThread(nil)
+	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", paused))
+	c.StartTurn(other, "run")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	out := callOutput(t, mm, "call_1")
+	require.Regexp(t, sessionIDRE, out, "the other thread's pause does not hold this one")
+	require.Less(t, wallTime(t, out), 1.5)
+	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", paused))
+}
+
+func TestElicitationPausesApprovalTimeout(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "echo hi"}), finalMessage("ok"))
+	c := startIsolated(t, apptest.Options{Model: mm, Config: "approval_timeout_ms = 400"})
+	c.Initialize(true)
+	tid := c.StartThread(map[string]any{"approvalPolicy": "untrusted"})
+	c.SetAnswerer(func(apptest.Message) (any, int, string, bool) { return nil, 0, "", false })
+	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
+	mark := c.Mark()
+	c.StartTurn(tid, "run")
+	c.WaitServerRequest(cmdApproval)
+	time.Sleep(1200 * time.Millisecond)
+	require.Empty(t, notificationsOf(t, c.Since(mark), "serverRequest/resolved"), "the approval timeout does not run while paused")
+	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	_, completed := itemEvents(t, c.Since(mark), "call_1")
+	require.Len(t, completed, 1)
+	require.Equal(t, "declined", completed[0]["status"], "then it times out as a decline")
+	require.Equal(t, rejectedText, callOutput(t, mm, "call_1"))
+}
