@@ -187,6 +187,21 @@ func (e *execSet) execCommand(ctx context.Context, tc *thread.ToolContext, call 
 	res, err := e.st.sessions.ExecCommand(ctx, execmgr.ExecCommandRequest{
 		Args: args, Cwd: tc.Settings.Cwd, Controller: tc.Thread.Controller(), Observer: ci.observer(), WrapArgv: wrap,
 	})
+	if err == nil && res.SandboxDenied && wrap != nil && retriesDenials(tc.Settings.ApprovalPolicy) {
+		// The sandbox refused it: under on-request the user may let it run unsandboxed.
+		retry := args
+		retry.Justification = sandboxRetryReason
+		d := e.askCommand(ctx, tc, ci, retry, display, cwd, pc)
+		if d == decisionInterrupted {
+			return "exec_command failed: turn interrupted"
+		}
+		if out, refused := refuseCommand(tc, ci, d); refused {
+			return out
+		}
+		res, err = e.st.sessions.ExecCommand(ctx, execmgr.ExecCommandRequest{
+			Args: args, Cwd: tc.Settings.Cwd, Controller: tc.Thread.Controller(), Observer: ci.observer(),
+		})
+	}
 	if err != nil {
 		var te *execmgr.ToolError
 		if errors.As(err, &te) {
@@ -263,6 +278,17 @@ func (e *execSet) askCommand(ctx context.Context, tc *thread.ToolContext, ci *co
 		e.st.approvals.approvePrefix(amendment)
 	}
 	return d
+}
+
+// sandboxRetryReason is the approval question after a sandbox denial.
+const sandboxRetryReason = "command failed; retry without sandbox?"
+
+// retriesDenials reports a policy under which a sandbox denial leads to an approval to rerun unsandboxed.
+func retriesDenials(p protocol.AskForApproval) bool {
+	if p.Granular != nil {
+		return p.Granular.SandboxApproval
+	}
+	return p.Name == protocol.AskForApprovalOnRequest
 }
 
 // granted reports a decision that lets the command run.

@@ -1,0 +1,51 @@
+package server_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
+)
+
+// TestSandboxDenialAsksToRetryUnsandboxed: under on-request, a command the sandbox refuses leads to an
+// approval request; accepting reruns it outside the sandbox, declining leaves it refused.
+func TestSandboxDenialAsksToRetryUnsandboxed(t *testing.T) {
+	for _, tc := range []struct {
+		decision string
+		written  bool
+	}{{"accept", true}, {"decline", false}} {
+		t.Run(tc.decision, func(t *testing.T) {
+			mm := mockmodel.New(t)
+			mm.Enqueue(execCall("call_w", map[string]any{"cmd": "echo hi > made.txt", "yield_time_ms": 10000}))
+			mm.Enqueue(finalMessage("done"))
+			c := startIsolated(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", SandboxMode: "read-only"})
+			var reasons []string
+			c.SetAnswerer(func(m apptest.Message) (any, int, string, bool) {
+				var p struct{ Reason *string }
+				_ = json.Unmarshal(m.Params, &p)
+				if p.Reason != nil {
+					reasons = append(reasons, *p.Reason)
+				}
+				return map[string]any{"decision": tc.decision}, 0, "", true
+			})
+			c.Initialize(false)
+			tid := c.StartThread(nil)
+			c.StartTurn(tid, "write a file")
+			require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+			require.Equal(t, []string{"command failed; retry without sandbox?"}, reasons)
+			_, err := os.Stat(filepath.Join(c.Work, "made.txt"))
+			require.Equal(t, tc.written, err == nil)
+			out := callOutput(t, mm, "call_w")
+			if tc.written {
+				require.Equal(t, 0, execExitCode(t, out))
+			} else {
+				require.Contains(t, out, "rejected by user")
+			}
+		})
+	}
+}
