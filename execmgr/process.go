@@ -23,7 +23,7 @@ import (
 const (
 	DefaultKillGrace    = 500 * time.Millisecond // SIGTERM → SIGKILL grace
 	DefaultDrainTimeout = 2 * time.Second        // how long output is read after the child exited
-	readChunkSize       = 8192
+	readChunkSize       = 64 << 10               // as the reference reads command output; fewer, larger deltas
 )
 
 // Errors reported by processes and the manager.

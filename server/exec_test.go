@@ -156,11 +156,19 @@ func TestExecCommandItemAndOutput(t *testing.T) {
 	turn := c.WaitTurnCompleted()
 	require.Equal(t, "completed", turn["status"])
 	msgs := c.Since(mark)
+	// Output inside the startup window is not streamed; on a loaded machine `echo` may only write after
+	// the window, so a delta is tolerated here (TestExecOutputStreamsAfterStartup pins the rule).
+	var steps []string
+	for _, s := range flow(t, msgs) {
+		if s != "item/commandExecution/outputDelta" {
+			steps = append(steps, s)
+		}
+	}
 	require.Equal(t, []string{
 		"warning", "thread/status/changed:active", "turn/started", "item/started:userMessage", "item/completed:userMessage",
 		"item/started:commandExecution", "item/completed:commandExecution",
 		"item/started:agentMessage", "item/completed:agentMessage", "thread/status/changed:idle", "turn/completed",
-	}, flow(t, msgs), "no output delta for output collected before the yield")
+	}, steps)
 
 	started, completed := itemEvents(t, msgs, "call_1")
 	require.Len(t, started, 1)
