@@ -44,6 +44,9 @@ type Request struct {
 	// Headers are per-request headers: originator, user-agent, session-id, thread-id,
 	// x-client-request-id, x-codex-window-id, x-codex-turn-metadata, x-codex-beta-features...
 	Headers map[string]string
+	// Refresh, if set, supplies the input of a retried stream attempt: like the reference, the
+	// caller may keep output items of the failed attempt in its history and send them again.
+	Refresh func() []json.RawMessage `json:"-"`
 }
 
 // body is the JSON body, fields in the order the reference sends them.
@@ -242,6 +245,13 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Event)) (*Com
 		}
 		if err := sleep(ctx, ev.Delay); err != nil {
 			return nil, err
+		}
+		if req.Refresh != nil {
+			next := *req
+			next.Input = req.Refresh()
+			if payload, err = next.MarshalBody(); err != nil {
+				return nil, &Error{Message: "cannot encode model request: " + err.Error(), CodexErrorInfo: InfoString(InfoOther), Err: err}
+			}
 		}
 	}
 }

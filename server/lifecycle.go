@@ -105,6 +105,14 @@ func (s *Server) threadRead(_ context.Context, c *connection, _ *jsonrpc.Request
 	var info protocol.Thread
 	if t, ok := s.threads.Get(p.ThreadID); ok {
 		info = t.Info()
+		if info.Ephemeral {
+			// Without a rollout the reference has no history, preview or read state to show.
+			if include {
+				return nil, jsonrpc.InvalidRequest("ephemeral threads do not support includeTurns")
+			}
+			info.Preview = ""
+			return protocol.ThreadReadResponse{Thread: info}, nil
+		}
 		if include {
 			info.Turns = t.TurnsSnapshot()
 		}
@@ -137,10 +145,12 @@ func (s *Server) threadNameSet(_ context.Context, c *connection, req *jsonrpc.Re
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
-	if _, ok := s.threads.Get(p.ThreadID); !ok {
+	if t, ok := s.threads.Get(p.ThreadID); !ok {
 		if _, err := s.threads.ReadStored(p.ThreadID, false); err != nil {
 			return nil, jsonrpc.InvalidRequest("thread not found: " + p.ThreadID)
 		}
+	} else if t.Info().Ephemeral {
+		return nil, jsonrpc.InvalidRequest("ephemeral thread does not support metadata updates: " + p.ThreadID)
 	}
 	req.Reply(protocol.ThreadSetNameResponse{}, nil)
 	t, err := s.threads.SetName(p.ThreadID, p.Name)
@@ -169,6 +179,10 @@ func sendUsage(t *thread.Thread, c *connection) {
 func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadResumeParams) (any, error) {
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	if lt, ok := s.threads.Get(p.ThreadID); ok && lt.Info().Ephemeral {
+		// An ephemeral thread has no rollout to resume from, loaded or not.
+		return nil, jsonrpc.InvalidRequest("no rollout found for thread id " + p.ThreadID)
 	}
 	t, loadedNow, err := s.threads.Resume(ctx, p.ThreadID, deref(p.Path), resumeOverrides(p.Model, p.ModelProvider, p.Cwd,
 		p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions))

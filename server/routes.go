@@ -19,5 +19,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addCommandExecRoutes(r)
 	s.addMCPRoutes(r)
 	s.addLifecycleRoutes(r)
+	s.addExtraRoutes(r)
 	return r
 }

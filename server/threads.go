@@ -112,9 +112,15 @@ func (s *Server) turnInterrupt(_ context.Context, _ *connection, req *jsonrpc.Re
 	if err != nil {
 		return nil, err
 	}
-	if t.ActiveTurn() == nil {
+	active := t.ActiveTurn()
+	if active == nil {
 		return nil, jsonrpc.InvalidRequest(thread.ErrNoActiveTurnToInterrupt.Error())
 	}
+	if p.TurnID != active.ID {
+		// The reference's wording (unlike turn/steer's, without backticks).
+		return nil, jsonrpc.InvalidRequest(fmt.Sprintf("expected active turn id %s but found %s", p.TurnID, active.ID))
+	}
+	t.AnnounceInterrupt(p.TurnID)
 	req.Reply(protocol.TurnInterruptResponse{}, nil)
 	if err := t.Interrupt(p.TurnID); err != nil {
 		s.log.Debug("interrupt raced with turn end", "error", err)

@@ -83,8 +83,9 @@ func timezoneName() string {
 	return time.Local.String()
 }
 
-// interruptedNotice tells the model that the previous turn was stopped by the user (our own wording).
-const interruptedNotice = "<turn_aborted>\nThe user stopped the previous turn before it finished. Anything it was doing may be incomplete; do not assume its last actions succeeded.\n</turn_aborted>"
+// interruptedNotice tells the model that the previous turn was stopped by the user. The opening
+// sentence is the one the reference sends (clients and tests key on it); the rest is our own wording.
+const interruptedNotice = "<turn_aborted>\nThe user interrupted the previous turn on purpose. Anything it was doing may be incomplete, and commands it started may still be running; do not assume its last actions succeeded.\n</turn_aborted>"
 
 // marshal encodes v without HTML escaping, so text sent to the model keeps its bytes.
 func marshal(v any) []byte {

@@ -3,6 +3,7 @@ package thread
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"appserver/model"
 	protocol "appserver/protocol/v2"
@@ -24,11 +25,27 @@ type streamState struct {
 	items map[string]*liveItem
 	// recorded holds the output items already appended to the rollout (as they completed).
 	recorded map[string]bool
+	// done are the output items completed by the current attempt, in order.
+	done []json.RawMessage
+	// doneAt is when each completed tool call (by call id) arrived.
+	doneAt map[string]time.Time
+	// run executes the response's tool calls.
+	run *toolRun
+	// opened is set once the current attempt's stream delivered anything (the response was accepted).
+	opened bool
 }
 
 func (ss *streamState) on(ev model.Event) {
 	tn := ss.turn
 	t := tn.thread
+	switch ev.(type) {
+	case model.RetryEvent, model.ResetEvent:
+	default:
+		if !ss.opened {
+			ss.opened = true
+			tn.streaming.Store(true)
+		}
+	}
 	switch e := ev.(type) {
 	case model.ItemAddedEvent:
 		if e.ID == "" {
@@ -75,13 +92,33 @@ func (ss *streamState) on(ev model.Event) {
 		}
 		t.emit(protocol.NotifyItemReasoningTextDelta, protocol.ReasoningTextDeltaNotification{ThreadID: t.ID, TurnID: tn.ID, ItemID: e.ItemID, Delta: e.Delta, ContentIndex: int64(e.ContentIndex)})
 	case model.ItemDoneEvent:
-		ss.done(e)
+		ss.complete(e)
+		if len(e.Item) > 0 {
+			// Like the reference, a completed output item joins the history at once: it stays there
+			// if the stream then fails, and a retried attempt sends it back to the model.
+			ss.done = append(ss.done, e.Item)
+			t.mu.Lock()
+			t.history = append(t.history, e.Item)
+			t.mu.Unlock()
+		}
 		// The reference records each output item as it completes (after its item_completed, if any).
 		if len(e.Item) > 0 && !ss.recorded[string(e.Item)] {
 			ss.recorded[string(e.Item)] = true
 			t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(e.Item) })
 		}
+		for _, call := range toolCalls([]json.RawMessage{e.Item}) {
+			if ss.doneAt == nil {
+				ss.doneAt = map[string]time.Time{}
+			}
+			ss.doneAt[call.CallID] = time.Now()
+		}
 	case model.RetryEvent:
+		// An attempt that had opened its stream is followed by a token count, as the reference does.
+		if ss.opened {
+			tn.emitTokenCount()
+		}
+		ss.opened = false
+		tn.streaming.Store(false)
 		details := e.Err.Message
 		t.emit(protocol.NotifyError, protocol.ErrorNotification{
 			Error:    protocol.TurnError{Message: e.Message(), CodexErrorInfo: errorInfo(e.CodexErrorInfo()), AdditionalDetails: &details},
@@ -89,11 +126,12 @@ func (ss *streamState) on(ev model.Event) {
 		})
 	case model.ResetEvent:
 		ss.items = map[string]*liveItem{}
+		ss.done = nil
 	}
 }
 
-// done completes an agent message or reasoning item from the authoritative output item.
-func (ss *streamState) done(e model.ItemDoneEvent) {
+// complete finishes an agent message or reasoning item from the authoritative output item.
+func (ss *streamState) complete(e model.ItemDoneEvent) {
 	tn := ss.turn
 	t := tn.thread
 	switch e.Type {

@@ -19,6 +19,7 @@ var (
 	ErrNoActiveTurnToInterrupt = errors.New("no active turn to interrupt")
 	ErrNoActiveTurnToSteer     = errors.New("no active turn to steer")
 	ErrElicitationAtZero       = errors.New("out-of-band elicitation count is already zero")
+	ErrEmptySteerInput         = errors.New("input must not be empty")
 )
 
 // Settings are a thread's current turn settings; turn/start overrides persist for later turns.

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
+
 	protocol "appserver/protocol/v2"
 )
 
@@ -89,17 +91,28 @@ func (tc *ToolContext) SetWaitingOnApproval(on bool) {
 }
 
 // Interrupt ends the turn as interrupted (an approval answered "cancel").
-func (tc *ToolContext) Interrupt() { tc.Turn.interrupt() }
+func (tc *ToolContext) Interrupt() { tc.Turn.cancelByTool() }
+
+// functionOutputItem is a function_call_output in the reference's field order; like the reference it
+// carries its own id ("fco_" + a UUIDv7).
+type functionOutputItem struct {
+	Type   string `json:"type"`
+	ID     string `json:"id"`
+	CallID string `json:"call_id"`
+	Output any    `json:"output"`
+}
 
 // FunctionOutput builds a function_call_output item with a text output.
 func FunctionOutput(callID, output string) json.RawMessage {
-	return marshal(map[string]any{"type": "function_call_output", "call_id": callID, "output": output})
+	return marshal(functionOutputItem{Type: "function_call_output", ID: functionOutputID(), CallID: callID, Output: output})
 }
 
 // FunctionOutputRaw builds a function_call_output item whose output is already JSON (e.g. a content list).
 func FunctionOutputRaw(callID string, output json.RawMessage) json.RawMessage {
-	return marshal(map[string]any{"type": "function_call_output", "call_id": callID, "output": output})
+	return marshal(functionOutputItem{Type: "function_call_output", ID: functionOutputID(), CallID: callID, Output: output})
 }
+
+func functionOutputID() string { return "fco_" + uuid.Must(uuid.NewV7()).String() }
 
 // CustomOutput builds a custom_tool_call_output item.
 func CustomOutput(callID, output string) json.RawMessage {

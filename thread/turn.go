@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,8 +17,12 @@ import (
 	"appserver/rollout"
 )
 
-// errInterrupted is the cause of a turn context cancelled by turn/interrupt or an approval "cancel".
-var errInterrupted = errors.New("turn interrupted")
+// errInterrupted is the cause of a turn context cancelled by turn/interrupt; errToolCancelled the cause
+// when a tool ended the turn (an approval answered "cancel").
+var (
+	errInterrupted   = errors.New("turn interrupted")
+	errToolCancelled = errors.New("turn cancelled by a tool")
+)
 
 // Turn is one running turn of a thread.
 type Turn struct {
@@ -36,12 +41,29 @@ type Turn struct {
 	firstIn   []protocol.UserInput
 	finished  bool
 	usage     protocol.TokenUsageBreakdown // this turn's accumulated usage (token_usage_record)
+
+	// pendingUsage is the usage of the last completed response until it is reported (after its tools).
+	pendingUsage *model.Usage
+
+	// streaming is set while a model response is open (it delivered events and has not ended).
+	streaming atomic.Bool
+}
+
+// takePendingUsage returns the completed response's usage not yet reported, at most once.
+func (tn *Turn) takePendingUsage() *model.Usage {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	u := tn.pendingUsage
+	tn.pendingUsage = nil
+	return u
 }
 
 // Done is closed when the turn has completed (turn/completed was sent).
 func (tn *Turn) Done() <-chan struct{} { return tn.done }
 
 func (tn *Turn) interrupt() { tn.cancel(errInterrupted) }
+
+func (tn *Turn) cancelByTool() { tn.cancel(errToolCancelled) }
 
 func (tn *Turn) addItem(item protocol.ThreadItem) {
 	tn.mu.Lock()
@@ -138,6 +160,9 @@ func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string) (strin
 	if expectedTurnID != t.active.ID {
 		return "", fmt.Errorf("expected active turn id `%s` but found `%s`", expectedTurnID, t.active.ID)
 	}
+	if len(input) == 0 {
+		return "", ErrEmptySteerInput
+	}
 	t.active.mu.Lock()
 	t.active.pending = append(t.active.pending, input...)
 	t.active.mu.Unlock()
@@ -154,6 +179,32 @@ func (t *Thread) Interrupt(turnID string) error {
 	}
 	tn.interrupt()
 	return nil
+}
+
+// AnnounceInterrupt sends what the reference sends before it answers turn/interrupt: a token count.
+// In the middle of a model response that is the last known usage (if any) and the rate limits; while
+// the tools of a completed response run, it is that response's usage, accounted now.
+func (t *Thread) AnnounceInterrupt(turnID string) {
+	t.mu.Lock()
+	tn := t.active
+	t.mu.Unlock()
+	if tn == nil || (turnID != "" && tn.ID != turnID) {
+		return
+	}
+	if tn.streaming.Load() {
+		tn.emitTokenCount()
+		return
+	}
+	tn.reportUsage(t.Settings(), tn.takePendingUsage())
+}
+
+// emitTokenCount re-announces the thread's last token usage (if any) followed by the rate limits.
+func (tn *Turn) emitTokenCount() {
+	t := tn.thread
+	if u, ok := t.Attached(lastUsageKey{}).(protocol.ThreadTokenUsage); ok {
+		t.emit(protocol.NotifyThreadTokenUsageUpdated, protocol.ThreadTokenUsageUpdatedNotification{ThreadID: t.ID, TurnID: tn.ID, TokenUsage: u})
+	}
+	t.emit(protocol.NotifyAccountRateLimitsUpdated, emptyRateLimits())
 }
 
 // ActiveTurn returns the running turn, if any.
@@ -281,62 +332,123 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			sets = t.mgr.deps.Tools(t, s)
 		}
 		req := tn.buildRequest(s, sets)
-		sr := &streamState{turn: tn, items: map[string]*liveItem{}, recorded: map[string]bool{}}
+		sr := &streamState{turn: tn, items: map[string]*liveItem{}, recorded: map[string]bool{}, run: tn.newToolRun(s, sets)}
 		comp, err := client.Stream(tn.ctx, req, sr.on)
+		if err == nil {
+			tn.mu.Lock()
+			tn.pendingUsage = comp.Usage
+			tn.mu.Unlock()
+		}
+		tn.streaming.Store(false)
 		if err != nil {
 			if tn.ctx.Err() != nil {
+				// Calls that completed before the interruption get "aborted" outputs, so the history
+				// never holds a call without its output.
+				var outputs []json.RawMessage
+				for _, call := range toolCalls(sr.done) {
+					outputs = append(outputs, abortedOutput(call, time.Since(sr.doneAt[call.CallID])))
+				}
+				t.appendHistory(outputs...)
 				return protocol.TurnStatusInterrupted, nil
 			}
 			var me *model.Error
 			if !errors.As(err, &me) {
 				me = &model.Error{Message: err.Error(), CodexErrorInfo: model.InfoString(model.InfoOther)}
 			}
+			if !tn.keepPartial(sr) {
+				return protocol.TurnStatusInterrupted, nil
+			}
 			return tn.fail(me)
 		}
-		t.mu.Lock()
-		t.history = append(t.history, comp.Items...)
-		t.mu.Unlock()
+		// The output items joined the history as they completed (see streamState).
 		for _, it := range comp.Items {
 			if !sr.recorded[string(it)] {
 				t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(it) })
 			}
 		}
 		tn.recordUsage(comp.ResponseID, comp.Usage)
-		calls := toolCalls(comp.Items)
-		if len(calls) > 0 {
-			outputs, ok := tn.runTools(s, sets, calls)
+		for _, call := range toolCalls(comp.Items) {
+			sr.run.start(call)
+		}
+		calls := sr.run.count()
+		if calls > 0 {
+			outputs, ok := sr.run.wait()
+			t.appendHistory(outputs...)
 			if !ok {
+				// The response is still accounted (unless turn/interrupt already did, see AnnounceInterrupt).
+				tn.reportUsage(s, tn.takePendingUsage())
 				return protocol.TurnStatusInterrupted, nil
 			}
-			t.appendHistory(outputs...)
 		}
-		tn.reportUsage(s, comp.Usage)
+		tn.reportUsage(s, tn.takePendingUsage())
 		tn.mu.Lock()
 		more := len(tn.pending) > 0
 		tn.mu.Unlock()
-		if len(calls) == 0 && !more {
+		if calls == 0 && !more {
 			return protocol.TurnStatusCompleted, nil
 		}
 	}
 }
 
+// fail converts a model error into the turn's error; finish announces it (systemError status, error,
+// turn/completed), in the reference's order.
 func (tn *Turn) fail(me *model.Error) (protocol.TurnStatus, *protocol.TurnError) {
 	te := &protocol.TurnError{Message: me.Message, CodexErrorInfo: errorInfo(me.CodexErrorInfo)}
-	tn.thread.emit(protocol.NotifyError, protocol.ErrorNotification{Error: *te, ThreadID: tn.thread.ID, TurnID: tn.ID, WillRetry: false})
 	return protocol.TurnStatusFailed, te
+}
+
+// keepPartial handles what a failed response delivered before it broke, as the reference does: the
+// output items that completed stay in the history (streamState put them there), their tool calls run
+// and add their outputs, and an opened stream is followed by a token count (the last usage, if any,
+// and the rate limits). It returns false when the turn was interrupted meanwhile.
+func (tn *Turn) keepPartial(sr *streamState) bool {
+	t := tn.thread
+	for _, call := range toolCalls(sr.done) {
+		sr.run.start(call)
+	}
+	if sr.run.count() > 0 {
+		outputs, ok := sr.run.wait()
+		t.appendHistory(outputs...)
+		if !ok {
+			return false
+		}
+	}
+	if sr.opened {
+		tn.emitTokenCount()
+	}
+	return true
+}
+
+// abortedOutput is the reference's output for a tool call cut short by an interruption.
+func abortedOutput(call ToolCall, wall time.Duration) json.RawMessage {
+	return errorOutput(call, fmt.Sprintf("Wall time: %.4f seconds\naborted by user", wall.Seconds()))
+}
+
+// emptyRateLimits is the all-null account/rateLimits/updated the reference sends with every token count.
+func emptyRateLimits() map[string]any {
+	return map[string]any{"rateLimits": map[string]any{
+		"limitId": "codex", "limitName": nil, "normalModelSlug": nil, "primary": nil, "secondary": nil, "credits": nil,
+		"individualLimit": nil, "spendControlReached": nil, "planType": nil, "rateLimitReachedType": nil,
+	}}
 }
 
 // buildRequest assembles the model request: base instructions, history, tools.
 func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	t := tn.thread
-	t.mu.Lock()
-	input := make([]json.RawMessage, 0, len(t.history)+1)
 	base := s.BaseInstructions
 	if base == "" {
 		base = baseInstructions
 	}
-	input = append(input, messageItem("developer", base))
-	input = append(input, t.history...)
+	// A retried attempt is sent with the history as it is then (items of the failed attempt included).
+	inputNow := func() []json.RawMessage {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		input := make([]json.RawMessage, 0, len(t.history)+1)
+		input = append(input, messageItem("developer", base))
+		return append(input, t.history...)
+	}
+	input := inputNow()
+	t.mu.Lock()
 	window := fmt.Sprintf("%s:%d", t.ID, t.windowN)
 	t.mu.Unlock()
 	tools := []json.RawMessage{}
@@ -358,7 +470,8 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	metaJSON, _ := json.Marshal(meta)
 	originator := deref(t.meta.Originator)
 	return &model.Request{
-		Model: s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
+		Refresh: inputNow,
+		Model:   s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
 		Reasoning: mustJSON(reasoning), Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
 		ClientMetadata: map[string]string{
 			"x-codex-window-id": window, "turn_id": tn.ID, "root_turn_id": tn.ID, "session_id": t.ID, "thread_id": t.ID,
@@ -397,10 +510,7 @@ func (tn *Turn) reportUsage(s Settings, u *model.Usage) {
 		ThreadID: t.ID, TurnID: tn.ID,
 		TokenUsage: protocol.ThreadTokenUsage{Total: total, Last: last, ModelContextWindow: ptr(window)},
 	})
-	t.emit(protocol.NotifyAccountRateLimitsUpdated, map[string]any{"rateLimits": map[string]any{
-		"limitId": "codex", "limitName": nil, "normalModelSlug": nil, "primary": nil, "secondary": nil, "credits": nil,
-		"individualLimit": nil, "spendControlReached": nil, "planType": nil, "rateLimitReachedType": nil,
-	}})
+	t.emit(protocol.NotifyAccountRateLimitsUpdated, emptyRateLimits())
 	t.record(func(r *rollout.Recorder) error {
 		return r.AppendEvent(rollout.TokenCount{Info: &rollout.TokenUsageInfo{
 			TotalTokenUsage: tokenUsage(total), LastTokenUsage: tokenUsage(last), ModelContextWindow: ptr(window),
@@ -410,32 +520,6 @@ func (tn *Turn) reportUsage(s Settings, u *model.Usage) {
 
 func tokenUsage(b protocol.TokenUsageBreakdown) rollout.TokenUsage {
 	return rollout.TokenUsage{InputTokens: b.InputTokens, CachedInputTokens: b.CachedInputTokens, OutputTokens: b.OutputTokens, ReasoningOutputTokens: b.ReasoningOutputTokens, TotalTokens: b.TotalTokens}
-}
-
-// runTools runs the calls in parallel and returns their outputs in call order; ok is false when the
-// turn was interrupted meanwhile (the tools finish on their own).
-func (tn *Turn) runTools(s Settings, sets []ToolSet, calls []ToolCall) ([]json.RawMessage, bool) {
-	tc := &ToolContext{Thread: tn.thread, Turn: tn, Settings: s, Log: tn.thread.log}
-	outputs := make([]json.RawMessage, len(calls))
-	var wg sync.WaitGroup
-	for i, call := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outputs[i] = dispatchTool(tn.ctx, tc, sets, call)
-		}()
-	}
-	all := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(all)
-	}()
-	select {
-	case <-all:
-		return outputs, tn.ctx.Err() == nil
-	case <-tn.ctx.Done():
-		return nil, false
-	}
 }
 
 func dispatchTool(ctx context.Context, tc *ToolContext, sets []ToolSet, call ToolCall) (out json.RawMessage) {
@@ -505,8 +589,14 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	}
 	tn.mu.Unlock()
 	dur := completedAt.Sub(tn.startedAt).Milliseconds()
+	// The reference summarises a completed turn with its last agent message; an interrupted or failed
+	// one carries no items and says they are not loaded.
+	view := protocol.TurnItemsViewSummary
+	if status != protocol.TurnStatusCompleted {
+		view = protocol.TurnItemsViewNotLoaded
+	}
 	turn := protocol.Turn{
-		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: summary, ItemsView: ptr(protocol.TurnItemsViewSummary),
+		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: summary, ItemsView: ptr(view),
 		Status: status, Error: turnErr, StartedAt: ptr(tn.startedAt.Unix()), CompletedAt: ptr(completedAt.Unix()), DurationMs: ptr(dur),
 	}
 	tn.recordEnd(status, turnErr, lastText, completedAt, dur)
@@ -522,6 +612,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	if status == protocol.TurnStatusInterrupted {
 		t.interrupted = true
 	}
+	t.systemError = status == protocol.TurnStatusFailed
 	t.meta.UpdatedAt = completedAt.Unix()
 	t.meta.RecencyAt = ptr(completedAt.Unix())
 	subs := make([]Subscriber, 0, len(t.subscribers))
@@ -530,8 +621,18 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	}
 	t.mu.Unlock()
 	t.mgr.touch(t)
+	// A failed turn leaves the thread in systemError (until the next turn), announced before the error.
+	st := protocol.ThreadStatus{Value: protocol.ThreadStatusIdle{}}
+	if status == protocol.TurnStatusFailed {
+		st = protocol.ThreadStatus{Value: protocol.ThreadStatusSystemError{}}
+	}
 	for _, s := range subs {
-		s.Notify(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: protocol.ThreadStatus{Value: protocol.ThreadStatusIdle{}}})
+		s.Notify(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: st})
+	}
+	if status == protocol.TurnStatusFailed && turnErr != nil {
+		for _, s := range subs {
+			s.Notify(protocol.NotifyError, protocol.ErrorNotification{Error: *turnErr, ThreadID: t.ID, TurnID: tn.ID, WillRetry: false})
+		}
 	}
 	for _, s := range subs {
 		s.Notify(protocol.NotifyTurnCompleted, protocol.TurnCompletedNotification{ThreadID: t.ID, Turn: turn})

@@ -1,0 +1,97 @@
+package thread
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+)
+
+// toolRun executes the tool calls of one model response in parallel; wait collects the outputs in
+// call order. (The reference starts each call as soon as its output item completes in the stream;
+// appserver starts them when the response is complete, or has failed.)
+type toolRun struct {
+	tn   *Turn
+	tc   *ToolContext
+	sets []ToolSet
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	calls   []ToolCall
+	started []time.Time
+	outputs []json.RawMessage // nil until the call finished (before any interruption)
+}
+
+func (tn *Turn) newToolRun(s Settings, sets []ToolSet) *toolRun {
+	return &toolRun{tn: tn, sets: sets, tc: &ToolContext{Thread: tn.thread, Turn: tn, Settings: s, Log: tn.thread.log}}
+}
+
+// start launches one call.
+func (r *toolRun) start(call ToolCall) {
+	r.mu.Lock()
+	i := len(r.calls)
+	r.calls = append(r.calls, call)
+	r.started = append(r.started, time.Now())
+	r.outputs = append(r.outputs, nil)
+	r.mu.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		out := dispatchTool(r.tn.ctx, r.tc, r.sets, call)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.tn.ctx.Err() == nil {
+			r.outputs[i] = out
+		}
+	}()
+}
+
+// count is the number of calls started.
+func (r *toolRun) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+// wait returns the outputs in call order once every call finished; ok is false when the turn was
+// interrupted meanwhile. The tools then finish on their own and, as in the reference, every call that
+// had not finished before the interruption gets an "aborted by user" output. When a tool itself ended
+// the turn, the other calls get a grace period to finish first (their items complete before the turn
+// does).
+func (r *toolRun) wait() ([]json.RawMessage, bool) {
+	ctx := r.tn.ctx
+	all := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(all)
+	}()
+	select {
+	case <-all:
+		if ctx.Err() == nil {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return append([]json.RawMessage(nil), r.outputs...), true
+		}
+	case <-ctx.Done():
+		if errors.Is(context.Cause(ctx), errToolCancelled) {
+			select {
+			case <-all:
+			case <-time.After(toolCancelGrace):
+			}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := make([]json.RawMessage, len(r.calls))
+	for i, call := range r.calls {
+		res[i] = r.outputs[i]
+		if res[i] == nil {
+			res[i] = abortedOutput(call, time.Since(r.started[i]))
+		}
+	}
+	return res, false
+}
+
+// toolCancelGrace bounds how long a turn ended by one of its tools waits for its other tool calls.
+const toolCancelGrace = 2 * time.Second
