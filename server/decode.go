@@ -49,8 +49,8 @@ func decodeParams(spec *protocol.MethodSpec, raw json.RawMessage) (any, error) {
 	if err := json.Unmarshal(trimmed, p); err != nil {
 		return nil, invalidParams("%s", describeDecodeError(err))
 	}
-	if missing := missingRequired(p, trimmed); missing != "" {
-		return nil, invalidParams("missing field `%s`", missing)
+	if err := protocol.CheckRequired(spec.ParamsType, trimmed); err != nil {
+		return nil, invalidParams("%v", err)
 	}
 	return p, nil
 }
@@ -118,24 +118,6 @@ func rustTypeName(t reflect.Type) string {
 	return t.String()
 }
 
-// missingRequired names the first required top-level field absent from raw.
-func missingRequired(p any, raw []byte) string {
-	fields := requiredFields(reflect.TypeOf(p).Elem())
-	if len(fields) == 0 {
-		return ""
-	}
-	var present map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &present); err != nil {
-		return ""
-	}
-	for _, f := range fields {
-		if _, ok := present[f]; !ok {
-			return f
-		}
-	}
-	return ""
-}
-
 // usedExperimentalField names the first experimental top-level field set (non-null) in raw params.
 func usedExperimentalField(spec *protocol.MethodSpec, raw json.RawMessage) string {
 	if len(spec.ExperimentalFields) == 0 || raw == nil {
@@ -151,24 +133,4 @@ func usedExperimentalField(spec *protocol.MethodSpec, raw json.RawMessage) strin
 		}
 	}
 	return ""
-}
-
-// requiredFields lists the JSON names of fields serde would insist on: non-nullable ones without
-// omitempty/omitzero. TODO(lead): replace with the generator's schema-derived required lists.
-func requiredFields(t reflect.Type) []string {
-	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "" || name == "-" || strings.Contains(opts, "omit") {
-			continue
-		}
-		switch f.Type.Kind() {
-		case reflect.Pointer, reflect.Map, reflect.Interface, reflect.Slice:
-			continue
-		}
-		out = append(out, name)
-	}
-	return out
 }

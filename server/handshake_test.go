@@ -68,6 +68,7 @@ func TestRequestErrors(t *testing.T) {
 		{name: "wrong type", method: "thread/list", params: map[string]any{"limit": "ten"}, code: -32600, pattern: `^Invalid request: .*(limit|u32)`},
 		{name: "params not an object", method: "thread/list", params: "oops", code: -32600, pattern: `^Invalid request: invalid type: string "oops", expected struct ThreadListParams$`},
 		{name: "missing field", method: "turn/start", params: map[string]any{"input": []any{}}, code: -32600, message: "Invalid request: missing field `threadId`"},
+		{name: "missing required list", method: "turn/start", params: map[string]any{"threadId": "x"}, code: -32600, message: "Invalid request: missing field `input`"},
 		{name: "missing params", method: "thread/loaded/list", code: -32600, message: "Invalid request: missing field `params`"},
 		{name: "null params", method: "thread/loaded/list", params: nil, code: -32600, message: "Invalid request: missing field `params`"},
 		{name: "bad union tag", method: "turn/start", params: map[string]any{"threadId": "x", "input": []any{map[string]any{"type": "bogus"}}}, code: -32600, pattern: "^Invalid request: .*unknown variant `bogus`"},
