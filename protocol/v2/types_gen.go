@@ -10399,7 +10399,7 @@ type ThreadItemMcpToolCall struct {
 	DurationMs        *int64                 `json:"durationMs"`
 	Error             *McpToolCallError      `json:"error"`
 	ID                string                 `json:"id"`
-	McpAppResourceURI *string                `json:"mcpAppResourceUri"`
+	McpAppResourceURI *string                `json:"mcpAppResourceUri,omitzero"`
 	McpAppUi          *McpAppUi              `json:"mcpAppUi"`
 	PluginID          *string                `json:"pluginId"`
 	ReadOnlyHint      *bool                  `json:"readOnlyHint"`

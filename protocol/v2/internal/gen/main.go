@@ -91,6 +91,12 @@ var omitNulls = map[string]bool{
 	"Tool":                                  true,
 }
 
+// omitNullFields lists single nullable properties ("<owner>.<json name>") the reference leaves out when
+// unset, where the rest of the type writes null.
+var omitNullFields = map[string]bool{
+	"ThreadItemMcpToolCall.mcpAppResourceUri": true,
+}
+
 type kind int
 
 const (
@@ -436,7 +442,7 @@ func (g *gen) fields(owner string, s *Schema, skipKey string) []field {
 			if !g.nilable(expr) {
 				expr = "*" + expr
 			}
-			if omitNulls[owner] {
+			if omitNulls[owner] || omitNullFields[owner+"."+k] {
 				tag += ",omitzero"
 			}
 		case !req[k]:
