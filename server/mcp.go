@@ -53,11 +53,9 @@ func (tm *threadMCP) manager() *mcpconn.Manager {
 // mcpConfigs converts the configured servers (sorted by name; only name when not empty) into
 // mcpconn's form. Disabled servers are kept: mcpconn skips them.
 func (s *Server) mcpConfigs(name string) []mcpconn.ServerConfig {
-	if s.cfg == nil {
-		return nil
-	}
+	servers := s.mcpServers()
 	var out []mcpconn.ServerConfig
-	for key, c := range s.cfg.MCPServers {
+	for key, c := range servers {
 		if name != "" && key != name {
 			continue
 		}
@@ -355,8 +353,32 @@ func (s *Server) mcpStatusList(ctx context.Context, _ *connection, req *jsonrpc.
 	return nil, nil // temp (if any) stops after the answer
 }
 
-// mcpReload answers config/mcpServer/reload and restarts the servers of every loaded thread.
+// mcpServers returns the [mcp_servers] in force: config.toml as last (re)loaded.
+func (s *Server) mcpServers() map[string]config.MCPServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mcpTable != nil {
+		return s.mcpTable
+	}
+	if s.cfg == nil {
+		return nil
+	}
+	return s.cfg.MCPServers
+}
+
+// mcpReload answers config/mcpServer/reload: it re-reads [mcp_servers] from config.toml (when the server
+// knows how to reload its configuration) and restarts the servers of every loaded thread, starting them
+// for threads that had none.
 func (s *Server) mcpReload(_ context.Context, _ *connection, req *jsonrpc.Request, _ *struct{}) (any, error) {
+	if s.opts.ReloadConfig != nil {
+		cfg, err := s.opts.ReloadConfig()
+		if err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to reload configuration: %v", err)
+		}
+		s.mu.Lock()
+		s.mcpTable = cfg.MCPServers
+		s.mu.Unlock()
+	}
 	req.Reply(protocol.McpServerRefreshResponse{}, nil)
 	var wg sync.WaitGroup
 	for _, id := range s.threads.Loaded() {
@@ -366,7 +388,14 @@ func (s *Server) mcpReload(_ context.Context, _ *connection, req *jsonrpc.Reques
 		}
 		if tm := mcpOf(t); tm != nil {
 			wg.Go(tm.reload)
+			continue
 		}
+		wg.Go(func() {
+			if err := s.startThreadMCP(s.ctx, t); err != nil {
+				s.log.Warn("MCP servers of a reloaded thread failed", "thread", t.ID, "error", err)
+			}
+			s.releaseThreadMCP(t)
+		})
 	}
 	wg.Wait()
 	return nil, nil

@@ -35,6 +35,8 @@ type Options struct {
 	QueueSize int
 	// Tools builds the tools offered to the model on each turn (nil: none).
 	Tools thread.ToolProvider
+	// ReloadConfig re-reads the configuration from disk (config/mcpServer/reload); nil keeps the loaded one.
+	ReloadConfig func() (*config.Config, error)
 }
 
 // Server serves any number of connections that share threads, processes and configuration.
@@ -47,8 +49,9 @@ type Server struct {
 	exec    *execmgr.Manager
 	install string // installation id, read or created once
 
-	mu    sync.Mutex
-	conns map[*connection]struct{}
+	mu       sync.Mutex
+	conns    map[*connection]struct{}
+	mcpTable map[string]config.MCPServer // [mcp_servers] after a reload; nil = s.cfg's
 
 	nextConnID atomic.Int64
 	ctx        context.Context

@@ -111,7 +111,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Error loading configuration: %v\n", err)
 		return 1
 	}
-	srv := server.New(server.Options{Config: cfg, Logger: logger})
+	srv := server.New(server.Options{Config: cfg, Logger: logger, ReloadConfig: func() (*config.Config, error) {
+		return config.Load(home, opts.overrides)
+	}})
 	defer srv.Close()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

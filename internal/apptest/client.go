@@ -127,7 +127,7 @@ stream_max_retries = %d
 	require.NoError(t, err)
 	c := &Client{T: t, Home: home, Work: work, Model: opts.Model, methods: map[string]string{}, done: make(chan error, 1)}
 	c.cond = sync.NewCond(&c.mu)
-	c.Srv = server.New(server.Options{Config: cfg, Tools: opts.Tools})
+	c.Srv = server.New(server.Options{Config: cfg, Tools: opts.Tools, ReloadConfig: func() (*config.Config, error) { return config.Load(home, nil) }})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c.in = inW
