@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -195,12 +195,8 @@ func (r *CommandExecRegistry) Exec(ctx context.Context, req CommandExecRequest) 
 		caps[0].deltaFn, caps[1].deltaFn = req.OnOutputDelta, req.OnOutputDelta
 	}
 	cwd := req.Cwd
-	if p.Cwd != nil && *p.Cwd != "" {
-		if filepath.IsAbs(*p.Cwd) || cwd == "" {
-			cwd = *p.Cwd
-		} else {
-			cwd = filepath.Join(cwd, *p.Cwd)
-		}
+	if p.Cwd != nil {
+		cwd = ResolveDir(cwd, *p.Cwd)
 	}
 	env := req.Env
 	if env == nil {
@@ -264,22 +260,12 @@ func (r *CommandExecRegistry) Exec(ctx context.Context, req CommandExecRequest) 
 		defer t.Stop()
 		timeout = t.C
 	}
-	timedOut := false
-	select {
-	case <-proc.Exited():
-	case <-timeout:
-		select {
-		case <-proc.Exited():
-		default:
-			timedOut = true
-			proc.KillNow()
-		}
-	case <-ctx.Done():
+	timedOut, err := awaitExit(ctx, proc, timeout)
+	if err != nil {
 		proc.KillNow()
 		<-proc.Done()
-		return CommandExecResponse{}, ctx.Err()
+		return CommandExecResponse{}, err
 	}
-	<-proc.Done()
 	res := CommandExecResponse{ExitCode: proc.ExitCode()}
 	if timedOut {
 		res.ExitCode = TimeoutExitCode
@@ -320,21 +306,12 @@ func applyEnvOverrides(env []string, over map[string]*string) []string {
 	merged := MergeEnv(env, sets...)
 	out := merged[:0]
 	for _, kv := range merged {
-		k, _, _ := splitEnv(kv)
+		k, _, _ := strings.Cut(kv, "=")
 		if !unset[k] {
 			out = append(out, kv)
 		}
 	}
 	return out
-}
-
-func splitEnv(kv string) (string, string, bool) {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, "", false
 }
 
 func (r *CommandExecRegistry) lookup(id string) (*cmdProc, error) {

@@ -568,6 +568,27 @@ func (p *Process) Wait(ctx context.Context) (int, error) {
 	}
 }
 
+// awaitExit waits for the child to exit, for deadline to fire (a nil deadline never does) or for ctx to end.
+// At the deadline a child still running has its group killed with SIGKILL and timedOut is true. It returns
+// once the output is drained, except when ctx ends: then it returns ctx's error at once and leaves the
+// child to the caller.
+func awaitExit[T any](ctx context.Context, p *Process, deadline <-chan T) (timedOut bool, err error) {
+	select {
+	case <-p.Exited():
+	case <-deadline:
+		select {
+		case <-p.Exited():
+		default:
+			timedOut = true
+			p.KillNow()
+		}
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	<-p.Done() // bounded by the drain timeout
+	return timedOut, nil
+}
+
 // Subscribe registers fn for output read from now on (no replay); the returned func unsubscribes.
 // fn runs on reader goroutines and must not retain the chunk.
 func (p *Process) Subscribe(fn func(Stream, []byte)) (unsubscribe func()) {

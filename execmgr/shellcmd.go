@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,23 +49,8 @@ func (m *Manager) ShellCommand(ctx context.Context, req ShellCommandRequest) (Sh
 	if shell == "" {
 		shell = DefaultShell
 	}
-	flag := "-lc"
-	if a.Login != nil && !*a.Login {
-		flag = "-c"
-	}
-	argv := []string{shell, flag, a.Command}
-	cwd := req.Cwd
-	if a.Workdir != "" {
-		if filepath.IsAbs(a.Workdir) || cwd == "" {
-			cwd = a.Workdir
-		} else {
-			cwd = filepath.Join(cwd, a.Workdir)
-		}
-	}
-	env := req.Env
-	if env == nil {
-		env = os.Environ()
-	}
+	argv := ShellArgv(shell, a.Login, a.Command)
+	cwd := ResolveDir(req.Cwd, a.Workdir)
 	timeoutMs := uint64(DefaultShellTimeoutMs)
 	if a.TimeoutMs != nil {
 		timeoutMs = *a.TimeoutMs
@@ -78,7 +61,7 @@ func (m *Manager) ShellCommand(ctx context.Context, req ShellCommandRequest) (Sh
 	}
 	var emitMu sync.Mutex // serializes deltas from the two reader goroutines
 	deltas := 0
-	p, err := m.Spawn(ctx, SpawnRequest{Argv: argv, Cwd: cwd, Env: env, WrapArgv: req.WrapArgv,
+	p, err := m.Spawn(ctx, SpawnRequest{Argv: argv, Cwd: cwd, Env: req.Env, WrapArgv: req.WrapArgv,
 		OnOutput: func(_ Stream, chunk []byte) {
 			emitMu.Lock()
 			defer emitMu.Unlock()
@@ -104,21 +87,11 @@ func (m *Manager) ShellCommand(ctx context.Context, req ShellCommandRequest) (Sh
 		close(c)
 		expired = c
 	}
-	timedOut := false
-	select {
-	case <-p.Exited():
-	case <-expired:
-		select {
-		case <-p.Exited():
-		default:
-			timedOut = true
-			p.KillNow()
-		}
-	case <-ctx.Done():
+	timedOut, err := awaitExit(ctx, p, expired)
+	if err != nil {
 		p.Kill()
-		return ShellCommandResult{}, ctx.Err()
+		return ShellCommandResult{}, err
 	}
-	<-p.Done() // bounded by the drain timeout
 	code := p.ExitCode()
 	out := p.Output()
 	if timedOut {

@@ -62,8 +62,8 @@ func MergeEnv(base []string, overrides ...string) []string {
 
 // Observer receives the life of one unified-exec process (the turn engine's `commandExecution` item).
 // Calls for one process are serialized and ordered: Started, then OutputDelta / Interaction, then Exited
-// exactly once. Like the reference, output collected by the exec_command call itself is not streamed:
-// deltas start once the call has returned the process as a running session.
+// exactly once. Like the reference, output of the StartupWindow (before Started) is not streamed; later
+// output is, also while the exec_command call is still collecting it.
 type Observer interface {
 	// Started reports the spawn: the session id as a string, the display command and the cwd.
 	Started(processID, command, cwd string)
@@ -201,7 +201,7 @@ type session struct {
 	agg     *HeadTailBuffer // whole transcript for the item
 
 	emitMu    sync.Mutex
-	streaming bool // deltas flow once the process is kept as a background session
+	streaming bool // deltas flow once the process was announced (after the startup window)
 	finished  bool
 	deltas    int
 
@@ -280,8 +280,8 @@ func tokensOr(v *uint64) int {
 // ExecCommand runs `exec_command`: spawn, collect until exit or the yield deadline (a stopwatch of the
 // caller's controller), then either report the exit or keep the process as a session.
 // Errors that the model should see are *ToolError; ctx errors are returned as is (the process is kept).
+// When the result has Exited (and not SandboxDenied), the observer's Exited call came before the return.
 func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (ExecResult, error) {
-	start := time.Now()
 	a := req.Args
 	base := req.Env
 	if base == nil {
@@ -291,19 +291,8 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 	if a.Shell != "" {
 		shell = resolveShell(a.Shell, base)
 	}
-	flag := "-lc"
-	if a.Login != nil && !*a.Login {
-		flag = "-c"
-	}
-	argv := []string{shell, flag, a.Cmd}
-	cwd := req.Cwd
-	if a.Workdir != "" {
-		if filepath.IsAbs(a.Workdir) || cwd == "" {
-			cwd = a.Workdir
-		} else {
-			cwd = filepath.Join(cwd, a.Workdir)
-		}
-	}
+	argv := ShellArgv(shell, a.Login, a.Cmd)
+	cwd := ResolveDir(req.Cwd, a.Workdir)
 	yield := clampMs(a.YieldTimeMs, DefaultExecYieldTimeMs, MinYieldTimeMs, MaxYieldTimeMs)
 
 	id := x.reserve()
@@ -330,7 +319,7 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 		return res, nil
 	}
 	// the reference's wall time and yield deadline count from the announcement; later output streams
-	start = time.Now()
+	start := time.Now()
 	s.emitMu.Lock()
 	if s.obs != nil {
 		s.obs.Started(strconv.Itoa(id), s.command, cwd)
@@ -524,9 +513,6 @@ func (x *Sessions) keep(s *session) string {
 	}
 	n := len(x.store)
 	x.mu.Unlock()
-	s.emitMu.Lock()
-	s.streaming = true
-	s.emitMu.Unlock()
 	if victim != nil {
 		victim.proc.Kill()
 	}

@@ -11,11 +11,11 @@ import (
 
 // commandActions summarizes a script for the UI the way the reference does: reads, file listings and
 // searches of a plain script, `cd` folded into later paths, helper commands (echo, wc, sort, a stdin
-// head…) dropped from multi-command scripts, and one unknown action for anything else.
-func commandActions(script, cwd string) []protocol.CommandAction {
+// head…) dropped from multi-command scripts, and one unknown action for anything else. cmds is the
+// script's simple commands (parsedCommand.cmds; nil when the script is not plain).
+func commandActions(script string, cmds [][]string, cwd string) []protocol.CommandAction {
 	unknown := []protocol.CommandAction{{Value: protocol.CommandActionUnknown{Command: script}}}
-	cmds, ok := splitScript(script)
-	if !ok {
+	if len(cmds) == 0 {
 		return unknown
 	}
 	out := []protocol.CommandAction{}

@@ -80,7 +80,7 @@ func TestCommandActionsMatchReference(t *testing.T) {
 		{"cd /x && ls", `[{"type":"listFiles","command":"ls","path":null}]`},
 		{"cd /x && cat ../y.txt", `[{"type":"read","command":"cat ../y.txt","name":"y.txt","path":"/y.txt"}]`},
 	} {
-		got, err := json.Marshal(commandActions(tc.script, "/w"))
+		got, err := json.Marshal(commandActions(tc.script, parseCommand(nil, tc.script).cmds, "/w"))
 		require.NoError(t, err)
 		require.JSONEq(t, tc.want, string(got), "%q", tc.script)
 	}

@@ -219,22 +219,11 @@ func splitScript(script string) (cmds [][]string, ok bool) {
 				return nil, false
 			}
 			pendingOp = true
-		case r == '\'':
+		case r == '\'' || r == '"':
 			j := i + 1
-			for j < len(rs) && rs[j] != '\'' {
-				j++
-			}
-			if j == len(rs) {
-				return nil, false
-			}
-			word.WriteString(string(rs[i+1 : j]))
-			inWord, pendingOp = true, false
-			i = j
-		case r == '"':
-			j := i + 1
-			for j < len(rs) && rs[j] != '"' {
-				if strings.ContainsRune("$`\\", rs[j]) {
-					return nil, false
+			for j < len(rs) && rs[j] != r {
+				if r == '"' && strings.ContainsRune("$`\\", rs[j]) {
+					return nil, false // an expansion or escape inside double quotes
 				}
 				j++
 			}

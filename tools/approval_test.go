@@ -37,6 +37,8 @@ func TestProposalMatchesReference(t *testing.T) {
 		"&& echo a":                full("&& echo a"),
 		"echo 'unterminated":       full("echo 'unterminated"),
 		`echo "a $b"`:              full(`echo "a $b"`),
+		`echo 'a $b'`:              {"echo", "a $b"},
+		`echo "unterminated`:       full(`echo "unterminated`),
 		"echo a |& cat":            full("echo a |& cat"),
 		"echo a;; echo b":          full("echo a;; echo b"),
 		"echo a;":                  {"echo", "a"},

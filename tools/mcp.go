@@ -201,17 +201,17 @@ func (st *MCPState) run(ctx context.Context, tc *thread.ToolContext, m *mcpconn.
 	if raw, ok := m.Tool(server, tool); ok {
 		_ = json.Unmarshal(raw, &def)
 	}
+	ro := def.readOnly()
 	c := &mcpCall{tc: tc, started: time.Now(), item: protocol.ThreadItemMcpToolCall{
-		ID: call.CallID, Server: server, Tool: tool, Status: protocol.McpToolCallStatusInProgress,
-		StartedAtMs: ptr(time.Now().UnixMilli()), ReadOnlyHint: def.readOnly(),
+		ID: call.CallID, Server: server, Tool: tool, Arguments: args, Status: protocol.McpToolCallStatusInProgress,
+		StartedAtMs: ptr(time.Now().UnixMilli()), ReadOnlyHint: ro,
 	}}
-	c.item.Arguments = args
 	tc.ItemStarted(protocol.ThreadItem{Value: c.item})
 	if !validArgs {
 		return c.refuse(call.CallID, "failed to parse function arguments: invalid JSON")
 	}
 
-	if ro := def.readOnly(); (ro == nil || !*ro) && !st.isApproved(server, tool) {
+	if (ro == nil || !*ro) && !st.isApproved(server, tool) {
 		switch mcpApprovalMode(tc.Settings.ApprovalPolicy) {
 		case mcpNeverAsk:
 			return c.refuse(call.CallID, MCPNeverPolicyText)

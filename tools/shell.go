@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"appserver/execmgr"
 	protocol "appserver/protocol/v2"
@@ -37,53 +36,17 @@ func (s *shellSet) run(ctx context.Context, tc *thread.ToolContext, call thread.
 	if refused, bad := checkEscalationArgs(call.Arguments, tc.Settings.ApprovalPolicy); bad {
 		return refused
 	}
-	flag := "-lc"
-	if args.Login != nil && !*args.Login {
-		flag = "-c"
-	}
-	display := execmgr.ShellJoin([]string{execmgr.DefaultShell, flag, args.Command})
-	cwd := tc.Settings.Cwd
-	if args.Workdir != "" {
-		if filepath.IsAbs(args.Workdir) {
-			cwd = args.Workdir
-		} else {
-			cwd = filepath.Join(cwd, args.Workdir)
-		}
-	}
-	ci := newCommandItem(tc, call.CallID, display, cwd, args.Command)
-	escalated := args.SandboxPermissions == "require_escalated"
-	pc := parseCommand([]string{execmgr.DefaultShell, flag, args.Command}, args.Command)
-	unsandboxed := false
-	// A command the user approved (now, for the session or by an execpolicy prefix) runs outside the
-	// sandbox, as in the reference.
-	needs := commandNeedsApproval(tc.Settings.ApprovalPolicy, tc.Settings.Sandbox, escalated)
-	if needs && s.st.approvals.commandApproved(display, pc) {
-		unsandboxed = true
-	} else if needs {
-		ex := &execSet{deps: s.deps, st: s.st}
-		d := ex.askCommand(ctx, tc, ci, execmgr.ExecCommandArgs{Cmd: args.Command, Justification: args.Justification, PrefixRule: args.PrefixRule}, display, cwd, pc)
-		if d == decisionInterrupted {
-			return "shell_command failed: turn interrupted"
-		}
-		if out, refused := refuseCommand(tc, ci, d); refused {
-			return out
-		}
-		unsandboxed = true
-	} else if escalated && s.st.approvals.commandApproved(display, pc) {
-		unsandboxed = true // approved for the session: runs as escalated as the first time
-	}
-	var wrap func([]string) ([]string, error)
-	if !unsandboxed {
-		w, err := SandboxWrapper(s.deps.self(), tc.Settings.Sandbox, cwd)
-		if err != nil {
-			return "shell_command failed: " + err.Error()
-		}
-		wrap = w
+	c := newCommandCall(tc, "shell_command", execmgr.DefaultShell, commandArgs{Script: args.Command, Workdir: args.Workdir,
+		Login: args.Login, SandboxPermissions: args.SandboxPermissions, Justification: args.Justification, PrefixRule: args.PrefixRule})
+	ci := newCommandItem(tc, call.CallID, c)
+	wrap, refused, ok := s.st.authorize(ctx, tc, ci, c, s.deps.self())
+	if !ok {
+		return refused
 	}
 	ci.start()
 	res, err := s.deps.Exec.ShellCommand(ctx, execmgr.ShellCommandRequest{
-		Args: args, Cwd: tc.Settings.Cwd, Controller: tc.Thread.Controller(), WrapArgv: wrap,
-		Observer: execmgr.ObserverFuncs{OnOutputDelta: ci.observer().OutputDelta},
+		Args: args, Cwd: tc.Settings.Cwd, Env: commandEnv(tc), Controller: tc.Thread.Controller(), WrapArgv: wrap,
+		Observer: execmgr.ObserverFuncs{OnOutputDelta: ci.outputDelta},
 	})
 	if err != nil {
 		var te *execmgr.ToolError
@@ -96,10 +59,6 @@ func (s *shellSet) run(ctx context.Context, tc *thread.ToolContext, call thread.
 		}
 		return fmt.Sprintf("shell_command failed: %v", err)
 	}
-	status := protocol.CommandExecutionStatusCompleted
-	if res.ExitCode != 0 {
-		status = protocol.CommandExecutionStatusFailed
-	}
-	ci.complete(status, ptr(int32(res.ExitCode)), nonEmpty(res.Output), ptr(res.WallTime.Milliseconds()))
+	ci.exited(res.ExitCode, res.Output, res.WallTime)
 	return res.Text
 }
