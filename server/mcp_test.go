@@ -315,9 +315,9 @@ func TestMCPToolsListedAndCalled(t *testing.T) {
 	require.Contains(t, string(mustJSONMCP(t, ns["tools"])), `"name":"echo"`)
 
 	started, completed := mcpItems(t, c, mark)
-	require.Len(t, started, 4, "flat names are unsupported, as in the reference")
-	require.Len(t, completed, 4)
-	for _, id := range []string{"c1", "c3", "c4", "c5"} {
+	require.Len(t, started, 5, "flat names are accepted too")
+	require.Len(t, completed, 5)
+	for _, id := range []string{"c1", "c2", "c3", "c4", "c5"} {
 		require.Equal(t, "inProgress", started[id].Status)
 		require.Equal(t, "completed", completed[id].Status)
 		require.NotNil(t, completed[id].DurationMs)
@@ -329,7 +329,8 @@ func TestMCPToolsListedAndCalled(t *testing.T) {
 	require.Equal(t, "codex", completed["c4"].Server, "resource functions are items of the pseudo-server codex")
 	require.Equal(t, "list_mcp_resources", completed["c4"].Tool)
 	require.Equal(t, outputOf(t, mm, "c4"), completed["c4"].Result.Content[0]["text"])
-	require.Equal(t, "unsupported call: mcp__good__echo", outputOf(t, mm, "c2"))
+	require.Equal(t, "echo", completed["c2"].Tool, "the flat name resolves to the server's tool")
+	require.Contains(t, outputOf(t, mm, "c2"), "echo: flat")
 	var raw string
 	for _, m := range c.Since(mark) {
 		if m.Method == "item/completed" && strings.Contains(string(m.Params), `"id":"c1"`) {

@@ -104,9 +104,7 @@ func (s *mcpSet) Call(ctx context.Context, tc *thread.ToolContext, call thread.T
 			return resourceCall(ctx, tc, m, call), true
 		}
 	}
-	if call.Namespace == "" { // the reference answers flat `mcp__<server>__<tool>` names "unsupported call"
-		return nil, false
-	}
+	// A flat `mcp__<server>__<tool>` name is accepted too (the reference answers it "unsupported call").
 	server, tool, ok := m.Resolve(call.Namespace, call.Name)
 	if !ok {
 		return nil, false
