@@ -542,36 +542,63 @@ func decodeCursor(s string) (cursor, error) {
 	return c, nil
 }
 
+// Page is one page of thread/list.
+type Page struct {
+	Threads []Summary
+	// Next continues after the last thread ("" when nothing follows).
+	Next string
+	// Backwards is the first thread's sort timestamp (RFC 3339, milliseconds, UTC) as the reference reports
+	// it: used as a cursor it selects the threads at or beyond that instant in the requested direction, so a
+	// client can page back towards newer threads ("" for an empty page).
+	Backwards string
+}
+
 // List returns one page ordered by (timestamp, id) and the cursor of the next page ("" when there is none).
 func (s *Store) List(q ListQuery) ([]Summary, string, error) {
+	p, err := s.ListPage(q)
+	return p.Threads, p.Next, err
+}
+
+// backwardsLayout formats Page.Backwards.
+const backwardsLayout = "2006-01-02T15:04:05.000Z"
+
+// ListPage returns one page ordered by (timestamp, id) with its forward and backwards cursors. Cursors are
+// either Next values or Backwards timestamps.
+func (s *Store) ListPage(q ListQuery) (Page, error) {
 	key := q.SortKey
 	if key == "" {
 		key = SortCreatedAt
 	}
 	if key != SortCreatedAt && key != SortUpdatedAt {
-		return nil, "", fmt.Errorf("rollout: unsupported sort key %q", key)
+		return Page{}, fmt.Errorf("rollout: unsupported sort key %q", key)
 	}
 	dir := q.SortDirection
 	if dir == "" {
 		dir = SortDesc
 	}
 	if dir != SortAsc && dir != SortDesc {
-		return nil, "", fmt.Errorf("rollout: unsupported sort direction %q", dir)
+		return Page{}, fmt.Errorf("rollout: unsupported sort direction %q", dir)
 	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
 	var cur *cursor
+	var at *int64 // a Backwards cursor: the instant, inclusive
 	if q.Cursor != "" {
-		c, err := decodeCursor(q.Cursor)
-		if err != nil {
-			return nil, "", err
+		if t, err := time.Parse(time.RFC3339Nano, q.Cursor); err == nil {
+			ms := t.UnixMilli()
+			at = &ms
+		} else {
+			c, err := decodeCursor(q.Cursor)
+			if err != nil {
+				return Page{}, err
+			}
+			if c.Key != key {
+				return Page{}, fmt.Errorf("%w: sort key changed", ErrBadCursor)
+			}
+			cur = &c
 		}
-		if c.Key != key {
-			return nil, "", fmt.Errorf("%w: sort key changed", ErrBadCursor)
-		}
-		cur = &c
 	}
 	kinds := q.SourceKinds
 	if len(kinds) == 0 {
@@ -605,7 +632,7 @@ func (s *Store) List(q ListQuery) ([]Summary, string, error) {
 		return term == "" || strings.Contains(e.lowerText, term)
 	}
 	var page []Summary
-	var last *entry
+	var first, last *entry
 	more := false
 	visit := func(e *entry) bool {
 		if !match(e) {
@@ -616,6 +643,9 @@ func (s *Store) List(q ListQuery) ([]Summary, string, error) {
 			return false
 		}
 		page = append(page, e.Summary)
+		if first == nil {
+			first = e
+		}
 		last = e
 		return true
 	}
@@ -623,6 +653,8 @@ func (s *Store) List(q ListQuery) ([]Summary, string, error) {
 		start := len(order)
 		if cur != nil {
 			start, _ = slices.BinarySearchFunc(order, *cur, func(e *entry, c cursor) int { return cmpKey(keyOf(e), e.ID, c.T, c.ID) })
+		} else if at != nil {
+			start, _ = slices.BinarySearchFunc(order, *at+1, func(e *entry, t int64) int { return cmpKey(keyOf(e), "", t, "") })
 		}
 		for i := start - 1; i >= 0 && visit(order[i]); i-- {
 		}
@@ -634,6 +666,8 @@ func (s *Store) List(q ListQuery) ([]Summary, string, error) {
 				i++
 			}
 			start = i
+		} else if at != nil {
+			start, _ = slices.BinarySearchFunc(order, *at, func(e *entry, t int64) int { return cmpKey(keyOf(e), "", t, "") })
 		}
 		for i := start; i < len(order) && visit(order[i]); i++ {
 		}
@@ -645,7 +679,11 @@ func (s *Store) List(q ListQuery) ([]Summary, string, error) {
 	if page == nil {
 		page = []Summary{}
 	}
-	return page, next, nil
+	back := ""
+	if first != nil {
+		back = time.UnixMilli(keyOf(first)).UTC().Format(backwardsLayout)
+	}
+	return Page{Threads: page, Next: next, Backwards: back}, nil
 }
 
 // Get returns the summary of one thread.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
@@ -26,6 +25,37 @@ func (s *Server) addLifecycleRoutes(r map[string]route) {
 	r[protocol.MethodThreadUnsubscribe] = handle(s.threadUnsubscribe)
 	r[protocol.MethodThreadTurnsList] = handle(s.threadTurnsList)
 	r[protocol.MethodThreadItemsList] = handle(s.threadItemsList)
+	r[protocol.MethodThreadReadStateUpdate] = handle(s.threadReadStateUpdate)
+}
+
+func (s *Server) threadReadStateUpdate(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadReadStateUpdateParams) (any, error) {
+	if err := validateThreadID(p.ThreadID); err != nil {
+		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	if t, ok := s.threads.Get(p.ThreadID); ok {
+		if t.Info().Ephemeral {
+			return nil, jsonrpc.InvalidRequest("ephemeral thread does not support read state: " + p.ThreadID)
+		}
+	} else if _, err := s.threads.ReadStored(p.ThreadID, false); err != nil {
+		return nil, jsonrpc.InvalidRequest("thread not found: " + p.ThreadID)
+	}
+	var read bool
+	switch p.Operation.Value.(type) {
+	case protocol.ThreadReadStateOperationRead:
+		read = true
+	case protocol.ThreadReadStateOperationUnread:
+	default:
+		return nil, jsonrpc.InvalidRequest("missing field `operation`")
+	}
+	st, err := s.threads.UpdateReadState(p.ThreadID, p.ExpectedRevision, read)
+	if errors.Is(err, thread.ErrReadStateConflict) {
+		data, _ := json.Marshal(map[string]any{"reason": "readStateConflict", "readState": st})
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error(), Data: data}
+	}
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return protocol.ThreadReadStateUpdateResponse{ReadState: st}, nil
 }
 
 // storeError maps a lifecycle error to its JSON-RPC form: unknown threads are invalid requests.
@@ -40,8 +70,21 @@ func storeError(err error) error {
 	return jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
 }
 
-func initialReadState(id string) protocol.ThreadReadState {
-	return protocol.ThreadReadState{Revision: "initial:" + id}
+// ExperimentalAPI reports whether the client opted into the experimental API (thread.ExperimentalSubscriber).
+func (c *connection) ExperimentalAPI() bool { return c.experimentalAPI() }
+
+// broadcast sends a notification to every initialized connection (each connection's opt-outs apply), as the
+// reference announces archive, unarchive, delete and rename server-wide.
+func (s *Server) broadcast(method string, params any) {
+	s.mu.Lock()
+	conns := make([]*connection, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.notify(method, params)
+	}
 }
 
 func (s *Server) threadList(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadListParams) (any, error) {
@@ -71,7 +114,7 @@ func (s *Server) threadList(_ context.Context, _ *connection, _ *jsonrpc.Request
 	for _, k := range p.SourceKinds {
 		q.SourceKinds = append(q.SourceKinds, string(k))
 	}
-	data, next, err := s.threads.List(q)
+	data, pg, err := s.threads.ListPage(q)
 	if errors.Is(err, rollout.ErrBadCursor) {
 		return nil, jsonrpc.InvalidRequest(fmt.Sprintf("invalid cursor: %s", q.Cursor))
 	}
@@ -80,11 +123,16 @@ func (s *Server) threadList(_ context.Context, _ *connection, _ *jsonrpc.Request
 	}
 	states := make(map[string]protocol.ThreadReadState, len(data))
 	for _, th := range data {
-		states[th.ID] = initialReadState(th.ID)
+		if rs := s.threads.ReadState(th.ID, true); rs != nil {
+			states[th.ID] = *rs
+		}
 	}
 	resp := protocol.ThreadListResponse{Data: data, ReadStates: states}
-	if next != "" {
-		resp.NextCursor = &next
+	if pg.Next != "" {
+		resp.NextCursor = &pg.Next
+	}
+	if pg.Backwards != "" {
+		resp.BackwardsCursor = &pg.Backwards
 	}
 	return resp, nil
 }
@@ -103,8 +151,11 @@ func (s *Server) threadRead(_ context.Context, c *connection, _ *jsonrpc.Request
 	}
 	include := p.IncludeTurns != nil && *p.IncludeTurns
 	var info protocol.Thread
+	hasHistory := true // a stored thread has a rollout with history
 	if t, ok := s.threads.Get(p.ThreadID); ok {
 		info = t.Info()
+		nTurns, _ := t.HistoryCounts()
+		hasHistory = nTurns > 0 || info.ForkedFromID != nil
 		if info.Ephemeral {
 			// Without a rollout the reference has no history, preview or read state to show.
 			if include {
@@ -129,8 +180,7 @@ func (s *Server) threadRead(_ context.Context, c *connection, _ *jsonrpc.Request
 	if include {
 		c.notify(protocol.NotifyDeprecationNotice, deprecationHydration())
 	}
-	rs := initialReadState(p.ThreadID)
-	return protocol.ThreadReadResponse{Thread: info, ReadState: &rs}, nil
+	return protocol.ThreadReadResponse{Thread: info, ReadState: s.threads.ReadState(p.ThreadID, hasHistory)}, nil
 }
 
 func deprecationHydration() protocol.DeprecationNoticeNotification {
@@ -153,15 +203,13 @@ func (s *Server) threadNameSet(_ context.Context, c *connection, req *jsonrpc.Re
 		return nil, jsonrpc.InvalidRequest("ephemeral thread does not support metadata updates: " + p.ThreadID)
 	}
 	req.Reply(protocol.ThreadSetNameResponse{}, nil)
-	t, err := s.threads.SetName(p.ThreadID, p.Name)
+	_, err := s.threads.SetName(p.ThreadID, p.Name)
 	if err != nil {
 		s.log.Warn("thread/name/set failed after reply", "error", err)
 		return nil, nil
 	}
-	if t == nil || !t.IsSubscribed(c) {
-		name := p.Name
-		c.notify(protocol.NotifyThreadNameUpdated, protocol.ThreadNameUpdatedNotification{ThreadID: p.ThreadID, ThreadName: &name})
-	}
+	name := p.Name
+	s.broadcast(protocol.NotifyThreadNameUpdated, protocol.ThreadNameUpdatedNotification{ThreadID: p.ThreadID, ThreadName: &name})
 	return nil, nil
 }
 
@@ -179,6 +227,9 @@ func sendUsage(t *thread.Thread, c *connection) {
 func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadResumeParams) (any, error) {
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	if len(p.History) > 0 {
+		return s.resumeFromHistory(ctx, c, req, p)
 	}
 	if lt, ok := s.threads.Get(p.ThreadID); ok && lt.Info().Ephemeral {
 		// An ephemeral thread has no rollout to resume from, loaded or not.
@@ -205,9 +256,8 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: t.Info().Status})
 	}
 	info := t.Info()
-	turns := t.TurnsSnapshot()
 	if !exclude {
-		info.Turns = turns
+		info.Turns = t.TurnsSnapshot()
 	}
 	st := t.Settings()
 	resp := protocol.ThreadResumeResponse{
@@ -218,53 +268,99 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		MultiAgentMode:    &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
 		CollaborationMode: &protocol.CollaborationMode{Mode: protocol.ModeKindDefault, Settings: protocol.Settings{Model: st.Model, ReasoningEffort: st.Effort}},
 	}
-	if len(turns) > 0 {
-		tc := historyCursor(t.ID, "turns", len(turns))
-		ic := historyCursor(t.ID, "itemsByCreatedAtOrdinal", countItems(turns))
-		resp.TurnsBackwardsCursor, resp.ItemsBackwardsCursor = &tc, &ic
+	// The backwards cursors anchor at the newest turn and item, included: paging from them (descending) starts
+	// with the newest entry.
+	if nTurns, nItems := t.HistoryCounts(); nTurns > 0 {
+		resp.TurnsBackwardsCursor = cursorString(t.ID, scopeTurns, &historyAnchor{pos: nTurns - 1, include: true})
+		if nItems > 0 {
+			resp.ItemsBackwardsCursor = cursorString(t.ID, scopeItems, &historyAnchor{pos: nItems - 1, include: true})
+		}
 	}
 	req.Reply(resp, nil)
-	sendUsage(t, c)
+	if loadedNow {
+		// Re-attaching to a loaded thread does not repeat its usage (the reference's behaviour).
+		sendUsage(t, c)
+	}
 	s.releaseThreadMCP(t)
 	// Goals are not supported: a resumed thread never has one, which the reference announces.
 	t.EmitTo(c, protocol.NotifyThreadGoalCleared, protocol.ThreadGoalClearedNotification{ThreadID: t.ID})
 	return nil, nil
 }
 
-func countItems(turns []protocol.Turn) int {
-	n := 0
-	for _, tu := range turns {
-		n += len(tu.Items)
-	}
-	return n
-}
+// Cursor scopes of thread/turns/list and thread/items/list, as the reference names them.
+const (
+	scopeTurns = "turns"
+	scopeItems = "itemsByCreatedAtOrdinal"
+)
 
-// historyCursor is the opaque cursor of thread/turns/list and thread/items/list: the thread, the scope and the
-// index the next page (towards older entries) ends before.
+// historyCursorBody is the cursor of thread/turns/list and thread/items/list, shaped like the reference's: the
+// thread, the scope, an anchor position in the thread's chronological history (rolloutOrdinal; here the entry's
+// index) and whether the anchor itself belongs to the next page (includeAnchor).
 type historyCursorBody struct {
-	ThreadID string `json:"requestedThreadId"`
-	Index    int    `json:"index"`
-	Scope    struct {
+	ThreadID      string `json:"requestedThreadId"`
+	Ordinal       *int   `json:"rolloutOrdinal"`
+	IncludeAnchor bool   `json:"includeAnchor"`
+	Scope         struct {
 		Kind string `json:"kind"`
 	} `json:"scope"`
 }
 
-func historyCursor(threadID, kind string, index int) string {
-	var c historyCursorBody
-	c.ThreadID, c.Index, c.Scope.Kind = threadID, index, kind
+// historyAnchor is a decoded history cursor.
+type historyAnchor struct {
+	pos     int
+	include bool
+}
+
+func historyCursor(threadID, kind string, pos int, include bool) string {
+	c := historyCursorBody{ThreadID: threadID, Ordinal: &pos, IncludeAnchor: include}
+	c.Scope.Kind = kind
 	b, _ := json.Marshal(c)
 	return string(b)
 }
 
-func parseHistoryCursor(raw, threadID, kind string) (int, error) {
+func parseHistoryCursor(raw, threadID, kind string) (historyAnchor, error) {
 	var c historyCursorBody
-	if err := json.Unmarshal([]byte(raw), &c); err != nil || c.ThreadID != threadID || c.Scope.Kind != kind {
-		if n, err := strconv.Atoi(raw); err == nil && n >= 0 {
-			return n, nil
-		}
-		return 0, jsonrpc.InvalidRequest("invalid cursor: " + raw)
+	if err := json.Unmarshal([]byte(raw), &c); err != nil || c.ThreadID != threadID || c.Scope.Kind != kind ||
+		c.Ordinal == nil || *c.Ordinal < 0 {
+		return historyAnchor{}, jsonrpc.InvalidRequest("invalid cursor: " + raw)
 	}
-	return c.Index, nil
+	return historyAnchor{pos: *c.Ordinal, include: c.IncludeAnchor}, nil
+}
+
+// resumeFromHistory serves thread/resume with `history`: like the reference, it starts a new thread (the
+// thread id is not used) whose model history is the given items, announced with thread/status/changed (idle)
+// but no thread/started.
+func (s *Server) resumeFromHistory(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadResumeParams) (any, error) {
+	sp := protocol.ThreadStartParams{Cwd: p.Cwd, Model: p.Model, ModelProvider: p.ModelProvider, ApprovalPolicy: p.ApprovalPolicy,
+		ApprovalsReviewer: p.ApprovalsReviewer, Sandbox: p.Sandbox, BaseInstructions: p.BaseInstructions,
+		DeveloperInstructions: p.DeveloperInstructions, Config: p.Config}
+	t, err := s.threads.StartFromHistory(ctx, thread.StartOptions{Params: sp, Originator: c.originator()}, p.History)
+	if err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error resuming thread: %v", err)
+	}
+	if err := s.startThreadMCP(ctx, t); err != nil {
+		s.threads.Unload(t.ID)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error resuming thread: %v", err)
+	}
+	exclude := p.ExcludeTurns != nil && *p.ExcludeTurns
+	if !exclude {
+		c.notify(protocol.NotifyDeprecationNotice, deprecationExcludeTurns())
+	}
+	t.Subscribe(c)
+	info := t.Info()
+	t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: info.Status})
+	st := t.Settings()
+	req.Reply(protocol.ThreadResumeResponse{
+		Thread: info, Model: st.Model, ModelProvider: st.ModelProvider, Cwd: protocol.AbsolutePathBuf(st.Cwd),
+		RuntimeWorkspaceRoots: []protocol.AbsolutePathBuf{protocol.AbsolutePathBuf(st.Cwd)},
+		ApprovalPolicy:        st.ApprovalPolicy, ApprovalsReviewer: st.ApprovalsReviewer, Sandbox: st.Sandbox,
+		ReasoningEffort: st.Effort, DisabledPluginIds: []string{}, InstructionSources: []protocol.LegacyAppPathString{},
+		MultiAgentMode:    &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
+		CollaborationMode: &protocol.CollaborationMode{Mode: protocol.ModeKindDefault, Settings: protocol.Settings{Model: st.Model, ReasoningEffort: st.Effort}},
+	}, nil)
+	s.releaseThreadMCP(t)
+	t.EmitTo(c, protocol.NotifyThreadGoalCleared, protocol.ThreadGoalClearedNotification{ThreadID: t.ID})
+	return nil, nil
 }
 
 func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadForkParams) (any, error) {
@@ -321,7 +417,7 @@ func (s *Server) threadArchive(_ context.Context, c *connection, req *jsonrpc.Re
 		c.notify(protocol.NotifyThreadStatusChanged, notLoaded)
 	}
 	req.Reply(protocol.ThreadArchiveResponse{}, nil)
-	c.notify(protocol.NotifyThreadArchived, protocol.ThreadArchivedNotification{ThreadID: p.ThreadID})
+	s.broadcast(protocol.NotifyThreadArchived, protocol.ThreadArchivedNotification{ThreadID: p.ThreadID})
 	return nil, nil
 }
 
@@ -334,7 +430,7 @@ func (s *Server) threadUnarchive(_ context.Context, c *connection, req *jsonrpc.
 		return nil, storeError(err)
 	}
 	req.Reply(protocol.ThreadUnarchiveResponse{Thread: th}, nil)
-	c.notify(protocol.NotifyThreadUnarchived, protocol.ThreadUnarchivedNotification{ThreadID: p.ThreadID})
+	s.broadcast(protocol.NotifyThreadUnarchived, protocol.ThreadUnarchivedNotification{ThreadID: p.ThreadID})
 	return nil, nil
 }
 
@@ -346,7 +442,7 @@ func (s *Server) threadDelete(_ context.Context, c *connection, req *jsonrpc.Req
 		return nil, storeError(err)
 	}
 	req.Reply(protocol.ThreadDeleteResponse{}, nil)
-	c.notify(protocol.NotifyThreadDeleted, protocol.ThreadDeletedNotification{ThreadID: p.ThreadID})
+	s.broadcast(protocol.NotifyThreadDeleted, protocol.ThreadDeletedNotification{ThreadID: p.ThreadID})
 	return nil, nil
 }
 
@@ -357,76 +453,89 @@ func (s *Server) threadUnsubscribe(_ context.Context, c *connection, _ *jsonrpc.
 	return protocol.ThreadUnsubscribeResponse{Status: s.threads.Unsubscribe(p.ThreadID, c)}, nil
 }
 
-// pageBounds returns the [lo, hi) window of a newest-first (desc) or oldest-first (asc) page over n entries,
-// the cursor being the exclusive end (desc) or the start (asc) index, and the next cursor index (-1: none).
-func pageBounds(n, limit int, cursor *int, asc bool) (lo, hi, next int) {
+// historyPage selects the indexes of one page over n chronological entries: newest first (desc) or oldest
+// first (asc), starting at the anchor when given. It returns the indexes in page order, the next page's cursor
+// anchor (the last entry, excluded; nil when nothing follows) and the backwards anchor (the first entry,
+// included; nil for an empty page).
+func historyPage(n, limit int, a *historyAnchor, asc bool) (idx []int, next, back *historyAnchor) {
 	if limit <= 0 {
 		limit = 25
 	}
 	if asc {
-		lo = 0
-		if cursor != nil {
-			lo = min(max(*cursor, 0), n)
+		lo := 0
+		if a != nil {
+			lo = a.pos + 1
+			if a.include {
+				lo = a.pos
+			}
 		}
-		hi = min(lo+limit, n)
-		next = -1
-		if hi < n {
-			next = hi
+		for i := max(lo, 0); i < n && len(idx) < limit; i++ {
+			idx = append(idx, i)
 		}
-		return lo, hi, next
+		if len(idx) > 0 && idx[len(idx)-1] < n-1 {
+			next = &historyAnchor{pos: idx[len(idx)-1]}
+		}
+	} else {
+		hi := n - 1
+		if a != nil {
+			hi = a.pos - 1
+			if a.include {
+				hi = a.pos
+			}
+		}
+		for i := min(hi, n-1); i >= 0 && len(idx) < limit; i-- {
+			idx = append(idx, i)
+		}
+		if len(idx) > 0 && idx[len(idx)-1] > 0 {
+			next = &historyAnchor{pos: idx[len(idx)-1]}
+		}
 	}
-	hi = n
-	if cursor != nil {
-		hi = min(max(*cursor, 0), n)
+	if len(idx) > 0 {
+		back = &historyAnchor{pos: idx[0], include: true}
 	}
-	lo = max(hi-limit, 0)
-	next = -1
-	if lo > 0 {
-		next = lo
+	return idx, next, back
+}
+
+func cursorString(threadID, kind string, a *historyAnchor) *string {
+	if a == nil {
+		return nil
 	}
-	return lo, hi, next
+	c := historyCursor(threadID, kind, a.pos, a.include)
+	return &c
 }
 
 func (s *Server) threadTurnsList(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadTurnsListParams) (any, error) {
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
-	turns, err := s.threads.Turns(p.ThreadID)
-	if err != nil {
-		return nil, storeError(err)
-	}
-	var cur *int
+	var anchor *historyAnchor
 	if p.Cursor != nil && *p.Cursor != "" {
-		n, err := parseHistoryCursor(*p.Cursor, p.ThreadID, "turns")
+		a, err := parseHistoryCursor(*p.Cursor, p.ThreadID, scopeTurns)
 		if err != nil {
 			return nil, err
 		}
-		cur = &n
+		anchor = &a
+	}
+	turns, err := s.threads.Turns(p.ThreadID)
+	if err != nil {
+		return nil, storeError(err)
 	}
 	asc := p.SortDirection != nil && *p.SortDirection == protocol.SortDirectionAsc
 	limit := 0
 	if p.Limit != nil {
 		limit = int(*p.Limit)
 	}
-	lo, hi, next := pageBounds(len(turns), limit, cur, asc)
-	view := protocol.TurnItemsViewFull
+	idx, next, back := historyPage(len(turns), limit, anchor, asc)
+	view := protocol.TurnItemsViewSummary
 	if p.ItemsView != nil {
 		view = *p.ItemsView
 	}
-	page := make([]protocol.Turn, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		tu := turns[i]
-		if !asc {
-			tu = turns[hi-1-(i-lo)]
-		}
-		page = append(page, itemsView(tu, view))
+	page := make([]protocol.Turn, 0, len(idx))
+	for _, i := range idx {
+		page = append(page, itemsView(turns[i], view))
 	}
-	resp := protocol.ThreadTurnsListResponse{Data: page}
-	if next >= 0 {
-		nc := historyCursor(p.ThreadID, "turns", next)
-		resp.NextCursor = &nc
-	}
-	return resp, nil
+	return protocol.ThreadTurnsListResponse{Data: page, NextCursor: cursorString(p.ThreadID, scopeTurns, next),
+		BackwardsCursor: cursorString(p.ThreadID, scopeTurns, back)}, nil
 }
 
 // itemsView trims a turn's items to the requested view.
@@ -435,13 +544,25 @@ func itemsView(tu protocol.Turn, view protocol.TurnItemsView) protocol.Turn {
 	case protocol.TurnItemsViewNotLoaded:
 		tu.Items = []protocol.ThreadItem{}
 	case protocol.TurnItemsViewSummary:
-		var last []protocol.ThreadItem
-		for _, it := range tu.Items {
-			if _, ok := it.Value.(protocol.ThreadItemAgentMessage); ok {
-				last = []protocol.ThreadItem{it}
+		// The display summary: the turn's first user message and its last agent message.
+		var user, agent *protocol.ThreadItem
+		for i, it := range tu.Items {
+			switch it.Value.(type) {
+			case protocol.ThreadItemUserMessage:
+				if user == nil {
+					user = &tu.Items[i]
+				}
+			case protocol.ThreadItemAgentMessage:
+				agent = &tu.Items[i]
 			}
 		}
-		tu.Items = append([]protocol.ThreadItem{}, last...)
+		items := []protocol.ThreadItem{}
+		for _, it := range []*protocol.ThreadItem{user, agent} {
+			if it != nil {
+				items = append(items, *it)
+			}
+		}
+		tu.Items = items
 	}
 	tu.ItemsView = &view
 	return tu
@@ -472,36 +593,61 @@ func (s *Server) threadItemsList(_ context.Context, _ *connection, _ *jsonrpc.Re
 			entries = append(entries, e)
 		}
 	}
-	var cur *int
+	var anchor *historyAnchor
 	if len(p.Cursor) > 0 && string(p.Cursor) != "null" {
-		var raw string
-		if json.Unmarshal(p.Cursor, &raw) != nil {
-			raw = string(p.Cursor)
-		}
-		n, err := parseHistoryCursor(raw, p.ThreadID, "items")
+		a, err := itemsAnchor(p, entries)
 		if err != nil {
 			return nil, err
 		}
-		cur = &n
+		anchor = &a
 	}
-	asc := p.SortDirection != nil && *p.SortDirection == protocol.SortDirectionAsc
+	// Items default to oldest first, unlike turns.
+	asc := p.SortDirection == nil || *p.SortDirection == protocol.SortDirectionAsc
 	limit := 0
 	if p.Limit != nil {
 		limit = int(*p.Limit)
 	}
-	lo, hi, next := pageBounds(len(entries), limit, cur, asc)
-	page := make([]protocol.ThreadItemEntry, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		if asc {
-			page = append(page, entries[i])
-		} else {
-			page = append(page, entries[hi-1-(i-lo)])
+	idx, next, back := historyPage(len(entries), limit, anchor, asc)
+	page := make([]protocol.ThreadItemEntry, 0, len(idx))
+	for _, i := range idx {
+		page = append(page, entries[i])
+	}
+	return protocol.ThreadItemsListResponse{Data: page, NextCursor: cursorString(p.ThreadID, scopeItems, next),
+		BackwardsCursor: cursorString(p.ThreadID, scopeItems, back)}, nil
+}
+
+// itemsAnchor decodes thread/items/list's cursor: a string cursor from an earlier page, or an exclusive
+// {type:"item", itemId} anchor inside the requested turn.
+func itemsAnchor(p *protocol.ThreadItemsListParams, entries []protocol.ThreadItemEntry) (historyAnchor, error) {
+	var raw string
+	if json.Unmarshal(p.Cursor, &raw) == nil {
+		return parseHistoryCursor(raw, p.ThreadID, scopeItems)
+	}
+	var obj struct {
+		Type   string `json:"type"`
+		ItemID string `json:"itemId"`
+	}
+	if err := json.Unmarshal(p.Cursor, &obj); err != nil || obj.Type != "item" || obj.ItemID == "" {
+		return historyAnchor{}, jsonrpc.InvalidRequest("invalid cursor: " + string(p.Cursor))
+	}
+	if p.TurnID == nil || *p.TurnID == "" {
+		return historyAnchor{}, jsonrpc.InvalidRequest("an item cursor requires turnId")
+	}
+	for i, e := range entries {
+		if itemID(e.Item) == obj.ItemID {
+			return historyAnchor{pos: i}, nil
 		}
 	}
-	resp := protocol.ThreadItemsListResponse{Data: page}
-	if next >= 0 {
-		nc := historyCursor(p.ThreadID, "items", next)
-		resp.NextCursor = &nc
+	return historyAnchor{}, jsonrpc.InvalidRequest("item not found in turn: " + obj.ItemID)
+}
+
+// itemID reads a thread item's id.
+func itemID(it protocol.ThreadItem) string {
+	var v struct {
+		ID string `json:"id"`
 	}
-	return resp, nil
+	if b, err := json.Marshal(it); err == nil {
+		_ = json.Unmarshal(b, &v)
+	}
+	return v.ID
 }

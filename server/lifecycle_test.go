@@ -245,7 +245,7 @@ func TestTurnsAndItemsPages(t *testing.T) {
 		c.Result("thread/turns/list", map[string]any{"threadId": tid, "limit": 2}, &page)
 		require.Len(t, page.Data, 2)
 		require.NotNil(t, page.NextCursor)
-		require.Equal(t, "full", page.Data[0].ItemsView)
+		require.Equal(t, "summary", page.Data[0].ItemsView, "the default view")
 		require.Equal(t, "three", page.Data[0].Items[0]["content"].([]any)[0].(map[string]any)["text"], "newest first")
 		newest := page.Data[0].ID
 		c.Result("thread/turns/list", map[string]any{"threadId": tid, "limit": 2, "cursor": *page.NextCursor}, &page)

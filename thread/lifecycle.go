@@ -74,14 +74,22 @@ func notLoaded() protocol.ThreadStatus {
 
 // List returns a page of thread/list: stored threads from the index, loaded ones with their live status.
 func (m *Manager) List(q rollout.ListQuery) ([]protocol.Thread, string, error) {
+	out, p, err := m.ListPage(q)
+	return out, p.Next, err
+}
+
+// ListPage is List with the page's cursors (Threads of the returned page is nil: the threads come first).
+func (m *Manager) ListPage(q rollout.ListQuery) ([]protocol.Thread, rollout.Page, error) {
 	st, err := m.Store()
 	if err != nil {
-		return nil, "", err
+		return nil, rollout.Page{}, err
 	}
-	page, next, err := st.List(q)
+	pg, err := st.ListPage(q)
 	if err != nil {
-		return nil, "", err
+		return nil, rollout.Page{}, err
 	}
+	page := pg.Threads
+	pg.Threads = nil
 	out := make([]protocol.Thread, 0, len(page))
 	for _, sum := range page {
 		th := ThreadFromSummary(sum, notLoaded())
@@ -99,7 +107,7 @@ func (m *Manager) List(q rollout.ListQuery) ([]protocol.Thread, string, error) {
 		}
 		out = append(out, th)
 	}
-	return out, next, nil
+	return out, pg, nil
 }
 
 // ConvertTurns turns the reader's JSON-ready turns into protocol turns; undecodable items are dropped.
@@ -166,16 +174,63 @@ func (m *Manager) Turns(id string) ([]protocol.Turn, error) {
 	return th.Turns, nil
 }
 
+// storedTurnsKey holds, in Thread.attached, the []rollout.Turn read at load time and not yet converted.
+type storedTurnsKey struct{}
+
+// materializeTurnsLocked converts the turns read from the rollout, if still pending, and puts them before the
+// turns run since the load (t.mu held).
+func (t *Thread) materializeTurnsLocked() {
+	raw, ok := t.attached[storedTurnsKey{}].([]rollout.Turn)
+	if !ok {
+		return
+	}
+	delete(t.attached, storedTurnsKey{})
+	t.turns = append(ConvertTurns(raw), t.turns...)
+}
+
+// HistoryCounts returns how many turns (the running one included) and items the thread has, without
+// converting stored turns.
+func (t *Thread) HistoryCounts() (turns, items int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if raw, ok := t.attached[storedTurnsKey{}].([]rollout.Turn); ok {
+		for _, rt := range raw {
+			turns++
+			items += len(rt.Items)
+		}
+	}
+	for _, tu := range t.turns {
+		turns++
+		items += len(tu.Items)
+	}
+	if t.active != nil {
+		turns++
+		items += len(t.active.snapshot(true).Items)
+	}
+	return turns, items
+}
+
+// lastTurnIDLocked returns the id of the newest finished turn, "" if none (t.mu held).
+func (t *Thread) lastTurnIDLocked() string {
+	if len(t.turns) > 0 {
+		return t.turns[len(t.turns)-1].ID
+	}
+	if raw, ok := t.attached[storedTurnsKey{}].([]rollout.Turn); ok && len(raw) > 0 {
+		return raw[len(raw)-1].ID
+	}
+	return ""
+}
+
 // TokenUsage returns the thread's accumulated usage for thread/tokenUsage/updated after a resume or fork, and
 // the id of the turn it belongs to; ok is false before any usage.
 func (t *Thread) TokenUsage() (usage protocol.ThreadTokenUsage, turnID string, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.total.TotalTokens == 0 && t.total.InputTokens == 0 || len(t.turns) == 0 {
+	last := t.lastTurnIDLocked()
+	if t.total.TotalTokens == 0 && t.total.InputTokens == 0 || last == "" {
 		return protocol.ThreadTokenUsage{}, "", false
 	}
-	u := t.lastUsage()
-	return u, t.turns[len(t.turns)-1].ID, true
+	return t.lastUsage(), last, true
 }
 
 // lastUsage reads the usage attached by loadStored or the turn loop (t.mu held).
@@ -359,18 +414,19 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		t.meta.Name = ptr(name)
 	}
 	t.history = append(t.history, th.ResponseItems...)
-	t.turns = ConvertTurns(th.Turns)
-	for _, tu := range t.turns {
-		if tu.Status == protocol.TurnStatusInterrupted {
-			t.interrupted = true
-		} else {
-			t.interrupted = false
-		}
+	if t.attached == nil {
+		t.attached = map[any]any{}
+	}
+	if len(th.Turns) > 0 {
+		// Turns are converted to protocol form on first use (thread/read, turns/list…): a resume with
+		// excludeTurns never pays for it.
+		t.attached[storedTurnsKey{}] = th.Turns
+		t.interrupted = th.Turns[len(th.Turns)-1].Status == rollout.TurnInterrupted
 	}
 	if th.TokenUsage != nil {
 		t.total = breakdown(th.TokenUsage.TotalTokenUsage)
-		t.attached = map[any]any{lastUsageKey{}: protocol.ThreadTokenUsage{
-			Total: t.total, Last: breakdown(th.TokenUsage.LastTokenUsage), ModelContextWindow: th.TokenUsage.ModelContextWindow}}
+		t.attached[lastUsageKey{}] = protocol.ThreadTokenUsage{
+			Total: t.total, Last: breakdown(th.TokenUsage.LastTokenUsage), ModelContextWindow: th.TokenUsage.ModelContextWindow}
 	}
 	t.recorder = rec
 	return t, nil
@@ -428,6 +484,12 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read rollout: %w", err)
 	}
+	var running *Turn
+	if pt, ok := m.Get(o.ParentID); ok && before == "" {
+		pt.mu.Lock()
+		running = pt.active
+		pt.mu.Unlock()
+	}
 	id := uuid.Must(uuid.NewV7()).String()
 	now := time.Now()
 	meta := rollout.SessionMeta{
@@ -446,6 +508,13 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		th.Meta.ForkedFromID = o.ParentID
 		th.Meta.ID = id
 		th.Path = ""
+		if running != nil {
+			for i := range th.Turns {
+				if th.Turns[i].ID == running.ID {
+					th.Turns[i].Status = rollout.TurnInterrupted
+				}
+			}
+		}
 	} else {
 		s := Settings{Model: firstNonEmpty(deref(o.Overrides.Model), parent.Model), BaseInstructions: deref(o.Overrides.BaseInstr)}
 		if parent.ReasoningEffort != "" {
@@ -454,6 +523,14 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		rec, err = m.createRollout(meta, s, now)
 		if err != nil {
 			return nil, err
+		}
+		if running != nil {
+			// The parent's turn is still going: the fork records it as interrupted, as the reference does.
+			if err := rec.AppendEvent(rollout.TurnAborted{TurnID: running.ID, RootTurnID: running.ID, Reason: "interrupted",
+				StartedAt: running.startedAt.Unix(), CompletedAt: now.Unix(), DurationMs: ptr(now.Sub(running.startedAt).Milliseconds())}); err != nil {
+				_ = rec.Close()
+				return nil, fmt.Errorf("record fork interruption: %w", err)
+			}
 		}
 		th, err = rollout.ReadFile(rec.Path())
 		if err != nil {
@@ -571,11 +648,15 @@ func (m *Manager) Delete(id string) error {
 		return noRollout(id)
 	}
 	m.Unload(id)
-	return st.Delete(id)
+	if err := st.Delete(id); err != nil {
+		return err
+	}
+	m.forgetReadState(id)
+	return nil
 }
 
-// SetName names a thread, loaded or stored: the name goes to session_index.jsonl and loaded threads announce
-// it to their subscribers. It returns the loaded thread, if any.
+// SetName names a thread, loaded or stored: the name goes to session_index.jsonl (the caller announces it).
+// It returns the loaded thread, if any.
 func (m *Manager) SetName(id, name string) (*Thread, error) {
 	t, loaded := m.Get(id)
 	persisted := true
@@ -598,7 +679,6 @@ func (m *Manager) SetName(id, name string) (*Thread, error) {
 		}
 	}
 	if loaded {
-		t.emit(protocol.NotifyThreadNameUpdated, protocol.ThreadNameUpdatedNotification{ThreadID: id, ThreadName: ptr(name)})
 		return t, nil
 	}
 	return nil, nil
@@ -683,4 +763,57 @@ func (m *Manager) unloadIdle(t *Thread, tm *unloadTimer, last Subscriber) {
 	m.Unload(t.ID)
 	last.Notify(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: notLoaded()})
 	last.Notify(protocol.NotifyThreadClosed, protocol.ThreadClosedNotification{ThreadID: t.ID})
+}
+
+// StartFromHistory creates a new thread, as thread/start does, whose model history continues with the given
+// response items (thread/resume with `history`: the reference then ignores the thread id and starts afresh).
+// The items are recorded with the initial context at the first turn; the preview is the first user text.
+func (m *Manager) StartFromHistory(ctx context.Context, opts StartOptions, history []protocol.ResponseItem) (*Thread, error) {
+	raw := make([]json.RawMessage, 0, len(history))
+	for _, it := range history {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, fmt.Errorf("invalid history item: %w", err)
+		}
+		raw = append(raw, b)
+	}
+	t, err := m.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.history = append(t.history, raw...)
+	if t.meta.Preview == "" {
+		t.meta.Preview = firstUserText(raw)
+	}
+	t.mu.Unlock()
+	m.mu.Lock()
+	if _, ok := m.pendingContext[t.ID]; ok {
+		m.pendingContext[t.ID] = append(m.pendingContext[t.ID], raw...)
+	}
+	m.mu.Unlock()
+	return t, nil
+}
+
+// firstUserText returns the text of the first user message among response items.
+func firstUserText(items []json.RawMessage) string {
+	for _, b := range items {
+		var msg struct {
+			Type    string `json:"type"`
+			Role    string `json:"role"`
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if json.Unmarshal(b, &msg) != nil || msg.Type != "message" || msg.Role != "user" {
+			continue
+		}
+		for _, c := range msg.Content {
+			if c.Type == "input_text" && c.Text != "" {
+				return c.Text
+			}
+		}
+	}
+	return ""
 }

@@ -236,6 +236,7 @@ func (tn *Turn) recordUsage(responseID string, u *model.Usage) {
 // recordEnd appends task_complete (with the error of a failed turn) or turn_aborted.
 func (tn *Turn) recordEnd(status protocol.TurnStatus, turnErr *protocol.TurnError, lastText string, completedAt time.Time, dur int64) {
 	t := tn.thread
+	defer t.noteTurnEnd(tn.ID, status)
 	if status == protocol.TurnStatusInterrupted {
 		t.record(func(r *rollout.Recorder) error {
 			return r.AppendEvent(rollout.TurnAborted{TurnID: tn.ID, RootTurnID: tn.ID, Reason: "interrupted",

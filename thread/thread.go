@@ -100,6 +100,7 @@ func (t *Thread) Info() protocol.Thread {
 func (t *Thread) TurnsSnapshot() []protocol.Turn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.materializeTurnsLocked()
 	out := make([]protocol.Turn, 0, len(t.turns)+1)
 	out = append(out, t.turns...)
 	if t.active != nil {
