@@ -386,6 +386,8 @@ func TestInterruptDuringToolAccountsUsageAndAbortsCall(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the tool never started")
 	}
+	// The call starts as its item completes; give the response time to complete (a few ms later).
+	time.Sleep(time.Second)
 	mark := c.Mark()
 	c.Result("turn/interrupt", map[string]any{"threadId": tid, "turnId": turnID}, nil)
 	turn := c.WaitTurnCompleted()

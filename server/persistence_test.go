@@ -254,7 +254,10 @@ func TestToolTurnRecordOrderAndItemsReadBack(t *testing.T) {
 		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("exec_command", "call_1", map[string]any{"cmd": "ls -la"})}},
 		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("One file.", 1)}},
 	)
-	c := apptest.Start(t, apptest.Options{Model: mm, Tools: func(*thread.Thread, thread.Settings) []thread.ToolSet { return []thread.ToolSet{fakeExec{}} }})
+	// The call starts as its item completes; like a real command it outlasts the response, so its item is
+	// recorded after the response's usage (see TestToolCallStartsWhileResponseStreams for the other case).
+	slow := delayedExec{delay: 300 * time.Millisecond}
+	c := apptest.Start(t, apptest.Options{Model: mm, Tools: func(*thread.Thread, thread.Settings) []thread.ToolSet { return []thread.ToolSet{slow} }})
 	c.Initialize(false)
 	tid := c.StartThread(nil)
 	c.StartTurn(tid, "List files")

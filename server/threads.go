@@ -93,7 +93,8 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 	if p.Model != nil && *p.Model != "" {
 		mdl = *p.Model
 	}
-	if _, known := model.LookupModel(mdl); !known {
+	// The reference warns when a turn starts, not when turn/start folds input into the running one.
+	if _, known := model.LookupModel(mdl); !known && t.ActiveTurn() == nil {
 		t.EmitTo(c, protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID,
 			Message: "Model metadata for `" + mdl + "` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."})
 	}
@@ -101,7 +102,9 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
 	})
 	req.Reply(protocol.TurnStartResponse{Turn: tn.PendingTurn()}, nil)
-	if !folded {
+	if folded {
+		tn.RestartStream()
+	} else {
 		tn.Run()
 	}
 	return nil, nil

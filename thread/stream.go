@@ -3,7 +3,6 @@ package thread
 import (
 	"encoding/json"
 	"strings"
-	"time"
 
 	"appserver/model"
 	protocol "appserver/protocol/v2"
@@ -25,11 +24,7 @@ type streamState struct {
 	items map[string]*liveItem
 	// recorded holds the output items already appended to the rollout (as they completed).
 	recorded map[string]bool
-	// done are the output items completed by the current attempt, in order.
-	done []json.RawMessage
-	// doneAt is when each completed tool call (by call id) arrived.
-	doneAt map[string]time.Time
-	// run executes the response's tool calls.
+	// run executes the current attempt's tool calls, each as soon as its output item completes.
 	run *toolRun
 	// opened is set once the current attempt's stream delivered anything (the response was accepted).
 	opened bool
@@ -92,11 +87,11 @@ func (ss *streamState) on(ev model.Event) {
 		}
 		t.emit(protocol.NotifyItemReasoningTextDelta, protocol.ReasoningTextDeltaNotification{ThreadID: t.ID, TurnID: tn.ID, ItemID: e.ItemID, Delta: e.Delta, ContentIndex: int64(e.ContentIndex)})
 	case model.ItemDoneEvent:
+		calls := toolCalls([]json.RawMessage{e.Item})
 		ss.complete(e)
 		if len(e.Item) > 0 {
 			// Like the reference, a completed output item joins the history at once: it stays there
 			// if the stream then fails, and a retried attempt sends it back to the model.
-			ss.done = append(ss.done, e.Item)
 			t.mu.Lock()
 			t.history = append(t.history, e.Item)
 			t.mu.Unlock()
@@ -106,13 +101,16 @@ func (ss *streamState) on(ev model.Event) {
 			ss.recorded[string(e.Item)] = true
 			t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(e.Item) })
 		}
-		for _, call := range toolCalls([]json.RawMessage{e.Item}) {
-			if ss.doneAt == nil {
-				ss.doneAt = map[string]time.Time{}
-			}
-			ss.doneAt[call.CallID] = time.Now()
+		// Like the reference, a tool call starts as soon as its item completes, while the response
+		// may still stream other items.
+		for _, call := range calls {
+			ss.run.start(call)
 		}
 	case model.RetryEvent:
+		// Like the reference, the calls the failed attempt started finish first and their outputs join
+		// the history, so the retried request carries them (a retried attempt that repeats a call runs
+		// it again, as the reference does).
+		ss.drainCalls()
 		// An attempt that had opened its stream is followed by a token count, as the reference does.
 		if ss.opened {
 			tn.emitTokenCount()
@@ -126,7 +124,6 @@ func (ss *streamState) on(ev model.Event) {
 		})
 	case model.ResetEvent:
 		ss.items = map[string]*liveItem{}
-		ss.done = nil
 	}
 }
 
@@ -201,4 +198,22 @@ func (ss *streamState) complete(e model.ItemDoneEvent) {
 		tn.addItem(ti)
 		t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: ti, ThreadID: t.ID, TurnID: tn.ID, CompletedAtMs: *item.CompletedAtMs})
 	}
+}
+
+// drainCalls waits for the tool calls of a failed attempt, adds their outputs to the history and gives
+// the next attempt a fresh tool run. An interruption meanwhile leaves "aborted" outputs.
+func (ss *streamState) drainCalls() {
+	tn := ss.turn
+	if ss.run.count() == 0 {
+		return
+	}
+	outputs, _ := ss.run.wait()
+	tn.thread.appendHistory(outputs...)
+	next := &toolRun{tn: tn, tc: ss.run.tc, sets: ss.run.sets}
+	tn.mu.Lock()
+	if tn.liveRun == ss.run {
+		tn.liveRun = next
+	}
+	tn.mu.Unlock()
+	ss.run = next
 }

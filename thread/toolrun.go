@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// toolRun executes the tool calls of one model response in parallel; wait collects the outputs in
-// call order. (The reference starts each call as soon as its output item completes in the stream;
-// appserver starts them when the response is complete, or has failed.)
+// toolRun executes the tool calls of one model response (one stream attempt) in parallel. Like the
+// reference, each call starts as soon as its output item completes in the stream, while the response
+// may still stream other items; wait collects the outputs in call order once the response is over.
 type toolRun struct {
 	tn   *Turn
 	tc   *ToolContext
@@ -52,6 +52,19 @@ func (r *toolRun) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.calls)
+}
+
+// abortAll returns an "aborted by user" output for every started call, in call order: what the
+// history gets when the turn is interrupted while the response still streams (the reference drops the
+// outputs of calls it had started then, finished or not).
+func (r *toolRun) abortAll() []json.RawMessage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := make([]json.RawMessage, len(r.calls))
+	for i, call := range r.calls {
+		res[i] = abortedOutput(call, time.Since(r.started[i]))
+	}
+	return res
 }
 
 // wait returns the outputs in call order once every call finished; ok is false when the turn was

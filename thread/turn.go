@@ -19,9 +19,12 @@ import (
 
 // errInterrupted is the cause of a turn context cancelled by turn/interrupt; errToolCancelled the cause
 // when a tool ended the turn (an approval answered "cancel").
+// errAbandoned is the cause of an in-flight model stream given up because turn/start folded new input
+// into the running turn.
 var (
 	errInterrupted   = errors.New("turn interrupted")
 	errToolCancelled = errors.New("turn cancelled by a tool")
+	errAbandoned     = errors.New("model stream abandoned for new input")
 )
 
 // Turn is one running turn of a thread.
@@ -47,6 +50,25 @@ type Turn struct {
 
 	// streaming is set while a model response is open (it delivered events and has not ended).
 	streaming atomic.Bool
+
+	// abandon cancels the in-flight model request (nil when none) and liveRun is that request's tool run;
+	// turn/start uses them to restart the request with its input.
+	abandon context.CancelCauseFunc
+	liveRun *toolRun
+}
+
+// RestartStream abandons the turn's in-flight model stream so that the request restarts at once with
+// the input BeginTurn folded in, as the reference does (call it after answering turn/start: the
+// abandoned stream's token count follows the answer). Nothing happens when no request is in flight or
+// when the response already started tool calls: the input then waits for the next request.
+func (tn *Turn) RestartStream() {
+	tn.mu.Lock()
+	cancel, run := tn.abandon, tn.liveRun
+	tn.mu.Unlock()
+	if cancel == nil || run == nil || run.count() > 0 {
+		return
+	}
+	cancel(errAbandoned)
 }
 
 // takePendingUsage returns the completed response's usage not yet reported, at most once.
@@ -61,7 +83,16 @@ func (tn *Turn) takePendingUsage() *model.Usage {
 // Done is closed when the turn has completed (turn/completed was sent).
 func (tn *Turn) Done() <-chan struct{} { return tn.done }
 
-func (tn *Turn) interrupt() { tn.cancel(errInterrupted) }
+func (tn *Turn) interrupt() {
+	tn.cancel(errInterrupted)
+	// The model stream survives a cancel by a tool (see stream), not an interruption.
+	tn.mu.Lock()
+	abandon := tn.abandon
+	tn.mu.Unlock()
+	if abandon != nil {
+		abandon(errInterrupted)
+	}
+}
 
 func (tn *Turn) cancelByTool() { tn.cancel(errToolCancelled) }
 
@@ -114,7 +145,8 @@ type TurnOverrides struct {
 }
 
 // BeginTurn registers a new turn (or folds the input into the running one, as the reference does) and
-// returns it; the caller answers turn/start and then calls Run on a new turn.
+// returns it; the caller answers turn/start and then calls Run on a new turn, or RestartStream on a
+// folded one.
 func (t *Thread) BeginTurn(input []protocol.UserInput, o TurnOverrides) (tn *Turn, folded bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -198,13 +230,17 @@ func (t *Thread) AnnounceInterrupt(turnID string) {
 	tn.reportUsage(t.Settings(), tn.takePendingUsage())
 }
 
-// emitTokenCount re-announces the thread's last token usage (if any) followed by the rate limits.
+// emitTokenCount re-announces the thread's last token usage (if any) followed by the rate limits, and
+// records the token count (with a null info when there is no usage yet), as the reference does.
 func (tn *Turn) emitTokenCount() {
 	t := tn.thread
+	var info *rollout.TokenUsageInfo
 	if u, ok := t.Attached(lastUsageKey{}).(protocol.ThreadTokenUsage); ok {
 		t.emit(protocol.NotifyThreadTokenUsageUpdated, protocol.ThreadTokenUsageUpdatedNotification{ThreadID: t.ID, TurnID: tn.ID, TokenUsage: u})
+		info = &rollout.TokenUsageInfo{TotalTokenUsage: tokenUsage(u.Total), LastTokenUsage: tokenUsage(u.Last), ModelContextWindow: u.ModelContextWindow}
 	}
 	t.emit(protocol.NotifyAccountRateLimitsUpdated, emptyRateLimits())
+	t.record(func(r *rollout.Recorder) error { return r.AppendEvent(rollout.TokenCount{Info: info}) })
 }
 
 // ActiveTurn returns the running turn, if any.
@@ -333,7 +369,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		}
 		req := tn.buildRequest(s, sets)
 		sr := &streamState{turn: tn, items: map[string]*liveItem{}, recorded: map[string]bool{}, run: tn.newToolRun(s, sets)}
-		comp, err := client.Stream(tn.ctx, req, sr.on)
+		comp, err := tn.stream(client, req, sr)
 		if err == nil {
 			tn.mu.Lock()
 			tn.pendingUsage = comp.Usage
@@ -342,14 +378,19 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		tn.streaming.Store(false)
 		if err != nil {
 			if tn.ctx.Err() != nil {
-				// Calls that completed before the interruption get "aborted" outputs, so the history
-				// never holds a call without its output.
-				var outputs []json.RawMessage
-				for _, call := range toolCalls(sr.done) {
-					outputs = append(outputs, abortedOutput(call, time.Since(sr.doneAt[call.CallID])))
-				}
-				t.appendHistory(outputs...)
+				// Calls started before the interruption get "aborted" outputs, so the history never
+				// holds a call without its output.
+				t.appendHistory(sr.run.abortAll()...)
 				return protocol.TurnStatusInterrupted, nil
+			}
+			if errors.Is(err, errAbandoned) {
+				// turn/start folded new input in: what completed stays (as for a failed attempt), the
+				// partial items are dropped (they never complete), an opened stream is followed by a
+				// token count, and the request restarts with the input.
+				if !tn.keepPartial(sr) {
+					return protocol.TurnStatusInterrupted, nil
+				}
+				continue
 			}
 			var me *model.Error
 			if !errors.As(err, &me) {
@@ -367,9 +408,6 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			}
 		}
 		tn.recordUsage(comp.ResponseID, comp.Usage)
-		for _, call := range toolCalls(comp.Items) {
-			sr.run.start(call)
-		}
 		calls := sr.run.count()
 		if calls > 0 {
 			outputs, ok := sr.run.wait()
@@ -390,6 +428,32 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 	}
 }
 
+// stream runs one model request (with its retries) under a context that turn/start may cancel to
+// abandon it; an abandoned request returns an error matching errAbandoned. The stream ends with the
+// turn, except when a tool call ended it (an approval answered "cancel") while the response still
+// streams: the response then completes and is accounted, as in the reference, before the turn ends.
+func (tn *Turn) stream(client *model.Client, req *model.Request, sr *streamState) (*model.Completed, error) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(tn.ctx))
+	defer cancel(context.Canceled)
+	stop := context.AfterFunc(tn.ctx, func() {
+		if cause := context.Cause(tn.ctx); !errors.Is(cause, errToolCancelled) {
+			cancel(cause)
+		}
+	})
+	defer stop()
+	tn.mu.Lock()
+	tn.abandon, tn.liveRun = cancel, sr.run
+	tn.mu.Unlock()
+	comp, err := client.Stream(ctx, req, sr.on)
+	tn.mu.Lock()
+	tn.abandon, tn.liveRun = nil, nil
+	tn.mu.Unlock()
+	if err != nil && tn.ctx.Err() == nil && errors.Is(context.Cause(ctx), errAbandoned) {
+		return nil, errAbandoned
+	}
+	return comp, err
+}
+
 // fail converts a model error into the turn's error; finish announces it (systemError status, error,
 // turn/completed), in the reference's order.
 func (tn *Turn) fail(me *model.Error) (protocol.TurnStatus, *protocol.TurnError) {
@@ -397,21 +461,25 @@ func (tn *Turn) fail(me *model.Error) (protocol.TurnStatus, *protocol.TurnError)
 	return protocol.TurnStatusFailed, te
 }
 
-// keepPartial handles what a failed response delivered before it broke, as the reference does: the
-// output items that completed stay in the history (streamState put them there), their tool calls run
-// and add their outputs, and an opened stream is followed by a token count (the last usage, if any,
-// and the rate limits). It returns false when the turn was interrupted meanwhile.
-func (tn *Turn) keepPartial(sr *streamState) bool {
-	t := tn.thread
-	for _, call := range toolCalls(sr.done) {
-		sr.run.start(call)
+// finishCalls waits for the tool calls a response that did not complete had started and adds their
+// outputs to the history; it returns false when the turn was interrupted meanwhile.
+func (tn *Turn) finishCalls(sr *streamState) bool {
+	if sr.run.count() == 0 {
+		return true
 	}
-	if sr.run.count() > 0 {
-		outputs, ok := sr.run.wait()
-		t.appendHistory(outputs...)
-		if !ok {
-			return false
-		}
+	outputs, ok := sr.run.wait()
+	tn.thread.appendHistory(outputs...)
+	return ok
+}
+
+// keepPartial handles what a failed response delivered before it broke, as the reference does: the
+// output items that completed stay in the history (streamState put them there), their tool calls (which
+// started as their items completed) finish and add their outputs, and an opened stream is followed by a
+// token count (the last usage, if any, and the rate limits). It returns false when the turn was
+// interrupted meanwhile.
+func (tn *Turn) keepPartial(sr *streamState) bool {
+	if !tn.finishCalls(sr) {
+		return false
 	}
 	if sr.opened {
 		tn.emitTokenCount()
