@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode"
+
+	"appserver/internal/oserr"
 )
 
 // Plan is a patch resolved against the file system: every file's new content
@@ -66,14 +68,14 @@ func (p *Patch) Plan(cwd string) (*Plan, error) {
 		case KindDelete:
 			old, err := pl.read(abs)
 			if err != nil {
-				return nil, &PlanError{Msg: fmt.Sprintf("Failed to read %s: %s", abs, ioErrText(err)), Err: err}
+				return nil, &PlanError{Msg: fmt.Sprintf("Failed to read %s: %s", abs, oserr.Text(err)), Err: err}
 			}
 			pl.final[abs] = &fileState{}
 			pl.Files = append(pl.Files, FileChange{Kind: KindDelete, Path: abs, DisplayPath: h.Path, OldContent: old})
 		case KindUpdate:
 			old, err := pl.read(abs)
 			if err != nil {
-				return nil, &PlanError{Msg: fmt.Sprintf("Failed to read file to update %s: %s", abs, ioErrText(err)), Err: err}
+				return nil, &PlanError{Msg: fmt.Sprintf("Failed to read file to update %s: %s", abs, oserr.Text(err)), Err: err}
 			}
 			newContent, err := applyChunks(old, h.Chunks, abs)
 			if err != nil {
@@ -136,20 +138,6 @@ func (pl *Plan) read(abs string) (string, error) {
 		return "", &fs.PathError{Op: "open", Path: abs, Err: syscall.ENOENT}
 	}
 	return st.content, nil
-}
-
-// ioErrText renders an I/O error the way the reference (Rust std) does, e.g.
-// "No such file or directory (os error 2)".
-func ioErrText(err error) string {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		s := errno.Error()
-		if s != "" {
-			s = strings.ToUpper(s[:1]) + s[1:]
-		}
-		return fmt.Sprintf("%s (os error %d)", s, int(errno))
-	}
-	return err.Error()
 }
 
 type replacement struct {

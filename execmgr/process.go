@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"appserver/internal/oserr"
+
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
@@ -80,23 +82,10 @@ type SpawnError struct {
 }
 
 // Error renders the failure the way the reference does: `failed to spawn command: <reason> (os error N)`.
-func (e *SpawnError) Error() string { return "failed to spawn command: " + osErrorText(e.Err) }
+func (e *SpawnError) Error() string { return "failed to spawn command: " + oserr.Text(e.Err) }
 
 // Unwrap returns the underlying error.
 func (e *SpawnError) Unwrap() error { return e.Err }
-
-// osErrorText formats an errno like Rust's io::Error ("No such file or directory (os error 2)").
-func osErrorText(err error) string {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		s := errno.Error()
-		if s != "" {
-			s = strings.ToUpper(s[:1]) + s[1:]
-		}
-		return fmt.Sprintf("%s (os error %d)", s, int(errno))
-	}
-	return err.Error()
-}
 
 // ManagerOptions tunes a Manager; zero values mean the defaults.
 type ManagerOptions struct {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"appserver/internal/oserr"
 	"appserver/stopwatch"
 )
 
@@ -594,7 +595,7 @@ func createProcessError(serr error) *ToolError {
 	var se *SpawnError
 	reason := serr.Error()
 	if errors.As(serr, &se) {
-		reason = osErrorText(se.Err)
+		reason = oserr.Text(se.Err)
 	}
 	out := "Failed to create unified exec process: " + reason
 	return &ToolError{

@@ -111,23 +111,11 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 			if err != nil {
 				continue
 			}
-			var tc struct {
-				Model             string `json:"model"`
-				Effort            string `json:"effort"`
-				CollaborationMode struct {
-					Settings struct {
-						ReasoningEffort string `json:"reasoning_effort"`
-					} `json:"settings"`
-				} `json:"collaboration_mode"`
-			}
-			if json.Unmarshal(rec.Payload, &tc) == nil {
-				if tc.Model != "" {
-					m.Model = tc.Model
+			if model, effort, ok := turnContextSettings(rec.Payload); ok {
+				if model != "" {
+					m.Model = model
 				}
-				m.ReasoningEffort = tc.Effort
-				if m.ReasoningEffort == "" {
-					m.ReasoningEffort = tc.CollaborationMode.Settings.ReasoningEffort
-				}
+				m.ReasoningEffort = effort
 			}
 		case TypeEventMsg:
 			isUser := !havePreview && (bytes.Contains(ln, userMessageMarker) || bytes.Contains(ln, userItemMarker))

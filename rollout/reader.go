@@ -264,6 +264,28 @@ type eventHead struct {
 	TurnID string `json:"turn_id"`
 }
 
+// turnContextSettings decodes the model and reasoning effort of a turn_context payload; the effort falls back to
+// the collaboration mode's when the record has none. ok is false when the payload does not decode.
+func turnContextSettings(payload json.RawMessage) (model, effort string, ok bool) {
+	var tc struct {
+		Model             string `json:"model"`
+		Effort            string `json:"effort"`
+		CollaborationMode struct {
+			Settings struct {
+				ReasoningEffort string `json:"reasoning_effort"`
+			} `json:"settings"`
+		} `json:"collaboration_mode"`
+	}
+	if json.Unmarshal(payload, &tc) != nil {
+		return "", "", false
+	}
+	effort = tc.Effort
+	if effort == "" {
+		effort = tc.CollaborationMode.Settings.ReasoningEffort
+	}
+	return tc.Model, effort, true
+}
+
 func (b *builder) add(rec line) {
 	switch rec.Type {
 	case TypeResponseItem:
@@ -272,23 +294,11 @@ func (b *builder) add(rec line) {
 		b.compacted(rec.Payload)
 	case TypeTurnContext:
 		b.th.LastTurnContext = append(json.RawMessage(nil), rec.Payload...)
-		var tc struct {
-			Model             string `json:"model"`
-			Effort            string `json:"effort"`
-			CollaborationMode struct {
-				Settings struct {
-					ReasoningEffort string `json:"reasoning_effort"`
-				} `json:"settings"`
-			} `json:"collaboration_mode"`
-		}
-		if json.Unmarshal(rec.Payload, &tc) == nil {
-			if tc.Model != "" {
-				b.th.Model = tc.Model
+		if model, effort, ok := turnContextSettings(rec.Payload); ok {
+			if model != "" {
+				b.th.Model = model
 			}
-			b.th.ReasoningEffort = tc.Effort
-			if b.th.ReasoningEffort == "" {
-				b.th.ReasoningEffort = tc.CollaborationMode.Settings.ReasoningEffort
-			}
+			b.th.ReasoningEffort = effort
 		}
 	case TypeEventMsg:
 		b.event(rec.Payload)

@@ -191,6 +191,49 @@ func deprecationExcludeTurns() protocol.DeprecationNoticeNotification {
 	return protocol.DeprecationNoticeNotification{Summary: "Full-history hydration is deprecated for paginated threads; use `excludeTurns: true`, then page with `thread/turns/list` and `thread/items/list`."}
 }
 
+// excludeTurns reports whether the client set excludeTurns; when it did not, c is sent the deprecation notice
+// for full-history hydration, as the reference does on resume and fork.
+func excludeTurns(c *connection, flag *bool) bool {
+	exclude := flag != nil && *flag
+	if !exclude {
+		c.notify(protocol.NotifyDeprecationNotice, deprecationExcludeTurns())
+	}
+	return exclude
+}
+
+// startOrUnload starts the thread's MCP servers; on failure it unloads the thread and returns the internal error
+// "error <doing> thread: …".
+func (s *Server) startOrUnload(ctx context.Context, t *thread.Thread, doing string) error {
+	if err := s.startThreadMCP(ctx, t); err != nil {
+		s.threads.Unload(t.ID)
+		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "error %s thread: %v", doing, err)
+	}
+	return nil
+}
+
+// startResponse is the answer to thread/start (and, converted, thread/fork) for a thread with info and settings st.
+func startResponse(info protocol.Thread, st thread.Settings) protocol.ThreadStartResponse {
+	return protocol.ThreadStartResponse{
+		Thread: info, Model: st.Model, ModelProvider: st.ModelProvider, Cwd: protocol.AbsolutePathBuf(st.Cwd),
+		RuntimeWorkspaceRoots: []protocol.AbsolutePathBuf{protocol.AbsolutePathBuf(st.Cwd)},
+		ApprovalPolicy:        st.ApprovalPolicy, ApprovalsReviewer: st.ApprovalsReviewer, Sandbox: st.Sandbox,
+		ReasoningEffort: st.Effort, DisabledPluginIds: []string{}, InstructionSources: []protocol.LegacyAppPathString{},
+		MultiAgentMode: &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
+	}
+}
+
+// resumeResponse is the answer to thread/resume: startResponse's fields plus the default collaboration mode.
+func resumeResponse(info protocol.Thread, st thread.Settings) protocol.ThreadResumeResponse {
+	b := startResponse(info, st)
+	return protocol.ThreadResumeResponse{
+		Thread: b.Thread, Model: b.Model, ModelProvider: b.ModelProvider, Cwd: b.Cwd,
+		RuntimeWorkspaceRoots: b.RuntimeWorkspaceRoots, ApprovalPolicy: b.ApprovalPolicy,
+		ApprovalsReviewer: b.ApprovalsReviewer, Sandbox: b.Sandbox, ReasoningEffort: b.ReasoningEffort,
+		DisabledPluginIds: b.DisabledPluginIds, InstructionSources: b.InstructionSources, MultiAgentMode: b.MultiAgentMode,
+		CollaborationMode: &protocol.CollaborationMode{Mode: protocol.ModeKindDefault, Settings: protocol.Settings{Model: st.Model, ReasoningEffort: st.Effort}},
+	}
+}
+
 func (s *Server) threadNameSet(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadSetNameParams) (any, error) {
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
@@ -241,16 +284,12 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		return nil, storeError(err)
 	}
 	if loadedNow {
-		if err := s.startThreadMCP(ctx, t); err != nil {
-			s.threads.Unload(t.ID)
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error resuming thread: %v", err)
+		if err := s.startOrUnload(ctx, t, "resuming"); err != nil {
+			return nil, err
 		}
 	}
 	s.threads.CancelUnload(t.ID)
-	exclude := p.ExcludeTurns != nil && *p.ExcludeTurns
-	if !exclude {
-		c.notify(protocol.NotifyDeprecationNotice, deprecationExcludeTurns())
-	}
+	exclude := excludeTurns(c, p.ExcludeTurns)
 	t.Subscribe(c)
 	if loadedNow {
 		t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: t.Info().Status})
@@ -259,15 +298,7 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	if !exclude {
 		info.Turns = t.TurnsSnapshot()
 	}
-	st := t.Settings()
-	resp := protocol.ThreadResumeResponse{
-		Thread: info, Model: st.Model, ModelProvider: st.ModelProvider, Cwd: protocol.AbsolutePathBuf(st.Cwd),
-		RuntimeWorkspaceRoots: []protocol.AbsolutePathBuf{protocol.AbsolutePathBuf(st.Cwd)},
-		ApprovalPolicy:        st.ApprovalPolicy, ApprovalsReviewer: st.ApprovalsReviewer, Sandbox: st.Sandbox,
-		ReasoningEffort: st.Effort, DisabledPluginIds: []string{}, InstructionSources: []protocol.LegacyAppPathString{},
-		MultiAgentMode:    &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
-		CollaborationMode: &protocol.CollaborationMode{Mode: protocol.ModeKindDefault, Settings: protocol.Settings{Model: st.Model, ReasoningEffort: st.Effort}},
-	}
+	resp := resumeResponse(info, t.Settings())
 	// The backwards cursors anchor at the newest turn and item, included: paging from them (descending) starts
 	// with the newest entry.
 	if nTurns, nItems := t.HistoryCounts(); nTurns > 0 {
@@ -338,26 +369,14 @@ func (s *Server) resumeFromHistory(ctx context.Context, c *connection, req *json
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error resuming thread: %v", err)
 	}
-	if err := s.startThreadMCP(ctx, t); err != nil {
-		s.threads.Unload(t.ID)
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error resuming thread: %v", err)
+	if err := s.startOrUnload(ctx, t, "resuming"); err != nil {
+		return nil, err
 	}
-	exclude := p.ExcludeTurns != nil && *p.ExcludeTurns
-	if !exclude {
-		c.notify(protocol.NotifyDeprecationNotice, deprecationExcludeTurns())
-	}
+	excludeTurns(c, p.ExcludeTurns) // the turns are the given history: nothing to hydrate either way
 	t.Subscribe(c)
 	info := t.Info()
 	t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: info.Status})
-	st := t.Settings()
-	req.Reply(protocol.ThreadResumeResponse{
-		Thread: info, Model: st.Model, ModelProvider: st.ModelProvider, Cwd: protocol.AbsolutePathBuf(st.Cwd),
-		RuntimeWorkspaceRoots: []protocol.AbsolutePathBuf{protocol.AbsolutePathBuf(st.Cwd)},
-		ApprovalPolicy:        st.ApprovalPolicy, ApprovalsReviewer: st.ApprovalsReviewer, Sandbox: st.Sandbox,
-		ReasoningEffort: st.Effort, DisabledPluginIds: []string{}, InstructionSources: []protocol.LegacyAppPathString{},
-		MultiAgentMode:    &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
-		CollaborationMode: &protocol.CollaborationMode{Mode: protocol.ModeKindDefault, Settings: protocol.Settings{Model: st.Model, ReasoningEffort: st.Effort}},
-	}, nil)
+	req.Reply(resumeResponse(info, t.Settings()), nil)
 	s.releaseThreadMCP(t)
 	t.EmitTo(c, protocol.NotifyThreadGoalCleared, protocol.ThreadGoalClearedNotification{ThreadID: t.ID})
 	return nil, nil
@@ -375,27 +394,16 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	if err != nil {
 		return nil, storeError(err)
 	}
-	if err := s.startThreadMCP(ctx, t); err != nil {
-		s.threads.Unload(t.ID)
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error forking thread: %v", err)
+	if err := s.startOrUnload(ctx, t, "forking"); err != nil {
+		return nil, err
 	}
-	exclude := p.ExcludeTurns != nil && *p.ExcludeTurns
-	if !exclude {
-		c.notify(protocol.NotifyDeprecationNotice, deprecationExcludeTurns())
-	}
+	exclude := excludeTurns(c, p.ExcludeTurns)
 	t.Subscribe(c)
 	info := t.Info()
 	if !exclude {
 		info.Turns = t.TurnsSnapshot()
 	}
-	st := t.Settings()
-	req.Reply(protocol.ThreadForkResponse{
-		Thread: info, Model: st.Model, ModelProvider: st.ModelProvider, Cwd: protocol.AbsolutePathBuf(st.Cwd),
-		RuntimeWorkspaceRoots: []protocol.AbsolutePathBuf{protocol.AbsolutePathBuf(st.Cwd)},
-		ApprovalPolicy:        st.ApprovalPolicy, ApprovalsReviewer: st.ApprovalsReviewer, Sandbox: st.Sandbox,
-		ReasoningEffort: st.Effort, DisabledPluginIds: []string{}, InstructionSources: []protocol.LegacyAppPathString{},
-		MultiAgentMode: &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
-	}, nil)
+	req.Reply(protocol.ThreadForkResponse(startResponse(info, t.Settings())), nil)
 	sendUsage(t, c)
 	t.EmitTo(c, protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: t.Info()})
 	s.releaseThreadMCP(t)

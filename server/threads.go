@@ -57,13 +57,7 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 		}
 	}
 	info := t.Info()
-	req.Reply(protocol.ThreadStartResponse{
-		Thread: info, Model: st.Model, ModelProvider: st.ModelProvider, Cwd: protocol.AbsolutePathBuf(st.Cwd),
-		RuntimeWorkspaceRoots: []protocol.AbsolutePathBuf{protocol.AbsolutePathBuf(st.Cwd)},
-		ApprovalPolicy:        st.ApprovalPolicy, ApprovalsReviewer: st.ApprovalsReviewer, Sandbox: st.Sandbox,
-		ReasoningEffort: st.Effort, DisabledPluginIds: []string{}, InstructionSources: []protocol.LegacyAppPathString{},
-		MultiAgentMode: &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
-	}, nil)
+	req.Reply(startResponse(info, st), nil)
 	t.EmitTo(c, protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: info})
 	s.afterThreadStart(t, c)
 	return nil, nil

@@ -136,10 +136,7 @@ func (t *Thread) emitReadState(st protocol.ThreadReadState) {
 	t.emitMu.Lock()
 	defer t.emitMu.Unlock()
 	t.mu.Lock()
-	subs := make([]Subscriber, 0, len(t.subscribers))
-	for s := range t.subscribers {
-		subs = append(subs, s)
-	}
+	subs := t.subscribersLocked()
 	t.mu.Unlock()
 	n := protocol.ThreadReadStateChangedNotification{ThreadID: t.ID, ReadState: st}
 	for _, s := range subs {

@@ -65,24 +65,18 @@ func (ss *streamState) on(ev model.Event) {
 		t.emit(protocol.NotifyItemAgentMessageDelta, protocol.AgentMessageDeltaNotification{ThreadID: t.ID, TurnID: tn.ID, ItemID: e.ItemID, Delta: e.Delta})
 	case model.ReasoningSummaryPartAddedEvent:
 		if li := ss.items[e.ItemID]; li != nil {
-			for len(li.summary) <= e.SummaryIndex {
-				li.summary = append(li.summary, "")
-			}
+			li.summary = padTo(li.summary, e.SummaryIndex)
 		}
 		t.emit(protocol.NotifyItemReasoningSummaryPartAdded, protocol.ReasoningSummaryPartAddedNotification{ThreadID: t.ID, TurnID: tn.ID, ItemID: e.ItemID, SummaryIndex: int64(e.SummaryIndex)})
 	case model.ReasoningSummaryDeltaEvent:
 		if li := ss.items[e.ItemID]; li != nil {
-			for len(li.summary) <= e.SummaryIndex {
-				li.summary = append(li.summary, "")
-			}
+			li.summary = padTo(li.summary, e.SummaryIndex)
 			li.summary[e.SummaryIndex] += e.Delta
 		}
 		t.emit(protocol.NotifyItemReasoningSummaryTextDelta, protocol.ReasoningSummaryTextDeltaNotification{ThreadID: t.ID, TurnID: tn.ID, ItemID: e.ItemID, Delta: e.Delta, SummaryIndex: int64(e.SummaryIndex)})
 	case model.ReasoningTextDeltaEvent:
 		if li := ss.items[e.ItemID]; li != nil {
-			for len(li.content) <= e.ContentIndex {
-				li.content = append(li.content, "")
-			}
+			li.content = padTo(li.content, e.ContentIndex)
 			li.content[e.ContentIndex] += e.Delta
 		}
 		t.emit(protocol.NotifyItemReasoningTextDelta, protocol.ReasoningTextDeltaNotification{ThreadID: t.ID, TurnID: tn.ID, ItemID: e.ItemID, Delta: e.Delta, ContentIndex: int64(e.ContentIndex)})
@@ -216,4 +210,12 @@ func (ss *streamState) drainCalls() {
 	}
 	tn.mu.Unlock()
 	ss.run = next
+}
+
+// padTo returns parts extended with empty strings so that index i exists.
+func padTo(parts []string, i int) []string {
+	for len(parts) <= i {
+		parts = append(parts, "")
+	}
+	return parts
 }

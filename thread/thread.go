@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -155,15 +157,17 @@ func (t *Thread) IsSubscribed(s Subscriber) bool {
 	return ok
 }
 
+// subscribersLocked returns a snapshot of the thread's subscribers; t.mu must be held.
+func (t *Thread) subscribersLocked() []Subscriber {
+	return slices.Collect(maps.Keys(t.subscribers))
+}
+
 // emit sends one notification to every subscriber, in the thread's single order.
 func (t *Thread) emit(method string, params any) {
 	t.emitMu.Lock()
 	defer t.emitMu.Unlock()
 	t.mu.Lock()
-	subs := make([]Subscriber, 0, len(t.subscribers))
-	for s := range t.subscribers {
-		subs = append(subs, s)
-	}
+	subs := t.subscribersLocked()
 	t.mu.Unlock()
 	for _, s := range subs {
 		s.Notify(method, params)

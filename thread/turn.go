@@ -683,10 +683,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	t.systemError = status == protocol.TurnStatusFailed
 	t.meta.UpdatedAt = completedAt.Unix()
 	t.meta.RecencyAt = ptr(completedAt.Unix())
-	subs := make([]Subscriber, 0, len(t.subscribers))
-	for s := range t.subscribers {
-		subs = append(subs, s)
-	}
+	subs := t.subscribersLocked()
 	t.mu.Unlock()
 	t.mgr.touch(t)
 	// A failed turn leaves the thread in systemError (until the next turn), announced before the error.

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -59,15 +58,9 @@ func (r *execRun) fail(what string, err error) {
 
 // runExec implements the exec subcommand.
 func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseExecFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
+	o, help, err := setup(args, stderr, parseExecFlags)
+	if help || err != nil {
 		return err
-	}
-	if err := os.MkdirAll(o.workdir, 0o700); err != nil {
-		return fmt.Errorf("create workdir: %w", err)
 	}
 	runs := make([]*execRun, len(o.servers))
 	for j, c := range o.servers {

@@ -51,11 +51,8 @@ func (s *stringList) Set(v string) error {
 
 // handshakeOpts are the parsed handshake flags.
 type handshakeOpts struct {
-	servers []command
-	n       int
-	warmup  int
-	timeout time.Duration
-	workdir string
+	benchOpts
+	n, warmup int
 }
 
 func parseHandshakeFlags(args []string, stderr io.Writer) (handshakeOpts, error) {
@@ -67,37 +64,20 @@ func parseHandshakeFlags(args []string, stderr io.Writer) (handshakeOpts, error)
 	warmup := fs.Int("warmup", 1, "unmeasured runs per server before measuring")
 	timeout := fs.Duration("timeout", 30*time.Second, "limit for one run (spawn to exit)")
 	workdir := fs.String("workdir", "", "parent of the per-run temporary directories (default: <user cache dir>/appserver-bench)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return handshakeOpts{}, err
-		}
-		return handshakeOpts{}, fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlagSet(fs, args); err != nil {
+		return handshakeOpts{}, err
 	}
-	if fs.NArg() > 0 {
-		return handshakeOpts{}, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	if len(servers) == 0 {
-		return handshakeOpts{}, fmt.Errorf("%w: at least one --server is required", errUsage)
+	if err := checkArgs(fs, servers); err != nil {
+		return handshakeOpts{}, err
 	}
 	if *n < 1 || *warmup < 0 || *timeout <= 0 {
 		return handshakeOpts{}, fmt.Errorf("%w: --n must be ≥ 1, --warmup ≥ 0 and --timeout > 0", errUsage)
 	}
-	o := handshakeOpts{n: *n, warmup: *warmup, timeout: *timeout, workdir: *workdir}
-	for _, s := range servers {
-		c, err := parseCommand(s)
-		if err != nil {
-			return handshakeOpts{}, fmt.Errorf("%w: %v", errUsage, err)
-		}
-		o.servers = append(o.servers, c)
+	bo, err := resolveBench(servers, *timeout, *workdir)
+	if err != nil {
+		return handshakeOpts{}, err
 	}
-	if o.workdir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return handshakeOpts{}, fmt.Errorf("locate cache dir (pass --workdir): %w", err)
-		}
-		o.workdir = filepath.Join(cache, "appserver-bench")
-	}
-	return o, nil
+	return handshakeOpts{benchOpts: bo, n: *n, warmup: *warmup}, nil
 }
 
 // sample is one successful handshake run.
@@ -108,15 +88,9 @@ type sample struct {
 
 // runHandshake implements the handshake subcommand.
 func runHandshake(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseHandshakeFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
+	o, help, err := setup(args, stderr, parseHandshakeFlags)
+	if help || err != nil {
 		return err
-	}
-	if err := os.MkdirAll(o.workdir, 0o700); err != nil {
-		return fmt.Errorf("create workdir: %w", err)
 	}
 	samples := make([][]sample, len(o.servers))
 	failures := make([]int, len(o.servers))

@@ -46,15 +46,29 @@ func newBenchFlags(fs *flag.FlagSet, servers *stringList, timeout *time.Duration
 
 // finishBenchFlags validates the shared flags after fs.Parse.
 func finishBenchFlags(fs *flag.FlagSet, servers stringList, timeout time.Duration, workdir string) (benchOpts, error) {
-	if fs.NArg() > 0 {
-		return benchOpts{}, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	if len(servers) == 0 {
-		return benchOpts{}, fmt.Errorf("%w: at least one --server is required", errUsage)
+	if err := checkArgs(fs, servers); err != nil {
+		return benchOpts{}, err
 	}
 	if timeout <= 0 {
 		return benchOpts{}, fmt.Errorf("%w: --timeout must be > 0", errUsage)
 	}
+	return resolveBench(servers, timeout, workdir)
+}
+
+// checkArgs rejects positional arguments and a missing --server after fs.Parse.
+func checkArgs(fs *flag.FlagSet, servers stringList) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if len(servers) == 0 {
+		return fmt.Errorf("%w: at least one --server is required", errUsage)
+	}
+	return nil
+}
+
+// resolveBench parses the --server command lines and defaults an empty workdir to
+// <user cache dir>/appserver-bench.
+func resolveBench(servers stringList, timeout time.Duration, workdir string) (benchOpts, error) {
 	o := benchOpts{timeout: timeout, workdir: workdir}
 	for _, s := range servers {
 		c, err := parseCommand(s)
@@ -71,6 +85,25 @@ func finishBenchFlags(fs *flag.FlagSet, servers stringList, timeout time.Duratio
 		o.workdir = filepath.Join(cache, "appserver-bench")
 	}
 	return o, nil
+}
+
+// workdirPath returns the parent of the per-run directories.
+func (o benchOpts) workdirPath() string { return o.workdir }
+
+// setup parses a subcommand's args with parse and creates the options' workdir; help reports that -h/--help
+// was given and there is nothing to run.
+func setup[O interface{ workdirPath() string }](args []string, stderr io.Writer, parse func([]string, io.Writer) (O, error)) (o O, help bool, err error) {
+	o, err = parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return o, true, nil
+	}
+	if err != nil {
+		return o, false, err
+	}
+	if err := os.MkdirAll(o.workdirPath(), 0o700); err != nil {
+		return o, false, fmt.Errorf("create workdir: %w", err)
+	}
+	return o, false, nil
 }
 
 func parseFlagSet(fs *flag.FlagSet, args []string) error {
@@ -124,15 +157,9 @@ type turnRun struct {
 
 // runTurn implements the turn subcommand.
 func runTurn(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseTurnFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
+	o, help, err := setup(args, stderr, parseTurnFlags)
+	if help || err != nil {
 		return err
-	}
-	if err := os.MkdirAll(o.workdir, 0o700); err != nil {
-		return fmt.Errorf("create workdir: %w", err)
 	}
 	mock, err := startMockResponses()
 	if err != nil {

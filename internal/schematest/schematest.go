@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 
+	protocol "appserver/protocol/v2"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
@@ -41,30 +43,6 @@ const (
 	errorFile        = "JSONRPCErrorError.json"
 )
 
-// irregularResponses maps client request methods whose response type is not "<Params minus Params>Response".
-var irregularResponses = map[string]string{
-	"memory/reset":                             "MemoryResetResponse",
-	"rollout/compress":                         "RolloutCompressResponse",
-	"account/gatewayOAuth/cancel":              "GatewayOAuthCancelResponse",
-	"account/gatewayOAuth/read":                "GatewayOAuthReadResponse",
-	"account/gatewayOAuth/login":               "GatewayOAuthLoginResponse",
-	"remoteControl/status/read":                "RemoteControlStatusReadResponse",
-	"remoteControl/enable":                     "RemoteControlEnableResponse",
-	"remoteControl/disable":                    "RemoteControlDisableResponse",
-	"config/mcpServer/reload":                  "McpServerRefreshResponse",
-	"windowsSandbox/readiness":                 "WindowsSandboxReadinessResponse",
-	"accountSession/list":                      "AccountSessionsResponse",
-	"account/logout":                           "LogoutAccountResponse",
-	"account/securitySetup/read":               "GetAccountSecuritySetupResponse",
-	"account/workspaceMessages/read":           "GetWorkspaceMessagesResponse",
-	"account/rateLimits/read":                  "GetAccountRateLimitsResponse",
-	"account/usage/read":                       "GetAccountTokenUsageResponse",
-	"externalAgentConfig/import/readHistories": "ExternalAgentConfigImportHistoriesReadResponse",
-	"config/value/write":                       "ConfigWriteResponse",
-	"config/batchWrite":                        "ConfigWriteResponse",
-	"configRequirements/read":                  "ConfigRequirementsReadResponse",
-}
-
 // intFormats are the integer "format" values of the schema, with their ranges.
 var intFormats = map[string][2]float64{
 	"int8": {math.MinInt8, math.MaxInt8}, "int16": {math.MinInt16, math.MaxInt16},
@@ -75,18 +53,16 @@ var intFormats = map[string][2]float64{
 
 // Validator validates protocol messages against the compiled schema copy. It is safe for concurrent use.
 type Validator struct {
-	dir       string
-	compiler  *jsonschema.Compiler
-	mu        sync.Mutex
-	compiled  map[string]*jsonschema.Schema
-	notifs    map[string]int // method → oneOf index in ServerNotification.json
-	sreqs     map[string]int
-	creqs     map[string]int
-	cnotifs   map[string]int
-	creqParam map[string]string // client request method → params definition name
-	sreqParam map[string]string
-	v2Defs    map[string]bool
-	allDefs   map[string]bool
+	dir      string
+	compiler *jsonschema.Compiler
+	mu       sync.Mutex
+	compiled map[string]*jsonschema.Schema
+	notifs   map[string]int // method → oneOf index in ServerNotification.json
+	sreqs    map[string]int
+	creqs    map[string]int
+	cnotifs  map[string]int
+	v2Defs   map[string]bool
+	allDefs  map[string]bool
 }
 
 var (
@@ -137,7 +113,6 @@ func SchemaDir() (string, error) {
 func New(dir string) (*Validator, error) {
 	v := &Validator{
 		dir: dir, compiler: jsonschema.NewCompiler(), compiled: map[string]*jsonschema.Schema{},
-		creqParam: map[string]string{}, sreqParam: map[string]string{},
 	}
 	v.compiler.AssertFormat()
 	for name, r := range intFormats {
@@ -167,10 +142,10 @@ func New(dir string) (*Validator, error) {
 		}
 		docs[f] = doc
 	}
-	v.notifs, _ = branchIndex(docs[serverNotifsFile])
-	v.sreqs, v.sreqParam = branchIndex(docs[serverReqsFile])
-	v.creqs, v.creqParam = branchIndex(docs[clientReqsFile])
-	v.cnotifs, _ = branchIndex(docs[clientNotifsFile])
+	v.notifs = branchIndex(docs[serverNotifsFile])
+	v.sreqs = branchIndex(docs[serverReqsFile])
+	v.creqs = branchIndex(docs[clientReqsFile])
+	v.cnotifs = branchIndex(docs[clientNotifsFile])
 	v.v2Defs = defNames(docs[v2Bundle])
 	v.allDefs = defNames(docs[allBundle])
 	return v, nil
@@ -193,9 +168,9 @@ func loadJSON(path string) (any, error) {
 	return doc, nil
 }
 
-// branchIndex maps each method of a method-union document to its oneOf index and params definition.
-func branchIndex(doc any) (map[string]int, map[string]string) {
-	idx, params := map[string]int{}, map[string]string{}
+// branchIndex maps each method of a method-union document to its oneOf index.
+func branchIndex(doc any) map[string]int {
+	idx := map[string]int{}
 	obj, _ := doc.(map[string]any)
 	branches, _ := obj["oneOf"].([]any)
 	for i, b := range branches {
@@ -208,22 +183,8 @@ func branchIndex(doc any) (map[string]int, map[string]string) {
 		}
 		name, _ := enum[0].(string)
 		idx[name] = i
-		if p, ok := props["params"].(map[string]any); ok {
-			ref, _ := p["$ref"].(string)
-			if ref == "" {
-				anyOf, _ := p["anyOf"].([]any)
-				for _, a := range anyOf {
-					if ao, ok := a.(map[string]any); ok && ao["$ref"] != nil {
-						ref, _ = ao["$ref"].(string)
-					}
-				}
-			}
-			if ref != "" {
-				params[name] = ref[strings.LastIndex(ref, "/")+1:]
-			}
-		}
 	}
-	return idx, params
+	return idx
 }
 
 func defNames(doc any) map[string]bool {
@@ -261,24 +222,21 @@ func (v *Validator) definitionLoc(name string) (string, bool) {
 	return "", false
 }
 
-// ResponseType returns the schema definition name of the result of a client request method ("" if unknown).
+// ResponseType returns the schema definition name of the result of a client request method ("" if unknown),
+// as recorded in the generated method table of package protocol.
 func (v *Validator) ResponseType(method string) string {
-	if r, ok := irregularResponses[method]; ok {
-		return r
+	if s, ok := protocol.LookupClientRequest(method); ok {
+		return s.ResultType
 	}
-	return responseFor(v.creqParam[method])
+	return ""
 }
 
 // ServerRequestResponseType returns the definition name of the client's result for a server request method.
 func (v *Validator) ServerRequestResponseType(method string) string {
-	return responseFor(v.sreqParam[method])
-}
-
-func responseFor(params string) string {
-	if !strings.HasSuffix(params, "Params") {
-		return ""
+	if s, ok := protocol.LookupServerRequest(method); ok {
+		return s.ResultType
 	}
-	return strings.TrimSuffix(params, "Params") + "Response"
+	return ""
 }
 
 // Definition validates a JSON value against the named schema definition (e.g. "ThreadStartResponse").
@@ -304,23 +262,17 @@ func (v *Validator) ServerMessage(line []byte, methodOfRequestID func(id any) st
 	id, hasID := msg["id"]
 	switch {
 	case hasMethod && hasID:
-		i, ok := v.sreqs[method]
-		if !ok {
-			return fmt.Errorf("server request %q: method not in ServerRequest schema", method)
-		}
-		return v.validateValue(fmt.Sprintf("%s#/oneOf/%d", v.url(serverReqsFile), i), msg, "server request "+method)
+		return v.validateBranch(serverReqsFile, v.sreqs, "server request", method, msg)
 	case hasMethod:
-		i, ok := v.notifs[method]
-		if !ok {
-			return fmt.Errorf("notification %q: method not in ServerNotification schema", method)
-		}
-		if ts, ok := msg["emittedAtMs"]; ok {
-			if n, isNum := ts.(json.Number); !isNum || strings.ContainsAny(n.String(), ".eE-") {
-				return fmt.Errorf("notification %q: at '/emittedAtMs': want a non-negative integer, got %v", method, ts)
+		if _, known := v.notifs[method]; known {
+			if ts, ok := msg["emittedAtMs"]; ok {
+				if n, isNum := ts.(json.Number); !isNum || strings.ContainsAny(n.String(), ".eE-") {
+					return fmt.Errorf("notification %q: at '/emittedAtMs': want a non-negative integer, got %v", method, ts)
+				}
+				delete(msg, "emittedAtMs")
 			}
-			delete(msg, "emittedAtMs")
 		}
-		return v.validateValue(fmt.Sprintf("%s#/oneOf/%d", v.url(serverNotifsFile), i), msg, "notification "+method)
+		return v.validateBranch(serverNotifsFile, v.notifs, "notification", method, msg)
 	case hasID:
 		if err := checkID(id); err != nil {
 			return err
@@ -362,17 +314,9 @@ func (v *Validator) ClientMessage(line []byte, serverRequestMethodOfID func(id a
 	id, hasID := msg["id"]
 	switch {
 	case hasMethod && hasID:
-		i, ok := v.creqs[method]
-		if !ok {
-			return fmt.Errorf("client request %q: method not in ClientRequest schema", method)
-		}
-		return v.validateValue(fmt.Sprintf("%s#/oneOf/%d", v.url(clientReqsFile), i), msg, "client request "+method)
+		return v.validateBranch(clientReqsFile, v.creqs, "client request", method, msg)
 	case hasMethod:
-		i, ok := v.cnotifs[method]
-		if !ok {
-			return fmt.Errorf("client notification %q: method not in ClientNotification schema", method)
-		}
-		return v.validateValue(fmt.Sprintf("%s#/oneOf/%d", v.url(clientNotifsFile), i), msg, "client notification "+method)
+		return v.validateBranch(clientNotifsFile, v.cnotifs, "client notification", method, msg)
 	case hasID:
 		if _, isErr := msg["error"]; isErr {
 			return v.validateAt(v.url(errorFile), msg["error"], "error response", "/error")
@@ -389,6 +333,16 @@ func (v *Validator) ClientMessage(line []byte, serverRequestMethodOfID func(id a
 		return v.validateAt(loc, msg["result"], fmt.Sprintf("client response to %s (%s)", m, name), "/result")
 	}
 	return errors.New("message is neither a request, a notification nor a response")
+}
+
+// validateBranch validates msg against the oneOf branch of the method-union document file that idx names for
+// method; kind ("server request", "notification", ...) prefixes the error.
+func (v *Validator) validateBranch(file string, idx map[string]int, kind, method string, msg map[string]any) error {
+	i, ok := idx[method]
+	if !ok {
+		return fmt.Errorf("%s %q: method not in %s schema", kind, method, strings.TrimSuffix(file, ".json"))
+	}
+	return v.validateValue(fmt.Sprintf("%s#/oneOf/%d", v.url(file), i), msg, kind+" "+method)
 }
 
 func decodeObject(line []byte) (map[string]any, error) {
