@@ -168,7 +168,7 @@ func TestRolloutRoundTripAcrossRestart(t *testing.T) {
 	// The exact record order the reference writes (simple turn, then a turn with reasoning).
 	require.Equal(t, []string{
 		"session_meta",
-		"event_msg:task_started", "response_item:message:user", "turn_context",
+		"event_msg:task_started", "response_item:message:developer", "response_item:message:user", "turn_context",
 		"response_item:message:user", "event_msg:item_completed:UserMessage",
 		"event_msg:item_completed:AgentMessage", "response_item:message:assistant",
 		"token_usage_record", "event_msg:token_count", "event_msg:task_complete",
@@ -265,7 +265,7 @@ func TestToolTurnRecordOrderAndItemsReadBack(t *testing.T) {
 	path := rolloutFile(t, c.Home, tid)
 	require.Equal(t, []string{
 		"session_meta",
-		"event_msg:task_started", "response_item:message:user", "turn_context",
+		"event_msg:task_started", "response_item:message:developer", "response_item:message:user", "turn_context",
 		"response_item:message:user", "event_msg:item_completed:UserMessage",
 		"response_item:function_call", "token_usage_record",
 		"event_msg:item_completed:CommandExecution", "response_item:function_call_output", "event_msg:token_count",

@@ -71,7 +71,8 @@ func TestSimpleStreamedTurn(t *testing.T) {
 	require.Equal(t, tid, body["prompt_cache_key"])
 	input := body["input"].([]any)
 	require.Equal(t, "developer", input[0].(map[string]any)["role"], "base instructions come first")
-	require.Contains(t, fmt.Sprint(input[1]), "<environment_context>")
+	require.Contains(t, fmt.Sprint(input[1]), "<permissions instructions>")
+	require.Contains(t, fmt.Sprint(input[2]), "<environment_context>")
 	last := input[len(input)-1].(map[string]any)
 	require.Equal(t, "user", last["role"])
 	require.Contains(t, string(mustJSON(t, last)), "Say hello")
@@ -402,4 +403,29 @@ func TestModelListMarksConfiguredModelDefault(t *testing.T) {
 	for _, m := range res.Data {
 		require.Equal(t, m.ID == "gpt-5.5", m.IsDefault, m.ID)
 	}
+}
+
+func TestPermissionsMessageFollowsPolicyChanges(t *testing.T) {
+	mm := mockmodel.New(t)
+	for i := 0; i < 3; i++ {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "one")
+	c.WaitTurnCompleted()
+	c.StartTurn(tid, "two")
+	c.WaitTurnCompleted()
+	c.Result("turn/start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "three"}},
+		"sandboxPolicy": map[string]any{"type": "dangerFullAccess"}}, nil)
+	c.WaitTurnCompleted()
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 3)
+	count := func(i int) int { return strings.Count(fmt.Sprint(reqs[i].Body["input"]), "<permissions instructions>") }
+	require.Equal(t, 1, count(0))
+	require.Contains(t, string(mustJSON(t, reqs[0].Body["input"])), "Sandbox: read-only")
+	require.Equal(t, 1, count(1), "unchanged permissions are not repeated")
+	require.Equal(t, 2, count(2), "a changed sandbox is announced")
+	require.Contains(t, string(mustJSON(t, reqs[2].Body["input"])), "Sandbox: none")
 }

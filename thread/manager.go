@@ -276,6 +276,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		t.meta.Path = &path
 	}
 	t.history = append(t.history, initialContext(s)...)
+	t.permissions = permissionsText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package thread
 
 import (
 	"bytes"
+
+	protocol "appserver/protocol/v2"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -37,15 +39,61 @@ func messageItem(role, text string) json.RawMessage {
 	return marshal(item)
 }
 
-// initialContext is what a new thread's history starts with: developer instructions (if any) and the
-// environment context.
+// initialContext is what a new thread's history starts with, in the reference's order: developer
+// messages (the instructions, if any, and the permissions commands run under), then the environment
+// context.
 func initialContext(s Settings) []json.RawMessage {
 	var items []json.RawMessage
 	if s.DeveloperInstructions != "" {
 		items = append(items, messageItem("developer", s.DeveloperInstructions))
 	}
+	items = append(items, messageItem("developer", permissionsText(s)))
 	items = append(items, messageItem("user", environmentContext(s.Cwd, time.Now())))
 	return items
+}
+
+// permissionsText tells the model, in our own words, what its commands may do and when the user is asked.
+func permissionsText(s Settings) string {
+	var b strings.Builder
+	b.WriteString("<permissions instructions>\n")
+	network := false
+	switch v := s.Sandbox.Value.(type) {
+	case protocol.SandboxPolicyDangerFullAccess:
+		b.WriteString("Sandbox: none. Commands run with the user's full permissions.\n")
+		network = true
+	case protocol.SandboxPolicyExternalSandbox:
+		b.WriteString("Sandbox: provided outside this agent; assume writes and network may be restricted.\n")
+	case protocol.SandboxPolicyWorkspaceWrite:
+		roots := []string{s.Cwd}
+		for _, r := range v.WritableRoots {
+			roots = append(roots, string(r))
+		}
+		b.WriteString("Sandbox: workspace-write. Commands may read any file and write only under " + strings.Join(roots, ", ") +
+			" and the temporary directory; .git and .codex stay read-only.\n")
+		network = v.NetworkAccess != nil && *v.NetworkAccess
+	case protocol.SandboxPolicyReadOnly:
+		b.WriteString("Sandbox: read-only. Commands may read any file but cannot write anywhere.\n")
+		network = v.NetworkAccess != nil && *v.NetworkAccess
+	}
+	if network {
+		b.WriteString("Network access: enabled.\n")
+	} else {
+		b.WriteString("Network access: restricted.\n")
+	}
+	switch {
+	case s.ApprovalPolicy.Granular != nil:
+		b.WriteString("Approvals: granular. Some actions outside the sandbox are shown to the user for approval first.\n")
+	case s.ApprovalPolicy.Name == protocol.AskForApprovalNever:
+		b.WriteString("Approvals: never. The user is never asked; a command the sandbox refuses fails, so work within it.\n")
+	case s.ApprovalPolicy.Name == protocol.AskForApprovalUntrusted:
+		b.WriteString("Approvals: untrusted. Every command is shown to the user for approval before it runs.\n")
+	default:
+		b.WriteString("Approvals: on-request. Run commands in the sandbox; when one needs more (writes outside the " +
+			"writable roots, network), run it with sandbox_permissions \"require_escalated\" and a one-sentence " +
+			"justification, and the user decides.\n")
+	}
+	b.WriteString("</permissions instructions>")
+	return b.String()
 }
 
 func environmentContext(cwd string, now time.Time) string {
@@ -94,4 +142,16 @@ func marshal(v any) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// swapPermissions records p as the permissions the model was told and reports whether it differs from
+// what it was told before.
+func (t *Thread) swapPermissions(p string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.permissions == p {
+		return false
+	}
+	t.permissions = p
+	return true
 }

@@ -56,8 +56,9 @@ type Thread struct {
 	subscribers map[Subscriber]struct{}
 	subWait     chan struct{} // closed and replaced when a subscriber joins
 	total       protocol.TokenUsageBreakdown
-	interrupted bool // the previous turn was interrupted: tell the model on the next request
-	systemError bool // the previous turn failed: the thread reports systemError until the next turn
+	interrupted bool   // the previous turn was interrupted: tell the model on the next request
+	permissions string // the permissions text last put in the history
+	systemError bool   // the previous turn failed: the thread reports systemError until the next turn
 	windowN     int
 	recorder    *rollout.Recorder
 	flags       map[protocol.ThreadActiveFlag]int

@@ -270,6 +270,10 @@ func (tn *Turn) run() {
 	if wasInterrupted {
 		t.appendHistory(messageItem("user", interruptedNotice))
 	}
+	// A turn that changed the sandbox or approval policy tells the model what now applies.
+	if p := permissionsText(s); t.swapPermissions(p) {
+		t.appendHistory(messageItem("developer", p))
+	}
 	tn.acceptInput(tn.firstIn)
 
 	status, turnErr := tn.loop()
