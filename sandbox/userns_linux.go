@@ -32,6 +32,8 @@ func runInUserNS(pl payload, argv []string) error {
 	}
 	uid, gid := os.Getuid(), os.Getgid()
 	cmd := exec.Command(self, append([]string{HelperArg, string(js), "--"}, argv...)...)
+	// This runs in the sandbox helper process, never in the server: its stdio is the sandboxed
+	// command's own (pipes or PTY set up by execmgr), not the JSON-RPC wire.
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  unix.CLONE_NEWUSER,
