@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 
@@ -53,7 +54,25 @@ func (tm *threadMCP) manager() *mcpconn.Manager {
 // mcpConfigs converts the configured servers (sorted by name; only name when not empty) into
 // mcpconn's form. Disabled servers are kept: mcpconn skips them.
 func (s *Server) mcpConfigs(name string) []mcpconn.ServerConfig {
-	servers := s.mcpServers()
+	return mcpConfigList(s.mcpServers(), name)
+}
+
+// threadMCPConfigs are the servers of one thread: the configured ones, with those of its thread/start
+// `config` override in place of the same names.
+func (s *Server) threadMCPConfigs(t *thread.Thread) []mcpconn.ServerConfig {
+	over := t.MCPServerOverrides()
+	if len(over) == 0 {
+		return s.mcpConfigs("")
+	}
+	servers := maps.Clone(s.mcpServers())
+	if servers == nil {
+		servers = map[string]config.MCPServer{}
+	}
+	maps.Copy(servers, over)
+	return mcpConfigList(servers, "")
+}
+
+func mcpConfigList(servers map[string]config.MCPServer, name string) []mcpconn.ServerConfig {
 	var out []mcpconn.ServerConfig
 	for key, c := range servers {
 		if name != "" && key != name {
@@ -79,7 +98,7 @@ func mcpServerConfig(name string, c config.MCPServer) mcpconn.ServerConfig {
 // releaseThreadMCP (call it after the thread/start or thread/resume response). The servers stop when
 // the thread closes.
 func (s *Server) startThreadMCP(ctx context.Context, t *thread.Thread) error {
-	cfgs := s.mcpConfigs("")
+	cfgs := s.threadMCPConfigs(t)
 	if len(cfgs) == 0 || mcpOf(t) != nil {
 		return nil
 	}
@@ -145,7 +164,7 @@ func (tm *threadMCP) reload() {
 	if old != nil {
 		old.Close()
 	}
-	tm.start(tm.s.mcpConfigs(""))
+	tm.start(tm.s.threadMCPConfigs(tm.t))
 }
 
 // close stops the thread's servers (the thread is closing).

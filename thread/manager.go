@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -198,6 +199,7 @@ type StartOptions struct {
 func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error) {
 	p := opts.Params
 	cfg := m.deps.Config
+	var mcpOverrides map[string]config.MCPServer // the MCP servers of a `config` override, if it set any
 	if len(p.Config) > 0 {
 		over := map[string]any{}
 		for k, v := range p.Config {
@@ -212,6 +214,11 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 			return nil, err
 		}
 		cfg = c
+		for k := range over {
+			if k == "mcp_servers" || strings.HasPrefix(k, "mcp_servers.") {
+				mcpOverrides = cfg.MCPServers
+			}
+		}
 	}
 	cwd, err := resolveCwd(p.Cwd)
 	if err != nil {
@@ -250,6 +257,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	id := uuid.Must(uuid.NewV7()).String()
 	now := time.Now()
 	t := m.newThread(id, s)
+	t.mcpOverrides = mcpOverrides
 	t.meta = protocol.Thread{
 		ID: id, SessionID: id, Preview: "", Ephemeral: ephemeral,
 		ModelProvider: s.ModelProvider, CreatedAt: now.Unix(), UpdatedAt: now.Unix(), RecencyAt: ptr(now.Unix()),

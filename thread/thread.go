@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"appserver/config"
 	protocol "appserver/protocol/v2"
 	"appserver/rollout"
 	"appserver/stopwatch"
@@ -58,10 +59,12 @@ type Thread struct {
 	total       protocol.TokenUsageBreakdown
 	interrupted bool   // the previous turn was interrupted: tell the model on the next request
 	permissions string // the permissions text last put in the history
-	systemError bool   // the previous turn failed: the thread reports systemError until the next turn
-	windowN     int
-	recorder    *rollout.Recorder
-	flags       map[protocol.ThreadActiveFlag]int
+	// mcpOverrides are the [mcp_servers] of thread/start's `config` override (nil when it set none).
+	mcpOverrides map[string]config.MCPServer
+	systemError  bool // the previous turn failed: the thread reports systemError until the next turn
+	windowN      int
+	recorder     *rollout.Recorder
+	flags        map[protocol.ThreadActiveFlag]int
 
 	// elicitMu serialises the out-of-band elicitation counter and its pause transitions.
 	elicitMu    sync.Mutex
@@ -78,6 +81,14 @@ type Thread struct {
 
 // Context ends when the thread is unloaded or the server shuts down.
 func (t *Thread) Context() context.Context { return t.ctx }
+
+// MCPServerOverrides returns the MCP servers thread/start's `config` override defined (nil when none);
+// they replace the configured servers of the same name for this thread.
+func (t *Thread) MCPServerOverrides() map[string]config.MCPServer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mcpOverrides
+}
 
 // Settings returns a copy of the thread's current settings.
 func (t *Thread) Settings() Settings {
