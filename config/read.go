@@ -144,7 +144,7 @@ func valueDefaults() tree {
 		"marketplaces":                            tree{},
 		"chatgpt_base_url":                        "https://chatgpt.com/backend-api/",
 		"project_root_markers":                    []any{".git"},
-		"features":                                tree{},
+		"features":                                defaultFeaturesTree(),
 		"profiles":                                tree{},
 		"plugins":                                 tree{},
 		"include_environment_context":             true,
@@ -217,4 +217,12 @@ func configView(eff tree) tree {
 		}
 	}
 	return out
+}
+
+func defaultFeaturesTree() tree {
+	t := tree{}
+	for k, v := range DefaultFeatures {
+		t[k] = v
+	}
+	return t
 }

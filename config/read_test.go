@@ -193,3 +193,18 @@ func TestLayerVersionIsSortedCompactJSON(t *testing.T) {
 	sum := sha256.Sum256([]byte(`{"a":{"x":[true],"y":"<&>"},"b":1}`))
 	require.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), l.version())
 }
+
+func TestFeatureDefaults(t *testing.T) {
+	c := load(t, "")
+	require.True(t, c.FeatureEnabled("unified_exec"), "unified exec is on unless turned off")
+	require.False(t, c.FeatureEnabled("no_such_feature"))
+	res, err := c.ReadResponse(false, "")
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"unified_exec": true}, res.Config["features"])
+
+	off := load(t, "[features]\nunified_exec = false\nother = true\n")
+	require.False(t, off.FeatureEnabled("unified_exec"))
+	res, err = off.ReadResponse(false, "")
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"unified_exec": false, "other": true}, res.Config["features"])
+}

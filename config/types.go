@@ -143,8 +143,18 @@ func (c *Config) Provider() (ModelProvider, error) {
 	return p, nil
 }
 
-// FeatureEnabled reports whether `[features] <name> = true`.
-func (c *Config) FeatureEnabled(name string) bool { return c.Features[name] }
+// DefaultFeatures are the `[features]` flags appserver knows, with their values when unset.
+var DefaultFeatures = map[string]bool{
+	"unified_exec": true, // exec_command/write_stdin; false offers the classic shell_command instead
+}
+
+// FeatureEnabled reports whether `[features] <name>` is on, falling back to DefaultFeatures.
+func (c *Config) FeatureEnabled(name string) bool {
+	if v, ok := c.Features[name]; ok {
+		return v
+	}
+	return DefaultFeatures[name]
+}
 
 // Raw returns a deep copy of the effective merged configuration as a
 // generic map with snake_case keys, unknown keys included.

@@ -33,7 +33,7 @@ func Provider(d Deps) thread.ToolProvider {
 	return func(t *thread.Thread, s thread.Settings) []thread.ToolSet {
 		st := state(t, &d)
 		var sets []thread.ToolSet
-		if d.Config.Features != nil && !featureOn(d.Config, "unified_exec", true) {
+		if !d.Config.FeatureEnabled("unified_exec") {
 			sets = append(sets, &shellSet{deps: &d, st: st})
 		} else {
 			sets = append(sets, &execSet{deps: &d, st: st})
@@ -44,13 +44,6 @@ func Provider(d Deps) thread.ToolProvider {
 		}
 		return sets
 	}
-}
-
-func featureOn(cfg *config.Config, name string, def bool) bool {
-	if v, ok := cfg.Features[name]; ok {
-		return v
-	}
-	return def
 }
 
 type stateKey struct{}
