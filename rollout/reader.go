@@ -685,7 +685,7 @@ func (b *builder) finish() {
 	}
 	b.th.Preview = previewFromTurns(b.th.Turns)
 	if b.th.Preview == "" {
-		b.th.Preview = previewFromResponseItems(b.th.ResponseItems)
+		b.th.Preview = PreviewFromResponseItems(b.th.ResponseItems)
 	}
 	if b.th.UpdatedAt.IsZero() {
 		b.th.UpdatedAt = b.th.CreatedAt
@@ -719,8 +719,9 @@ func userText(content any) string {
 	return strings.Join(parts, "\n")
 }
 
-// previewFromResponseItems falls back to the first user message that is not harness context.
-func previewFromResponseItems(items []json.RawMessage) string {
+// PreviewFromResponseItems returns a thread's preview from Responses items: the first non-empty user text
+// that is not harness context (environment context, instructions, interruption notices).
+func PreviewFromResponseItems(items []json.RawMessage) string {
 	for _, raw := range items {
 		var m struct {
 			Type    string `json:"type"`
@@ -734,7 +735,7 @@ func previewFromResponseItems(items []json.RawMessage) string {
 			continue
 		}
 		for _, c := range m.Content {
-			if c.Type == "input_text" && !isHarnessText(c.Text) {
+			if c.Type == "input_text" && c.Text != "" && !isHarnessText(c.Text) {
 				return c.Text
 			}
 		}
@@ -744,8 +745,8 @@ func previewFromResponseItems(items []json.RawMessage) string {
 
 func isHarnessText(s string) bool {
 	t := strings.TrimSpace(s)
-	return strings.HasPrefix(t, "<environment_context>") || strings.HasPrefix(t, "<user_instructions>") ||
-		strings.HasPrefix(t, "# AGENTS.md") || strings.HasPrefix(t, "<turn_aborted>") || strings.HasPrefix(t, "<")
+	// tagged harness blocks (<environment_context>, <user_instructions>, <turn_aborted>, …) and AGENTS.md
+	return strings.HasPrefix(t, "<") || strings.HasPrefix(t, "# AGENTS.md")
 }
 
 // optInt turns an optional number into an int64 or an untyped nil.

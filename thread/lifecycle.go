@@ -784,7 +784,7 @@ func (m *Manager) StartFromHistory(ctx context.Context, opts StartOptions, histo
 	t.mu.Lock()
 	t.history = append(t.history, raw...)
 	if t.meta.Preview == "" {
-		t.meta.Preview = firstUserText(raw)
+		t.meta.Preview = rollout.PreviewFromResponseItems(raw)
 	}
 	t.mu.Unlock()
 	m.mu.Lock()
@@ -793,27 +793,4 @@ func (m *Manager) StartFromHistory(ctx context.Context, opts StartOptions, histo
 	}
 	m.mu.Unlock()
 	return t, nil
-}
-
-// firstUserText returns the text of the first user message among response items.
-func firstUserText(items []json.RawMessage) string {
-	for _, b := range items {
-		var msg struct {
-			Type    string `json:"type"`
-			Role    string `json:"role"`
-			Content []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
-		}
-		if json.Unmarshal(b, &msg) != nil || msg.Type != "message" || msg.Role != "user" {
-			continue
-		}
-		for _, c := range msg.Content {
-			if c.Type == "input_text" && c.Text != "" {
-				return c.Text
-			}
-		}
-	}
-	return ""
 }
