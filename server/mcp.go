@@ -192,27 +192,26 @@ func (tm *threadMCP) onStatus(name, status, errMsg string) {
 	tm.t.Emit(protocol.NotifyMcpServerStartupStatusUpdated, n)
 }
 
-// serverElicitForm and serverElicitURL are server-originated elicitations forwarded to the client
-// (members in the reference's order; _meta is null).
+// serverElicit is a server-originated elicitation forwarded to the client: the common members in the
+// reference's order (_meta is null), then the form or url members.
+type serverElicit struct {
+	ThreadID   string          `json:"threadId"`
+	TurnID     *string         `json:"turnId"`
+	ServerName string          `json:"serverName"`
+	Mode       string          `json:"mode"`
+	Meta       json.RawMessage `json:"_meta"`
+	Message    string          `json:"message"`
+}
+
 type serverElicitForm struct {
-	ThreadID        string          `json:"threadId"`
-	TurnID          *string         `json:"turnId"`
-	ServerName      string          `json:"serverName"`
-	Mode            string          `json:"mode"`
-	Meta            json.RawMessage `json:"_meta"`
-	Message         string          `json:"message"`
+	serverElicit
 	RequestedSchema json.RawMessage `json:"requestedSchema"`
 }
 
 type serverElicitURL struct {
-	ThreadID      string          `json:"threadId"`
-	TurnID        *string         `json:"turnId"`
-	ServerName    string          `json:"serverName"`
-	Mode          string          `json:"mode"`
-	Meta          json.RawMessage `json:"_meta"`
-	Message       string          `json:"message"`
-	URL           string          `json:"url"`
-	ElicitationID string          `json:"elicitationId"`
+	serverElicit
+	URL           string `json:"url"`
+	ElicitationID string `json:"elicitationId"`
 }
 
 var errBadElicitationAnswer = errors.New("undecodable mcpServer/elicitation/request answer")
@@ -228,17 +227,18 @@ func (tm *threadMCP) elicit(ctx context.Context, req mcpconn.ElicitationRequest)
 		id := tn.ID
 		turnID = &id
 	}
+	head := serverElicit{ThreadID: t.ID, TurnID: turnID, ServerName: req.ServerName, Mode: "form",
+		Message: req.Message, Meta: json.RawMessage(`null`)}
 	var params any
 	if req.Mode == "url" {
-		params = serverElicitURL{ThreadID: t.ID, TurnID: turnID, ServerName: req.ServerName, Mode: "url",
-			Message: req.Message, URL: req.URL, ElicitationID: req.ElicitationID, Meta: json.RawMessage(`null`)}
+		head.Mode = "url"
+		params = serverElicitURL{serverElicit: head, URL: req.URL, ElicitationID: req.ElicitationID}
 	} else {
 		schema := req.RequestedSchema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		params = serverElicitForm{ThreadID: t.ID, TurnID: turnID, ServerName: req.ServerName, Mode: "form",
-			Message: req.Message, RequestedSchema: schema, Meta: json.RawMessage(`null`)}
+		params = serverElicitForm{serverElicit: head, RequestedSchema: schema}
 	}
 	if d := tm.s.cfg.ApprovalTimeout; d > 0 {
 		var cancel context.CancelFunc
