@@ -48,6 +48,7 @@ type Server struct {
 	threads *thread.Manager
 	exec    *execmgr.Manager
 	install string // installation id, read or created once
+	search  *fileSearchState
 
 	mu       sync.Mutex
 	conns    map[*connection]struct{}
