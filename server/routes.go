@@ -21,5 +21,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addLifecycleRoutes(r)
 	s.addExtraRoutes(r)
 	s.addFileSearchRoutes(r)
+	s.addFSRoutes(r)
 	return r
 }

@@ -49,6 +49,7 @@ type Server struct {
 	exec    *execmgr.Manager
 	install string // installation id, read or created once
 	search  *fileSearchState
+	watches fsWatchState
 
 	mu       sync.Mutex
 	conns    map[*connection]struct{}
