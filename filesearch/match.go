@@ -477,7 +477,7 @@ type atom struct {
 // Pattern is a parsed query: whitespace-separated atoms, each fuzzy unless marked `'x` (substring),
 // `^x` (prefix), `x$` (suffix), `^x$` (exact) or `!x` (must not occur), all case-insensitive.
 type Pattern struct {
-	atoms []atom
+	atoms      []atom
 	raw        []rune // the whole query as one fuzzy needle (for the file-name ranking)
 	rawLiteral bool
 	lower      string
@@ -642,4 +642,37 @@ func (m *matcher) score(p *Pattern, t *text, idx []uint32) (int, []uint32, bool)
 		total += s
 	}
 	return min(total, 0xFFFF), idx, true
+}
+
+// rejects is a cheap byte-level test that path cannot match: some positive term's letters do not occur
+// in order. It only decides for ASCII paths and terms (folding can change others).
+func (p *Pattern) rejects(path string) bool {
+	for i := range p.atoms {
+		a := &p.atoms[i]
+		if a.negate || a.literal {
+			continue
+		}
+		j := 0
+		for k := 0; k < len(path) && j < len(a.needle); k++ {
+			c := path[k]
+			if c >= utf8.RuneSelf {
+				return false
+			}
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if rune(c) == a.needle[j] {
+				j++
+			}
+		}
+		if j < len(a.needle) {
+			for k := 0; k < len(path); k++ {
+				if path[k] >= utf8.RuneSelf {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
 }

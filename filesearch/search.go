@@ -37,9 +37,9 @@ type scorer struct {
 	p        *Pattern
 	exactDir bool // the last ranked entry is a directory named exactly as the query
 	m        matcher
-	t    text
-	base text
-	idx  []uint32
+	t        text
+	base     text
+	idx      []uint32
 }
 
 func newScorer(p *Pattern) *scorer { return &scorer{p: p} }
@@ -47,6 +47,9 @@ func newScorer(p *Pattern) *scorer { return &scorer{p: p} }
 // rank scores one entry, or reports false when the pattern does not match it.
 func (s *scorer) rank(e Entry) (uint32, []uint32, bool) {
 	s.exactDir = false
+	if s.p.rejects(e.Path) {
+		return 0, nil, false
+	}
 	prepare(e.Path, &s.t)
 	sc, idx, ok := s.m.score(s.p, &s.t, s.idx[:0])
 	if !ok {

@@ -24,6 +24,7 @@ type Entry struct {
 // git excludes only inside a git repository; `.ignore` decisions beat git's, deeper files beat shallower.
 type ignoreSet struct {
 	parent *ignoreSet
+	depth  int // path components of the directory the patterns are relative to
 	ign    []gitignore.Pattern // from .ignore
 	git    []gitignore.Pattern // from .gitignore (and, at a repository root, info/exclude + global)
 	inRepo bool
@@ -35,12 +36,12 @@ func (s *ignoreSet) ignored(comps []string, isDir bool) bool {
 		return false
 	}
 	for cur := s; cur != nil; cur = cur.parent {
-		if r := decide(cur.ign, comps, isDir); r != gitignore.NoMatch {
+		if r := decide(cur.ign, comps[cur.depth:], isDir); r != gitignore.NoMatch {
 			return r == gitignore.Exclude
 		}
 	}
 	for cur := s; cur != nil; cur = cur.parent {
-		if r := decide(cur.git, comps, isDir); r != gitignore.NoMatch {
+		if r := decide(cur.git, comps[cur.depth:], isDir); r != gitignore.NoMatch {
 			return r == gitignore.Exclude
 		}
 	}
@@ -58,7 +59,8 @@ func decide(ps []gitignore.Pattern, comps []string, isDir bool) gitignore.MatchR
 }
 
 // readPatterns reads an ignore file; a missing file yields nothing.
-func readPatterns(file string, domain []string) []gitignore.Pattern {
+// Patterns are relative to the directory whose ignoreSet holds them (see ignoreSet.depth).
+func readPatterns(file string) []gitignore.Pattern {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil
@@ -72,7 +74,7 @@ func readPatterns(file string, domain []string) []gitignore.Pattern {
 			continue
 		}
 		line = strings.TrimPrefix(line, `\`) // "\#x" and "\!x" name literal files
-		ps = append(ps, gitignore.ParsePattern(line, domain))
+		ps = append(ps, gitignore.ParsePattern(line, nil))
 	}
 	return ps
 }
@@ -120,8 +122,8 @@ func rootIgnores(root string) *ignoreSet {
 		}
 	}
 	var set *ignoreSet
-	push := func(ign, git []gitignore.Pattern, inRepo bool) {
-		n := &ignoreSet{parent: set, ign: ign, git: git, inRepo: inRepo}
+	push := func(depth int, ign, git []gitignore.Pattern, inRepo bool) {
+		n := &ignoreSet{parent: set, depth: depth, ign: ign, git: git, inRepo: inRepo}
 		n.any = len(ign) > 0 || len(git) > 0 || (set != nil && set.any)
 		set = n
 	}
@@ -129,10 +131,10 @@ func rootIgnores(root string) *ignoreSet {
 		dom := splitAbs(repo)
 		var base []gitignore.Pattern
 		if g := globalExcludes(); g != "" {
-			base = append(base, readPatterns(g, dom)...)
+			base = append(base, readPatterns(g)...)
 		}
-		base = append(base, readPatterns(filepath.Join(repo, ".git", "info", "exclude"), dom)...)
-		push(nil, base, true)
+		base = append(base, readPatterns(filepath.Join(repo, ".git", "info", "exclude"))...)
+		push(len(dom), nil, base, true)
 	}
 	// ancestors, outermost first (root's own files are read when the walk enters it)
 	for i := len(chain) - 1; i >= 1; i-- {
@@ -141,9 +143,9 @@ func rootIgnores(root string) *ignoreSet {
 		inRepo := repo != "" && (d == repo || strings.HasPrefix(d, repo+string(filepath.Separator)) || repo == "/")
 		var git []gitignore.Pattern
 		if inRepo {
-			git = readPatterns(filepath.Join(d, ".gitignore"), dom)
+			git = readPatterns(filepath.Join(d, ".gitignore"))
 		}
-		push(readPatterns(filepath.Join(d, ".ignore"), dom), git, inRepo)
+		push(len(dom), readPatterns(filepath.Join(d, ".ignore")), git, inRepo)
 	}
 	if set == nil {
 		set = &ignoreSet{}
@@ -204,6 +206,7 @@ func Walk(ctx context.Context, roots []string, visit func(batch []Entry)) error 
 		go func() {
 			defer wg.Done()
 			var batch []Entry
+			var sc walkScratch
 			for {
 				mu.Lock()
 				for len(queue) == 0 && pending > 0 && ctx.Err() == nil {
@@ -217,7 +220,7 @@ func Walk(ctx context.Context, roots []string, visit func(batch []Entry)) error 
 				j := queue[len(queue)-1]
 				queue = queue[:len(queue)-1]
 				mu.Unlock()
-				batch = walkDir(j, absRoots, batch[:0], push)
+				batch = walkDir(j, absRoots, batch[:0], push, &sc)
 				if len(batch) > 0 {
 					visit(batch)
 				}
@@ -235,16 +238,26 @@ func Walk(ctx context.Context, roots []string, visit func(batch []Entry)) error 
 	return ctx.Err()
 }
 
+// walkScratch is one worker's reusable buffers.
+type walkScratch struct {
+	buf  []byte
+	ents []dirent
+}
+
 // walkDir lists one directory, appending kept entries to batch and queueing subdirectories.
-func walkDir(j dirJob, roots []string, batch []Entry, push func(dirJob)) []Entry {
-	ents, err := os.ReadDir(j.abs)
+func walkDir(j dirJob, roots []string, batch []Entry, push func(dirJob), sc *walkScratch) []Entry {
+	if sc.buf == nil {
+		sc.buf = make([]byte, 32<<10)
+	}
+	ents, err := readDir(j.abs, sc.buf, sc.ents[:0])
+	sc.ents = ents
 	if err != nil && len(ents) == 0 {
 		return batch
 	}
 	ign := j.ign
 	hasGit := false
 	for _, e := range ents {
-		if e.Name() == ".git" {
+		if e.name == ".git" {
 			hasGit = true
 			break
 		}
@@ -252,25 +265,25 @@ func walkDir(j dirJob, roots []string, batch []Entry, push func(dirJob)) []Entry
 	inRepo := ign.inRepo || hasGit
 	var own, git []gitignore.Pattern
 	for _, e := range ents {
-		switch e.Name() {
+		switch e.name {
 		case ".ignore":
-			own = readPatterns(filepath.Join(j.abs, ".ignore"), j.comps)
+			own = readPatterns(filepath.Join(j.abs, ".ignore"))
 		case ".gitignore":
 			if inRepo {
-				git = append(git, readPatterns(filepath.Join(j.abs, ".gitignore"), j.comps)...)
+				git = append(git, readPatterns(filepath.Join(j.abs, ".gitignore"))...)
 			}
 		}
 	}
 	if hasGit && !ign.inRepo {
-		git = append(readPatterns(filepath.Join(j.abs, ".git", "info", "exclude"), j.comps), git...)
+		git = append(readPatterns(filepath.Join(j.abs, ".git", "info", "exclude")), git...)
 	}
 	if len(own) > 0 || len(git) > 0 || inRepo != ign.inRepo {
-		ign = &ignoreSet{parent: ign, ign: own, git: git, inRepo: inRepo, any: ign.any || len(own) > 0 || len(git) > 0}
+		ign = &ignoreSet{parent: ign, depth: len(j.comps), ign: own, git: git, inRepo: inRepo, any: ign.any || len(own) > 0 || len(git) > 0}
 	}
 	for _, e := range ents {
-		name := e.Name()
-		isDir := e.IsDir()
-		if e.Type()&os.ModeSymlink != 0 {
+		name := e.name
+		isDir := e.isDir
+		if e.link {
 			fi, err := os.Stat(filepath.Join(j.abs, name))
 			if err != nil {
 				continue
