@@ -43,6 +43,7 @@ func StartSession(ctx context.Context, roots []string, limit int, report func(Up
 			s.mu.Lock()
 			s.entries = append(s.entries, batch...)
 			s.mu.Unlock()
+			s.poke() // rank new entries at once until the query has its first matches
 		})
 		s.mu.Lock()
 		s.walked = true
@@ -82,6 +83,8 @@ func (s *Session) run(ctx context.Context, walkDone <-chan struct{}, limit int, 
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
 	reportedGen, reportedLen, finalGen := -1, -1, -1
+	var lastReport time.Time
+	hadMatches := false // the current query's reports so far included matches
 	// ranking of the current query over entries[:rankedLen], extended incrementally as the walk goes on
 	var (
 		ranked    *topK
@@ -101,7 +104,8 @@ func (s *Session) run(ctx context.Context, walkDone <-chan struct{}, limit int, 
 		gen, q, walked := s.gen, s.query, s.walked
 		entries := s.entries[:len(s.entries):len(s.entries)]
 		s.mu.Unlock()
-		interim := !walked && q != "" && len(entries) != reportedLen
+		interim := !walked && q != "" && len(entries) != reportedLen &&
+			(gen != reportedGen || !hadMatches || time.Since(lastReport) >= progressEvery)
 		if gen == reportedGen && !interim && (!walked || finalGen == gen) {
 			if walked {
 				tick.Stop()
@@ -132,8 +136,18 @@ func (s *Session) run(ctx context.Context, walkDone <-chan struct{}, limit int, 
 		if ctx.Err() != nil {
 			return
 		}
+		if !walked && q == "" {
+			continue // an empty query is answered once the walk is over, as the reference does
+		}
+		if gen != reportedGen {
+			hadMatches = false
+		}
+		if !walked && gen == reportedGen && len(ms) == 0 && !hadMatches && q != "" {
+			continue // nothing new to show yet: stay quiet until the first matches or the end
+		}
 		report(Update{Query: q, Matches: ms})
-		reportedGen, reportedLen = gen, len(entries)
+		hadMatches = hadMatches || len(ms) > 0
+		reportedGen, reportedLen, lastReport = gen, len(entries), time.Now()
 		if walked {
 			report(Update{Query: q, Complete: true})
 			finalGen = gen
