@@ -24,7 +24,7 @@ type Entry struct {
 // git excludes only inside a git repository; `.ignore` decisions beat git's, deeper files beat shallower.
 type ignoreSet struct {
 	parent *ignoreSet
-	depth  int // path components of the directory the patterns are relative to
+	depth  int                 // path components of the directory the patterns are relative to
 	ign    []gitignore.Pattern // from .ignore
 	git    []gitignore.Pattern // from .gitignore (and, at a repository root, info/exclude + global)
 	inRepo bool

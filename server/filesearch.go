@@ -58,8 +58,7 @@ func (s *Server) fuzzyFileSearch(_ context.Context, c *connection, req *jsonrpc.
 		st.mu.Unlock()
 	}
 	roots, query := append([]string(nil), p.Roots...), p.Query
-	req.Defer()
-	go func() {
+	req.Go(func() (any, error) {
 		defer cancel()
 		ms, err := filesearch.Search(ctx, roots, query, filesearch.DefaultLimit)
 		if token != "" {
@@ -73,8 +72,8 @@ func (s *Server) fuzzyFileSearch(_ context.Context, c *connection, req *jsonrpc.
 		if err != nil {
 			ms = nil
 		}
-		req.Reply(protocol.FuzzyFileSearchResponse{Files: searchResults(roots, ms)}, nil)
-	}()
+		return protocol.FuzzyFileSearchResponse{Files: searchResults(roots, ms)}, nil
+	})
 	return nil, nil
 }
 
