@@ -22,5 +22,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addExtraRoutes(r)
 	s.addFileSearchRoutes(r)
 	s.addFSRoutes(r)
+	s.addUserShellRoutes(r)
 	return r
 }
