@@ -23,5 +23,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addFileSearchRoutes(r)
 	s.addFSRoutes(r)
 	s.addUserShellRoutes(r)
+	s.addCompactionRoutes(r)
 	return r
 }

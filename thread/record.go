@@ -65,6 +65,8 @@ func coreItem(item protocol.ThreadItem) any {
 		return rollout.ReasoningItem{ID: v.ID, SummaryText: v.Summary, RawContent: v.Content}
 	case protocol.ThreadItemCommandExecution:
 		return commandCoreItem(v)
+	case protocol.ThreadItemContextCompaction:
+		return map[string]string{"type": "ContextCompaction", "id": v.ID}
 	}
 	raw, err := json.Marshal(item)
 	if err != nil {
