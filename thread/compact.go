@@ -57,4 +57,3 @@ func (t *Thread) compactBody(ctx context.Context, tc *ToolContext) []json.RawMes
 	tc.ItemCompleted(protocol.ThreadItem{Value: item})
 	return nil
 }
-
