@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -60,4 +61,31 @@ func TestThreadCompactStartErrors(t *testing.T) {
 	c.Initialize(false)
 	requireError(t, c.Request("thread/compact/start", map[string]any{"threadId": "00000000-0000-0000-0000-000000000000"}), -32600,
 		"thread not found: 00000000-0000-0000-0000-000000000000")
+}
+
+func TestAutoCompaction(t *testing.T) {
+	mm := mockmodel.New(t)
+	big := map[string]any{"input_tokens": 5000, "output_tokens": 100, "total_tokens": 5100}
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("first answer", 1)}, Usage: big},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("AUTO SUMMARY", 1)}, Usage: big},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("second answer", 1)}, Usage: big},
+	)
+	c := apptest.Start(t, apptest.Options{Model: mm, Config: "model_auto_compact_token_limit = 1000"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "first question")
+	c.WaitTurnCompleted()
+	c.StartTurn(tid, "second question")
+	st := c.WaitNotification("item/started", func(p json.RawMessage) bool { return strings.Contains(string(p), "contextCompaction") })
+	require.NotNil(t, st)
+	c.WaitNotification("item/completed", func(p json.RawMessage) bool { return strings.Contains(string(p), "contextCompaction") })
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 3, "one compaction, not a loop of them")
+	require.Empty(t, reqs[1].Body["tools"])
+	in := strings.Join(inputTexts(reqs[2]), "\n")
+	require.NotContains(t, in, "first answer")
+	require.Contains(t, in, "AUTO SUMMARY")
+	require.True(t, strings.HasSuffix(in, "user:second question"))
 }

@@ -57,3 +57,59 @@ func (t *Thread) compactBody(ctx context.Context, tc *ToolContext) []json.RawMes
 	tc.ItemCompleted(protocol.ThreadItem{Value: item})
 	return nil
 }
+
+// compactMarkKey remembers the token usage that triggered the last automatic compaction, so one
+// report triggers at most one.
+type compactMarkKey struct{}
+
+// autoCompactLimit is model_auto_compact_token_limit, else 90% of the model's context window
+// (model_context_window from config, else the catalogue's).
+func (t *Thread) autoCompactLimit(s Settings) int64 {
+	raw := t.mgr.deps.Config.Raw()
+	if v, ok := asInt(raw["model_auto_compact_token_limit"]); ok && v > 0 {
+		return v
+	}
+	window := model.ContextWindow(s.Model)
+	if v, ok := asInt(raw["model_context_window"]); ok && v > 0 {
+		window = v
+	}
+	return window * 9 / 10
+}
+
+func asInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case float64:
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// autoCompactDue reports whether the last model response filled the context past the limit and has
+// not triggered a compaction yet.
+func (t *Thread) autoCompactDue(s Settings) bool {
+	u, ok := t.Attached(lastUsageKey{}).(protocol.ThreadTokenUsage)
+	if !ok || u.Last.TotalTokens < t.autoCompactLimit(s) {
+		return false
+	}
+	if mark, ok := t.Attached(compactMarkKey{}).(int64); ok && mark == u.Total.TotalTokens {
+		return false
+	}
+	return true
+}
+
+// autoCompact compacts inside the running turn before its next model request when due.
+func (tn *Turn) autoCompact(s Settings) {
+	t := tn.thread
+	if !t.autoCompactDue(s) {
+		return
+	}
+	t.compactBody(tn.ctx, &ToolContext{Thread: t, Turn: tn, Settings: s, Log: t.log})
+	// the summary request's own usage does not trigger another compaction
+	if u, ok := t.Attached(lastUsageKey{}).(protocol.ThreadTokenUsage); ok {
+		t.Attach(compactMarkKey{}, u.Total.TotalTokens)
+	}
+}

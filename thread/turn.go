@@ -283,6 +283,7 @@ func (tn *Turn) run() {
 	if p := permissionsText(s); t.swapPermissions(p) {
 		t.appendHistory(messageItem("developer", p))
 	}
+	tn.autoCompact(s)
 	tn.acceptInput(tn.firstIn)
 
 	status, turnErr := tn.loop()
@@ -369,6 +370,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		pending := tn.pending
 		tn.pending = nil
 		tn.mu.Unlock()
+		tn.autoCompact(t.Settings()) // a context filled past the limit is compacted before the request
 		tn.acceptInput(pending)
 
 		s := t.Settings()
