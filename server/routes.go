@@ -24,5 +24,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addFSRoutes(r)
 	s.addUserShellRoutes(r)
 	s.addCompactionRoutes(r)
+	s.addWorkspaceMiscRoutes(r)
 	return r
 }
