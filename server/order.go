@@ -12,8 +12,9 @@ import (
 type laneKeys struct {
 	ThreadID  *string `json:"threadId"`
 	ProcessID *string `json:"processId"`
-	SessionID *string `json:"sessionId"` // fuzzyFileSearch/session*
-	WatchID   *string `json:"watchId"`   // fs/watch, fs/unwatch
+	SessionID *string `json:"sessionId"`     // fuzzyFileSearch/session*
+	Handle    *string `json:"processHandle"` // process/*
+	WatchID   *string `json:"watchId"`       // fs/watch, fs/unwatch
 }
 
 // Order implements jsonrpc.Orderer. Requests run concurrently except where a client may rely on
@@ -36,7 +37,8 @@ func (c *connection) Order(method string, params json.RawMessage) jsonrpc.Order 
 	}
 	var keys laneKeys
 	if !bytes.Contains(params, []byte(`"threadId"`)) && !bytes.Contains(params, []byte(`"processId"`)) &&
-		!bytes.Contains(params, []byte(`"sessionId"`)) && !bytes.Contains(params, []byte(`"watchId"`)) {
+		!bytes.Contains(params, []byte(`"sessionId"`)) && !bytes.Contains(params, []byte(`"watchId"`)) &&
+		!bytes.Contains(params, []byte(`"processHandle"`)) {
 		return jsonrpc.Order{}
 	}
 	if err := json.Unmarshal(params, &keys); err != nil {
@@ -49,6 +51,8 @@ func (c *connection) Order(method string, params json.RawMessage) jsonrpc.Order 
 		return jsonrpc.Order{Lane: "thread:" + *keys.ThreadID}
 	case keys.ProcessID != nil:
 		return jsonrpc.Order{Lane: "process:" + *keys.ProcessID}
+	case keys.Handle != nil:
+		return jsonrpc.Order{Lane: "process:" + *keys.Handle}
 	case keys.SessionID != nil:
 		return jsonrpc.Order{Lane: "search-session:" + *keys.SessionID}
 	case keys.WatchID != nil:

@@ -25,5 +25,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addUserShellRoutes(r)
 	s.addCompactionRoutes(r)
 	s.addWorkspaceMiscRoutes(r)
+	s.addProcessRoutes(r)
 	return r
 }

@@ -120,6 +120,7 @@ type connection struct {
 	optOut       map[string]bool
 	clientInfo   protocol.ClientInfo
 	execs        *execmgr.CommandExecRegistry
+	procs        *execmgr.HandleRegistry // process/* (server/process.go)
 
 	closeHooks []func()
 }
