@@ -675,7 +675,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	// The reference summarises a completed turn with its last agent message; an interrupted or failed
 	// one carries no items and says they are not loaded.
 	view := protocol.TurnItemsViewSummary
-	if status != protocol.TurnStatusCompleted {
+	if status != protocol.TurnStatusCompleted || len(summary) == 0 { // e.g. a user shell or compaction turn
 		view = protocol.TurnItemsViewNotLoaded
 	}
 	turn := protocol.Turn{
