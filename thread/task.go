@@ -28,7 +28,7 @@ func (t *Thread) BeginTask() (*Turn, error) {
 		return nil, ErrTurnInProgress
 	}
 	ctx, cancel := context.WithCancelCause(t.ctx)
-	tn := &Turn{ID: uuid.Must(uuid.NewV7()).String(), thread: t, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	tn := &Turn{ID: uuid.Must(uuid.NewV7()).String(), thread: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), task: true}
 	t.active = tn
 	return tn, nil
 }

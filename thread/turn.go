@@ -34,6 +34,7 @@ type Turn struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+	task   bool // driven by a TaskBody (user shell, compaction), not by the model
 
 	mu sync.Mutex
 	// startedAt is written by the turn's goroutine under mu; other goroutines read it under mu.
