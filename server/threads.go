@@ -94,7 +94,7 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 	}
 	tn, folded := t.BeginTurn(p.Input, thread.TurnOverrides{
 		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
-	})
+	}, thread.TurnOptions{OutputSchema: p.OutputSchema, ClientUserMessageID: p.ClientUserMessageID})
 	req.Reply(protocol.TurnStartResponse{Turn: tn.PendingTurn()}, nil)
 	if folded {
 		tn.RestartStream()

@@ -160,19 +160,26 @@ func (m *Manager) Close() {
 	wg.Wait()
 }
 
-// modelClient returns the shared client of a provider.
+// modelClient returns the client of a provider as cfg defines it. Clients are shared between threads
+// whose effective provider settings are identical, so a thread whose `config` override changes the
+// provider (base_url, headers, retries…) gets its own client.
 func (m *Manager) modelClient(cfg *config.Config, providerID string) (*model.Client, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c, ok := m.clients[providerID]; ok {
-		return c, nil
-	}
 	p, ok := cfg.ModelProviders[providerID]
 	if !ok {
 		return nil, fmt.Errorf("Model provider `%s` not found", providerID)
 	}
-	c := model.NewClient(ModelProvider(p), m.deps.ModelOptions)
-	m.clients[providerID] = c
+	mp := ModelProvider(p)
+	key, err := json.Marshal(mp)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.clients[string(key)]; ok {
+		return c, nil
+	}
+	c := model.NewClient(mp, m.deps.ModelOptions)
+	m.clients[string(key)] = c
 	return c, nil
 }
 
@@ -236,6 +243,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		}(),
 		ApprovalsReviewer: protocol.ApprovalsReviewerUser,
 		BaseInstructions:  deref(p.BaseInstructions),
+		Config:            cfg,
 	}
 	if p.ApprovalsReviewer != nil {
 		s.ApprovalsReviewer = *p.ApprovalsReviewer

@@ -37,6 +37,17 @@ type Settings struct {
 	Summary               *protocol.ReasoningSummary
 	BaseInstructions      string
 	DeveloperInstructions string
+	// Config is the thread's effective configuration: the server's with thread/start's `config`
+	// overrides applied as -c would (features, tools, providers). Nil means the server's.
+	Config *config.Config
+}
+
+// EffectiveConfig returns the thread's effective configuration (the server's when it has none).
+func (s Settings) EffectiveConfig(fallback *config.Config) *config.Config {
+	if s.Config != nil {
+		return s.Config
+	}
+	return fallback
 }
 
 // Thread is one loaded conversation.

@@ -42,6 +42,8 @@ type Turn struct {
 	lastAgent *protocol.ThreadItem
 	pending   []protocol.UserInput // steered input waiting for the next model request
 	firstIn   []protocol.UserInput
+	// opts are the turn-only parameters of turn/start (output schema, client message id…).
+	opts TurnOptions
 	finished  bool
 	usage     protocol.TokenUsageBreakdown // this turn's accumulated usage (token_usage_record)
 
@@ -134,6 +136,14 @@ func (tn *Turn) PendingTurn() protocol.Turn {
 	}
 }
 
+// TurnOptions are turn/start parameters that apply to that turn only.
+type TurnOptions struct {
+	// OutputSchema, when set, makes the model answer in JSON matching it (strict json_schema text format).
+	OutputSchema json.RawMessage
+	// ClientUserMessageID is echoed as the userMessage item's clientId.
+	ClientUserMessageID *string
+}
+
 // TurnOverrides are turn/start's settings overrides; they persist for later turns.
 type TurnOverrides struct {
 	Cwd            *string
@@ -147,7 +157,7 @@ type TurnOverrides struct {
 // BeginTurn registers a new turn (or folds the input into the running one, as the reference does) and
 // returns it; the caller answers turn/start and then calls Run on a new turn, or RestartStream on a
 // folded one.
-func (t *Thread) BeginTurn(input []protocol.UserInput, o TurnOverrides) (tn *Turn, folded bool) {
+func (t *Thread) BeginTurn(input []protocol.UserInput, o TurnOverrides, opts TurnOptions) (tn *Turn, folded bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := &t.settings
@@ -177,7 +187,7 @@ func (t *Thread) BeginTurn(input []protocol.UserInput, o TurnOverrides) (tn *Tur
 		return t.active, true
 	}
 	ctx, cancel := context.WithCancelCause(t.ctx)
-	tn = &Turn{ID: uuid.Must(uuid.NewV7()).String(), thread: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), firstIn: input}
+	tn = &Turn{ID: uuid.Must(uuid.NewV7()).String(), thread: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), firstIn: input, opts: opts}
 	t.active = tn
 	return tn, false
 }
@@ -363,7 +373,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		tn.acceptInput(pending)
 
 		s := t.Settings()
-		client, err := t.mgr.modelClient(t.mgr.deps.Config, s.ModelProvider)
+		client, err := t.mgr.modelClient(s.EffectiveConfig(t.mgr.deps.Config), s.ModelProvider)
 		if err != nil {
 			return tn.fail(&model.Error{Message: err.Error(), CodexErrorInfo: model.InfoString(model.InfoOther)})
 		}
@@ -527,13 +537,7 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	for _, set := range sets {
 		tools = append(tools, set.Specs()...)
 	}
-	reasoning := map[string]any{"summary": "auto"}
-	if s.Summary != nil {
-		reasoning["summary"] = string(*s.Summary)
-	}
-	if s.Effort != nil {
-		reasoning["effort"] = string(*s.Effort)
-	}
+	reasoning, text := requestControls(s, tn.opts.OutputSchema)
 	meta := map[string]any{
 		"installation_id": t.mgr.deps.InstallationID(), "session_id": t.ID, "thread_id": t.ID, "turn_id": tn.ID,
 		"window_id": window, "request_kind": "turn", "root_turn_id": tn.ID, "model": s.Model,
@@ -544,7 +548,7 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	return &model.Request{
 		Refresh: inputNow,
 		Model:   s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
-		Reasoning: mustJSON(reasoning), Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
+		Reasoning: reasoning, Text: text, Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
 		ClientMetadata: map[string]string{
 			"x-codex-window-id": window, "turn_id": tn.ID, "root_turn_id": tn.ID, "session_id": t.ID, "thread_id": t.ID,
 			"x-codex-turn-metadata": string(metaJSON), "x-codex-installation-id": t.mgr.deps.InstallationID(),
@@ -554,6 +558,60 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 			"x-codex-window-id": window, "x-codex-turn-metadata": string(metaJSON), "user-agent": t.mgr.deps.UserAgent(originator),
 		},
 	}
+}
+
+// reasoningParam and textParam are the request's `reasoning` and `text` objects, fields in the
+// reference's order.
+type reasoningParam struct {
+	Effort  string `json:"effort,omitempty"`
+	Summary string `json:"summary,omitempty"`
+	Context string `json:"context,omitempty"`
+}
+
+type textParam struct {
+	Verbosity string          `json:"verbosity,omitempty"`
+	Format    *textFormat `json:"format,omitempty"`
+}
+
+// textFormat is the strict JSON-schema output format a turn's outputSchema asks for.
+type textFormat struct {
+	Type   string          `json:"type"`
+	Strict bool            `json:"strict"`
+	Schema json.RawMessage `json:"schema"`
+	Name   string          `json:"name"`
+}
+
+// outputSchemaName is the format name the reference gives a turn's outputSchema.
+const outputSchemaName = "codex_output_schema"
+
+// requestControls renders `reasoning` and `text` for a request: a model of the catalogue gets its
+// defaults (effort, reasoning context, verbosity) and no summary unless one was asked for; any other
+// model gets summary "auto". An output schema adds the strict json_schema format (nil text when neither).
+func requestControls(s Settings, outputSchema json.RawMessage) (reasoning, text json.RawMessage) {
+	var r reasoningParam
+	var tx textParam
+	if m, known := model.LookupModel(s.Model); known {
+		r.Effort, r.Context, tx.Verbosity = m.DefaultReasoningEffort, m.ReasoningContext, m.Verbosity
+	} else {
+		r.Summary = "auto"
+	}
+	if s.Summary != nil {
+		r.Summary = string(*s.Summary)
+	}
+	if s.Effort != nil {
+		r.Effort = string(*s.Effort)
+	}
+	if v := s.EffectiveConfig(nil); v != nil && v.ModelVerbosity != "" {
+		tx.Verbosity = v.ModelVerbosity
+	}
+	if len(outputSchema) > 0 && string(outputSchema) != "null" {
+		tx.Format = &textFormat{Type: "json_schema", Strict: true, Schema: outputSchema, Name: outputSchemaName}
+	}
+	reasoning = mustJSON(r)
+	if tx.Verbosity != "" || tx.Format != nil {
+		text = mustJSON(tx)
+	}
+	return reasoning, text
 }
 
 // reportUsage accumulates token usage and announces it (followed by the all-null rate limits, as the
