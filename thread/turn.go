@@ -43,9 +43,9 @@ type Turn struct {
 	pending   []protocol.UserInput // steered input waiting for the next model request
 	firstIn   []protocol.UserInput
 	// opts are the turn-only parameters of turn/start (output schema, client message id…).
-	opts TurnOptions
-	finished  bool
-	usage     protocol.TokenUsageBreakdown // this turn's accumulated usage (token_usage_record)
+	opts     TurnOptions
+	finished bool
+	usage    protocol.TokenUsageBreakdown // this turn's accumulated usage (token_usage_record)
 
 	// pendingUsage is the usage of the last completed response until it is reported (after its tools).
 	pendingUsage *model.Usage
@@ -569,7 +569,7 @@ type reasoningParam struct {
 }
 
 type textParam struct {
-	Verbosity string          `json:"verbosity,omitempty"`
+	Verbosity string      `json:"verbosity,omitempty"`
 	Format    *textFormat `json:"format,omitempty"`
 }
 
