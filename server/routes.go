@@ -20,5 +20,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addMCPRoutes(r)
 	s.addLifecycleRoutes(r)
 	s.addExtraRoutes(r)
+	s.addGoalRoutes(r)
 	return r
 }

@@ -83,18 +83,17 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 		return nil, err
 	}
 	t.Subscribe(c)
+	t.ApplyOverrides(thread.TurnOverrides{
+		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
+		Collaboration: p.CollaborationMode,
+	})
 	mdl := t.Settings().Model
-	if p.Model != nil && *p.Model != "" {
-		mdl = *p.Model
-	}
 	// The reference warns when a turn starts, not when turn/start folds input into the running one.
 	if _, known := model.LookupModel(mdl); !known && t.ActiveTurn() == nil {
 		t.EmitTo(c, protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID,
 			Message: "Model metadata for `" + mdl + "` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."})
 	}
-	tn, folded := t.BeginTurn(p.Input, thread.TurnOverrides{
-		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
-	}, thread.TurnOptions{OutputSchema: p.OutputSchema, ClientUserMessageID: p.ClientUserMessageID})
+	tn, folded := t.BeginTurn(p.Input, thread.TurnOptions{OutputSchema: p.OutputSchema, ClientUserMessageID: p.ClientUserMessageID})
 	req.Reply(protocol.TurnStartResponse{Turn: tn.PendingTurn()}, nil)
 	if folded {
 		tn.RestartStream()

@@ -368,6 +368,11 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		s.BaseInstructions = *o.BaseInstr
 	}
 	s.DeveloperInstructions = deref(o.DeveloperInstr)
+	s.Mode = protocol.ModeKindDefault
+	if len(th.Meta.DynamicTools) > 0 {
+		// The client's dynamic tools stay offered to a resumed thread, as the reference keeps them.
+		_ = json.Unmarshal(th.Meta.DynamicTools, &s.DynamicTools)
+	}
 	if _, err := m.modelClient(cfg, s.ModelProvider); err != nil {
 		return nil, err
 	}
@@ -392,6 +397,12 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		Source: protocol.SessionSource{Name: src}, HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Model: ptr(s.Model),
 		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}},
 		CanAcceptDirectInput: ptr(true), Turns: []protocol.Turn{}, ReasoningEffort: s.Effort,
+	}
+	if g := rollout.GitInfo(th.Meta.Git); g != nil {
+		var gi protocol.GitInfo
+		if b, err := json.Marshal(g); err == nil && json.Unmarshal(b, &gi) == nil {
+			t.meta.GitInfo = &gi
+		}
 	}
 	if rec != nil {
 		t.meta.Path = &path

@@ -244,6 +244,8 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		ApprovalsReviewer: protocol.ApprovalsReviewerUser,
 		BaseInstructions:  deref(p.BaseInstructions),
 		Config:            cfg,
+		Mode:              protocol.ModeKindDefault,
+		DynamicTools:      p.DynamicTools,
 	}
 	if p.ApprovalsReviewer != nil {
 		s.ApprovalsReviewer = *p.ApprovalsReviewer
@@ -276,13 +278,20 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(cwd)}}},
 		CanAcceptDirectInput: ptr(true),
 		Turns:                []protocol.Turn{},
+		ThreadSource:         p.ThreadSource,
 	}
 	t.meta.ReasoningEffort = s.Effort
+	gi, gitRaw := gitInfo(ctx, cwd)
+	t.meta.GitInfo = gi
 	if !ephemeral {
+		var dyn json.RawMessage
+		if len(p.DynamicTools) > 0 {
+			dyn, _ = json.Marshal(p.DynamicTools)
+		}
 		rec, err := m.createRollout(rollout.SessionMeta{
 			ID: id, Timestamp: rollout.FormatTimestamp(now), Cwd: cwd, Originator: opts.Originator,
 			CLIVersion: m.deps.Version, Source: rollout.StringSource(firstNonEmpty(opts.Source, "vscode")),
-			ModelProvider: s.ModelProvider,
+			ModelProvider: s.ModelProvider, DynamicTools: dyn, Git: gitRaw,
 		}, s, now)
 		if err != nil {
 			return nil, err

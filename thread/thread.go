@@ -37,6 +37,14 @@ type Settings struct {
 	Summary               *protocol.ReasoningSummary
 	BaseInstructions      string
 	DeveloperInstructions string
+	// Mode is the collaboration mode of the current turn ("default" unless turn/start chose "plan").
+	Mode protocol.ModeKind
+	// ModeSet is true once a turn/start chose a collaboration mode (thread settings then report it).
+	ModeSet bool
+	// ModeInstructions are the collaboration mode's developer instructions sent by the client ("" = ours).
+	ModeInstructions string
+	// DynamicTools are the client-implemented tools thread/start declared (called via item/tool/call).
+	DynamicTools []protocol.DynamicToolSpec
 	// Config is the thread's effective configuration: the server's with thread/start's `config`
 	// overrides applied as -c would (features, tools, providers). Nil means the server's.
 	Config *config.Config
@@ -73,6 +81,9 @@ type Thread struct {
 	// mcpOverrides are the [mcp_servers] of thread/start's `config` override (nil when it set none).
 	mcpOverrides map[string]config.MCPServer
 	systemError  bool // the previous turn failed: the thread reports systemError until the next turn
+	modeChanged  bool // turn/start switched the collaboration mode: the next run tells the model
+	turnCount    int  // turns run since the thread was loaded
+	cwdChanged   bool // turn/start moved the thread: the next run sends the new environment context
 	windowN      int
 	recorder     *rollout.Recorder
 	flags        map[protocol.ThreadActiveFlag]int
@@ -349,4 +360,9 @@ func (t *Thread) Request(ctx context.Context, method string, params any) (json.R
 // SetWaitingOnApproval raises or lowers the waitingOnApproval flag of the running turn and announces it.
 func (t *Thread) SetWaitingOnApproval(on bool) {
 	t.setFlag(protocol.ThreadActiveFlagWaitingOnApproval, on)
+}
+
+// SetWaitingOnUserInput raises or lowers the waitingOnUserInput flag and announces it.
+func (t *Thread) SetWaitingOnUserInput(on bool) {
+	t.setFlag(protocol.ThreadActiveFlagWaitingOnUserInput, on)
 }

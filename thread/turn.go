@@ -152,17 +152,24 @@ type TurnOverrides struct {
 	Model          *string
 	Effort         *protocol.ReasoningEffort
 	Summary        *protocol.ReasoningSummary
+	// Collaboration is turn/start's collaborationMode: its mode persists, and its settings override the
+	// model and effort as the reference applies them.
+	Collaboration *protocol.CollaborationMode
 }
 
-// BeginTurn registers a new turn (or folds the input into the running one, as the reference does) and
-// returns it; the caller answers turn/start and then calls Run on a new turn, or RestartStream on a
-// folded one.
-func (t *Thread) BeginTurn(input []protocol.UserInput, o TurnOverrides, opts TurnOptions) (tn *Turn, folded bool) {
+// ApplyOverrides applies turn/start's settings overrides (they persist for later turns) and, when they
+// changed the thread's settings, announces the new ones with thread/settings/updated, as the reference
+// does before it answers turn/start.
+func (t *Thread) ApplyOverrides(o TurnOverrides) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	before := mustJSON(t.threadSettingsLocked())
 	s := &t.settings
-	if o.Cwd != nil && *o.Cwd != "" {
+	if o.Cwd != nil && *o.Cwd != "" && *o.Cwd != s.Cwd {
+		// The thread moves: its cwd and environment follow, and the next run tells the model.
 		s.Cwd = *o.Cwd
+		t.meta.Cwd = protocol.AbsolutePathBuf(s.Cwd)
+		t.meta.Environments = []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}}
+		t.cwdChanged = true
 	}
 	if o.ApprovalPolicy != nil {
 		s.ApprovalPolicy = *o.ApprovalPolicy
@@ -180,6 +187,62 @@ func (t *Thread) BeginTurn(input []protocol.UserInput, o TurnOverrides, opts Tur
 	if o.Summary != nil {
 		s.Summary = o.Summary
 	}
+	if cm := o.Collaboration; cm != nil {
+		// Like the reference, the mode's settings replace the model and the effort (a null effort
+		// clears it).
+		if cm.Mode != s.Mode {
+			t.modeChanged = true
+		}
+		s.Mode = cm.Mode
+		s.ModeSet = true
+		if cm.Settings.Model != "" {
+			s.Model = cm.Settings.Model
+			t.meta.Model = ptr(cm.Settings.Model)
+		}
+		s.Effort = cm.Settings.ReasoningEffort
+		s.ModeInstructions = deref(cm.Settings.DeveloperInstructions)
+	}
+	after := t.threadSettingsLocked()
+	changed := string(before) != string(mustJSON(after))
+	t.mu.Unlock()
+	if changed {
+		t.emit(protocol.NotifyThreadSettingsUpdated, protocol.ThreadSettingsUpdatedNotification{ThreadID: t.ID, ThreadSettings: after})
+	}
+}
+
+// ThreadSettings renders the thread's current settings in the wire form.
+func (t *Thread) ThreadSettings() protocol.ThreadSettings {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.threadSettingsLocked()
+}
+
+func (t *Thread) threadSettingsLocked() protocol.ThreadSettings {
+	s := t.settings
+	var cm protocol.CollaborationMode
+	if s.ModeSet {
+		instr := s.ModeInstructions
+		if instr == "" {
+			instr = collaborationModeText(s)
+		}
+		cm = protocol.CollaborationMode{Mode: s.Mode, Settings: protocol.Settings{Model: s.Model, ReasoningEffort: s.Effort, DeveloperInstructions: &instr}}
+	} else {
+		cm = protocol.CollaborationMode{Mode: protocol.ModeKindDefault, Settings: protocol.Settings{Model: s.Model, ReasoningEffort: s.Effort}}
+	}
+	return protocol.ThreadSettings{
+		DisabledPluginIds: []string{}, Cwd: protocol.AbsolutePathBuf(s.Cwd), Environments: t.meta.Environments,
+		ApprovalPolicy: s.ApprovalPolicy, ApprovalsReviewer: s.ApprovalsReviewer, SandboxPolicy: s.Sandbox,
+		Model: s.Model, ModelProvider: s.ModelProvider, Effort: s.Effort, Summary: s.Summary, CollaborationMode: cm,
+		MultiAgentMode: &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
+	}
+}
+
+// BeginTurn registers a new turn (or folds the input into the running one, as the reference does) and
+// returns it; the caller answers turn/start and then calls Run on a new turn, or RestartStream on a
+// folded one. Settings overrides are applied before, with ApplyOverrides.
+func (t *Thread) BeginTurn(input []protocol.UserInput, opts TurnOptions) (tn *Turn, folded bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.active != nil {
 		t.active.mu.Lock()
 		t.active.pending = append(t.active.pending, input...)
@@ -284,14 +347,28 @@ func (tn *Turn) run() {
 	if p := permissionsText(s); t.swapPermissions(p) {
 		t.appendHistory(messageItem("developer", p))
 	}
-	tn.acceptInput(tn.firstIn)
+	// A turn that switched the collaboration mode tells the model which mode now applies (the first
+	// turn of a thread does not, as in the reference).
+	t.mu.Lock()
+	switched := t.modeChanged && t.turnCount > 0
+	moved := t.cwdChanged
+	t.modeChanged, t.cwdChanged = false, false
+	t.turnCount++
+	t.mu.Unlock()
+	if switched {
+		t.appendHistory(messageItem("developer", collaborationModeText(s)))
+	}
+	if moved {
+		t.appendHistory(messageItem("user", environmentContext(s.Cwd, time.Now())))
+	}
+	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
 
 	status, turnErr := tn.loop()
 	tn.finish(status, turnErr)
 }
 
 // acceptInput turns user input into a userMessage item and a history message.
-func (tn *Turn) acceptInput(input []protocol.UserInput) {
+func (tn *Turn) acceptInput(input []protocol.UserInput, clientID *string) {
 	if len(input) == 0 {
 		return
 	}
@@ -305,7 +382,7 @@ func (tn *Turn) acceptInput(input []protocol.UserInput) {
 		}
 		content = append(content, in)
 	}
-	item := protocol.ThreadItemUserMessage{ID: uuid.Must(uuid.NewV7()).String(), Content: content, StartedAtMs: ptr(now)}
+	item := protocol.ThreadItemUserMessage{ID: uuid.Must(uuid.NewV7()).String(), Content: content, StartedAtMs: ptr(now), ClientID: clientID}
 	t.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, StartedAtMs: now})
 	item.CompletedAtMs = ptr(nowMs())
 	text := userText(input)
@@ -370,7 +447,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		pending := tn.pending
 		tn.pending = nil
 		tn.mu.Unlock()
-		tn.acceptInput(pending)
+		tn.acceptInput(pending, nil)
 
 		s := t.Settings()
 		client, err := t.mgr.modelClient(s.EffectiveConfig(t.mgr.deps.Config), s.ModelProvider)
