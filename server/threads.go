@@ -124,16 +124,19 @@ func (s *Server) turnInterrupt(_ context.Context, _ *connection, req *jsonrpc.Re
 	return nil, nil
 }
 
-func (s *Server) turnSteer(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.TurnSteerParams) (any, error) {
+func (s *Server) turnSteer(_ context.Context, _ *connection, req *jsonrpc.Request, p *protocol.TurnSteerParams) (any, error) {
 	t, err := s.loadedThread(p.ThreadID)
 	if err != nil {
 		return nil, err
 	}
-	id, err := t.Steer(p.Input, p.ExpectedTurnID)
+	tn, err := t.Steer(p.Input, p.ExpectedTurnID, p.ClientUserMessageID)
 	if err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
-	return protocol.TurnSteerResponse{TurnID: id}, nil
+	req.Reply(protocol.TurnSteerResponse{TurnID: tn.ID}, nil)
+	// Like the reference, the in-flight model request is abandoned and re-sent with the input at once.
+	tn.RestartStream()
+	return nil, nil
 }
 
 func (s *Server) threadLoadedList(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadLoadedListParams) (any, error) {

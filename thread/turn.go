@@ -40,7 +40,7 @@ type Turn struct {
 	mu        sync.Mutex
 	items     []protocol.ThreadItem
 	lastAgent *protocol.ThreadItem
-	pending   []protocol.UserInput // steered input waiting for the next model request
+	pending   []pendingInput // steered (or folded) input waiting for the next model request
 	firstIn   []protocol.UserInput
 	// opts are the turn-only parameters of turn/start (output schema, client message id…).
 	opts     TurnOptions
@@ -245,7 +245,7 @@ func (t *Thread) BeginTurn(input []protocol.UserInput, opts TurnOptions) (tn *Tu
 	defer t.mu.Unlock()
 	if t.active != nil {
 		t.active.mu.Lock()
-		t.active.pending = append(t.active.pending, input...)
+		t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: opts.ClientUserMessageID})
 		t.active.mu.Unlock()
 		return t.active, true
 	}
@@ -255,23 +255,31 @@ func (t *Thread) BeginTurn(input []protocol.UserInput, opts TurnOptions) (tn *Tu
 	return tn, false
 }
 
-// Steer injects input into the running turn at its next model request.
-func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string) (string, error) {
+// pendingInput is input waiting for the running turn's next model request.
+type pendingInput struct {
+	input    []protocol.UserInput
+	clientID *string
+}
+
+// Steer injects input into the running turn; the caller answers turn/steer and then calls
+// RestartStream, so that (as in the reference) the in-flight model request is abandoned and sent again
+// with the input at once. The turn is returned for that.
+func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string, clientID *string) (*Turn, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.active == nil {
-		return "", ErrNoActiveTurnToSteer
+		return nil, ErrNoActiveTurnToSteer
 	}
 	if expectedTurnID != t.active.ID {
-		return "", fmt.Errorf("expected active turn id `%s` but found `%s`", expectedTurnID, t.active.ID)
+		return nil, fmt.Errorf("expected active turn id `%s` but found `%s`", expectedTurnID, t.active.ID)
 	}
 	if len(input) == 0 {
-		return "", ErrEmptySteerInput
+		return nil, ErrEmptySteerInput
 	}
 	t.active.mu.Lock()
-	t.active.pending = append(t.active.pending, input...)
+	t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: clientID})
 	t.active.mu.Unlock()
-	return t.active.ID, nil
+	return t.active, nil
 }
 
 // Interrupt stops the running turn; it returns once turn/completed was sent.
@@ -447,7 +455,9 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		pending := tn.pending
 		tn.pending = nil
 		tn.mu.Unlock()
-		tn.acceptInput(pending, nil)
+		for _, in := range pending {
+			tn.acceptInput(in.input, in.clientID)
+		}
 
 		s := t.Settings()
 		client, err := t.mgr.modelClient(s.EffectiveConfig(t.mgr.deps.Config), s.ModelProvider)
