@@ -56,6 +56,7 @@ func TestEchoesWhatTheClientSent(t *testing.T) {
 	c.Result("thread/start", map[string]any{"cwd": c.Work, "threadSource": "user"}, &start)
 	require.Equal(t, "user", start.Thread["threadSource"])
 	tid := start.Thread["id"].(string)
+	c.WaitNotification("thread/started", nil)
 
 	mark := c.Mark()
 	c.Result("turn/start", map[string]any{"threadId": tid, "clientUserMessageId": "client-1",
