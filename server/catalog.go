@@ -38,14 +38,15 @@ func (s *Server) modelList(ctx context.Context, _ *connection, _ *jsonrpc.Reques
 	return protocol.ModelListResponse{Data: page, NextCursor: next}, nil
 }
 
-// providerModels adds what a non-OpenAI provider's GET /models reports (when it answers within a second)
-// and the catalogue lacks, so local servers (Ollama, LM Studio, vLLM) list their models.
+// providerModels adds what a built-in local provider's GET /models reports (Ollama, LM Studio; when it
+// answers within a second) and the catalogue lacks. Other providers are not asked: like the reference,
+// model/list (which clients call at startup) makes no request to a configured provider.
 func (s *Server) providerModels(ctx context.Context, p *protocol.ModelListParams, catalog []model.CatalogModel) []protocol.Model {
 	providerID := s.cfg.ModelProvider
 	if p.ModelProvider != nil && *p.ModelProvider != "" {
 		providerID = *p.ModelProvider
 	}
-	if providerID == "" || providerID == model.ProviderOpenAI {
+	if providerID != model.ProviderOllama && providerID != model.ProviderLMStudio {
 		return nil
 	}
 	client, err := s.threads.ModelClient(providerID)

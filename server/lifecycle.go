@@ -290,7 +290,7 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	}
 	s.threads.CancelUnload(t.ID)
 	exclude := excludeTurns(c, p.ExcludeTurns)
-	t.Subscribe(c)
+	newSubscriber := t.Subscribe(c)
 	if loadedNow {
 		t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: t.Info().Status})
 	}
@@ -308,8 +308,9 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		}
 	}
 	req.Reply(resp, nil)
-	if loadedNow {
-		// Re-attaching to a loaded thread does not repeat its usage (the reference's behaviour).
+	if loadedNow || newSubscriber {
+		// A connection that already follows the thread is not told its usage again (the reference's
+		// behaviour); one that (re)subscribes is.
 		sendUsage(t, c)
 	}
 	s.releaseThreadMCP(t)

@@ -209,3 +209,42 @@ func runGit(t *testing.T, dir string, args ...string) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 }
+
+func TestDeleteAndResumeAnnounceLikeTheReference(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("one"), okReply("two"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "hi")
+	c.WaitTurnCompleted()
+	mark := c.Mark()
+	c.Result("thread/delete", map[string]any{"threadId": tid}, nil)
+	c.WaitNotification("thread/deleted", nil)
+	var seq []string
+	for _, m := range c.Since(mark) {
+		if m.IsNotification() {
+			seq = append(seq, m.Method)
+			if m.Method == "thread/status/changed" {
+				require.Equal(t, "notLoaded", params(t, m)["status"].(map[string]any)["type"])
+			}
+		} else {
+			seq = append(seq, "response")
+		}
+	}
+	require.Equal(t, []string{"thread/status/changed", "response", "thread/deleted"}, seq)
+
+	// A connection that resubscribes to a loaded thread is told its usage.
+	other := c.StartThread(nil)
+	c.StartTurn(other, "hi")
+	c.WaitTurnCompleted()
+	c.Result("thread/unsubscribe", map[string]any{"threadId": other}, nil)
+	mark = c.Mark()
+	c.Result("thread/resume", map[string]any{"threadId": other}, nil)
+	c.WaitNotification("thread/goal/cleared", nil)
+	require.Contains(t, apptest.NotificationMethods(c.Since(mark)), "thread/tokenUsage/updated")
+	mark = c.Mark()
+	c.Result("thread/resume", map[string]any{"threadId": other}, nil)
+	c.WaitNotification("thread/goal/cleared", nil)
+	require.NotContains(t, apptest.NotificationMethods(c.Since(mark)), "thread/tokenUsage/updated", "an attached connection is not told again")
+}

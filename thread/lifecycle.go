@@ -658,6 +658,10 @@ func (m *Manager) Delete(id string) error {
 		}
 		return noRollout(id)
 	}
+	if t, ok := m.Get(id); ok {
+		// Like the reference, the thread's subscribers see it unloaded before thread/deleted.
+		t.emit(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: id, Status: notLoaded()})
+	}
 	m.Unload(id)
 	if err := st.Delete(id); err != nil {
 		return err
