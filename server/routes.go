@@ -20,5 +20,9 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addMCPRoutes(r)
 	s.addLifecycleRoutes(r)
 	s.addExtraRoutes(r)
+	s.addSettingsRoutes(r)
+	s.addSkillsRoutes(r)
+	s.addConfigWriteRoutes(r)
+	s.addHooksRoutes(r)
 	return r
 }

@@ -15,8 +15,10 @@ import (
 
 	"appserver/config"
 	"appserver/execmgr"
+	"appserver/features"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
+	"appserver/skills"
 	"appserver/thread"
 	"appserver/tools"
 )
@@ -52,6 +54,9 @@ type Server struct {
 	mu       sync.Mutex
 	conns    map[*connection]struct{}
 	mcpTable map[string]config.MCPServer // [mcp_servers] after a reload; nil = s.cfg's
+
+	features features.Runtime // experimentalFeature/enablement/set
+	skills   *skills.Catalog  // skills/*, built with the routes
 
 	nextConnID atomic.Int64
 	ctx        context.Context
@@ -101,6 +106,9 @@ func (s *Server) Close() {
 	}
 	s.cancel()
 }
+
+// currentConfig is the configuration as last loaded or written (config writes swap it).
+func (s *Server) currentConfig() *config.Config { return s.threads.Config() }
 
 // Threads exposes the thread manager (for wiring tools and listeners).
 func (s *Server) Threads() *thread.Manager { return s.threads }

@@ -363,7 +363,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		tn.acceptInput(pending)
 
 		s := t.Settings()
-		client, err := t.mgr.modelClient(t.mgr.deps.Config, s.ModelProvider)
+		client, err := t.mgr.modelClient(t.mgr.Config(), s.ModelProvider)
 		if err != nil {
 			return tn.fail(&model.Error{Message: err.Error(), CodexErrorInfo: model.InfoString(model.InfoOther)})
 		}
