@@ -44,12 +44,12 @@ type kv struct {
 
 // table is one [header] or [[header]] section.
 type table struct {
-	path       []string
-	array      bool
-	start      int // start of the header line
-	bodyStart  int // just after the header line
-	end        int // start of the next header line (or len)
-	lastKVEnd  int // end of the last key-value line in the section (bodyStart when none)
+	path      []string
+	array     bool
+	start     int // start of the header line
+	bodyStart int // just after the header line
+	end       int // start of the next header line (or len)
+	lastKVEnd int // end of the last key-value line in the section (bodyStart when none)
 }
 
 type document struct {

@@ -359,7 +359,6 @@ func RulesFromConfig(raw map[string]any) []Rule {
 	return out
 }
 
-
 // Instructions renders the enabled skills as a short block for the model (our own wording), or "" when
 // there are none.
 func Instructions(skills []Skill) string {
