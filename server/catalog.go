@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"os"
 
 	"appserver/jsonrpc"
 	"appserver/model"
@@ -75,19 +74,6 @@ func (s *Server) providerModels(ctx context.Context, p *protocol.ModelListParams
 		})
 	}
 	return out
-}
-
-func (s *Server) accountRead(_ context.Context, _ *connection, _ *jsonrpc.Request, _ *protocol.GetAccountParams) (any, error) {
-	resp := protocol.GetAccountResponse{}
-	p, err := s.cfg.Provider()
-	if err != nil || !p.RequiresOpenAIAuth {
-		return resp, nil
-	}
-	resp.RequiresOpenaiAuth = true
-	if os.Getenv("OPENAI_API_KEY") != "" {
-		resp.Account = &protocol.Account{Value: protocol.AccountAPIKey{}}
-	}
-	return resp, nil
 }
 
 func (s *Server) configRead(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ConfigReadParams) (any, error) {

@@ -24,5 +24,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addSkillsRoutes(r)
 	s.addConfigWriteRoutes(r)
 	s.addHooksRoutes(r)
+	s.addAccountRoutes(r)
 	return r
 }
