@@ -25,5 +25,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addConfigWriteRoutes(r)
 	s.addHooksRoutes(r)
 	s.addAccountRoutes(r)
+	s.addPluginRoutes(r)
 	return r
 }
