@@ -13,9 +13,9 @@ func (s *Server) modelList(ctx context.Context, _ *connection, _ *jsonrpc.Reques
 	includeHidden := p.IncludeHidden != nil && *p.IncludeHidden
 	var all []protocol.Model
 	catalog := model.Catalog()
-	if _, ok := model.LookupModel(s.cfg.Model); ok {
+	if _, ok := model.LookupModel(s.currentConfig().Model); ok {
 		for i := range catalog { // the configured model is the default
-			catalog[i].IsDefault = catalog[i].ID == s.cfg.Model || catalog[i].Model == s.cfg.Model
+			catalog[i].IsDefault = catalog[i].ID == s.currentConfig().Model || catalog[i].Model == s.currentConfig().Model
 		}
 	}
 	for _, m := range catalog {
@@ -40,7 +40,7 @@ func (s *Server) modelList(ctx context.Context, _ *connection, _ *jsonrpc.Reques
 // providerModels adds what a non-OpenAI provider's GET /models reports (when it answers within a second)
 // and the catalogue lacks, so local servers (Ollama, LM Studio, vLLM) list their models.
 func (s *Server) providerModels(ctx context.Context, p *protocol.ModelListParams, catalog []model.CatalogModel) []protocol.Model {
-	providerID := s.cfg.ModelProvider
+	providerID := s.currentConfig().ModelProvider
 	if p.ModelProvider != nil && *p.ModelProvider != "" {
 		providerID = *p.ModelProvider
 	}
@@ -70,7 +70,7 @@ func (s *Server) providerModels(ctx context.Context, p *protocol.ModelListParams
 			ID: id, Model: id, DisplayName: id, Description: "Served by the " + providerID + " provider.",
 			DefaultReasoningEffort:    "medium",
 			SupportedReasoningEfforts: []protocol.ReasoningEffortOption{{ReasoningEffort: "medium", Description: "Default"}},
-			IsDefault:                 id == s.cfg.Model,
+			IsDefault:                 id == s.currentConfig().Model,
 		})
 	}
 	return out
@@ -81,7 +81,7 @@ func (s *Server) configRead(_ context.Context, _ *connection, _ *jsonrpc.Request
 	if p.Cwd != nil {
 		cwd = *p.Cwd
 	}
-	res, err := s.cfg.ReadResponse(p.IncludeLayers != nil && *p.IncludeLayers, cwd)
+	res, err := s.currentConfig().ReadResponse(p.IncludeLayers != nil && *p.IncludeLayers, cwd)
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to read configuration layers: %v", err)
 	}

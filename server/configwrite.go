@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	"appserver/config"
 	"appserver/configedit"
@@ -17,6 +20,7 @@ import (
 func (s *Server) addConfigWriteRoutes(r map[string]route) {
 	r[protocol.MethodConfigValueWrite] = handle(s.configValueWrite)
 	r[protocol.MethodConfigBatchWrite] = handle(s.configBatchWrite)
+	r[protocol.MethodModelProviderConfigWrite] = handle(s.modelProviderConfigWrite)
 }
 
 // userConfigFile is $CODEX_HOME/config.toml as an editable file, validated as the user layer.
@@ -116,4 +120,65 @@ func (s *Server) configValueWrite(_ context.Context, _ *connection, _ *jsonrpc.R
 
 func (s *Server) configBatchWrite(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ConfigBatchWriteParams) (any, error) {
 	return s.writeUserConfig(p.FilePath, p.ExpectedVersion, p.Edits)
+}
+
+// modelProviderConfigWrite creates (from a name and base URL) or edits (by providerId) a custom gateway
+// provider in the user config and returns its summary.
+func (s *Server) modelProviderConfigWrite(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ModelProviderConfigWriteParams) (any, error) {
+	gw, ok := p.Settings.Value.(protocol.ProviderSettingsPatchCustomGateway)
+	if !ok {
+		return nil, jsonrpc.InvalidRequest("modelProvider/config/write supports only customGateway settings in appserver")
+	}
+	cfg := s.currentConfig()
+	fields := map[string]any{}
+	if gw.Name != nil {
+		fields["name"] = *gw.Name
+	}
+	if gw.BaseURL != nil {
+		fields["base_url"] = *gw.BaseURL
+	}
+	if gw.EnvKey != nil {
+		fields["env_key"] = *gw.EnvKey
+	}
+	id := deref(gw.ProviderID)
+	if id != "" {
+		if _, ok := cfg.ModelProviders[id]; !ok || builtinProviderIDs[id] {
+			return nil, configWriteError(&configedit.Error{Code: "configPathNotFound", Msg: "Unknown provider ID."})
+		}
+	} else {
+		if strings.TrimSpace(deref(gw.Name)) == "" {
+			return nil, configWriteError(&configedit.Error{Code: configedit.CodeValidation, Msg: "Enter a provider name."})
+		}
+		if strings.TrimSpace(deref(gw.BaseURL)) == "" {
+			return nil, configWriteError(&configedit.Error{Code: configedit.CodeValidation, Msg: "A base URL is required to create a custom provider."})
+		}
+		id = providerSlug(*gw.Name)
+		for n := 2; cfg.ModelProviders[id].ID != ""; n++ {
+			id = fmt.Sprintf("%s-%d", providerSlug(*gw.Name), n)
+		}
+		fields["wire_api"] = "responses"
+	}
+	value, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.writeUserConfig(nil, nil, []protocol.ConfigEdit{{KeyPath: "model_providers." + quoteKey(id), MergeStrategy: protocol.MergeStrategyUpsert, Value: value}}); err != nil {
+		return nil, err
+	}
+	prov, ok := s.currentConfig().ModelProviders[id]
+	if !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "provider %s missing after write", id)
+	}
+	return protocol.ModelProviderConfigWriteResponse{Provider: providerSummary(prov)}, nil
+}
+
+var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
+
+// providerSlug derives a provider id from its display name ("My GW" → "my-gw").
+func providerSlug(name string) string {
+	s := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if s == "" {
+		return "custom"
+	}
+	return s
 }
