@@ -176,17 +176,23 @@ func readJSON(path string, res *Result) (map[string][]group, bool) {
 		res.Errors = append(res.Errors, Problem{path, err.Error()})
 		return nil, false
 	}
+	// The root accepts only description and hooks; groups and handlers ignore unknown fields.
 	var doc struct {
-		Description *string            `json:"description"`
-		Hooks       map[string][]group `json:"hooks"`
+		Description *string         `json:"description"`
+		Hooks       json.RawMessage `json:"hooks"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
+	var groups map[string][]group
+	err = dec.Decode(&doc)
+	if err == nil && len(doc.Hooks) > 0 {
+		err = json.Unmarshal(doc.Hooks, &groups)
+	}
+	if err != nil {
 		res.Errors = append(res.Errors, Problem{path, err.Error()})
 		return nil, false
 	}
-	return doc.Hooks, true
+	return groups, true
 }
 
 func readTOML(path string, res *Result) (map[string][]group, map[string]state, bool) {
