@@ -68,7 +68,9 @@ func TestDiscoveryRootsAndRules(t *testing.T) {
 	cwd := filepath.Join(repo, "a", "b")
 	AdminRoot = filepath.Join(base, "admin")
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".git"), 0o755))
-	skill := func(dir, name string) { write(t, filepath.Join(dir, name, FileName), "---\nname: "+name+"\ndescription: d\n---\n") }
+	skill := func(dir, name string) {
+		write(t, filepath.Join(dir, name, FileName), "---\nname: "+name+"\ndescription: d\n---\n")
+	}
 	skill(filepath.Join(cwd, ".codex", "skills"), "cwdcodex")
 	skill(filepath.Join(repo, ".codex", "skills"), "rootcodex") // only the cwd's .codex/skills counts
 	skill(filepath.Join(repo, "a", ".agents", "skills"), "mid")
