@@ -83,6 +83,7 @@ func New(opts Options) *Server {
 		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion,
 		InstallationID: s.installationID,
 		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil)},
+		SkillsPrompt:   s.skillsPrompt,
 		UserAgent:      func(o string) string { return userAgent(protocol.ClientInfo{Name: o, Version: Version}) },
 	})
 	s.routes = s.buildRoutes()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
 )
 
 func startSettings(t *testing.T, cfg string) *apptest.Client {
@@ -413,4 +414,20 @@ func toJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// Enabled skills are offered to the model in a new thread's context; disabled ones are not.
+func TestSkillsOfferedToModel(t *testing.T) {
+	c := startSettings(t, "\n[[skills.config]]\nname = \"off\"\nenabled = false\n")
+	writeFile(t, filepath.Join(c.Home, "skills", "on", "SKILL.md"), "---\nname: on\ndescription: turns things on\n---\n")
+	writeFile(t, filepath.Join(c.Home, "skills", "off", "SKILL.md"), "---\nname: off\ndescription: disabled skill\n---\n")
+	c.Model.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
+	id := c.StartThread(nil)
+	c.StartTurn(id, "hi")
+	c.WaitTurnCompleted()
+	reqs := c.Model.ResponseRequests()
+	require.NotEmpty(t, reqs)
+	body := string(reqs[0].Raw)
+	require.Contains(t, body, "- on: turns things on (file: "+filepath.Join(c.Home, "skills", "on", "SKILL.md"))
+	require.NotContains(t, body, "disabled skill")
 }

@@ -105,3 +105,11 @@ func (s *Server) skillsConfigWrite(_ context.Context, _ *connection, _ *jsonrpc.
 	s.reloadAfterWrite()
 	return protocol.SkillsConfigWriteResponse{EffectiveEnabled: p.Enabled}, nil
 }
+
+// skillsPrompt is the skills block a new thread in cwd offers the model (enabled skills only).
+func (s *Server) skillsPrompt(cwd string) string {
+	if s.skills == nil {
+		return ""
+	}
+	return skills.Instructions(s.skills.List(cwd, false, skills.RulesFromConfig(s.currentConfig().Raw())).Skills)
+}

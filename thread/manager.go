@@ -39,6 +39,9 @@ type Deps struct {
 	UserAgent func(originator string) string
 	// HTTPClient is used for model requests (nil: default).
 	ModelOptions model.Options
+	// SkillsPrompt renders the skills offered to the model for a working directory ("" = none); a new
+	// thread's context gets it as one developer message after the initial context.
+	SkillsPrompt func(cwd string) string
 }
 
 // Manager owns the loaded threads.
@@ -298,6 +301,11 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		t.meta.Path = &path
 	}
 	t.history = append(t.history, initialContext(s)...)
+	if m.deps.SkillsPrompt != nil {
+		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
+			t.history = append(t.history, messageItem("developer", text))
+		}
+	}
 	t.permissions = permissionsText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
