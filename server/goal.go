@@ -14,7 +14,6 @@ func (s *Server) addGoalRoutes(r map[string]route) {
 	r[protocol.MethodThreadGoalGet] = handle(s.goalGet)
 	r[protocol.MethodThreadGoalSet] = handle(s.goalSet)
 	r[protocol.MethodThreadGoalClear] = handle(s.goalClear)
-	r[protocol.MethodCollaborationModeList] = handle(s.collaborationModeList)
 }
 
 func (s *Server) goalGet(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadGoalGetParams) (any, error) {
@@ -54,14 +53,4 @@ func (s *Server) goalClear(_ context.Context, _ *connection, _ *jsonrpc.Request,
 		return nil, err
 	}
 	return protocol.ThreadGoalClearResponse{Cleared: t.ClearGoal()}, nil
-}
-
-// collaborationModeList lists the reference's two presets: Plan (medium effort) and Default.
-func (s *Server) collaborationModeList(_ context.Context, _ *connection, _ *jsonrpc.Request, _ *protocol.CollaborationModeListParams) (any, error) {
-	plan, def := protocol.ModeKindPlan, protocol.ModeKindDefault
-	medium := protocol.ReasoningEffort("medium")
-	return protocol.CollaborationModeListResponse{Data: []protocol.CollaborationModeMask{
-		{Name: "Plan", Mode: &plan, ReasoningEffort: &medium},
-		{Name: "Default", Mode: &def},
-	}}, nil
 }

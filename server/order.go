@@ -26,7 +26,8 @@ func (c *connection) Order(method string, params json.RawMessage) jsonrpc.Order 
 	switch method {
 	case protocol.MethodInitialize:
 		return jsonrpc.Order{Barrier: true}
-	case protocol.MethodConfigRead, protocol.MethodConfigValueWrite, protocol.MethodConfigBatchWrite:
+	case protocol.MethodConfigRead, protocol.MethodConfigValueWrite, protocol.MethodConfigBatchWrite,
+		protocol.MethodSkillsConfigWrite, protocol.MethodModelProviderConfigWrite, protocol.MethodExperimentalFeatureEnablementSet:
 		return jsonrpc.Order{Lane: "config"}
 	}
 	if len(params) == 0 || params[0] != '{' {

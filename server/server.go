@@ -13,10 +13,14 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"appserver/auth"
 	"appserver/config"
 	"appserver/execmgr"
+	"appserver/features"
 	"appserver/jsonrpc"
+	"appserver/model"
 	protocol "appserver/protocol/v2"
+	"appserver/skills"
 	"appserver/thread"
 	"appserver/tools"
 )
@@ -53,6 +57,11 @@ type Server struct {
 	conns    map[*connection]struct{}
 	mcpTable map[string]config.MCPServer // [mcp_servers] after a reload; nil = s.cfg's
 
+	features features.Runtime // experimentalFeature/enablement/set
+	skills   *skills.Catalog  // skills/*, built with the routes
+	auth     *auth.Store      // $CODEX_HOME/auth.json
+	logins   *auth.Logins     // pending ChatGPT browser login
+
 	nextConnID atomic.Int64
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -65,6 +74,7 @@ func New(opts Options) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: opts.Config, log: opts.Logger, opts: opts, conns: map[*connection]struct{}{}, ctx: ctx, cancel: cancel}
+	s.auth = auth.NewStore(opts.Config.CodexHome)
 	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger})
 	if opts.Tools == nil {
 		opts.Tools = tools.Provider(tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools})
@@ -72,6 +82,8 @@ func New(opts Options) *Server {
 	s.threads = thread.NewManager(thread.Deps{
 		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion,
 		InstallationID: s.installationID,
+		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil)},
+		SkillsPrompt:   s.skillsPrompt,
 		UserAgent:      func(o string) string { return userAgent(protocol.ClientInfo{Name: o, Version: Version}) },
 	})
 	s.routes = s.buildRoutes()
@@ -95,12 +107,18 @@ func (s *Server) ServeConn(ctx context.Context, r io.Reader, w io.Writer) error 
 
 // Close stops everything the server owns: threads, their turns and every child process.
 func (s *Server) Close() {
+	if s.logins != nil {
+		s.logins.Close()
+	}
 	s.threads.Close()
 	if err := s.exec.Close(); err != nil {
 		s.log.Warn("closing processes", "error", err)
 	}
 	s.cancel()
 }
+
+// currentConfig is the configuration as last loaded or written (config writes swap it).
+func (s *Server) currentConfig() *config.Config { return s.threads.Config() }
 
 // Threads exposes the thread manager (for wiring tools and listeners).
 func (s *Server) Threads() *thread.Manager { return s.threads }

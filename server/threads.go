@@ -24,7 +24,6 @@ func (s *Server) addThreadRoutes(r map[string]route) {
 	r[protocol.MethodThreadDecrementElicitation] = handle(s.decrementElicitation)
 	r[protocol.MethodThreadNameSet] = handle(s.threadNameSet)
 	r[protocol.MethodModelList] = handle(s.modelList)
-	r[protocol.MethodAccountRead] = handle(s.accountRead)
 	r[protocol.MethodConfigRead] = handle(s.configRead)
 }
 

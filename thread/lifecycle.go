@@ -310,7 +310,7 @@ func (m *Manager) Resume(ctx context.Context, id, path string, o ResumeOverrides
 
 // loadStored builds a loaded Thread from a rollout read back.
 func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorder, o ResumeOverrides) (*Thread, error) {
-	cfg := m.deps.Config
+	cfg := m.Config()
 	var tc struct {
 		Cwd            string          `json:"cwd"`
 		ApprovalPolicy string          `json:"approval_policy"`
@@ -728,7 +728,7 @@ func (m *Manager) CancelUnload(id string) {
 }
 
 func (m *Manager) scheduleUnload(t *Thread, last Subscriber) {
-	d := m.deps.Config.ThreadUnloadDelay
+	d := m.Config().ThreadUnloadDelay
 	if d <= 0 {
 		d = config.DefaultThreadUnloadDelay
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,6 +39,9 @@ type Deps struct {
 	UserAgent func(originator string) string
 	// HTTPClient is used for model requests (nil: default).
 	ModelOptions model.Options
+	// SkillsPrompt renders the skills offered to the model for a working directory ("" = none); a new
+	// thread's context gets it as one developer message after the initial context.
+	SkillsPrompt func(cwd string) string
 }
 
 // Manager owns the loaded threads.
@@ -56,6 +60,8 @@ type Manager struct {
 	// store indexes CODEX_HOME's rollouts; opened on first use (storeMu serialises the opening).
 	storeMu sync.Mutex
 	store   *rollout.Store
+	// cfg is the current configuration (deps.Config until SetConfig swaps it after a config write).
+	cfg atomic.Pointer[config.Config]
 	// pendingContext holds a new thread's initial context items until its first turn records them.
 	pendingContext map[string][]json.RawMessage
 	// unloadTimers unload a thread whose last subscriber left, after config.ThreadUnloadDelay.
@@ -74,8 +80,10 @@ func NewManager(deps Deps) *Manager {
 		deps.InstallationID = func() string { return "" }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{deps: deps, log: deps.Logger, threads: map[string]*Thread{}, clients: map[string]*model.Client{}, rootCtx: ctx, shutdown: cancel,
+	m := &Manager{deps: deps, log: deps.Logger, threads: map[string]*Thread{}, clients: map[string]*model.Client{}, rootCtx: ctx, shutdown: cancel,
 		pendingContext: map[string][]json.RawMessage{}, unloadTimers: map[string]*unloadTimer{}}
+	m.cfg.Store(deps.Config)
+	return m
 }
 
 // SetPauseListener installs the seam told about out-of-band pause transitions.
@@ -95,8 +103,17 @@ func (m *Manager) notifyPause(ctx context.Context, t *Thread, paused bool) error
 	return l(ctx, t.ID, paused)
 }
 
-// Config returns the server-wide configuration.
-func (m *Manager) Config() *config.Config { return m.deps.Config }
+// Config returns the current server-wide configuration.
+func (m *Manager) Config() *config.Config { return m.cfg.Load() }
+
+// SetConfig swaps the configuration new threads and turns use (after a config write) and drops the cached
+// model clients so provider changes take effect; running turns keep the client they hold.
+func (m *Manager) SetConfig(cfg *config.Config) {
+	m.cfg.Store(cfg)
+	m.mu.Lock()
+	m.clients = map[string]*model.Client{}
+	m.mu.Unlock()
+}
 
 // Get returns a loaded thread.
 func (m *Manager) Get(id string) (*Thread, bool) {
@@ -205,7 +222,7 @@ type StartOptions struct {
 // Start creates a new thread from thread/start params.
 func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error) {
 	p := opts.Params
-	cfg := m.deps.Config
+	cfg := m.Config()
 	var mcpOverrides map[string]config.MCPServer // the MCP servers of a `config` override, if it set any
 	if len(p.Config) > 0 {
 		over := map[string]any{}
@@ -301,6 +318,11 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		t.meta.Path = &path
 	}
 	t.history = append(t.history, initialContext(s)...)
+	if m.deps.SkillsPrompt != nil {
+		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
+			t.history = append(t.history, messageItem("developer", text))
+		}
+	}
 	t.permissions = permissionsText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
@@ -334,7 +356,7 @@ func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.T
 	meta.RuntimeWorkspaceRoots = []string{meta.Cwd}
 	meta.BaseInstructions = &rollout.BaseInstructions{Text: base}
 	meta.HistoryMode = rollout.HistoryModePaginated
-	rec, err := rollout.Create(m.deps.Config.CodexHome, meta, now)
+	rec, err := rollout.Create(m.Config().CodexHome, meta, now)
 	if err != nil {
 		return nil, fmt.Errorf("create rollout: %w", err)
 	}
@@ -360,7 +382,7 @@ func (m *Manager) Store() (*rollout.Store, error) {
 	if m.store != nil {
 		return m.store, nil
 	}
-	st, err := rollout.Open(m.deps.Config.CodexHome)
+	st, err := rollout.Open(m.Config().CodexHome)
 	if err != nil {
 		return nil, fmt.Errorf("open rollout index: %w", err)
 	}

@@ -67,7 +67,7 @@ func (tc *ToolContext) ItemCompleted(item protocol.ThreadItem) {
 // Request sends a server→client request (approval or elicitation) with the waitingOnApproval flag
 // raised while it is pending; the wait is bounded by ctx and by the configured approval timeout.
 func (tc *ToolContext) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if d := tc.Thread.mgr.deps.Config.ApprovalTimeout; d > 0 {
+	if d := tc.Thread.mgr.Config().ApprovalTimeout; d > 0 {
 		sw, release := tc.Thread.controller.NewStopwatch(d)
 		defer release()
 		var cancel context.CancelFunc

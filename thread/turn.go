@@ -469,7 +469,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		}
 
 		s := t.Settings()
-		client, err := t.mgr.modelClient(s.EffectiveConfig(t.mgr.deps.Config), s.ModelProvider)
+		client, err := t.mgr.modelClient(s.EffectiveConfig(t.mgr.Config()), s.ModelProvider)
 		if err != nil {
 			return tn.fail(&model.Error{Message: err.Error(), CodexErrorInfo: model.InfoString(model.InfoOther)})
 		}

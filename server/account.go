@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"os"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"appserver/auth"
+	"appserver/jsonrpc"
+	protocol "appserver/protocol/v2"
+)
+
+// addAccountRoutes registers the account methods: reads as the reference answers them for an API-key or
+// signed-out user, API-key login/logout stored in auth.json, and the ChatGPT login flows.
+func (s *Server) addAccountRoutes(r map[string]route) {
+	s.logins = &auth.Logins{Done: s.loginDone}
+	r[protocol.MethodAccountRead] = handle(s.accountRead)
+	r[protocol.MethodAccountLoginStart] = handle(s.accountLoginStart)
+	r[protocol.MethodAccountLoginCancel] = handle(s.accountLoginCancel)
+	r[protocol.MethodAccountLogout] = handle(s.accountLogout)
+	r[protocol.MethodAccountRateLimitsRead] = handle(s.accountNeedsChatGPT("to read rate limits"))
+	r[protocol.MethodAccountUsageRead] = handle(s.accountNeedsChatGPT("to read token usage"))
+	r[protocol.MethodAccountWorkspaceMessagesRead] = handle(s.accountNeedsChatGPT("to read workspace messages"))
+	r[protocol.MethodAccountSendAddCreditsNudgeEmail] = handle(s.accountNeedsChatGPT("to notify workspace owner"))
+	r[protocol.MethodAccountRateLimitResetCreditConsume] = handle(s.accountNeedsChatGPT("for rate limit reset credits"))
+	r[protocol.MethodAccountBedrockCheckGovCloudRequirements] = handle(func(context.Context, *connection, *jsonrpc.Request, *protocol.BedrockCheckGovCloudRequirementsParams) (any, error) {
+		return protocol.BedrockCheckGovCloudRequirementsResponse{}, nil
+	})
+	r[protocol.MethodAccountSessionList] = handle(func(context.Context, *connection, *jsonrpc.Request, *protocol.AccountSessionsListParams) (any, error) {
+		return map[string]any{"activeSessionId": nil, "sessions": []any{}}, nil
+	})
+	r[protocol.MethodAccountSessionSwitch] = handle(func(context.Context, *connection, *jsonrpc.Request, *protocol.AccountSessionsSwitchParams) (any, error) {
+		return nil, jsonrpc.InvalidRequest("Workspace switching requires a managed ChatGPT login")
+	})
+	r[protocol.MethodAccountSecuritySetupRead] = handle(func(context.Context, *connection, *jsonrpc.Request, *struct{}) (any, error) {
+		return map[string]any{"notice": nil}, nil
+	})
+	r[protocol.MethodAccountGatewayOAuthRead] = handle(s.gatewayOAuthRead)
+	r[protocol.MethodAccountGatewayOAuthLogin] = handle(func(context.Context, *connection, *jsonrpc.Request, *protocol.GatewayOAuthLoginParams) (any, error) {
+		return nil, jsonrpc.InvalidRequest("The selected provider does not use gateway OAuth")
+	})
+	r[protocol.MethodAccountGatewayOAuthCancel] = handle(func(context.Context, *connection, *jsonrpc.Request, *struct{}) (any, error) {
+		return struct{}{}, nil
+	})
+}
+
+// accountRead reports the API-key account (from OPENAI_API_KEY or auth.json) when the selected provider
+// uses OpenAI authentication; other providers have no account, as in the reference.
+func (s *Server) accountRead(_ context.Context, _ *connection, _ *jsonrpc.Request, _ *protocol.GetAccountParams) (any, error) {
+	resp := protocol.GetAccountResponse{}
+	p, err := s.currentConfig().Provider()
+	if err != nil || !p.RequiresOpenAIAuth {
+		return resp, nil
+	}
+	resp.RequiresOpenaiAuth = true
+	if strings.TrimSpace(os.Getenv(auth.APIKeyEnv)) != "" || s.auth.APIKey() != "" {
+		resp.Account = &protocol.Account{Value: protocol.AccountAPIKey{}}
+	}
+	return resp, nil
+}
+
+func (s *Server) accountLoginStart(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.LoginAccountParams) (any, error) {
+	switch v := p.Value.(type) {
+	case protocol.LoginAccountParamsAPIKey:
+		if err := s.auth.SaveAPIKey(v.APIKey); err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to save api key: %v", err)
+		}
+		req.Reply(protocol.LoginAccountResponse{Value: protocol.LoginAccountResponseAPIKey{}}, nil)
+		s.afterLogin(nil, nil)
+		return nil, nil
+	case protocol.LoginAccountParamsChatgpt:
+		id, url, err := s.logins.StartBrowser(c.originator())
+		if err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
+		}
+		return protocol.LoginAccountResponse{Value: protocol.LoginAccountResponseChatgpt{LoginID: id, AuthURL: url}}, nil
+	case protocol.LoginAccountParamsChatgptDeviceCode:
+		if err := s.logins.RequestDeviceCode(ctx); err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
+		}
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "device code login is not supported by appserver")
+	case protocol.LoginAccountParamsChatgptAuthTokens:
+		if strings.Count(v.AccessToken, ".") != 2 {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to set external auth: invalid ID token format")
+		}
+		return nil, jsonrpc.InvalidRequest("account/login/start with chatgptAuthTokens is not supported by appserver")
+	}
+	return nil, jsonrpc.InvalidRequest("account/login/start with this login type is not supported by appserver")
+}
+
+// afterLogin tells every connection that a login finished and the account changed.
+func (s *Server) afterLogin(loginID *string, failure error) {
+	n := protocol.AccountLoginCompletedNotification{LoginID: loginID, Success: failure == nil}
+	if failure != nil {
+		n.Error = ptr(failure.Error())
+	}
+	s.broadcast(protocol.NotifyAccountLoginCompleted, n)
+	if failure == nil {
+		s.broadcast(protocol.NotifyAccountUpdated, protocol.AccountUpdatedNotification{AuthMode: ptr(protocol.AuthModeApikey)})
+	}
+}
+
+// loginDone reports the end of a browser login.
+func (s *Server) loginDone(o auth.Outcome) { s.afterLogin(ptr(o.LoginID), o.Err) }
+
+func (s *Server) accountLoginCancel(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.CancelLoginAccountParams) (any, error) {
+	if _, err := uuid.Parse(p.LoginID); err != nil {
+		return nil, jsonrpc.InvalidRequest("invalid login id: " + p.LoginID)
+	}
+	status := protocol.CancelLoginAccountStatusNotFound
+	if s.logins.Cancel(p.LoginID) {
+		status = protocol.CancelLoginAccountStatusCanceled
+	}
+	return protocol.CancelLoginAccountResponse{Status: status}, nil
+}
+
+func (s *Server) accountLogout(_ context.Context, _ *connection, req *jsonrpc.Request, _ *struct{}) (any, error) {
+	if _, err := s.auth.Remove(); err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to remove auth.json: %v", err)
+	}
+	req.Reply(struct{}{}, nil)
+	s.broadcast(protocol.NotifyAccountUpdated, protocol.AccountUpdatedNotification{})
+	return nil, nil
+}
+
+// accountNeedsChatGPT answers the ChatGPT-account-only reads with the reference's errors: "chatgpt
+// authentication required …" for an API-key login, "codex account authentication required …" otherwise.
+func (s *Server) accountNeedsChatGPT(what string) func(context.Context, *connection, *jsonrpc.Request, *struct{}) (any, error) {
+	return func(context.Context, *connection, *jsonrpc.Request, *struct{}) (any, error) {
+		if s.auth.APIKey() != "" {
+			return nil, jsonrpc.InvalidRequest("chatgpt authentication required " + what)
+		}
+		return nil, jsonrpc.InvalidRequest("codex account authentication required " + what)
+	}
+}
+
+func (s *Server) gatewayOAuthRead(_ context.Context, _ *connection, _ *jsonrpc.Request, _ *protocol.GatewayOAuthReadParams) (any, error) {
+	cfg := s.currentConfig()
+	p, err := cfg.Provider()
+	if err != nil {
+		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	name := p.Name
+	if name == "" {
+		name = p.ID
+	}
+	return protocol.GatewayOAuthReadResponse{ProviderID: p.ID, ProviderName: name, SupportsDeviceAuth: ptr(false)}, nil
+}
