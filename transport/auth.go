@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -166,24 +167,19 @@ func (a *jwtAuth) Authenticate(r *http.Request) error {
 		jwt.WithLeeway(a.skew),
 		jwt.WithTimeFunc(a.now),
 	}
-	if a.issuer != "" {
-		opts = append(opts, jwt.WithIssuer(a.issuer))
-	}
-	if a.audience != "" {
-		opts = append(opts, jwt.WithAudience(a.audience))
-	}
-	_, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return a.secret, nil }, opts...)
+	claims := jwt.RegisteredClaims{}
+	_, err := jwt.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return a.secret, nil }, opts...)
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return errExpiredJWT
 	case errors.Is(err, jwt.ErrTokenNotValidYet):
 		return errNotYetJWT
-	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+	case err != nil:
+		return errInvalidJWT
+	case a.issuer != "" && claims.Issuer != a.issuer:
 		return errIssuerJWT
-	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+	case a.audience != "" && !slices.Contains(claims.Audience, a.audience):
 		return errAudienceJWT
 	}
-	return errInvalidJWT
+	return nil
 }
