@@ -38,6 +38,8 @@ type serverOpts struct {
 	Auth           transport.Authenticator
 	QueueSize      int
 	ApprovalPolicy string
+	// Configure adjusts the handler before it serves (test hooks).
+	Configure func(h *transport.WSHandler)
 	Model          *mockmodel.Server
 }
 
@@ -83,7 +85,10 @@ stream_max_retries = 0
 		require.NoError(t, err)
 		ts.Addr = ln.Addr().String()
 	}
-	h := transport.NewWSHandler(ctx, srv, transport.WSOptions{Auth: o.Auth, Health: !o.Unix, AnnounceMaxMessage: o.Unix, QueueSize: o.QueueSize, Logger: slog.New(slog.DiscardHandler)})
+	h := transport.NewWSHandler(ctx, srv, transport.WSOptions{Auth: o.Auth, Health: !o.Unix, AnnounceMaxMessage: o.Unix, QueueSize: o.QueueSize, Logger: testLogger()})
+	if o.Configure != nil {
+		o.Configure(h)
+	}
 	go func() { ts.done <- transport.Serve(ctx, ln, h) }()
 	t.Cleanup(func() {
 		cancel()
@@ -128,6 +133,47 @@ type wsClient struct {
 	msgs   []map[string]any
 	err    error
 	nextID int
+
+	paused chan struct{} // non-nil: readLoop waits for it to close before reading on
+}
+
+func newCond(c *wsClient) *sync.Cond { return sync.NewCond(&c.mu) }
+
+// stopReading makes readLoop stop taking frames off the socket (after the one it may be reading).
+func (c *wsClient) stopReading() {
+	c.mu.Lock()
+	c.paused = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// resumeReading lets readLoop go on.
+func (c *wsClient) resumeReading() {
+	c.mu.Lock()
+	if c.paused != nil {
+		close(c.paused)
+		c.paused = nil
+	}
+	c.mu.Unlock()
+}
+
+// waitClosed waits until the connection has ended (after resumeReading drained what was buffered).
+func (c *wsClient) waitClosed() error {
+	deadline := time.AfterFunc(60*time.Second, func() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer deadline.Stop()
+	start := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.err == nil {
+		if time.Since(start) >= 60*time.Second {
+			return nil
+		}
+		c.cond.Wait()
+	}
+	return c.err
 }
 
 // dial opens a WebSocket; header adds request headers (e.g. Authorization).
@@ -163,6 +209,12 @@ func (ts *testServer) mustDial(t *testing.T) *wsClient {
 
 func (c *wsClient) readLoop() {
 	for {
+		c.mu.Lock()
+		p := c.paused
+		c.mu.Unlock()
+		if p != nil {
+			<-p
+		}
 		typ, data, err := c.ws.Read(context.Background())
 		c.mu.Lock()
 		if err != nil {
@@ -265,4 +317,18 @@ func (c *wsClient) count(pred func(map[string]any) bool) int {
 		}
 	}
 	return n
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("TRANSPORT_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// reset forgets every message received so far.
+func (c *wsClient) reset() {
+	c.mu.Lock()
+	c.msgs = nil
+	c.mu.Unlock()
 }

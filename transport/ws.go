@@ -51,6 +51,16 @@ type WSHandler struct {
 	opts WSOptions
 	ctx  context.Context
 	wg   sync.WaitGroup
+	// wrap, when set (tests), wraps each connection's socket.
+	wrap func(frameSocket) frameSocket
+}
+
+// frameSocket is the part of *websocket.Conn a connection uses.
+type frameSocket interface {
+	Read(ctx context.Context) (websocket.MessageType, []byte, error)
+	Write(ctx context.Context, typ websocket.MessageType, p []byte) error
+	Close(code websocket.StatusCode, reason string) error
+	CloseNow() error
 }
 
 // NewWSHandler builds a handler whose connections live at most as long as ctx.
@@ -126,7 +136,11 @@ func (h *WSHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *WSHandler) serve(ws *websocket.Conn, remote string) {
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
-	fc := newFrameConn(ctx, ws, h.opts.QueueSize, h.opts.Logger.With("remote", remote))
+	var sock frameSocket = ws
+	if h.wrap != nil {
+		sock = h.wrap(sock)
+	}
+	fc := newFrameConn(ctx, sock, h.opts.QueueSize, h.opts.Logger.With("remote", remote))
 	h.opts.Logger.Info("websocket client connected", "remote", remote)
 	err := h.srv.ServeConn(ctx, fc, fc)
 	fc.finish()
@@ -136,7 +150,7 @@ func (h *WSHandler) serve(ws *websocket.Conn, remote string) {
 // frameConn adapts a WebSocket to the newline-delimited stream jsonrpc.Conn reads and writes: each text
 // (or binary) message becomes one line, each written line one text message.
 type frameConn struct {
-	ws     *websocket.Conn
+	ws     frameSocket
 	ctx    context.Context
 	cancel context.CancelFunc
 	log    *slog.Logger
@@ -153,7 +167,7 @@ type frameConn struct {
 
 var errSlowPeer = errors.New("websocket peer too slow: outgoing queue full; connection dropped")
 
-func newFrameConn(ctx context.Context, ws *websocket.Conn, queue int, log *slog.Logger) *frameConn {
+func newFrameConn(ctx context.Context, ws frameSocket, queue int, log *slog.Logger) *frameConn {
 	ctx, cancel := context.WithCancel(ctx)
 	fc := &frameConn{ws: ws, ctx: ctx, cancel: cancel, log: log, out: make(chan []byte, queue), writerDone: make(chan struct{})}
 	go fc.writeLoop()
