@@ -40,7 +40,7 @@ type serverOpts struct {
 	ApprovalPolicy string
 	// Configure adjusts the handler before it serves (test hooks).
 	Configure func(h *transport.WSHandler)
-	Model          *mockmodel.Server
+	Model     *mockmodel.Server
 }
 
 // startServer runs server.New behind transport.Serve on a loopback TCP port (or a Unix socket).
