@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -158,20 +159,33 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 		return 1
 	}
 	overrides := overridesOf(p)
+	printStartup := p.has("print-startup-config")
 	cfg, err := config.Load(home, overrides)
 	if err != nil {
+		if printStartup {
+			printConfigLoadError(stdout, err)
+			return 1
+		}
 		fmt.Fprintf(stderr, "Error loading configuration: %v\n", err)
 		return 1
 	}
 	if err := checkStrictConfig(p, home, logger); err != nil {
+		if printStartup {
+			printConfigLoadError(stdout, err)
+			return 1
+		}
 		fmt.Fprintf(stderr, "Error: %v\n", err)
 		return 1
 	}
-	if p.has("print-startup-config") {
-		out, _ := json.Marshal(map[string]any{
-			"appServerVersion":   server.CompatVersion,
-			"configRequirements": map[string]any{"supportsIndependentSpeedModes": true, "requirements": nil},
-		})
+	if printStartup {
+		type requirements struct {
+			SupportsIndependentSpeedModes bool `json:"supportsIndependentSpeedModes"`
+			Requirements                  any  `json:"requirements"`
+		}
+		out, _ := json.Marshal(struct {
+			AppServerVersion   string       `json:"appServerVersion"`
+			ConfigRequirements requirements `json:"configRequirements"`
+		}{server.CompatVersion, requirements{SupportsIndependentSpeedModes: true}})
 		fmt.Fprintf(stdout, "%s\n", out)
 		return 0
 	}
@@ -247,4 +261,22 @@ func listenTCP(ep transport.Endpoint) (net.Listener, error) {
 		return nil, fmt.Errorf("binding %s: %w", ep.Addr, err)
 	}
 	return ln, nil
+}
+
+// printConfigLoadError writes a configuration failure as --print-startup-config reports it: a JSON-RPC
+// style error object on stdout.
+func printConfigLoadError(stdout io.Writer, err error) {
+	data := map[string]any{"reason": "configLoad", "detail": err.Error()}
+	var ce *config.Error
+	var uk *unknownKeyError
+	switch {
+	case errors.As(err, &ce):
+		data["filePath"], data["line"], data["column"] = ce.File, ce.Line, ce.Column
+	case errors.As(err, &uk):
+		data["filePath"], data["line"], data["column"] = uk.File, uk.Line, 1
+	}
+	out, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"code": -32600, "data": data, "message": "failed to load configuration: " + err.Error(),
+	}})
+	fmt.Fprintf(stdout, "%s\n", out)
 }
