@@ -11,13 +11,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"flag"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
+
+	"appserver/schemaexport"
 )
 
 func main() {
@@ -76,39 +77,5 @@ func stripFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(strip(doc)); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
-}
-
-// strip removes string-valued "description" annotations; a property named "description" is an object
-// and stays.
-func strip(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			if _, isString := x.(string); k == "description" && isString {
-				continue
-			}
-			m[k] = strip(x)
-		}
-		return m
-	case []any:
-		for i := range t {
-			t[i] = strip(t[i])
-		}
-	}
-	return v
+	return schemaexport.StripDescriptions(raw)
 }
