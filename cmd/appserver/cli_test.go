@@ -233,7 +233,8 @@ func TestCLIListenWebSocket(t *testing.T) {
 
 func TestCLIListenUnixAndProxy(t *testing.T) {
 	home := writeConfig(t, "")
-	cmd, endpoint := startListening(t, home, "--listen", "unix://")
+	// --ws-auth is validated but, as in the reference, does not apply to the 0600 control socket.
+	cmd, endpoint := startListening(t, home, "--listen", "unix://", "--ws-auth", "capability-token", "--ws-token-sha256", strings.Repeat("ab", 32))
 	sock := filepath.Join(home, "app-server-control", "app-server-control.sock")
 	require.Equal(t, "unix://"+sock, endpoint, "unix:// uses the default control socket")
 

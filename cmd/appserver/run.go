@@ -238,7 +238,8 @@ func serveListener(ctx context.Context, ep transport.Endpoint, home string, auth
 		}
 		defer ln.Close()
 		fmt.Fprintf(stderr, "codex app-server (WebSockets)\n  listening on: unix://%s\n", ln.Path)
-		h := transport.NewWSHandler(ctx, srv, transport.WSOptions{Auth: auth, AnnounceMaxMessage: true, Logger: logger})
+		// The 0600 control socket is not authenticated (the reference ignores --ws-auth there too).
+		h := transport.NewWSHandler(ctx, srv, transport.WSOptions{AnnounceMaxMessage: true, Logger: logger})
 		return transport.Serve(ctx, ln, h)
 	}
 	ln, err := listenTCP(ep)
