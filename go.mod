@@ -3,7 +3,9 @@ module appserver
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/creack/pty v1.1.24
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/uuid v1.6.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/pelletier/go-toml/v2 v2.4.3

@@ -101,6 +101,7 @@ func (s *Server) ServeConn(ctx context.Context, r io.Reader, w io.Writer) error 
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.leaveThreads(c)
 	c.closed()
 	return err
 }

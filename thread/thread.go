@@ -248,18 +248,16 @@ func (t *Thread) request(ctx context.Context, method string, params any) (json.R
 // requestThen is request with a hook that runs after the answer (or failure) and before
 // serverRequest/resolved is emitted.
 func (t *Thread) requestThen(ctx context.Context, method string, params any, beforeResolved func(err error)) (json.RawMessage, error) {
+	gone := map[Subscriber]bool{}
 	for {
-		t.mu.Lock()
-		var sub Subscriber
-		for s := range t.subscribers {
-			sub = s
-			break
-		}
-		wait := t.subWait
-		t.mu.Unlock()
+		sub, wait := t.pickSubscriber(gone)
 		if sub != nil {
 			var reqID any
 			res, err := sub.Call(ctx, method, params, func(id any) { reqID = id })
+			if errors.Is(err, ErrSubscriberGone) && ctx.Err() == nil {
+				gone[sub] = true // re-route to another subscriber, or wait for one
+				continue
+			}
 			if beforeResolved != nil {
 				beforeResolved(err)
 			}
