@@ -94,6 +94,7 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 	}
 	tn, folded := t.BeginTurn(p.Input, thread.TurnOverrides{
 		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
+		OutputSchema: p.OutputSchema,
 	})
 	req.Reply(protocol.TurnStartResponse{Turn: tn.PendingTurn()}, nil)
 	if folded {

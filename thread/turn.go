@@ -43,6 +43,7 @@ type Turn struct {
 	pending   []protocol.UserInput // steered input waiting for the next model request
 	firstIn   []protocol.UserInput
 	finished  bool
+	schema    json.RawMessage              // turn/start outputSchema: the final answer's JSON schema (this turn only)
 	usage     protocol.TokenUsageBreakdown // this turn's accumulated usage (token_usage_record)
 
 	// pendingUsage is the usage of the last completed response until it is reported (after its tools).
@@ -142,6 +143,9 @@ type TurnOverrides struct {
 	Model          *string
 	Effort         *protocol.ReasoningEffort
 	Summary        *protocol.ReasoningSummary
+	// OutputSchema constrains this turn's final answer (sent as the request's text.format); unlike
+	// the others it does not persist. A turn/start folded into a running turn leaves it unchanged.
+	OutputSchema json.RawMessage
 }
 
 // BeginTurn registers a new turn (or folds the input into the running one, as the reference does) and
@@ -177,7 +181,8 @@ func (t *Thread) BeginTurn(input []protocol.UserInput, o TurnOverrides) (tn *Tur
 		return t.active, true
 	}
 	ctx, cancel := context.WithCancelCause(t.ctx)
-	tn = &Turn{ID: uuid.Must(uuid.NewV7()).String(), thread: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), firstIn: input}
+	tn = &Turn{ID: uuid.Must(uuid.NewV7()).String(), thread: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), firstIn: input,
+		schema: o.OutputSchema}
 	t.active = tn
 	return tn, false
 }
@@ -541,7 +546,12 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	}
 	metaJSON, _ := json.Marshal(meta)
 	originator := deref(t.meta.Originator)
+	var text json.RawMessage
+	if len(tn.schema) > 0 && string(tn.schema) != "null" {
+		text = outputSchemaFormat(tn.schema)
+	}
 	return &model.Request{
+		Text:    text,
 		Refresh: inputNow,
 		Model:   s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
 		Reasoning: mustJSON(reasoning), Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
@@ -554,6 +564,23 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 			"x-codex-window-id": window, "x-codex-turn-metadata": string(metaJSON), "user-agent": t.mgr.deps.UserAgent(originator),
 		},
 	}
+}
+
+// jsonSchemaFormat is the Responses `text.format` that asks for a final answer matching a JSON schema,
+// members in the reference's order.
+type jsonSchemaFormat struct {
+	Type   string          `json:"type"`
+	Strict bool            `json:"strict"`
+	Schema json.RawMessage `json:"schema"`
+	Name   string          `json:"name"`
+}
+
+// outputSchemaFormat is the request's `text` member for turn/start's outputSchema.
+func outputSchemaFormat(schema json.RawMessage) json.RawMessage {
+	b, _ := json.Marshal(map[string]jsonSchemaFormat{
+		"format": {Type: "json_schema", Strict: true, Schema: schema, Name: "codex_output_schema"},
+	})
+	return b
 }
 
 // reportUsage accumulates token usage and announces it (followed by the all-null rate limits, as the
