@@ -15,12 +15,16 @@ import (
 	"syscall"
 
 	"appserver/config"
+	"appserver/execcli"
 	"appserver/sandbox"
 	"appserver/server"
 )
 
 func main() {
 	sandbox.RunHelperIfRequested()
+	if len(os.Args) > 1 && os.Args[1] == "exec" {
+		os.Exit(execcli.Main(context.Background(), os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
