@@ -22,9 +22,10 @@ import (
 	"appserver/server"
 )
 
-// MaxNetworkWaits is how many consecutive "waiting for network" retries of the model client exec
-// sits through before it gives up on the turn (turn.failed, exit 1). The reference waits forever.
-const MaxNetworkWaits = 3
+// MaxNetworkWaits is how many consecutive "waiting for network" notices of the model client exec
+// accepts before it interrupts the turn and reports it failed (exit 1); with the client's 5 s first
+// backoff that is about 5 s of an unreachable model. The reference waits forever.
+const MaxNetworkWaits = 2
 
 // interruptGrace bounds how long exec waits for an interrupted turn to end before it exits anyway.
 const interruptGrace = 10 * time.Second

@@ -149,7 +149,7 @@ func (s *session) follow(ctx context.Context) outcome {
 	defer cancelWait()
 	signalled := ctx.Done()
 	netWaits := 0
-	giveUp := ""
+	giveUp, cause := "", ""
 	asked := false // turn/interrupt was sent
 	interrupt := func() {
 		if asked {
@@ -188,6 +188,10 @@ func (s *session) follow(ctx context.Context) outcome {
 			if json.Unmarshal(n.params, &en) == nil {
 				if en.WillRetry && strings.Contains(en.Error.Message, "waiting for network") {
 					netWaits++
+					cause = en.Error.Message
+					if en.Error.AdditionalDetails != nil && *en.Error.AdditionalDetails != "" {
+						cause = *en.Error.AdditionalDetails
+					}
 				} else {
 					netWaits = 0
 				}
@@ -198,7 +202,7 @@ func (s *session) follow(ctx context.Context) outcome {
 		events, end := s.m.notification(n.method, n.params)
 		s.r.out.notification(n.method, n.params, events)
 		if netWaits >= MaxNetworkWaits && giveUp == "" {
-			giveUp = s.m.lastError
+			giveUp = fmt.Sprintf("%s (model unreachable: gave up after %d attempts)", cause, netWaits)
 			interrupt()
 		}
 		switch end {
