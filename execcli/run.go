@@ -140,8 +140,8 @@ func (r *runner) run(ctx context.Context) int {
 		}
 		r.out.finish(s.m)
 		return 0
-	case setupFailed:
-		return 1
+	case interrupted:
+		return 130 // interrupted by a signal, like a shell reports SIGINT
 	}
 	return 1
 }

@@ -147,41 +147,28 @@ func (s *session) resumeTarget(ctx context.Context) (string, error) {
 func (s *session) follow(ctx context.Context) outcome {
 	waitCtx, cancelWait := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWait()
-	signalled := ctx.Done()
+	nextCtx := ctx // until the turn is interrupted, a signal also ends the wait for a notification
 	netWaits := 0
 	giveUp, cause := "", ""
-	asked := false // turn/interrupt was sent
 	interrupt := func() {
-		if asked {
+		if nextCtx == waitCtx {
 			return
 		}
-		asked = true
+		nextCtx = waitCtx
 		time.AfterFunc(interruptGrace, cancelWait)
 		go func() { // owned by the turn: the request returns once the engine answered
-			_ = s.e.call(context.WithoutCancel(ctx), protocol.MethodTurnInterrupt, protocol.TurnInterruptParams{ThreadID: s.threadID, TurnID: s.turnID}, nil)
+			_ = s.e.call(waitCtx, protocol.MethodTurnInterrupt, protocol.TurnInterruptParams{ThreadID: s.threadID, TurnID: s.turnID}, nil)
 		}()
 	}
-	go func() { // wakes next when a signal arrives; ends with the run
-		select {
-		case <-signalled:
-			s.e.wake()
-		case <-waitCtx.Done():
-		}
-	}()
 	for {
-		if signalled != nil && ctx.Err() != nil {
-			signalled = nil
-			interrupt()
-		}
-		n, ok := s.e.next(waitCtx)
+		n, ok := s.e.next(nextCtx)
 		if !ok {
-			if ctx.Err() != nil && !asked {
+			if nextCtx != waitCtx && ctx.Err() != nil {
+				interrupt()
 				continue
 			}
-			if waitCtx.Err() != nil || s.e.isEnded() {
-				return interruptedOutcome(giveUp, s)
-			}
-			continue
+			// The engine went away, or the interrupted turn did not end within the grace period.
+			return interruptedOutcome(giveUp, s)
 		}
 		if n.method == protocol.NotifyError {
 			var en protocol.ErrorNotification
@@ -220,8 +207,9 @@ func (s *session) follow(ctx context.Context) outcome {
 func interruptedOutcome(giveUp string, s *session) outcome {
 	if giveUp != "" {
 		s.r.out.turnFailed(giveUp)
+		return failed
 	}
-	return failed
+	return interrupted
 }
 
 // drainQueued prints what the engine already sent (used before reporting a setup error).
