@@ -448,7 +448,7 @@ func TestExecMCPServerLifecycle(t *testing.T) {
 	pending := map[string]bool{
 		`{"type":"mcp.server.ready","name":"good"}`: true,
 		`{"type":"mcp.server.failed","name":"broken","error":"MCP client for ` + "`broken`" + ` failed to start: MCP startup failed: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response"}`: true,
-		`{"type":"mcp.server.failed","name":"slow","error":"MCP client for ` + "`slow`" + ` timed out after 1 seconds. Add or adjust ` + "`startup_timeout_sec`" + ` in your config.toml:\n[mcp_servers.slow]\nstartup_timeout_sec = XX"}`: true,
+		`{"type":"mcp.server.failed","name":"slow","error":"MCP client for ` + "`slow`" + ` timed out after 1 seconds. Add or adjust ` + "`startup_timeout_sec`" + ` in your config.toml:\n[mcp_servers.slow]\nstartup_timeout_sec = XX"}`:                 true,
 	}
 	for l := range s.lines {
 		got = append(got, l)
