@@ -492,3 +492,21 @@ func TestExecMCPServerCancelledByInterrupt(t *testing.T) {
 	require.Equal(t, 130, code, s.stderr.String())
 	require.Equal(t, []string{`{"type":"mcp.server.cancelled","name":"stuck"}`}, rest)
 }
+
+func TestExecMCPToolCall(t *testing.T) {
+	e := newEnv(t, mcpConfig(t, "good", "", ""))
+	e.mm.Enqueue(
+		// The call is streamed once the test saw the server ready (tools resolve at call time).
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(60),
+			{Type: "function_call", Namespace: "mcp__good", Name: "echo", CallID: "call_m", Arguments: map[string]any{"text": "yo"}}}},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("echoed", 1)}},
+	)
+	s := e.start("--json", "--skip-git-repo-check", "x")
+	s.until(t, `{"type":"mcp.server.ready","name":"good"}`)
+	e.mm.Release()
+	rest, code := s.rest(t)
+	require.Equal(t, 0, code, s.stderr.String())
+	require.Contains(t, rest, `{"type":"item.started","item":{"id":"item_1","type":"mcp_tool_call","server":"good","tool":"echo","arguments":{"text":"yo"},"result":null,"error":null,"status":"in_progress"}}`, "%v", rest)
+	require.Contains(t, rest, `{"type":"item.completed","item":{"id":"item_1","type":"mcp_tool_call","server":"good","tool":"echo","arguments":{"text":"yo"},"result":{"content":[{"type":"text","text":"echo: yo"}],"structured_content":null},"error":null,"status":"completed"}}`, "%v", rest)
+	require.Equal(t, `{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"echoed"}}`, rest[len(rest)-2])
+}
