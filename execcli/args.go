@@ -114,10 +114,18 @@ func parseArgs(args []string) (*options, error) {
 		case "--enable", "--disable":
 			o.overrides = append(o.overrides, fmt.Sprintf("features.%s=%t", v, name == "--enable"))
 		case "-i", "--image":
-			// Clap's `-i a,b` and repeated -i.
-			for _, p := range strings.Split(v, ",") {
-				if p != "" {
-					o.images = append(o.images, p)
+			// `-i a,b`, repeated -i, and (before `resume`, as the reference's `-i <FILE>...`) the
+			// following arguments up to the next flag.
+			vals := []string{v}
+			for !hasInline && !o.resume && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				i++
+				vals = append(vals, args[i])
+			}
+			for _, val := range vals {
+				for _, p := range strings.Split(val, ",") {
+					if p != "" {
+						o.images = append(o.images, p)
+					}
 				}
 			}
 		case "-m", "--model":

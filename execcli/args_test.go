@@ -26,6 +26,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"resume", "--last", "p", "--image", "i.png"}, options{resume: true, resumeLast: true, prompt: str("p"), images: []string{"i.png"}, color: "auto"}},
 		{[]string{"--", "--not-a-flag"}, options{prompt: str("--not-a-flag"), color: "auto"}},
 		{[]string{"--color", "never", "--thread-source", "user", "x"}, options{color: "never", threadSource: "user", prompt: str("x")}},
+		{[]string{"p", "-i", "a.png", "b.png", "--json"}, options{prompt: str("p"), images: []string{"a.png", "b.png"}, json: true, color: "auto"}},
 	}
 	for _, tt := range tests {
 		got, err := parseArgs(tt.args)

@@ -510,3 +510,19 @@ func TestExecMCPToolCall(t *testing.T) {
 	require.Contains(t, rest, `{"type":"item.completed","item":{"id":"item_1","type":"mcp_tool_call","server":"good","tool":"echo","arguments":{"text":"yo"},"result":{"content":[{"type":"text","text":"echo: yo"}],"structured_content":null},"error":null,"status":"completed"}}`, "%v", rest)
 	require.Equal(t, `{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"echoed"}}`, rest[len(rest)-2])
 }
+
+func TestExecImage(t *testing.T) {
+	e := newEnv(t, "")
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("seen", 1)}})
+	// A 1x1 PNG.
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
+	require.NoError(t, os.WriteFile(filepath.Join(e.work, "dot.png"), png, 0o644))
+	// -i takes several values, as the reference's `-i <FILE>...`: the prompt goes first.
+	r := e.run("", "--json", "--skip-git-repo-check", "describe", "-i", "dot.png")
+	require.Equal(t, 0, r.code, r.stderr)
+	reqs := e.mm.ResponseRequests()
+	require.Len(t, reqs, 1)
+	// How the engine renders the image for the model is its business; exec hands it over as a localImage.
+	require.Contains(t, string(reqs[0].Raw), filepath.Join(e.work, "dot.png"))
+	require.Contains(t, string(reqs[0].Raw), `"text":"describe"`)
+}
