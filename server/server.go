@@ -41,6 +41,9 @@ type Options struct {
 	Tools thread.ToolProvider
 	// ReloadConfig re-reads the configuration from disk (config/mcpServer/reload); nil keeps the loaded one.
 	ReloadConfig func() (*config.Config, error)
+	// SessionSource is recorded as the source of threads started here ("vscode" when empty; `exec`
+	// uses "exec").
+	SessionSource string
 }
 
 // Server serves any number of connections that share threads, processes and configuration.

@@ -40,7 +40,7 @@ func (s *Server) loadedThread(id string) (*thread.Thread, error) {
 }
 
 func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadStartParams) (any, error) {
-	t, err := s.threads.Start(ctx, thread.StartOptions{Params: *p, Originator: c.originator()})
+	t, err := s.threads.Start(ctx, thread.StartOptions{Params: *p, Originator: c.originator(), Source: s.opts.SessionSource})
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error creating thread: %v", err)
 	}
