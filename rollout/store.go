@@ -1032,3 +1032,10 @@ func (s *Store) Touch(threadID string) (Summary, error) {
 	r.Size, r.ModNs, r.UpdatedMs = info.Size(), modNs, modNs/1e6
 	return s.summaryOf(r), nil
 }
+
+// Reconcile brings the index in line with every rollout on disk now (the background sweep, run in the
+// caller's goroutine).
+func (s *Store) Reconcile() error {
+	s.waitReady()
+	return s.reconcile()
+}
