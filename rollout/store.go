@@ -142,14 +142,20 @@ func Open(codexHome string) (*Store, error) {
 	go func() {
 		defer s.wg.Done()
 		defer close(s.reconciled)
-		if !fresh {
+		switch {
+		case !fresh:
 			close(s.ready)
-		} else if s.seedFromReference() {
+		case ix.Get(ctx, "seeded") == "1" || s.seedFromReference():
+			// Seeded now or by an earlier start whose reconcile did not finish: answer while it runs.
 			close(s.ready)
 			fresh = false
 		}
 		if err := s.reconcile(); err != nil && ctx.Err() == nil {
 			slog.Warn("rollout: index reconcile failed", "err", err)
+		}
+		if err := ix.Check(ctx); errors.Is(err, threadindex.ErrCorrupt) {
+			slog.Warn("rollout: index damaged; it is rebuilt from the rollouts at the next start", "err", err)
+			ix.Discard()
 		}
 		if fresh {
 			close(s.ready)
@@ -459,12 +465,24 @@ func (s *Store) seedFromReference() bool {
 		r.Source = SourceString(sourceRaw(r.Source))
 	}
 	for i := 0; i < len(rows); i += 2000 {
-		if err := s.putRows(rows[i:min(len(rows), i+2000)]); err != nil {
+		if err := s.seedRows(rows[i:min(len(rows), i+2000)]); err != nil {
 			slog.Warn("rollout: seeding the index failed", "err", err)
 			return false
 		}
 	}
-	return true
+	return s.ix.Set(s.ctx, "seeded", "1") == nil
+}
+
+// seedRows inserts rows whose ids are not indexed yet (rows read from the rollouts win).
+func (s *Store) seedRows(rows []*threadindex.Row) error {
+	return s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error {
+		for _, r := range rows {
+			if err := tx.PutIfAbsent(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // sourceRaw turns the reference DB's source column (a bare kind or JSON) into a session_meta source value.

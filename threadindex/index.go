@@ -79,7 +79,8 @@ var ErrCorrupt = errors.New("threadindex: corrupt or foreign database")
 
 // Index is an open index database. Reads run concurrently; writes are serialized.
 type Index struct {
-	db  *sql.DB
+	path string
+	db   *sql.DB
 	wmu sync.Mutex
 }
 
@@ -93,7 +94,7 @@ func Open(path string) (*Index, error) {
 	}
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
-	ix := &Index{db: db}
+	ix := &Index{db: db, path: path}
 	if err := ix.init(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -121,11 +122,45 @@ func (ix *Index) init() error {
 			return fmt.Errorf("threadindex: create schema: %w", err)
 		}
 	}
+	// A cheap structural check here (a truncated file); the full check runs in the background (Check).
+	var pages, pageSize int64
+	if err := ix.db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if err := ix.db.QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if info, err := os.Stat(ix.path); err == nil && info.Size() < pages*pageSize {
+		if wal, err := os.Stat(ix.path + "-wal"); err != nil || wal.Size() == 0 {
+			return fmt.Errorf("%w: file shorter than its %d pages", ErrCorrupt, pages)
+		}
+	}
+	var n int
+	if err := ix.db.QueryRow("SELECT count(*) FROM kv").Scan(&n); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// Check runs SQLite's integrity check over the whole database; an error wrapping ErrCorrupt means the index
+// should be discarded (Discard) and rebuilt.
+func (ix *Index) Check(ctx context.Context) error {
 	var ok string
-	if err := ix.db.QueryRow("PRAGMA quick_check(1)").Scan(&ok); err != nil || ok != "ok" {
+	if err := ix.db.QueryRowContext(ctx, "PRAGMA quick_check(1)").Scan(&ok); err != nil || ok != "ok" {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("%w: quick_check: %v %s", ErrCorrupt, err, ok)
 	}
 	return nil
+}
+
+// Discard removes the database files so the next Open starts afresh (this Index keeps working on the
+// unlinked files until closed).
+func (ix *Index) Discard() {
+	for _, p := range []string{ix.path, ix.path + "-wal", ix.path + "-shm", ix.path + "-journal"} {
+		_ = os.Remove(p)
+	}
 }
 
 // OpenOrRebuild opens the index at path, removing and recreating a corrupt one; fresh reports an empty index.
@@ -191,8 +226,13 @@ func (t *Tx) Set(key, value string) error {
 }
 
 // Put inserts or replaces a thread row.
-func (t *Tx) Put(r *Row) error {
-	_, err := t.tx.Exec(`INSERT OR REPLACE INTO threads(id, rel, size, mod_ns, created_ms, updated_ms, cwd, preview, lpreview,
+func (t *Tx) Put(r *Row) error { return t.put("INSERT OR REPLACE", r) }
+
+// PutIfAbsent inserts a thread row unless its id is indexed.
+func (t *Tx) PutIfAbsent(r *Row) error { return t.put("INSERT OR IGNORE", r) }
+
+func (t *Tx) put(verb string, r *Row) error {
+	_, err := t.tx.Exec(verb+` INTO threads(id, rel, size, mod_ns, created_ms, updated_ms, cwd, preview, lpreview,
 		file_name, lfile_name, model_provider, model, effort, source, source_kind, cli_version, originator, forked_from,
 		archived, git_info) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.ID, r.Rel, r.Size, r.ModNs, r.CreatedMs, r.UpdatedMs, r.Cwd, r.Preview, strings.ToLower(r.Preview),
