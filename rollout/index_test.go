@@ -32,7 +32,9 @@ func TestIndexRebuiltWhenCorruptOrMissing(t *testing.T) {
 	require.NoError(t, s.Close())
 
 	for _, damage := range []func(p string){
-		func(p string) { require.NoError(t, os.WriteFile(p, []byte("SQLite format 3\x00 but then garbage"), 0o644)) },
+		func(p string) {
+			require.NoError(t, os.WriteFile(p, []byte("SQLite format 3\x00 but then garbage"), 0o644))
+		},
 		func(p string) { require.NoError(t, os.Remove(p)) },
 		func(p string) {
 			b, err := os.ReadFile(p)

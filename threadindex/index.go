@@ -81,7 +81,7 @@ var ErrCorrupt = errors.New("threadindex: corrupt or foreign database")
 type Index struct {
 	path string
 	db   *sql.DB
-	wmu sync.Mutex
+	wmu  sync.Mutex
 }
 
 // Open opens (creating if needed) the index at path. A file that is not an index of SchemaVersion gives
