@@ -74,6 +74,7 @@ type Summary struct {
 	CLIVersion      string          `json:"cliVersion"`
 	Originator      string          `json:"originator"`
 	ForkedFromID    string          `json:"forkedFromId,omitempty"`
+	ParentThreadID  string          `json:"parentThreadId,omitempty"`
 	Archived        bool            `json:"archived"`
 	GitInfo         json.RawMessage `json:"gitInfo,omitempty"`
 }
@@ -90,6 +91,9 @@ type ListQuery struct {
 	SourceKinds    []string // protocol ThreadSourceKind values; empty = InteractiveSourceKinds
 	SearchTerm     string   // case-insensitive substring of preview or name
 	ForkedFrom     *string  // only forks of this thread
+	ParentThreadID *string  // only threads spawned by this one
+	AncestorID     *string  // only threads spawned, at any depth, from this one
+	Excluded       []string // ids left out before the limit
 	// IncludeEmpty lists threads without a first user message too (the reference hides them).
 	IncludeEmpty bool
 }
@@ -264,7 +268,7 @@ func rowOf(sum *Summary, rel string, size, modNs int64, fileName string) *thread
 		UpdatedMs: sum.UpdatedAtMs, Cwd: sum.Cwd, Preview: sum.Preview, FileName: fileName,
 		ModelProvider: sum.ModelProvider, Model: sum.Model, Effort: sum.ReasoningEffort, Source: sum.Source,
 		SourceKind: sum.SourceKind, CLIVersion: sum.CLIVersion, Originator: sum.Originator,
-		ForkedFrom: sum.ForkedFromID, Archived: sum.Archived, GitInfo: string(sum.GitInfo)}
+		ForkedFrom: sum.ForkedFromID, Archived: sum.Archived, GitInfo: string(sum.GitInfo), Parent: sum.ParentThreadID}
 }
 
 func (s *Store) summaryOf(r *threadindex.Row) Summary {
@@ -272,7 +276,7 @@ func (s *Store) summaryOf(r *threadindex.Row) Summary {
 		CreatedAt: r.CreatedMs / 1000, CreatedAtMs: r.CreatedMs, UpdatedAt: r.UpdatedMs / 1000, UpdatedAtMs: r.UpdatedMs,
 		ModelProvider: r.ModelProvider, Model: r.Model, ReasoningEffort: r.Effort, Source: r.Source,
 		SourceKind: r.SourceKind, CLIVersion: r.CLIVersion, Originator: r.Originator, ForkedFromID: r.ForkedFrom,
-		Archived: r.Archived}
+		ParentThreadID: r.Parent, Archived: r.Archived}
 	if r.GitInfo != "" {
 		sum.GitInfo = json.RawMessage(r.GitInfo)
 	}
@@ -462,7 +466,9 @@ func (s *Store) seedFromReference() bool {
 		r.Rel = s.rel(r.Rel)
 		r.Size = -1 // read the rollout at reconcile
 		r.SourceKind = SourceKind(sourceRaw(r.Source))
-		r.Source = SourceString(sourceRaw(r.Source))
+		if !strings.HasPrefix(strings.TrimSpace(r.Source), "{") {
+			r.Source = SourceString(sourceRaw(r.Source))
+		}
 	}
 	for i := 0; i < len(rows); i += 2000 {
 		if err := s.seedRows(rows[i:min(len(rows), i+2000)]); err != nil {
@@ -680,6 +686,10 @@ func summaryFromMeta(id string, m *Meta, df diskFile) Summary {
 	if len(m.Session.Source) == 0 {
 		sum.SourceKind = "unknown"
 	}
+	sum.ParentThreadID = SpawnParent(m.Session.Source)
+	if t := strings.TrimSpace(string(m.Session.Source)); strings.HasPrefix(t, "{") {
+		sum.Source = t // object sources (sub-agents) keep their JSON; see ProtocolSource
+	}
 	return sum
 }
 
@@ -746,8 +756,9 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	}
 	iq := threadindex.Query{ByUpdated: key == SortUpdatedAt, Asc: dir == SortAsc, Archived: q.Archived,
 		Cwds: q.Cwds, ModelProviders: q.ModelProviders, SourceKinds: q.SourceKinds, ForkedFrom: q.ForkedFrom,
-		SearchTerm: strings.ToLower(q.SearchTerm), RequirePreview: !q.IncludeEmpty, Limit: limit}
-	if len(iq.SourceKinds) == 0 {
+		SearchTerm: strings.ToLower(q.SearchTerm), RequirePreview: !q.IncludeEmpty, Limit: limit,
+		Parent: q.ParentThreadID, Ancestor: q.AncestorID, Excluded: q.Excluded}
+	if len(iq.SourceKinds) == 0 && q.ParentThreadID == nil && q.AncestorID == nil {
 		iq.SourceKinds = InteractiveSourceKinds
 	}
 	if q.Cursor != "" {
@@ -980,7 +991,7 @@ func (s *Store) Upsert(sum Summary) error {
 	if sum.SourceKind == "" {
 		sum.SourceKind = "vscode"
 		if sum.Source != "" {
-			sum.SourceKind = SourceKind(StringSource(sum.Source))
+			sum.SourceKind = SourceKind(sourceRaw(sum.Source))
 		}
 	}
 	sum.Archived = filepath.Base(filepath.Dir(sum.Path)) == "archived_sessions"
@@ -1056,4 +1067,35 @@ func (s *Store) Touch(threadID string) (Summary, error) {
 func (s *Store) Reconcile() error {
 	s.waitReady()
 	return s.reconcile()
+}
+
+// SpawnParent returns the parent thread id of a sub-agent session source ({"subagent":{"thread_spawn":
+// {"parent_thread_id":…}}}), "" for any other source.
+func SpawnParent(raw json.RawMessage) string {
+	var src struct {
+		Subagent struct {
+			ThreadSpawn struct {
+				ParentThreadID string `json:"parent_thread_id"`
+			} `json:"thread_spawn"`
+		} `json:"subagent"`
+	}
+	if json.Unmarshal(raw, &src) != nil {
+		return ""
+	}
+	return src.Subagent.ThreadSpawn.ParentThreadID
+}
+
+// ProtocolSource splits Summary.Source into the protocol's forms: a plain name, or the inner value of a
+// {"subagent": …} object source (nil when the source is plain).
+func ProtocolSource(src string) (name string, subAgent json.RawMessage) {
+	if !strings.HasPrefix(src, "{") {
+		return src, nil
+	}
+	var obj struct {
+		Subagent json.RawMessage `json:"subagent"`
+	}
+	if json.Unmarshal([]byte(src), &obj) == nil && len(obj.Subagent) > 0 {
+		return "", obj.Subagent
+	}
+	return "unknown", nil
 }

@@ -44,6 +44,19 @@ func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protoc
 		Source:      protocol.SessionSource{Name: firstNonEmpty(sum.Source, "vscode")},
 		HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Turns: []protocol.Turn{},
 	}
+	if name, sub := rollout.ProtocolSource(sum.Source); sub != nil {
+		var sa protocol.SubAgentSource
+		if json.Unmarshal(sub, &sa) == nil {
+			th.Source = protocol.SessionSource{SubAgent: &sa}
+		} else {
+			th.Source = protocol.SessionSource{Name: protocol.SessionSourceUnknown}
+		}
+	} else if name != sum.Source {
+		th.Source = protocol.SessionSource{Name: name}
+	}
+	if sum.ParentThreadID != "" {
+		th.ParentThreadID = ptr(sum.ParentThreadID)
+	}
 	if sum.Originator != "" {
 		th.Originator = ptr(sum.Originator)
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // SchemaVersion is stored in PRAGMA user_version; a database with another version is rebuilt.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Row is one indexed thread.
 type Row struct {
@@ -39,6 +39,7 @@ type Row struct {
 	ForkedFrom    string
 	Archived      bool
 	GitInfo       string // JSON, "" when none
+	Parent        string // the thread that spawned this one (sub-agent), "" when none
 	// Name is the effective name (session_index.jsonl over FileName); filled by reads, ignored by writes.
 	Name string
 }
@@ -65,8 +66,10 @@ CREATE TABLE IF NOT EXISTS threads (
   originator TEXT NOT NULL,
   forked_from TEXT NOT NULL,
   archived INTEGER NOT NULL,
-  git_info TEXT NOT NULL
+  git_info TEXT NOT NULL,
+  parent TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS threads_parent ON threads(parent) WHERE parent <> '';
 CREATE INDEX IF NOT EXISTS threads_created ON threads(archived, created_ms, id);
 CREATE INDEX IF NOT EXISTS threads_updated ON threads(archived, updated_ms, id);
 CREATE TABLE IF NOT EXISTS names (id TEXT PRIMARY KEY, name TEXT NOT NULL, lname TEXT NOT NULL) WITHOUT ROWID;
@@ -234,10 +237,10 @@ func (t *Tx) PutIfAbsent(r *Row) error { return t.put("INSERT OR IGNORE", r) }
 func (t *Tx) put(verb string, r *Row) error {
 	_, err := t.tx.Exec(verb+` INTO threads(id, rel, size, mod_ns, created_ms, updated_ms, cwd, preview, lpreview,
 		file_name, lfile_name, model_provider, model, effort, source, source_kind, cli_version, originator, forked_from,
-		archived, git_info) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		archived, git_info, parent) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.ID, r.Rel, r.Size, r.ModNs, r.CreatedMs, r.UpdatedMs, r.Cwd, r.Preview, strings.ToLower(r.Preview),
 		r.FileName, strings.ToLower(r.FileName), r.ModelProvider, r.Model, r.Effort, r.Source, r.SourceKind,
-		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo)
+		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent)
 	if err != nil {
 		return fmt.Errorf("threadindex: put %s: %w", r.ID, err)
 	}
@@ -348,13 +351,13 @@ func (ix *Index) FilesUnder(ctx context.Context, relDir string) (map[string]File
 
 const rowColumns = `t.id, t.rel, t.size, t.mod_ns, t.created_ms, t.updated_ms, t.cwd, t.preview, t.file_name,
 	t.model_provider, t.model, t.effort, t.source, t.source_kind, t.cli_version, t.originator, t.forked_from,
-	t.archived, t.git_info, COALESCE(n.name, t.file_name)`
+	t.archived, t.git_info, t.parent, COALESCE(n.name, t.file_name)`
 
 func scanRow(sc interface{ Scan(...any) error }) (Row, error) {
 	var r Row
 	err := sc.Scan(&r.ID, &r.Rel, &r.Size, &r.ModNs, &r.CreatedMs, &r.UpdatedMs, &r.Cwd, &r.Preview, &r.FileName,
 		&r.ModelProvider, &r.Model, &r.Effort, &r.Source, &r.SourceKind, &r.CLIVersion, &r.Originator, &r.ForkedFrom,
-		&r.Archived, &r.GitInfo, &r.Name)
+		&r.Archived, &r.GitInfo, &r.Parent, &r.Name)
 	return r, err
 }
 
@@ -402,8 +405,11 @@ type Query struct {
 	ModelProviders []string
 	SourceKinds    []string
 	ForkedFrom     *string
-	SearchTerm     string // lower-case substring of preview or name
-	RequirePreview bool   // only threads with a first user message
+	Parent         *string  // direct children of this thread
+	Ancestor       *string  // descendants of this thread at any depth
+	Excluded       []string // ids left out before the limit
+	SearchTerm     string   // lower-case substring of preview or name
+	RequirePreview bool     // only threads with a first user message
 	Limit          int
 }
 
@@ -444,6 +450,21 @@ func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 	if q.ForkedFrom != nil {
 		where = append(where, "t.forked_from = ?")
 		args = append(args, *q.ForkedFrom)
+	}
+	if q.Parent != nil {
+		where = append(where, "t.parent = ?")
+		args = append(args, *q.Parent)
+	}
+	if q.Ancestor != nil {
+		where = append(where, `t.id IN (WITH RECURSIVE d(id) AS (SELECT id FROM threads WHERE parent = ?
+			UNION SELECT c.id FROM threads c JOIN d ON c.parent = d.id) SELECT id FROM d)`)
+		args = append(args, *q.Ancestor)
+	}
+	if len(q.Excluded) > 0 {
+		where = append(where, "t.id NOT IN ("+strings.TrimSuffix(strings.Repeat("?,", len(q.Excluded)), ",")+")")
+		for _, v := range q.Excluded {
+			args = append(args, v)
+		}
 	}
 	if q.RequirePreview {
 		where = append(where, "t.preview <> ''")
