@@ -202,7 +202,10 @@ func (ix *Index) Set(ctx context.Context, key, value string) error {
 }
 
 // Tx is a write transaction.
-type Tx struct{ tx *sql.Tx }
+type Tx struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
 
 // Tx runs f in one write transaction: all of it is committed, or none of it when f fails or the process dies.
 func (ix *Index) Tx(ctx context.Context, f func(*Tx) error) error {
@@ -212,7 +215,7 @@ func (ix *Index) Tx(ctx context.Context, f func(*Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("threadindex: begin: %w", err)
 	}
-	if err := f(&Tx{tx}); err != nil {
+	if err := f(&Tx{tx: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -228,6 +231,10 @@ func (t *Tx) Set(key, value string) error {
 	return err
 }
 
+const putColumns = ` INTO threads(id, rel, size, mod_ns, created_ms, updated_ms, cwd, preview, lpreview,
+		file_name, lfile_name, model_provider, model, effort, source, source_kind, cli_version, originator, forked_from,
+		archived, git_info, parent) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+
 // Put inserts or replaces a thread row.
 func (t *Tx) Put(r *Row) error { return t.put("INSERT OR REPLACE", r) }
 
@@ -235,10 +242,18 @@ func (t *Tx) Put(r *Row) error { return t.put("INSERT OR REPLACE", r) }
 func (t *Tx) PutIfAbsent(r *Row) error { return t.put("INSERT OR IGNORE", r) }
 
 func (t *Tx) put(verb string, r *Row) error {
-	_, err := t.tx.Exec(verb+` INTO threads(id, rel, size, mod_ns, created_ms, updated_ms, cwd, preview, lpreview,
-		file_name, lfile_name, model_provider, model, effort, source, source_kind, cli_version, originator, forked_from,
-		archived, git_info, parent) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		r.ID, r.Rel, r.Size, r.ModNs, r.CreatedMs, r.UpdatedMs, r.Cwd, r.Preview, strings.ToLower(r.Preview),
+	if t.stmts == nil {
+		t.stmts = map[string]*sql.Stmt{}
+	}
+	st := t.stmts[verb]
+	if st == nil {
+		var err error
+		if st, err = t.tx.Prepare(verb + putColumns); err != nil {
+			return fmt.Errorf("threadindex: put: %w", err)
+		}
+		t.stmts[verb] = st
+	}
+	_, err := st.Exec(r.ID, r.Rel, r.Size, r.ModNs, r.CreatedMs, r.UpdatedMs, r.Cwd, r.Preview, strings.ToLower(r.Preview),
 		r.FileName, strings.ToLower(r.FileName), r.ModelProvider, r.Model, r.Effort, r.Source, r.SourceKind,
 		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent)
 	if err != nil {
