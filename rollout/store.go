@@ -36,8 +36,9 @@ const SessionIndexFileName = "session_index.jsonl"
 
 // Sort keys and directions accepted by List.
 const (
-	SortCreatedAt = "created_at"
-	SortUpdatedAt = "updated_at"
+	SortCreatedAt       = "created_at"
+	SortUpdatedAt       = "updated_at"
+	SortSectionPosition = "section_position" // needs ListQuery.SectionID
 	SortAsc       = "asc"
 	SortDesc      = "desc"
 )
@@ -77,6 +78,9 @@ type Summary struct {
 	ParentThreadID  string          `json:"parentThreadId,omitempty"`
 	Archived        bool            `json:"archived"`
 	GitInfo         json.RawMessage `json:"gitInfo,omitempty"`
+	// Section is the thread's section (nil when none), SectionEnteredAtMs when it entered it.
+	Section            *threadindex.Section `json:"-"`
+	SectionEnteredAtMs int64                `json:"-"`
 }
 
 // ListQuery selects a page of thread/list.
@@ -94,6 +98,7 @@ type ListQuery struct {
 	ParentThreadID *string  // only threads spawned by this one
 	AncestorID     *string  // only threads spawned, at any depth, from this one
 	Excluded       []string // ids left out before the limit
+	SectionID      string   // only threads of this section ("" = any)
 	// IncludeEmpty lists threads without a first user message too (the reference hides them).
 	IncludeEmpty bool
 }
@@ -276,7 +281,7 @@ func (s *Store) summaryOf(r *threadindex.Row) Summary {
 		CreatedAt: r.CreatedMs / 1000, CreatedAtMs: r.CreatedMs, UpdatedAt: r.UpdatedMs / 1000, UpdatedAtMs: r.UpdatedMs,
 		ModelProvider: r.ModelProvider, Model: r.Model, ReasoningEffort: r.Effort, Source: r.Source,
 		SourceKind: r.SourceKind, CLIVersion: r.CLIVersion, Originator: r.Originator, ForkedFromID: r.ForkedFrom,
-		ParentThreadID: r.Parent, Archived: r.Archived}
+		ParentThreadID: r.Parent, Archived: r.Archived, Section: r.Section, SectionEnteredAtMs: r.SectionEnteredMs}
 	if r.GitInfo != "" {
 		sum.GitInfo = json.RawMessage(r.GitInfo)
 	}
@@ -740,12 +745,18 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	if key == "" {
 		key = SortCreatedAt
 	}
-	if key != SortCreatedAt && key != SortUpdatedAt {
+	if key != SortCreatedAt && key != SortUpdatedAt && key != SortSectionPosition {
 		return Page{}, fmt.Errorf("rollout: unsupported sort key %q", key)
+	}
+	if key == SortSectionPosition && q.SectionID == "" {
+		return Page{}, errors.New("rollout: section-position sorting requires a section filter")
 	}
 	dir := q.SortDirection
 	if dir == "" {
 		dir = SortDesc
+		if key == SortSectionPosition {
+			dir = SortAsc // a section reads top to bottom
+		}
 	}
 	if dir != SortAsc && dir != SortDesc {
 		return Page{}, fmt.Errorf("rollout: unsupported sort direction %q", dir)
@@ -757,7 +768,8 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	iq := threadindex.Query{ByUpdated: key == SortUpdatedAt, Asc: dir == SortAsc, Archived: q.Archived,
 		Cwds: q.Cwds, ModelProviders: q.ModelProviders, SourceKinds: q.SourceKinds, ForkedFrom: q.ForkedFrom,
 		SearchTerm: strings.ToLower(q.SearchTerm), RequirePreview: !q.IncludeEmpty, Limit: limit,
-		Parent: q.ParentThreadID, Ancestor: q.AncestorID, Excluded: q.Excluded}
+		Parent: q.ParentThreadID, Ancestor: q.AncestorID, Excluded: q.Excluded,
+		BySection: key == SortSectionPosition, Section: q.SectionID}
 	if len(iq.SourceKinds) == 0 && q.ParentThreadID == nil && q.AncestorID == nil {
 		iq.SourceKinds = InteractiveSourceKinds
 	}
@@ -785,7 +797,14 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	if more {
 		rows = rows[:limit]
 	}
+	positions := map[string]int64{}
+	if iq.BySection && len(rows) > 0 {
+		positions = s.positions(rows)
+	}
 	keyOf := func(r *threadindex.Row) int64 {
+		if iq.BySection {
+			return positions[r.ID]
+		}
 		if iq.ByUpdated {
 			return r.UpdatedMs
 		}
@@ -1098,4 +1117,16 @@ func ProtocolSource(src string) (name string, subAgent json.RawMessage) {
 		return "", obj.Subagent
 	}
 	return "unknown", nil
+}
+
+// Index returns the store's database (thread sections live there).
+func (s *Store) Index() *threadindex.Index { return s.ix }
+
+// positions returns the section positions of rows.
+func (s *Store) positions(rows []threadindex.Row) map[string]int64 {
+	out := make(map[string]int64, len(rows))
+	for i := range rows {
+		out[rows[i].ID] = s.ix.Position(s.ctx, rows[i].ID)
+	}
+	return out
 }

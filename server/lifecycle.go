@@ -128,13 +128,15 @@ func (s *Server) threadList(_ context.Context, _ *connection, _ *jsonrpc.Request
 			if p.SectionID == nil {
 				return nil, jsonrpc.InvalidRequest("section-position sorting requires a section filter")
 			}
+			q.SortKey = rollout.SortSectionPosition
 		default:
 			return nil, jsonrpc.InvalidRequest(fmt.Sprintf("unsupported sortKey: %s", *p.SortKey))
 		}
 	}
 	q.ParentThreadID, q.AncestorID = p.ParentThreadID, p.AncestorThreadID
-	if p.SectionID != nil || p.AttachedToThreadID != nil {
-		// No stored thread has a section or an attachment here: the filter selects none.
+	q.SectionID = deref(p.SectionID)
+	if p.AttachedToThreadID != nil {
+		// No stored thread has an attachment here: the filter selects none.
 		return protocol.ThreadListResponse{Data: []protocol.Thread{}, ReadStates: map[string]protocol.ThreadReadState{}}, nil
 	}
 	if p.SortDirection != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // SchemaVersion is stored in PRAGMA user_version; a database with another version is rebuilt.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Row is one indexed thread.
 type Row struct {
@@ -42,6 +42,9 @@ type Row struct {
 	Parent        string // the thread that spawned this one (sub-agent), "" when none
 	// Name is the effective name (session_index.jsonl over FileName); filled by reads, ignored by writes.
 	Name string
+	// Section is the thread's section (nil when none) and SectionEnteredMs when it entered it; filled by reads.
+	Section          *Section
+	SectionEnteredMs int64
 }
 
 const schema = `
@@ -124,6 +127,9 @@ func (ix *Index) init() error {
 		if _, err := ix.db.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", SchemaVersion)); err != nil {
 			return fmt.Errorf("threadindex: create schema: %w", err)
 		}
+	}
+	if err := ix.initSections(); err != nil {
+		return err
 	}
 	// A cheap structural check here (a truncated file); the full check runs in the background (Check).
 	var pages, pageSize int64
@@ -366,13 +372,21 @@ func (ix *Index) FilesUnder(ctx context.Context, relDir string) (map[string]File
 
 const rowColumns = `t.id, t.rel, t.size, t.mod_ns, t.created_ms, t.updated_ms, t.cwd, t.preview, t.file_name,
 	t.model_provider, t.model, t.effort, t.source, t.source_kind, t.cli_version, t.originator, t.forked_from,
-	t.archived, t.git_info, t.parent, COALESCE(n.name, t.file_name)`
+	t.archived, t.git_info, t.parent, COALESCE(n.name, t.file_name), COALESCE(m.section_id, ''), COALESCE(s.name, ''),
+	COALESCE(s.appearance, ''), COALESCE(m.entered_ms, 0)`
+
+const rowJoins = ` FROM threads t LEFT JOIN names n ON n.id = t.id LEFT JOIN section_members m ON m.thread_id = t.id
+	LEFT JOIN sections s ON s.id = m.section_id`
 
 func scanRow(sc interface{ Scan(...any) error }) (Row, error) {
 	var r Row
+	var sec Section
 	err := sc.Scan(&r.ID, &r.Rel, &r.Size, &r.ModNs, &r.CreatedMs, &r.UpdatedMs, &r.Cwd, &r.Preview, &r.FileName,
 		&r.ModelProvider, &r.Model, &r.Effort, &r.Source, &r.SourceKind, &r.CLIVersion, &r.Originator, &r.ForkedFrom,
-		&r.Archived, &r.GitInfo, &r.Parent, &r.Name)
+		&r.Archived, &r.GitInfo, &r.Parent, &r.Name, &sec.ID, &sec.Name, &sec.Appearance, &r.SectionEnteredMs)
+	if sec.ID != "" {
+		r.Section = &sec
+	}
 	return r, err
 }
 
@@ -381,7 +395,7 @@ var ErrNoRow = errors.New("threadindex: no such thread")
 
 // Row returns one thread.
 func (ix *Index) Row(ctx context.Context, id string) (Row, error) {
-	r, err := scanRow(ix.db.QueryRowContext(ctx, "SELECT "+rowColumns+" FROM threads t LEFT JOIN names n ON n.id = t.id WHERE t.id = ?", id))
+	r, err := scanRow(ix.db.QueryRowContext(ctx, "SELECT "+rowColumns+rowJoins+" WHERE t.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Row{}, ErrNoRow
 	}
@@ -408,7 +422,11 @@ func (ix *Index) Count(ctx context.Context) (int, error) {
 // Query selects one page of threads.
 type Query struct {
 	ByUpdated bool // sort by updated_ms, else created_ms
-	Asc       bool
+	// BySection sorts by position in Section (which must be set); cursors then carry the position.
+	BySection bool
+	// Section keeps the threads of this section only ("" = any).
+	Section string
+	Asc     bool
 	// After continues strictly after (T, ID) in the sort direction when AfterID is set; else when HasAt, starts
 	// at T inclusive.
 	T       int64
@@ -431,7 +449,10 @@ type Query struct {
 // List returns up to q.Limit+1 rows (the extra one tells the caller a next page exists).
 func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 	col := "t.created_ms"
-	if q.ByUpdated {
+	switch {
+	case q.BySection:
+		col = "m.position"
+	case q.ByUpdated:
 		col = "t.updated_ms"
 	}
 	var where []string
@@ -458,6 +479,10 @@ func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 		for _, v := range vals {
 			args = append(args, v)
 		}
+	}
+	if q.Section != "" {
+		where = append(where, "m.section_id = ?")
+		args = append(args, q.Section)
 	}
 	in("t.cwd", q.Cwds)
 	in("t.model_provider", q.ModelProviders)
@@ -493,7 +518,7 @@ func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 		limit = 25
 	}
 	args = append(args, limit+1)
-	stmt := "SELECT " + rowColumns + " FROM threads t LEFT JOIN names n ON n.id = t.id WHERE " + strings.Join(where, " AND ") +
+	stmt := "SELECT " + rowColumns + rowJoins + " WHERE " + strings.Join(where, " AND ") +
 		fmt.Sprintf(" ORDER BY t.archived, %s %s, t.id %s LIMIT ?", col, order, order)
 	rows, err := ix.db.QueryContext(ctx, stmt, args...)
 	if err != nil {
