@@ -39,8 +39,8 @@ const (
 	SortCreatedAt       = "created_at"
 	SortUpdatedAt       = "updated_at"
 	SortSectionPosition = "section_position" // needs ListQuery.SectionID
-	SortAsc       = "asc"
-	SortDesc      = "desc"
+	SortAsc             = "asc"
+	SortDesc            = "desc"
 )
 
 // DefaultListLimit is the page size when ListQuery.Limit is 0.
