@@ -19,6 +19,7 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addCommandExecRoutes(r)
 	s.addMCPRoutes(r)
 	s.addLifecycleRoutes(r)
+	s.addSectionRoutes(r)
 	s.addExtraRoutes(r)
 	s.addGoalRoutes(r)
 	s.addSettingsRoutes(r)

@@ -15,6 +15,7 @@ import (
 	"appserver/config"
 	protocol "appserver/protocol/v2"
 	"appserver/rollout"
+	"appserver/threadindex"
 )
 
 // ErrNoRollout reports a thread id with no rollout on disk; its text is the reference's.
@@ -43,6 +44,23 @@ func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protoc
 		Path: ptr(sum.Path), Cwd: protocol.AbsolutePathBuf(sum.Cwd), CliVersion: sum.CLIVersion,
 		Source:      protocol.SessionSource{Name: firstNonEmpty(sum.Source, "vscode")},
 		HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Turns: []protocol.Turn{},
+	}
+	if name, sub := rollout.ProtocolSource(sum.Source); sub != nil {
+		var sa protocol.SubAgentSource
+		if json.Unmarshal(sub, &sa) == nil {
+			th.Source = protocol.SessionSource{SubAgent: &sa}
+		} else {
+			th.Source = protocol.SessionSource{Name: protocol.SessionSourceUnknown}
+		}
+	} else if name != sum.Source {
+		th.Source = protocol.SessionSource{Name: name}
+	}
+	if sum.ParentThreadID != "" {
+		th.ParentThreadID = ptr(sum.ParentThreadID)
+	}
+	if sum.Section != nil {
+		th.Section = SectionOf(*sum.Section)
+		th.SectionEnteredAt = ptr(sum.SectionEnteredAtMs / 1000)
 	}
 	if sum.Originator != "" {
 		th.Originator = ptr(sum.Originator)
@@ -808,4 +826,16 @@ func (m *Manager) StartFromHistory(ctx context.Context, opts StartOptions, histo
 	}
 	m.mu.Unlock()
 	return t, nil
+}
+
+// SectionOf renders an index section in the protocol's shape.
+func SectionOf(s threadindex.Section) *protocol.ThreadSection {
+	out := &protocol.ThreadSection{ID: s.ID, Name: s.Name}
+	if s.Appearance != "" {
+		var a protocol.ThreadSectionAppearance
+		if json.Unmarshal([]byte(s.Appearance), &a) == nil {
+			out.Appearance = &a
+		}
+	}
+	return out
 }
