@@ -17,6 +17,7 @@ import (
 	"appserver/execmgr"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
+	"appserver/stopwatch"
 	"appserver/thread"
 	"appserver/tools"
 )
@@ -37,6 +38,8 @@ type Options struct {
 	Tools thread.ToolProvider
 	// ReloadConfig re-reads the configuration from disk (config/mcpServer/reload); nil keeps the loaded one.
 	ReloadConfig func() (*config.Config, error)
+	// Clock times approval waits (nil: the real clock); tests pass a fake one.
+	Clock stopwatch.Clock
 }
 
 // Server serves any number of connections that share threads, processes and configuration.
@@ -70,7 +73,7 @@ func New(opts Options) *Server {
 		opts.Tools = tools.Provider(tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools})
 	}
 	s.threads = thread.NewManager(thread.Deps{
-		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion,
+		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion, Clock: opts.Clock,
 		InstallationID: s.installationID,
 		UserAgent:      func(o string) string { return userAgent(protocol.ClientInfo{Name: o, Version: Version}) },
 	})
@@ -118,8 +121,46 @@ type connection struct {
 	optOut       map[string]bool
 	clientInfo   protocol.ClientInfo
 	execs        *execmgr.CommandExecRegistry
+	// elicits counts, per thread, the out-of-band elicitations this connection raised and has not
+	// lowered; they are released when it ends.
+	elicits map[*thread.Thread]int64
 
 	closeHooks []func()
+}
+
+// holdElicitation records an increment of t's counter by this connection.
+func (c *connection) holdElicitation(t *thread.Thread) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.elicits == nil {
+		c.elicits = map[*thread.Thread]int64{}
+	}
+	c.elicits[t]++
+}
+
+// dropElicitation records a decrement of t's counter by this connection (of its own increments, if any).
+func (c *connection) dropElicitation(t *thread.Thread) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.elicits[t] > 0 {
+		c.elicits[t]--
+	}
+	if c.elicits[t] == 0 {
+		delete(c.elicits, t)
+	}
+}
+
+// releaseElicitations lowers every counter by what this connection left raised: nobody is left to
+// lower it, and a thread paused forever would hold its commands' results and MCP servers forever.
+func (c *connection) releaseElicitations() {
+	c.mu.Lock()
+	held := c.elicits
+	c.elicits = nil
+	c.mu.Unlock()
+	for t, n := range held {
+		left := t.ReleaseElicitations(n)
+		c.log.Info("released the out-of-band elicitations of a closed connection", "thread", t.ID, "released", n, "count", left)
+	}
 }
 
 // onClose registers cleanup to run when the connection ends.
@@ -130,6 +171,7 @@ func (c *connection) onClose(f func()) {
 }
 
 func (c *connection) closed() {
+	c.releaseElicitations()
 	c.mu.Lock()
 	hooks := c.closeHooks
 	c.closeHooks = nil
