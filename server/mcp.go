@@ -286,11 +286,24 @@ func (s *Server) beforeThreadStart(ctx context.Context, t *thread.Thread) error 
 // afterThreadStart runs after thread/start's response and thread/started (MCP startup statuses).
 func (s *Server) afterThreadStart(t *thread.Thread, _ *connection) { s.releaseThreadMCP(t) }
 
-// extraTools are tool sets beyond exec and apply_patch offered on each turn (MCP servers).
+// extraTools are tool sets beyond exec and apply_patch offered on each turn (MCP servers). As the
+// reference, a turn's model request waits until each of the thread's servers finished starting (ready or
+// failed, so at most its startup_timeout_sec), or until the turn is interrupted.
 func (s *Server) extraTools(t *thread.Thread, _ thread.Settings) []thread.ToolSet {
 	tm := mcpOf(t)
-	if tm == nil || tm.manager() == nil {
+	if tm == nil {
 		return nil
+	}
+	m := tm.manager()
+	if m == nil {
+		return nil
+	}
+	ctx := t.Context()
+	if tn := t.ActiveTurn(); tn != nil {
+		ctx = tn.Context()
+	}
+	if err := m.WaitReady(ctx); err != nil {
+		return nil // the turn is over; its request is not sent
 	}
 	return []thread.ToolSet{tm.tools.ToolSet()}
 }

@@ -141,6 +141,8 @@ const (
 	EnvPidDir = "MCPTEST_PIDDIR" // a file named after the pid is created there
 	EnvName   = "MCPTEST_NAME"   // serverInfo.name
 	EnvPause  = "MCPTEST_PAUSE"  // "ok", "fail", "fail-resume" or "hang": see NewServer
+	// EnvGate names a file the server waits for before it answers anything (a slow startup).
+	EnvGate = "MCPTEST_GATE"
 	// EnvPauseFile names a file the last accepted pause state is written to ("true"/"false").
 	EnvPauseFile = "MCPTEST_PAUSEFILE"
 )
