@@ -431,7 +431,7 @@ func TestCallHonoursDeadline(t *testing.T) {
 
 func TestLongLineAndCRLF(t *testing.T) {
 	p := newPeer(t, echoHandler(), Options{})
-	big := strings.Repeat("x", 65<<20)
+	big := strings.Repeat("x", LargeLineBytes+1<<20)
 	go p.send(`{"id":1,"method":"echo","params":{"s":"` + big + `"}}` + "\r")
 	m := p.nextWithin(2 * time.Minute)
 	require.Len(t, m["result"].(map[string]any)["s"], len(big))
