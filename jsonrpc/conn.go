@@ -370,6 +370,7 @@ func (c *Conn) serve(req *Request) {
 			req.Reply(nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("internal error: %v", p)})
 		}
 		req.finish()
+		c.releaseClaims(req)
 	}()
 	result, err := c.handler.HandleRequest(c.ctx, req)
 	if !req.handedOff.Load() {
@@ -565,6 +566,54 @@ type Request struct {
 	replied   atomic.Bool
 	large     bool // its line was at least LargeLineBytes long: it holds the connection's large token
 	finished  sync.Once
+	claims    []claim // lanes held until the handler returns (guarded by conn.flightMu)
+}
+
+type claim struct {
+	name string
+	l    *lane
+}
+
+// Claim makes later requests of a lane that is idle wait until this request's handler has returned,
+// as if this request had arrived in it: a handler that creates what the lane names (thread/start
+// creating a thread) keeps its own notifications ahead of any request for it. It reports false, and
+// does nothing, when the lane is busy. Call it from the handler, before replying.
+func (r *Request) Claim(name string) bool {
+	c := r.conn
+	c.flightMu.Lock()
+	defer c.flightMu.Unlock()
+	if _, busy := c.lanes[name]; busy || name == "" {
+		return false
+	}
+	l := &lane{}
+	c.lanes[name] = l
+	r.claims = append(r.claims, claim{name, l})
+	return true
+}
+
+// releaseClaims hands each lane the request claimed to the requests queued in it meanwhile. It runs
+// while the caller still holds a c.work count.
+func (c *Conn) releaseClaims(r *Request) {
+	c.flightMu.Lock()
+	claims := r.claims
+	r.claims = nil
+	var start []claim
+	var first []*Request
+	for _, cl := range claims {
+		if len(cl.l.waiting) == 0 {
+			delete(c.lanes, cl.name)
+			continue
+		}
+		next := cl.l.waiting[0]
+		cl.l.waiting[0] = nil
+		cl.l.waiting = cl.l.waiting[1:]
+		start, first = append(start, cl), append(first, next)
+	}
+	c.flightMu.Unlock()
+	for i, cl := range start {
+		c.work.Add(1)
+		go c.runLane(cl.name, cl.l, first[i])
+	}
 }
 
 // finish runs once when the request's handler returned (or it was refused): a large request gives its

@@ -49,6 +49,7 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 		s.threads.Unload(t.ID)
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error creating thread: %v", err)
 	}
+	req.Claim(threadLane(t.ID))
 	t.Subscribe(c)
 	st := t.Settings()
 	if p.Cwd != nil && isWritable(st.Sandbox) {
