@@ -439,6 +439,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	if err := s.startOrUnload(ctx, t, "forking"); err != nil {
 		return nil, err
 	}
+	req.Claim(threadLane(t.ID))
 	exclude := excludeTurns(c, p.ExcludeTurns)
 	t.Subscribe(c)
 	info := t.Info()

@@ -21,6 +21,7 @@ import (
 	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/skills"
+	"appserver/stopwatch"
 	"appserver/thread"
 	"appserver/tools"
 )
@@ -44,6 +45,8 @@ type Options struct {
 	// SessionSource is recorded as the source of threads started here ("vscode" when empty; `exec`
 	// uses "exec").
 	SessionSource string
+	// Clock times approval waits (nil: the real clock); tests pass a fake one.
+	Clock stopwatch.Clock
 }
 
 // Server serves any number of connections that share threads, processes and configuration.
@@ -83,7 +86,7 @@ func New(opts Options) *Server {
 		opts.Tools = tools.Provider(tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools})
 	}
 	s.threads = thread.NewManager(thread.Deps{
-		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion,
+		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion, Clock: opts.Clock,
 		InstallationID: s.installationID,
 		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil)},
 		SkillsPrompt:   s.skillsPrompt,
@@ -140,8 +143,46 @@ type connection struct {
 	optOut       map[string]bool
 	clientInfo   protocol.ClientInfo
 	execs        *execmgr.CommandExecRegistry
+	// elicits counts, per thread, the out-of-band elicitations this connection raised and has not
+	// lowered; they are released when it ends.
+	elicits map[*thread.Thread]int64
 
 	closeHooks []func()
+}
+
+// holdElicitation records an increment of t's counter by this connection.
+func (c *connection) holdElicitation(t *thread.Thread) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.elicits == nil {
+		c.elicits = map[*thread.Thread]int64{}
+	}
+	c.elicits[t]++
+}
+
+// dropElicitation records a decrement of t's counter by this connection (of its own increments, if any).
+func (c *connection) dropElicitation(t *thread.Thread) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.elicits[t] > 0 {
+		c.elicits[t]--
+	}
+	if c.elicits[t] == 0 {
+		delete(c.elicits, t)
+	}
+}
+
+// releaseElicitations lowers every counter by what this connection left raised: nobody is left to
+// lower it, and a thread paused forever would hold its commands' results and MCP servers forever.
+func (c *connection) releaseElicitations() {
+	c.mu.Lock()
+	held := c.elicits
+	c.elicits = nil
+	c.mu.Unlock()
+	for t, n := range held {
+		left := t.ReleaseElicitations(n)
+		c.log.Info("released the out-of-band elicitations of a closed connection", "thread", t.ID, "released", n, "count", left)
+	}
 }
 
 // onClose registers cleanup to run when the connection ends.
@@ -152,6 +193,7 @@ func (c *connection) onClose(f func()) {
 }
 
 func (c *connection) closed() {
+	c.releaseElicitations()
 	c.mu.Lock()
 	hooks := c.closeHooks
 	c.closeHooks = nil

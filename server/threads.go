@@ -48,6 +48,7 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 		s.threads.Unload(t.ID)
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error creating thread: %v", err)
 	}
+	req.Claim(threadLane(t.ID))
 	t.Subscribe(c)
 	st := t.Settings()
 	if p.Cwd != nil && isWritable(st.Sandbox) {
@@ -164,30 +165,29 @@ func paginate[T any](all []T, cursor *string, limit *uint32) ([]T, *string) {
 	return all[start:end], next
 }
 
-func (s *Server) incrementElicitation(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadIncrementElicitationParams) (any, error) {
+func (s *Server) incrementElicitation(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ThreadIncrementElicitationParams) (any, error) {
 	t, err := s.loadedThread(p.ThreadID)
 	if err != nil {
 		return nil, err
 	}
-	count, paused, err := t.IncrementElicitation(ctx)
-	if err != nil {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to pause thread: %v", err)
-	}
+	count, paused := t.IncrementElicitation()
+	c.holdElicitation(t)
 	return protocol.ThreadIncrementElicitationResponse{Count: count, Paused: paused}, nil
 }
 
-func (s *Server) decrementElicitation(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadDecrementElicitationParams) (any, error) {
+func (s *Server) decrementElicitation(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ThreadDecrementElicitationParams) (any, error) {
 	t, err := s.loadedThread(p.ThreadID)
 	if err != nil {
 		return nil, err
 	}
-	count, paused, err := t.DecrementElicitation(ctx)
+	count, paused, err := t.DecrementElicitation()
 	if errors.Is(err, thread.ErrElicitationAtZero) {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to resume thread: %v", err)
 	}
+	c.dropElicitation(t)
 	return protocol.ThreadDecrementElicitationResponse{Count: count, Paused: paused}, nil
 }
 

@@ -21,9 +21,10 @@ import (
 	"appserver/stopwatch"
 )
 
-// PauseListener is told when a thread's out-of-band pause state changes (the MCP layer forwards it to
-// servers that advertise the capability). An error rolls the counter change back.
-type PauseListener func(ctx context.Context, threadID string, paused bool) error
+// PauseListener is told, in the background and in order, when a thread's pause state changes (the MCP
+// layer forwards it to servers that advertise the capability); when a paused thread closes it is told
+// paused:false before the thread's closers run. An error is logged: the local state stands.
+type PauseListener func(ctx context.Context, t *Thread, paused bool) error
 
 // Deps are the collaborators a Manager needs.
 type Deps struct {
@@ -37,6 +38,8 @@ type Deps struct {
 	Version string
 	// UserAgent renders the user-agent header of model requests for an originator.
 	UserAgent func(originator string) string
+	// Clock times approval waits (nil: the real clock); tests pass a fake one.
+	Clock stopwatch.Clock
 	// HTTPClient is used for model requests (nil: default).
 	ModelOptions model.Options
 	// SkillsPrompt renders the skills offered to the model for a working directory ("" = none); a new
@@ -100,7 +103,7 @@ func (m *Manager) notifyPause(ctx context.Context, t *Thread, paused bool) error
 	if l == nil {
 		return nil
 	}
-	return l(ctx, t.ID, paused)
+	return l(ctx, t, paused)
 }
 
 // Config returns the current server-wide configuration.

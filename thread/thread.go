@@ -284,35 +284,49 @@ func requestID(id any) protocol.RequestId {
 	return protocol.StringRequestID(fmt.Sprint(id))
 }
 
-// IncrementElicitation raises the out-of-band elicitation counter; 0→1 pauses the thread's deadlines.
-func (t *Thread) IncrementElicitation(ctx context.Context) (count int64, paused bool, err error) {
+// IncrementElicitation raises the out-of-band elicitation counter; 0→1 pauses the thread's deadlines at
+// once (MCP servers are told in the background). paused is the thread's state afterwards.
+func (t *Thread) IncrementElicitation() (count int64, paused bool) {
 	t.elicitMu.Lock()
-	defer t.elicitMu.Unlock()
-	if t.elicitCount == 0 {
-		if err := t.mgr.notifyPause(ctx, t, true); err != nil {
-			return t.elicitCount, t.elicitCount > 0, err
-		}
+	t.elicitCount++
+	if t.elicitCount == 1 {
 		t.setOutOfBandPaused(true)
 	}
-	t.elicitCount++
-	return t.elicitCount, true, nil
+	count = t.elicitCount
+	t.elicitMu.Unlock()
+	return count, t.Paused()
 }
 
-// DecrementElicitation lowers the counter; 1→0 resumes the thread's deadlines.
-func (t *Thread) DecrementElicitation(ctx context.Context) (count int64, paused bool, err error) {
+// DecrementElicitation lowers the counter; 1→0 resumes the thread's deadlines unless a pending
+// elicitation still holds them. paused is the thread's real state afterwards.
+func (t *Thread) DecrementElicitation() (count int64, paused bool, err error) {
 	t.elicitMu.Lock()
-	defer t.elicitMu.Unlock()
 	if t.elicitCount == 0 {
-		return 0, false, ErrElicitationAtZero
-	}
-	if t.elicitCount == 1 {
-		if err := t.mgr.notifyPause(ctx, t, false); err != nil {
-			return t.elicitCount, true, err
-		}
-		t.setOutOfBandPaused(false)
+		t.elicitMu.Unlock()
+		return 0, t.Paused(), ErrElicitationAtZero
 	}
 	t.elicitCount--
-	return t.elicitCount, t.elicitCount > 0, nil
+	if t.elicitCount == 0 {
+		t.setOutOfBandPaused(false)
+	}
+	count = t.elicitCount
+	t.elicitMu.Unlock()
+	return count, t.Paused(), nil
+}
+
+// ReleaseElicitations lowers the counter by up to n (a client that raised it went away) and returns the
+// count afterwards.
+func (t *Thread) ReleaseElicitations(n int64) int64 {
+	t.elicitMu.Lock()
+	defer t.elicitMu.Unlock()
+	if n <= 0 || t.elicitCount == 0 {
+		return t.elicitCount
+	}
+	t.elicitCount = max(t.elicitCount-n, 0)
+	if t.elicitCount == 0 {
+		t.setOutOfBandPaused(false)
+	}
+	return t.elicitCount
 }
 
 // SetName changes the thread's name and announces it.
@@ -340,6 +354,7 @@ func (t *Thread) close() {
 		active.interrupt()
 		<-active.done
 	}
+	t.settlePause()
 	t.runClosers()
 	if rec != nil {
 		_ = rec.Close()

@@ -85,6 +85,9 @@ func (tn *Turn) takePendingUsage() *model.Usage {
 // Done is closed when the turn has completed (turn/completed was sent).
 func (tn *Turn) Done() <-chan struct{} { return tn.done }
 
+// Context is cancelled when the turn ends or is interrupted.
+func (tn *Turn) Context() context.Context { return tn.ctx }
+
 func (tn *Turn) interrupt() {
 	tn.cancel(errInterrupted)
 	// The model stream survives a cancel by a tool (see stream), not an interruption.
