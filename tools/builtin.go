@@ -243,9 +243,12 @@ func (viewImageSet) Call(_ context.Context, tc *thread.ToolContext, call thread.
 	done := time.Now().UnixMilli()
 	item.CompletedAtMs = &done
 	tc.ItemCompleted(protocol.ThreadItem{Value: item})
-	content, _ := json.Marshal([]map[string]string{{
-		"type": "input_image", "image_url": "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(data), "detail": "high",
-	}})
+	type inputImage struct {
+		Type     string `json:"type"`
+		ImageURL string `json:"image_url"`
+		Detail   string `json:"detail"`
+	}
+	content, _ := json.Marshal([]inputImage{{Type: "input_image", ImageURL: "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(data), Detail: "high"}})
 	return thread.FunctionOutputRaw(call.CallID, content), true
 }
 
