@@ -181,6 +181,9 @@ func (userInputSet) Call(ctx context.Context, tc *thread.ToolContext, call threa
 			args.Questions[i].Options = []protocol.ToolRequestUserInputOption{}
 		}
 		args.Questions[i].IsOther = ptr(true)
+		if args.Questions[i].IsSecret == nil {
+			args.Questions[i].IsSecret = ptr(false)
+		}
 	}
 	tc.Thread.SetWaitingOnUserInput(true)
 	raw, err := tc.Request(ctx, protocol.ServerRequestItemToolRequestUserInput, protocol.ToolRequestUserInputParams{
