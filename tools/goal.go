@@ -30,8 +30,8 @@ func (goalSet) Specs() []json.RawMessage { return goalSpecs }
 // goalResult is the JSON the goal tools answer with (the reference's field names and order).
 type goalResult struct {
 	Goal                   *goalJSON `json:"goal"`
-	RemainingTokens        *int64               `json:"remainingTokens"`
-	CompletionBudgetReport *string              `json:"completionBudgetReport"`
+	RemainingTokens        *int64    `json:"remainingTokens"`
+	CompletionBudgetReport *string   `json:"completionBudgetReport"`
 }
 
 // goalJSON is a goal with its fields in the order the reference tells the model.
