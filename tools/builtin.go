@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"appserver/config"
+	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
 )
@@ -26,7 +27,7 @@ type toolSwitches struct {
 	webSearch                          string // "disabled", "cached" or "live"
 }
 
-func switchesOf(cfg *config.Config) toolSwitches {
+func switchesOf(cfg *config.Config, modelID string) toolSwitches {
 	raw := cfg.Raw()
 	sw := toolSwitches{
 		unifiedExec:      cfg.FeatureEnabled("unified_exec"),
@@ -40,9 +41,12 @@ func switchesOf(cfg *config.Config) toolSwitches {
 	if v, ok := raw["web_search"].(string); ok && v != "" {
 		sw.webSearch = v
 	}
-	// apply_patch goes with the shell tools unless include_apply_patch_tool says otherwise: a thread that
-	// turned every command tool off (the TUI's title thread) gets no editing tool either.
-	sw.applyPatch = rawBool(raw, sw.unifiedExec || sw.shellTool, "include_apply_patch_tool")
+	// A catalogue model always gets apply_patch, as the reference offers it by model. Any other model
+	// (the reference offers it none) gets it along with the command tools, so a thread that turned every
+	// command tool off (the TUI's title thread) gets no editing tool either. include_apply_patch_tool
+	// decides when set.
+	_, known := model.LookupModel(modelID)
+	sw.applyPatch = rawBool(raw, known || sw.unifiedExec || sw.shellTool, "include_apply_patch_tool")
 	return sw
 }
 
