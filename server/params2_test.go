@@ -76,6 +76,8 @@ func TestEchoesWhatTheClientSent(t *testing.T) {
 		}
 	}
 	require.Equal(t, "default", settings["collaborationMode"].(map[string]any)["mode"])
+	require.NotContains(t, strings.Join(developerTexts(mm.ResponseRequests()[0].Body), "\n"), "<collaboration_mode>",
+		"a thread starts in Default mode: choosing it changes nothing the model must hear")
 
 	// The same settings again: nothing to announce. A new cwd moves the thread and the model is told.
 	sub := filepath.Join(c.Work, "sub")
@@ -196,6 +198,9 @@ func TestCollaborationModes(t *testing.T) {
 	require.Equal(t, "high", reqs[0].Body["reasoning"].(map[string]any)["effort"], "the mode's effort applies")
 	require.NotContains(t, reqs[2].Body["reasoning"], "effort", "a null effort clears it")
 	require.Contains(t, string(mustJSON(t, reqs[1].Body["input"])), `{\"answers\":{\"color\":{\"answers\":[\"Blue\"]}}}`)
+	planDev := developerTexts(reqs[0].Body)
+	require.Contains(t, planDev[len(planDev)-1], "<collaboration_mode>", "entering Plan mode tells the model")
+	require.Contains(t, planDev[len(planDev)-1], "Plan")
 	dev := developerTexts(reqs[2].Body)
 	require.Contains(t, dev[len(dev)-1], "<collaboration_mode>", "switching modes tells the model")
 	require.Contains(t, dev[len(dev)-1], "Default")

@@ -162,3 +162,17 @@ func merge(a, b map[string]any) map[string]any {
 	}
 	return a
 }
+
+func TestCatalogueModelKeepsApplyPatchWithoutCommandTools(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("ok"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+	tid := c.StartThread(map[string]any{"model": "gpt-5.5", "config": tuiTitleConfig})
+	c.StartTurn(tid, "go")
+	c.WaitTurnCompleted()
+	body := mm.ResponseRequests()[0].Body
+	require.Equal(t, []string{"apply_patch"}, toolNames(body), "the reference offers apply_patch by model")
+	require.Equal(t, map[string]any{"verbosity": "low"}, body["text"], "catalogue defaults")
+	require.Equal(t, map[string]any{"effort": "medium"}, body["reasoning"])
+}

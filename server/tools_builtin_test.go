@@ -168,6 +168,7 @@ func TestDynamicToolsAreCalledThroughTheClientAndSurviveResume(t *testing.T) {
 		}
 	}
 	require.Len(t, calls, 2)
+	require.NotContains(t, apptest.NotificationMethods(call), "serverRequest/resolved", "the reference announces no resolution of item/tool/call")
 	byID := map[string]map[string]any{}
 	for _, cl := range calls {
 		byID[cl["callId"].(string)] = cl

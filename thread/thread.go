@@ -82,7 +82,6 @@ type Thread struct {
 	mcpOverrides map[string]config.MCPServer
 	systemError  bool // the previous turn failed: the thread reports systemError until the next turn
 	modeChanged  bool // turn/start switched the collaboration mode: the next run tells the model
-	turnCount    int  // turns run since the thread was loaded
 	cwdChanged   bool // turn/start moved the thread: the next run sends the new environment context
 	windowN      int
 	recorder     *rollout.Recorder
@@ -242,12 +241,12 @@ func (t *Thread) setFlag(f protocol.ThreadActiveFlag, on bool) {
 // request sends a server→client request to a subscriber (waiting for one to subscribe if none is),
 // then emits serverRequest/resolved whatever the outcome once an id was assigned.
 func (t *Thread) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	return t.requestThen(ctx, method, params, nil)
+	return t.requestThen(ctx, method, params, true, nil)
 }
 
 // requestThen is request with a hook that runs after the answer (or failure) and before
-// serverRequest/resolved is emitted.
-func (t *Thread) requestThen(ctx context.Context, method string, params any, beforeResolved func(err error)) (json.RawMessage, error) {
+// serverRequest/resolved is emitted (when announce is set).
+func (t *Thread) requestThen(ctx context.Context, method string, params any, announce bool, beforeResolved func(err error)) (json.RawMessage, error) {
 	gone := map[Subscriber]bool{}
 	for {
 		sub, wait := t.pickSubscriber(gone)
@@ -261,7 +260,7 @@ func (t *Thread) requestThen(ctx context.Context, method string, params any, bef
 			if beforeResolved != nil {
 				beforeResolved(err)
 			}
-			if reqID != nil {
+			if reqID != nil && announce {
 				t.emit(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.ID, RequestID: requestID(reqID)})
 			}
 			return res, err

@@ -367,13 +367,11 @@ func (tn *Turn) run() {
 	if p := permissionsText(s); t.swapPermissions(p) {
 		t.appendHistory(messageItem("developer", p))
 	}
-	// A turn that switched the collaboration mode tells the model which mode now applies (the first
-	// turn of a thread does not, as in the reference).
+	// A turn that switched the collaboration mode (threads start in Default) tells the model which mode
+	// now applies, as the reference does.
 	t.mu.Lock()
-	switched := t.modeChanged && t.turnCount > 0
-	moved := t.cwdChanged
+	switched, moved := t.modeChanged, t.cwdChanged
 	t.modeChanged, t.cwdChanged = false, false
-	t.turnCount++
 	t.mu.Unlock()
 	if switched {
 		t.appendHistory(messageItem("developer", collaborationModeText(s)))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"appserver/config"
+	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
 )
@@ -26,7 +27,7 @@ type toolSwitches struct {
 	webSearch                          string // "disabled", "cached" or "live"
 }
 
-func switchesOf(cfg *config.Config) toolSwitches {
+func switchesOf(cfg *config.Config, modelID string) toolSwitches {
 	raw := cfg.Raw()
 	sw := toolSwitches{
 		unifiedExec:      cfg.FeatureEnabled("unified_exec"),
@@ -40,9 +41,12 @@ func switchesOf(cfg *config.Config) toolSwitches {
 	if v, ok := raw["web_search"].(string); ok && v != "" {
 		sw.webSearch = v
 	}
-	// apply_patch goes with the shell tools unless include_apply_patch_tool says otherwise: a thread that
-	// turned every command tool off (the TUI's title thread) gets no editing tool either.
-	sw.applyPatch = rawBool(raw, sw.unifiedExec || sw.shellTool, "include_apply_patch_tool")
+	// A catalogue model always gets apply_patch, as the reference offers it by model. Any other model
+	// (the reference offers it none) gets it along with the command tools, so a thread that turned every
+	// command tool off (the TUI's title thread) gets no editing tool either. include_apply_patch_tool
+	// decides when set.
+	_, known := model.LookupModel(modelID)
+	sw.applyPatch = rawBool(raw, known || sw.unifiedExec || sw.shellTool, "include_apply_patch_tool")
 	return sw
 }
 
@@ -181,6 +185,9 @@ func (userInputSet) Call(ctx context.Context, tc *thread.ToolContext, call threa
 			args.Questions[i].Options = []protocol.ToolRequestUserInputOption{}
 		}
 		args.Questions[i].IsOther = ptr(true)
+		if args.Questions[i].IsSecret == nil {
+			args.Questions[i].IsSecret = ptr(false)
+		}
 	}
 	tc.Thread.SetWaitingOnUserInput(true)
 	raw, err := tc.Request(ctx, protocol.ServerRequestItemToolRequestUserInput, protocol.ToolRequestUserInputParams{
@@ -243,9 +250,12 @@ func (viewImageSet) Call(_ context.Context, tc *thread.ToolContext, call thread.
 	done := time.Now().UnixMilli()
 	item.CompletedAtMs = &done
 	tc.ItemCompleted(protocol.ThreadItem{Value: item})
-	content, _ := json.Marshal([]map[string]string{{
-		"type": "input_image", "image_url": "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(data), "detail": "high",
-	}})
+	type inputImage struct {
+		Type     string `json:"type"`
+		ImageURL string `json:"image_url"`
+		Detail   string `json:"detail"`
+	}
+	content, _ := json.Marshal([]inputImage{{Type: "input_image", ImageURL: "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(data), Detail: "high"}})
 	return thread.FunctionOutputRaw(call.CallID, content), true
 }
 

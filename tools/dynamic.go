@@ -87,7 +87,7 @@ func (d dynamicSet) Call(ctx context.Context, tc *thread.ToolContext, call threa
 		StartedAtMs: ptr(start.UnixMilli()),
 	}
 	tc.ItemStarted(protocol.ThreadItem{Value: item})
-	raw, err := tc.Request(ctx, protocol.ServerRequestItemToolCall, protocol.DynamicToolCallParams{
+	raw, err := tc.RequestUnannounced(ctx, protocol.ServerRequestItemToolCall, protocol.DynamicToolCallParams{
 		ThreadID: tc.ThreadID(), TurnID: tc.TurnID(), CallID: call.CallID, Namespace: ns, Tool: call.Name, Arguments: args,
 	})
 	var resp protocol.DynamicToolCallResponse

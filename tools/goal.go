@@ -27,15 +27,31 @@ var goalSpecs = []json.RawMessage{
 
 func (goalSet) Specs() []json.RawMessage { return goalSpecs }
 
-// goalResult is the JSON the goal tools answer with (the reference's field names).
+// goalResult is the JSON the goal tools answer with (the reference's field names and order).
 type goalResult struct {
-	Goal                   *protocol.ThreadGoal `json:"goal"`
-	RemainingTokens        *int64               `json:"remainingTokens"`
-	CompletionBudgetReport *string              `json:"completionBudgetReport"`
+	Goal                   *goalJSON `json:"goal"`
+	RemainingTokens        *int64    `json:"remainingTokens"`
+	CompletionBudgetReport *string   `json:"completionBudgetReport"`
+}
+
+// goalJSON is a goal with its fields in the order the reference tells the model.
+type goalJSON struct {
+	ThreadID        string                    `json:"threadId"`
+	Objective       string                    `json:"objective"`
+	Status          protocol.ThreadGoalStatus `json:"status"`
+	TokenBudget     *int64                    `json:"tokenBudget"`
+	TokensUsed      int64                     `json:"tokensUsed"`
+	TimeUsedSeconds int64                     `json:"timeUsedSeconds"`
+	CreatedAt       int64                     `json:"createdAt"`
+	UpdatedAt       int64                     `json:"updatedAt"`
 }
 
 func goalOutput(callID string, g *protocol.ThreadGoal, report *string) json.RawMessage {
-	r := goalResult{Goal: g, CompletionBudgetReport: report}
+	r := goalResult{CompletionBudgetReport: report}
+	if g != nil {
+		r.Goal = &goalJSON{ThreadID: g.ThreadID, Objective: g.Objective, Status: g.Status, TokenBudget: g.TokenBudget,
+			TokensUsed: g.TokensUsed, TimeUsedSeconds: g.TimeUsedSeconds, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt}
+	}
 	if g != nil && g.TokenBudget != nil {
 		rem := max(*g.TokenBudget-g.TokensUsed, 0)
 		r.RemainingTokens = &rem

@@ -32,7 +32,7 @@ func Provider(d Deps) thread.ToolProvider {
 	}
 	return func(t *thread.Thread, s thread.Settings) []thread.ToolSet {
 		st := state(t, &d)
-		sw := switchesOf(s.EffectiveConfig(d.Config))
+		sw := switchesOf(s.EffectiveConfig(d.Config), s.Model)
 		var sets []thread.ToolSet
 		switch {
 		case sw.unifiedExec:
