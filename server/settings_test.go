@@ -431,3 +431,43 @@ func TestSkillsOfferedToModel(t *testing.T) {
 	require.Contains(t, body, "- on: turns things on (file: "+filepath.Join(c.Home, "skills", "on", "SKILL.md"))
 	require.NotContains(t, body, "disabled skill")
 }
+
+func TestBedrockAndVerification(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".aws", "config"), "[default]\nregion = us-west-2\n\n[profile dev]\nregion = eu-west-1\n")
+	writeFile(t, filepath.Join(home, ".aws", "credentials"), "[default]\naws_access_key_id = a\naws_secret_access_key = b\n[other]\naws_access_key_id = c\n")
+	t.Setenv("HOME", home)
+	t.Setenv("AWS_CONFIG_FILE", "")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "x")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "y")
+	t.Setenv("AWS_REGION", "us-east-2")
+	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "")
+	t.Setenv("PATH", t.TempDir()) // no gcloud
+	c := startSettings(t, "")
+	var disc map[string]any
+	c.Result("account/bedrock/discover", map[string]any{}, &disc)
+	require.JSONEq(t, `{"profiles":[{"name":"default","region":"us-west-2"},{"name":"dev","region":"eu-west-1"},{"name":"other","region":null}],
+		"environmentCredentials":[{"type":"accessKeys","region":"us-east-2"}]}`, toJSON(t, disc))
+
+	requireRPCError(t, c.Request("account/bedrock/setup", map[string]any{"type": "profile", "profile": "dev", "region": "x"}), -32600, "Amazon Bedrock does not support region `x`")
+	requireRPCError(t, c.Request("account/bedrock/setup", map[string]any{"type": "profile", "profile": "dev", "region": "us-east-1"}), -32600,
+		"failed to load credentials for AWS profile `dev`: failed to load AWS credentials: the credential provider was not enabled")
+	requireRPCError(t, c.Request("account/bedrock/setup", map[string]any{"type": "profile", "profile": "other", "region": "us-east-1"}), -32600,
+		"failed to load credentials for AWS profile `other`: failed to load AWS credentials: the credentials provider was not properly configured")
+	c.Result("account/bedrock/setup", map[string]any{"type": "environment", "region": "us-east-1"}, nil)
+	text, err := os.ReadFile(filepath.Join(c.Home, "config.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(text), "\n[model_providers.amazon-bedrock.aws]\nregion = \"us-east-1\"\n")
+
+	m := c.Request("account/gcp/setup", map[string]any{"projectId": "p"})
+	requireRPCError(t, m, -32600, "The Google Cloud auth command could not obtain an access token.")
+	require.JSONEq(t, `{"reason":"authCommandFailed"}`, string(m.Error.Data))
+
+	var st map[string]any
+	c.Result("userVerification/status", map[string]any{}, &st)
+	require.JSONEq(t, `{"credentialId":null,"unavailableReason":"providerUnavailable","unavailableMessage":"User verification is not available in this build or account."}`, toJSON(t, st))
+	requireRPCError(t, c.Request("userVerification/enroll", map[string]any{}), -32603, "User verification is not available in this build or account.")
+	requireRPCError(t, c.Request("userVerification/verify", map[string]any{"challenge": "x", "description": "x", "title": "x"}), -32602, "Invalid verification challenge or display text.")
+	c.Result("userVerification/cancel", map[string]any{"requestId": "x"}, nil)
+}
