@@ -13,6 +13,7 @@ import (
 	"appserver/auth"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
+	"appserver/ratelimits"
 )
 
 // addAccountRoutes registers the account methods: reads as the reference answers them for an API-key or
@@ -24,7 +25,7 @@ func (s *Server) addAccountRoutes(r map[string]route) {
 	r[protocol.MethodAccountLoginStart] = handle(s.accountLoginStart)
 	r[protocol.MethodAccountLoginCancel] = handle(s.accountLoginCancel)
 	r[protocol.MethodAccountLogout] = handle(s.accountLogout)
-	r[protocol.MethodAccountRateLimitsRead] = handle(s.accountNeedsChatGPT("to read rate limits"))
+	r[protocol.MethodAccountRateLimitsRead] = handle(s.accountRateLimitsRead)
 	r[protocol.MethodAccountUsageRead] = handle(s.accountNeedsChatGPT("to read token usage"))
 	r[protocol.MethodAccountWorkspaceMessagesRead] = handle(s.accountNeedsChatGPT("to read workspace messages"))
 	r[protocol.MethodAccountSendAddCreditsNudgeEmail] = handle(s.accountNeedsChatGPT("to notify workspace owner"))
@@ -228,4 +229,25 @@ func optString(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// accountRateLimitsRead reports the rate limits of the last model response's headers; before any (or when
+// the service sends none) it answers as the reference does for a non-ChatGPT account.
+func (s *Server) accountRateLimitsRead(ctx context.Context, c *connection, req *jsonrpc.Request, p *struct{}) (any, error) {
+	snap, ok := s.rateLimits.Latest()
+	if !ok {
+		return s.accountNeedsChatGPT("to read rate limits")(ctx, c, req, p)
+	}
+	rl := protocol.RateLimitSnapshot{LimitID: ptr("codex"), Primary: wireWindow(snap.Primary), Secondary: wireWindow(snap.Secondary)}
+	if cr := snap.Credits; cr != nil {
+		rl.Credits = &protocol.CreditsSnapshot{HasCredits: cr.HasCredits, Unlimited: cr.Unlimited, Balance: cr.Balance}
+	}
+	return protocol.GetAccountRateLimitsResponse{RateLimits: rl, RateLimitsByLimitID: map[string]protocol.RateLimitSnapshot{"codex": rl}}, nil
+}
+
+func wireWindow(w *ratelimits.Window) *protocol.RateLimitWindow {
+	if w == nil {
+		return nil
+	}
+	return &protocol.RateLimitWindow{UsedPercent: w.UsedPercent, WindowDurationMins: w.WindowMinutes, ResetsAt: w.ResetsAt}
 }

@@ -471,3 +471,24 @@ func TestBedrockAndVerification(t *testing.T) {
 	requireRPCError(t, c.Request("userVerification/verify", map[string]any{"challenge": "x", "description": "x", "title": "x"}), -32602, "Invalid verification challenge or display text.")
 	c.Result("userVerification/cancel", map[string]any{"requestId": "x"}, nil)
 }
+
+// account/rateLimits/read reports the rate-limit headers of the last model response.
+func TestRateLimitsFromResponseHeaders(t *testing.T) {
+	c := startSettings(t, "")
+	requireRPCError(t, c.Request("account/rateLimits/read", nil), -32600, "codex account authentication required to read rate limits")
+	c.Model.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}, Headers: map[string]string{
+		"x-codex-primary-used-percent": "25", "x-codex-primary-window-minutes": "300", "x-codex-primary-reset-at": "1800000000",
+		"x-codex-secondary-used-percent": "5", "x-codex-secondary-window-minutes": "10080",
+	}})
+	id := c.StartThread(nil)
+	c.StartTurn(id, "hi")
+	c.WaitTurnCompleted()
+	var res struct {
+		RateLimits          map[string]any            `json:"rateLimits"`
+		RateLimitsByLimitID map[string]map[string]any `json:"rateLimitsByLimitId"`
+	}
+	c.Result("account/rateLimits/read", nil, &res)
+	require.JSONEq(t, `{"usedPercent":25,"windowDurationMins":300,"resetsAt":1800000000}`, toJSON(t, res.RateLimits["primary"]))
+	require.JSONEq(t, `{"usedPercent":5,"windowDurationMins":10080,"resetsAt":null}`, toJSON(t, res.RateLimits["secondary"]))
+	require.Contains(t, res.RateLimitsByLimitID, "codex")
+}
