@@ -492,3 +492,65 @@ func TestRateLimitsFromResponseHeaders(t *testing.T) {
 	require.JSONEq(t, `{"usedPercent":5,"windowDurationMins":10080,"resetsAt":null}`, toJSON(t, res.RateLimits["secondary"]))
 	require.Contains(t, res.RateLimitsByLimitID, "codex")
 }
+
+func TestLocalPluginMarketplace(t *testing.T) {
+	c := startSettings(t, "")
+	repo := filepath.Join(c.Work, "mrepo")
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".git"), 0o755))
+	market := filepath.Join(repo, ".agents", "plugins", "marketplace.json")
+	writeFile(t, market, `{"name":"demo-market","interface":{"displayName":"Demo Market"},"plugins":[
+		{"name":"note","source":{"source":"local","path":"./plugins/note"},"policy":{"installation":"AVAILABLE","authentication":"ON_INSTALL"},"category":"Productivity"},
+		{"name":"escape","source":{"source":"local","path":"../outside"}}]}`)
+	writeFile(t, filepath.Join(repo, "plugins", "note", ".codex-plugin", "plugin.json"), `{"name":"note","version":"1.0.0","description":"Takes notes","interface":{"displayName":"Note Taker","capabilities":["Read"]}}`)
+
+	type listResp struct {
+		Marketplaces []struct {
+			Name    string `json:"name"`
+			Path    string `json:"path"`
+			Plugins []struct {
+				ID        string `json:"id"`
+				Installed bool   `json:"installed"`
+				Enabled   bool   `json:"enabled"`
+			} `json:"plugins"`
+		} `json:"marketplaces"`
+	}
+	var l listResp
+	c.Result("plugin/list", map[string]any{"cwds": []string{repo}}, &l)
+	require.Len(t, l.Marketplaces, 1)
+	require.Equal(t, market, l.Marketplaces[0].Path)
+	require.Len(t, l.Marketplaces[0].Plugins, 1, "sources outside the marketplace root are skipped")
+	require.Equal(t, "note@demo-market", l.Marketplaces[0].Plugins[0].ID)
+	require.False(t, l.Marketplaces[0].Plugins[0].Installed)
+
+	var read struct {
+		Plugin struct {
+			MarketplaceName string `json:"marketplaceName"`
+			Description     string `json:"description"`
+		} `json:"plugin"`
+	}
+	c.Result("plugin/read", map[string]any{"pluginName": "note", "marketplacePath": market}, &read)
+	require.Equal(t, "demo-market", read.Plugin.MarketplaceName)
+	require.Equal(t, "Takes notes", read.Plugin.Description)
+
+	var inst map[string]any
+	c.Result("plugin/install", map[string]any{"pluginName": "note", "marketplacePath": market}, &inst)
+	require.JSONEq(t, `{"authPolicy":"ON_INSTALL","appsNeedingAuth":[]}`, toJSON(t, inst))
+	_, err := os.Stat(filepath.Join(c.Home, "plugins", "cache", "demo-market", "note", "1.0.0", ".codex-plugin", "plugin.json"))
+	require.NoError(t, err)
+	text, err := os.ReadFile(filepath.Join(c.Home, "config.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(text), "\n[plugins.\"note@demo-market\"]\nenabled = true\n")
+
+	c.Result("plugin/installed", map[string]any{"cwds": []string{repo}}, &l)
+	require.Len(t, l.Marketplaces, 1)
+	require.True(t, l.Marketplaces[0].Plugins[0].Installed)
+	require.True(t, l.Marketplaces[0].Plugins[0].Enabled)
+
+	c.Result("plugin/uninstall", map[string]any{"pluginId": "note@demo-market"}, nil)
+	c.Result("plugin/installed", map[string]any{"cwds": []string{repo}}, &l)
+	require.Empty(t, l.Marketplaces)
+	after, err := os.ReadFile(filepath.Join(c.Home, "config.toml"))
+	require.NoError(t, err)
+	require.NotContains(t, string(after), "plugins.")
+	requireRPCError(t, c.Request("plugin/uninstall", map[string]any{"pluginId": "note@demo-market"}), -32600, "resolve remote plugin before uninstall: chatgpt authentication required for remote plugin catalog")
+}
