@@ -554,3 +554,18 @@ func TestLocalPluginMarketplace(t *testing.T) {
 	require.NotContains(t, string(after), "plugins.")
 	requireRPCError(t, c.Request("plugin/uninstall", map[string]any{"pluginId": "note@demo-market"}), -32600, "resolve remote plugin before uninstall: chatgpt authentication required for remote plugin catalog")
 }
+
+// A write to a key that a higher layer (here the selected profile) sets reports okOverridden.
+func TestConfigWriteOverridden(t *testing.T) {
+	c := startSettings(t, "profile = \"p\"\n\n[profiles.p]\nmodel = \"from-profile\"\n")
+	var w struct {
+		Status             string         `json:"status"`
+		OverriddenMetadata map[string]any `json:"overriddenMetadata"`
+	}
+	c.Result("config/value/write", map[string]any{"keyPath": "model", "value": "gpt-x", "mergeStrategy": "replace"}, &w)
+	require.Equal(t, "okOverridden", w.Status)
+	require.Equal(t, "from-profile", w.OverriddenMetadata["effectiveValue"])
+	c.Result("config/value/write", map[string]any{"keyPath": "sandbox_mode", "value": "workspace-write", "mergeStrategy": "replace"}, &w)
+	require.Equal(t, "ok", w.Status)
+	require.Nil(t, w.OverriddenMetadata)
+}
