@@ -355,7 +355,16 @@ func remove(data []byte, path []string) ([]byte, error) {
 	var spans []span
 	for _, t := range d.tables {
 		if hasPrefix(t.path, path) {
-			spans = append(spans, span{t.start, t.end})
+			// The blank lines that separate the section from the one before go with it.
+			start := t.start
+			for start > 0 {
+				prev := lineStart(data, start-1)
+				if strings.TrimSpace(string(data[prev:start])) != "" {
+					break
+				}
+				start = prev
+			}
+			spans = append(spans, span{start, t.lastKVEnd})
 		}
 	}
 	for _, k := range d.kvs {

@@ -42,7 +42,7 @@ func TestApply(t *testing.T) {
 		{"delete key", []Edit{{Path: []string{"model"}, Value: nil}},
 			strings.Replace(sample, "model = \"a\"   # trailing comment\n", "", 1)},
 		{"delete table", []Edit{{Path: []string{"tools"}, Value: nil}},
-			strings.Replace(sample, "[tools]\nx = { y = 1 }\n", "", 1)},
+			strings.Replace(sample, "\n[tools]\nx = { y = 1 }\n", "", 1)},
 		{"inside an inline table", []Edit{{Path: []string{"tools", "x", "z"}, Value: "w"}},
 			strings.Replace(sample, "x = { y = 1 }", "x = { y = 1, z = \"w\" }", 1)},
 		{"delete a missing key is a no-op", []Edit{{Path: []string{"nope", "x"}, Value: nil}}, sample},
@@ -146,4 +146,14 @@ func TestUpsertArrayTable(t *testing.T) {
 	out, err = UpsertArrayTable(out, path, "name", "baz", []Field{{"name", "baz"}, {"enabled", true}})
 	require.NoError(t, err)
 	require.Equal(t, sample+"\n[[skills.config]]\nname = \"baz\"\nenabled = true\n\n[[skills.config]]\npath = \"/p/SKILL.md\"\nenabled = false\n", string(out))
+}
+
+func TestRemoveSectionTakesItsSeparator(t *testing.T) {
+	in := "a = 1\n\n[x]\nb = 2\n\n# about y\n[y]\nc = 3\n"
+	out, err := Apply([]byte(in), []Edit{{Path: []string{"x"}}})
+	require.NoError(t, err)
+	require.Equal(t, "a = 1\n\n# about y\n[y]\nc = 3\n", string(out))
+	out, err = Apply([]byte(in), []Edit{{Path: []string{"y"}}})
+	require.NoError(t, err)
+	require.Equal(t, "a = 1\n\n[x]\nb = 2\n\n# about y\n", string(out), "comments stay")
 }

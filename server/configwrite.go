@@ -92,12 +92,56 @@ func (s *Server) writeUserConfig(filePath, expectedVersion *string, edits []prot
 	if err != nil {
 		return nil, configWriteError(err)
 	}
-	s.reloadAfterWrite()
-	return protocol.ConfigWriteResponse{Status: protocol.WriteStatusOk, Version: version, FilePath: f.Path}, nil
+	cfg := s.reloadAfterWrite()
+	resp := protocol.ConfigWriteResponse{Status: protocol.WriteStatusOk, Version: version, FilePath: f.Path}
+	if over := overridden(cfg, ce); over != nil {
+		resp.Status, resp.OverriddenMetadata = protocol.WriteStatusOkOverridden, over
+	}
+	return resp, nil
 }
 
-// reloadAfterWrite re-reads the configuration so new threads, turns and reads see a write at once.
-func (s *Server) reloadAfterWrite() {
+// overridden reports the first edited key whose effective value comes from a layer above the user config
+// (session flags, a profile, a project), as config/read's origins tell.
+func overridden(cfg *config.Config, edits []configedit.Edit) *protocol.OverriddenMetadata {
+	if cfg == nil {
+		return nil
+	}
+	res, err := cfg.ReadResponse(false, "")
+	if err != nil {
+		return nil
+	}
+	for _, e := range edits {
+		key := strings.Join(e.Path, ".")
+		origin, ok := res.Origins[key]
+		if !ok || origin.Name.Type == config.SourceUser && origin.Name.Profile == nil {
+			continue
+		}
+		var effective any = res.Config
+		for _, p := range e.Path {
+			m, _ := effective.(map[string]any)
+			effective = m[p]
+		}
+		value, _ := json.Marshal(effective)
+		layer, _ := json.Marshal(config.LayerMetadata{Name: origin.Name, Version: origin.Version})
+		var meta protocol.ConfigLayerMetadata
+		if json.Unmarshal(layer, &meta) != nil {
+			continue
+		}
+		msg := "Overridden by session flags"
+		switch origin.Name.Type {
+		case config.SourceProject:
+			msg = "Overridden by project config"
+		case config.SourceUser:
+			msg = "Overridden by profile"
+		}
+		return &protocol.OverriddenMetadata{Message: msg, OverridingLayer: meta, EffectiveValue: value}
+	}
+	return nil
+}
+
+// reloadAfterWrite re-reads the configuration so new threads, turns and reads see a write at once; it
+// returns the new configuration (nil when it could not be loaded).
+func (s *Server) reloadAfterWrite() *config.Config {
 	if s.skills != nil {
 		s.skills.Invalidate()
 	}
@@ -109,9 +153,10 @@ func (s *Server) reloadAfterWrite() {
 	cfg, err := load()
 	if err != nil {
 		s.log.Warn("reloading configuration after a write", "error", err)
-		return
+		return nil
 	}
 	s.threads.SetConfig(cfg)
+	return cfg
 }
 
 func (s *Server) configValueWrite(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ConfigValueWriteParams) (any, error) {

@@ -20,6 +20,7 @@ import (
 	"appserver/jsonrpc"
 	"appserver/model"
 	protocol "appserver/protocol/v2"
+	"appserver/ratelimits"
 	"appserver/skills"
 	"appserver/stopwatch"
 	"appserver/thread"
@@ -68,6 +69,8 @@ type Server struct {
 	auth     *auth.Store      // $CODEX_HOME/auth.json
 	logins   *auth.Logins     // pending ChatGPT browser login
 
+	rateLimits ratelimits.Tracker // from the last model response's headers
+
 	nextConnID atomic.Int64
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -88,7 +91,7 @@ func New(opts Options) *Server {
 	s.threads = thread.NewManager(thread.Deps{
 		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion, Clock: opts.Clock,
 		InstallationID: s.installationID,
-		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil)},
+		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil), OnResponseHeaders: s.rateLimits.Observe},
 		SkillsPrompt:   s.skillsPrompt,
 		UserAgent:      func(o string) string { return userAgent(protocol.ClientInfo{Name: o, Version: Version}) },
 	})

@@ -431,3 +431,141 @@ func TestSkillsOfferedToModel(t *testing.T) {
 	require.Contains(t, body, "- on: turns things on (file: "+filepath.Join(c.Home, "skills", "on", "SKILL.md"))
 	require.NotContains(t, body, "disabled skill")
 }
+
+func TestBedrockAndVerification(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".aws", "config"), "[default]\nregion = us-west-2\n\n[profile dev]\nregion = eu-west-1\n")
+	writeFile(t, filepath.Join(home, ".aws", "credentials"), "[default]\naws_access_key_id = a\naws_secret_access_key = b\n[other]\naws_access_key_id = c\n")
+	t.Setenv("HOME", home)
+	t.Setenv("AWS_CONFIG_FILE", "")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "x")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "y")
+	t.Setenv("AWS_REGION", "us-east-2")
+	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "")
+	t.Setenv("PATH", t.TempDir()) // no gcloud
+	c := startSettings(t, "")
+	var disc map[string]any
+	c.Result("account/bedrock/discover", map[string]any{}, &disc)
+	require.JSONEq(t, `{"profiles":[{"name":"default","region":"us-west-2"},{"name":"dev","region":"eu-west-1"},{"name":"other","region":null}],
+		"environmentCredentials":[{"type":"accessKeys","region":"us-east-2"}]}`, toJSON(t, disc))
+
+	requireRPCError(t, c.Request("account/bedrock/setup", map[string]any{"type": "profile", "profile": "dev", "region": "x"}), -32600, "Amazon Bedrock does not support region `x`")
+	requireRPCError(t, c.Request("account/bedrock/setup", map[string]any{"type": "profile", "profile": "dev", "region": "us-east-1"}), -32600,
+		"failed to load credentials for AWS profile `dev`: failed to load AWS credentials: the credential provider was not enabled")
+	requireRPCError(t, c.Request("account/bedrock/setup", map[string]any{"type": "profile", "profile": "other", "region": "us-east-1"}), -32600,
+		"failed to load credentials for AWS profile `other`: failed to load AWS credentials: the credentials provider was not properly configured")
+	c.Result("account/bedrock/setup", map[string]any{"type": "environment", "region": "us-east-1"}, nil)
+	text, err := os.ReadFile(filepath.Join(c.Home, "config.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(text), "\n[model_providers.amazon-bedrock.aws]\nregion = \"us-east-1\"\n")
+
+	m := c.Request("account/gcp/setup", map[string]any{"projectId": "p"})
+	requireRPCError(t, m, -32600, "The Google Cloud auth command could not obtain an access token.")
+	require.JSONEq(t, `{"reason":"authCommandFailed"}`, string(m.Error.Data))
+
+	var st map[string]any
+	c.Result("userVerification/status", map[string]any{}, &st)
+	require.JSONEq(t, `{"credentialId":null,"unavailableReason":"providerUnavailable","unavailableMessage":"User verification is not available in this build or account."}`, toJSON(t, st))
+	requireRPCError(t, c.Request("userVerification/enroll", map[string]any{}), -32603, "User verification is not available in this build or account.")
+	requireRPCError(t, c.Request("userVerification/verify", map[string]any{"challenge": "x", "description": "x", "title": "x"}), -32602, "Invalid verification challenge or display text.")
+	c.Result("userVerification/cancel", map[string]any{"requestId": "x"}, nil)
+}
+
+// account/rateLimits/read reports the rate-limit headers of the last model response.
+func TestRateLimitsFromResponseHeaders(t *testing.T) {
+	c := startSettings(t, "")
+	requireRPCError(t, c.Request("account/rateLimits/read", nil), -32600, "codex account authentication required to read rate limits")
+	c.Model.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}, Headers: map[string]string{
+		"x-codex-primary-used-percent": "25", "x-codex-primary-window-minutes": "300", "x-codex-primary-reset-at": "1800000000",
+		"x-codex-secondary-used-percent": "5", "x-codex-secondary-window-minutes": "10080",
+	}})
+	id := c.StartThread(nil)
+	c.StartTurn(id, "hi")
+	c.WaitTurnCompleted()
+	var res struct {
+		RateLimits          map[string]any            `json:"rateLimits"`
+		RateLimitsByLimitID map[string]map[string]any `json:"rateLimitsByLimitId"`
+	}
+	c.Result("account/rateLimits/read", nil, &res)
+	require.JSONEq(t, `{"usedPercent":25,"windowDurationMins":300,"resetsAt":1800000000}`, toJSON(t, res.RateLimits["primary"]))
+	require.JSONEq(t, `{"usedPercent":5,"windowDurationMins":10080,"resetsAt":null}`, toJSON(t, res.RateLimits["secondary"]))
+	require.Contains(t, res.RateLimitsByLimitID, "codex")
+}
+
+func TestLocalPluginMarketplace(t *testing.T) {
+	c := startSettings(t, "")
+	repo := filepath.Join(c.Work, "mrepo")
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".git"), 0o755))
+	market := filepath.Join(repo, ".agents", "plugins", "marketplace.json")
+	writeFile(t, market, `{"name":"demo-market","interface":{"displayName":"Demo Market"},"plugins":[
+		{"name":"note","source":{"source":"local","path":"./plugins/note"},"policy":{"installation":"AVAILABLE","authentication":"ON_INSTALL"},"category":"Productivity"},
+		{"name":"escape","source":{"source":"local","path":"../outside"}}]}`)
+	writeFile(t, filepath.Join(repo, "plugins", "note", ".codex-plugin", "plugin.json"), `{"name":"note","version":"1.0.0","description":"Takes notes","interface":{"displayName":"Note Taker","capabilities":["Read"]}}`)
+
+	type listResp struct {
+		Marketplaces []struct {
+			Name    string `json:"name"`
+			Path    string `json:"path"`
+			Plugins []struct {
+				ID        string `json:"id"`
+				Installed bool   `json:"installed"`
+				Enabled   bool   `json:"enabled"`
+			} `json:"plugins"`
+		} `json:"marketplaces"`
+	}
+	var l listResp
+	c.Result("plugin/list", map[string]any{"cwds": []string{repo}}, &l)
+	require.Len(t, l.Marketplaces, 1)
+	require.Equal(t, market, l.Marketplaces[0].Path)
+	require.Len(t, l.Marketplaces[0].Plugins, 1, "sources outside the marketplace root are skipped")
+	require.Equal(t, "note@demo-market", l.Marketplaces[0].Plugins[0].ID)
+	require.False(t, l.Marketplaces[0].Plugins[0].Installed)
+
+	var read struct {
+		Plugin struct {
+			MarketplaceName string `json:"marketplaceName"`
+			Description     string `json:"description"`
+		} `json:"plugin"`
+	}
+	c.Result("plugin/read", map[string]any{"pluginName": "note", "marketplacePath": market}, &read)
+	require.Equal(t, "demo-market", read.Plugin.MarketplaceName)
+	require.Equal(t, "Takes notes", read.Plugin.Description)
+
+	var inst map[string]any
+	c.Result("plugin/install", map[string]any{"pluginName": "note", "marketplacePath": market}, &inst)
+	require.JSONEq(t, `{"authPolicy":"ON_INSTALL","appsNeedingAuth":[]}`, toJSON(t, inst))
+	_, err := os.Stat(filepath.Join(c.Home, "plugins", "cache", "demo-market", "note", "1.0.0", ".codex-plugin", "plugin.json"))
+	require.NoError(t, err)
+	text, err := os.ReadFile(filepath.Join(c.Home, "config.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(text), "\n[plugins.\"note@demo-market\"]\nenabled = true\n")
+
+	c.Result("plugin/installed", map[string]any{"cwds": []string{repo}}, &l)
+	require.Len(t, l.Marketplaces, 1)
+	require.True(t, l.Marketplaces[0].Plugins[0].Installed)
+	require.True(t, l.Marketplaces[0].Plugins[0].Enabled)
+
+	c.Result("plugin/uninstall", map[string]any{"pluginId": "note@demo-market"}, nil)
+	c.Result("plugin/installed", map[string]any{"cwds": []string{repo}}, &l)
+	require.Empty(t, l.Marketplaces)
+	after, err := os.ReadFile(filepath.Join(c.Home, "config.toml"))
+	require.NoError(t, err)
+	require.NotContains(t, string(after), "plugins.")
+	requireRPCError(t, c.Request("plugin/uninstall", map[string]any{"pluginId": "note@demo-market"}), -32600, "resolve remote plugin before uninstall: chatgpt authentication required for remote plugin catalog")
+}
+
+// A write to a key that a higher layer (here the selected profile) sets reports okOverridden.
+func TestConfigWriteOverridden(t *testing.T) {
+	c := startSettings(t, "profile = \"p\"\n\n[profiles.p]\nmodel = \"from-profile\"\n")
+	var w struct {
+		Status             string         `json:"status"`
+		OverriddenMetadata map[string]any `json:"overriddenMetadata"`
+	}
+	c.Result("config/value/write", map[string]any{"keyPath": "model", "value": "gpt-x", "mergeStrategy": "replace"}, &w)
+	require.Equal(t, "okOverridden", w.Status)
+	require.Equal(t, "from-profile", w.OverriddenMetadata["effectiveValue"])
+	c.Result("config/value/write", map[string]any{"keyPath": "sandbox_mode", "value": "workspace-write", "mergeStrategy": "replace"}, &w)
+	require.Equal(t, "ok", w.Status)
+	require.Nil(t, w.OverriddenMetadata)
+}
