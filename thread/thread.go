@@ -238,39 +238,16 @@ func (t *Thread) setFlag(f protocol.ThreadActiveFlag, on bool) {
 	}
 }
 
-// request sends a server→client request to a subscriber (waiting for one to subscribe if none is),
-// then emits serverRequest/resolved whatever the outcome once an id was assigned.
+// request sends a server→client request to the thread's subscribers (waiting for one to subscribe if none
+// is), then emits serverRequest/resolved whatever the outcome once an id was assigned.
 func (t *Thread) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	return t.requestThen(ctx, method, params, true, nil)
 }
 
 // requestThen is request with a hook that runs after the answer (or failure) and before
-// serverRequest/resolved is emitted (when announce is set).
+// serverRequest/resolved is emitted (when announce is set). The rules are in subscriber.go (askSubscribers).
 func (t *Thread) requestThen(ctx context.Context, method string, params any, announce bool, beforeResolved func(err error)) (json.RawMessage, error) {
-	gone := map[Subscriber]bool{}
-	for {
-		sub, wait := t.pickSubscriber(gone)
-		if sub != nil {
-			var reqID any
-			res, err := sub.Call(ctx, method, params, func(id any) { reqID = id })
-			if errors.Is(err, ErrSubscriberGone) && ctx.Err() == nil {
-				gone[sub] = true // re-route to another subscriber, or wait for one
-				continue
-			}
-			if beforeResolved != nil {
-				beforeResolved(err)
-			}
-			if reqID != nil && announce {
-				t.emit(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.ID, RequestID: requestID(reqID)})
-			}
-			return res, err
-		}
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-	}
+	return t.askSubscribers(ctx, method, params, announce, beforeResolved)
 }
 
 func requestID(id any) protocol.RequestId {

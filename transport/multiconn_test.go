@@ -1,7 +1,6 @@
 package transport_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -18,96 +17,79 @@ func isNotification(method string) func(map[string]any) bool {
 	return func(m map[string]any) bool { return m["method"] == method && m["id"] == nil }
 }
 
-// TestTwoConnectionsShareAThread: B subscribes with thread/resume and sees A's turn; the approval goes to
-// one subscriber and, when that connection leaves without answering, is asked again on the other.
-func TestTwoConnectionsShareAThread(t *testing.T) {
+func approvalModel(t *testing.T) *mockmodel.Server {
 	mm := mockmodel.New(t)
 	mm.Enqueue(
 		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("exec_command", "call_1", map[string]any{"cmd": "echo shared", "sandbox_permissions": "require_escalated", "justification": "test"})}},
 		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}},
 	)
-	ts := startServer(t, serverOpts{Model: mm, ApprovalPolicy: "untrusted"})
+	return mm
+}
+
+func threadID(r map[string]any) string { return r["thread"].(map[string]any)["id"].(string) }
+
+func turnStart(c *wsClient, tid string) {
+	c.t.Helper()
+	c.result("turn/start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "go"}}})
+}
+
+// TestApprovalGoesToEverySubscriber: as the reference, a server request is sent to every subscribed
+// connection; the first answer wins and every asked connection is told serverRequest/resolved.
+func TestApprovalGoesToEverySubscriber(t *testing.T) {
+	ts := startServer(t, serverOpts{Model: approvalModel(t), ApprovalPolicy: "untrusted"})
 	a := ts.mustDial(t)
 	a.initialize()
 	b := ts.mustDial(t)
 	b.initialize()
-
-	started := a.result("thread/start", map[string]any{"cwd": ts.Work})
-	tid := started["thread"].(map[string]any)["id"].(string)
-	require.Zero(t, b.count(isNotification("thread/started")), "B is not subscribed yet")
-
-	// B attaches to the loaded thread.
+	tid := threadID(a.result("thread/start", map[string]any{"cwd": ts.Work}))
 	b.result("thread/resume", map[string]any{"threadId": tid})
-
-	a.result("turn/start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "go"}}})
-	a.notification("turn/started")
-	b.notification("turn/started")
-
-	// The approval is asked on exactly one connection; that one leaves without answering.
-	var first, second *wsClient
-	req := waitEither(t, a, b, cmdApproval)
-	if req.client == a {
-		first, second = a, b
-	} else {
-		first, second = b, a
+	turnStart(a, tid)
+	ra := a.serverRequest(cmdApproval)
+	rb := b.serverRequest(cmdApproval)
+	require.Equal(t, ra["params"], rb["params"])
+	b.send(map[string]any{"id": rb["id"], "result": map[string]any{"decision": "accept"}})
+	resolvedA := a.notification("serverRequest/resolved")
+	resolvedB := b.notification("serverRequest/resolved")
+	require.Equal(t, ra["id"], resolvedA["params"].(map[string]any)["requestId"], "each connection hears its own id")
+	require.Equal(t, rb["id"], resolvedB["params"].(map[string]any)["requestId"])
+	// A's late answer is ignored; the turn goes on with B's decision.
+	a.send(map[string]any{"id": ra["id"], "result": map[string]any{"decision": "decline"}})
+	for _, c := range []*wsClient{a, b} {
+		done := c.notification("turn/completed")
+		require.Equal(t, "completed", done["params"].(map[string]any)["turn"].(map[string]any)["status"])
 	}
-	require.NoError(t, first.ws.Close(websocket.StatusNormalClosure, "bye"))
+	item := a.waitFor(func(m map[string]any) bool {
+		if m["method"] != "item/completed" {
+			return false
+		}
+		it := m["params"].(map[string]any)["item"].(map[string]any)
+		return it["type"] == "commandExecution"
+	})
+	require.Equal(t, "completed", item["params"].(map[string]any)["item"].(map[string]any)["status"], "B's accept ran the command")
+}
 
-	// The other subscriber is asked instead and answers.
-	again := second.serverRequest(cmdApproval)
-	second.send(map[string]any{"id": again["id"], "result": map[string]any{"decision": "accept"}})
-	resolved := second.notification("serverRequest/resolved")
+// TestApprovalReachesLateSubscriberAndSurvivesItsAskerLeaving: the approval is pending on A alone; B
+// subscribes with thread/resume and is asked too; A leaves without answering; B's answer completes the turn.
+func TestApprovalReachesLateSubscriberAndSurvivesItsAskerLeaving(t *testing.T) {
+	ts := startServer(t, serverOpts{Model: approvalModel(t), ApprovalPolicy: "untrusted"})
+	a := ts.mustDial(t)
+	a.initialize()
+	b := ts.mustDial(t)
+	b.initialize()
+	tid := threadID(a.result("thread/start", map[string]any{"cwd": ts.Work}))
+	require.Zero(t, b.count(isNotification("turn/started")), "B is not subscribed yet")
+	turnStart(a, tid)
+	a.serverRequest(cmdApproval)
+	require.Zero(t, b.count(func(m map[string]any) bool { return m["method"] == cmdApproval }))
+
+	b.result("thread/resume", map[string]any{"threadId": tid})
+	again := b.serverRequest(cmdApproval)
+	require.NoError(t, a.ws.Close(websocket.StatusNormalClosure, "bye"))
+	b.send(map[string]any{"id": again["id"], "result": map[string]any{"decision": "accept"}})
+	resolved := b.notification("serverRequest/resolved")
 	require.Equal(t, again["id"], resolved["params"].(map[string]any)["requestId"])
-	done := second.notification("turn/completed")
+	done := b.notification("turn/completed")
 	require.Equal(t, "completed", done["params"].(map[string]any)["turn"].(map[string]any)["status"])
-}
-
-type fromClient struct {
-	client *wsClient
-	msg    map[string]any
-}
-
-// waitEither returns the first server request of method seen on a or b.
-func waitEither(t *testing.T, a, b *wsClient, method string) fromClient {
-	t.Helper()
-	got := make(chan fromClient, 2)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for _, c := range []*wsClient{a, b} {
-		go func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			for {
-				for _, m := range c.msgs {
-					if m["method"] == method && m["id"] != nil {
-						got <- fromClient{c, m}
-						return
-					}
-				}
-				if ctx.Err() != nil || c.err != nil {
-					return
-				}
-				c.cond.Wait()
-			}
-		}()
-	}
-	r := <-got
-	cancel()
-	for _, c := range []*wsClient{a, b} {
-		c.mu.Lock()
-		c.cond.Broadcast()
-		c.mu.Unlock()
-	}
-	require.Equal(t, 0, otherCount(r.client, a, b, method), "the request went to one connection only")
-	return r
-}
-
-func otherCount(got, a, b *wsClient, method string) int {
-	other := a
-	if got == a {
-		other = b
-	}
-	return other.count(func(m map[string]any) bool { return m["method"] == method && m["id"] != nil })
 }
 
 // TestUnsubscribedConnectionGetsNoNotifications: after thread/unsubscribe, B sees nothing of A's turn.

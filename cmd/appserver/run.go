@@ -23,9 +23,13 @@ import (
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logger := newLogger(stderr)
 	slog.SetDefault(logger)
-	// Top-level commands besides app-server are dispatched here (engineer F: `exec`).
-	if len(args) > 0 && args[0] == "app-server" {
-		args = args[1:]
+	// Top-level commands: `appserver app-server ...` (or no command) is the app-server CLI below. Other
+	// top-level commands are dispatched here, one case each (e.g. `case "exec": return execcli.Run(...)`).
+	if len(args) > 0 {
+		switch args[0] {
+		case "app-server":
+			args = args[1:]
+		}
 	}
 	cli := newCLI()
 	p, err := cli.parse(args)
@@ -202,7 +206,8 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 	}})
 	defer srv.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// SIGHUP too: a listener killed with its terminal still removes its socket.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 	switch ep.Kind {
 	case transport.KindUnix, transport.KindWebSocket:
