@@ -6,21 +6,16 @@
 package main
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
 
-	"appserver/execcli"
 	"appserver/sandbox"
 )
 
 func main() {
 	sandbox.RunHelperIfRequested()
-	if len(os.Args) > 1 && os.Args[1] == "exec" {
-		os.Exit(execcli.Main(context.Background(), os.Args[2:]))
-	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"appserver/config"
+	"appserver/execcli"
 	"appserver/schemaexport"
 	"appserver/server"
 	"appserver/transport"
@@ -23,12 +24,14 @@ import (
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logger := newLogger(stderr)
 	slog.SetDefault(logger)
-	// Top-level commands: `appserver app-server ...` (or no command) is the app-server CLI below. Other
-	// top-level commands are dispatched here, one case each (e.g. `case "exec": return execcli.Run(...)`).
+	// Top-level commands: `appserver app-server ...` (or no command) is the app-server CLI below; `exec`
+	// is the non-interactive runner.
 	if len(args) > 0 {
 		switch args[0] {
 		case "app-server":
 			args = args[1:]
+		case "exec", "e":
+			return execcli.Main(context.Background(), args[1:])
 		}
 	}
 	cli := newCLI()
