@@ -30,7 +30,7 @@ func (t *Thread) compactBody(ctx context.Context, tc *ToolContext) []json.RawMes
 	item := protocol.ThreadItemContextCompaction{ID: uuid.Must(uuid.NewV7()).String(), StartedAtMs: ptr(nowMs())}
 	tc.ItemStarted(protocol.ThreadItem{Value: item})
 	s := tc.Settings
-	client, err := t.mgr.modelClient(t.mgr.deps.Config, s.ModelProvider)
+	client, err := t.mgr.modelClient(s.EffectiveConfig(t.mgr.Config()), s.ModelProvider)
 	if err != nil {
 		t.log.Warn("compaction: no model client", "error", err)
 		return nil
@@ -65,7 +65,7 @@ type compactMarkKey struct{}
 // autoCompactLimit is model_auto_compact_token_limit, else 90% of the model's context window
 // (model_context_window from config, else the catalogue's).
 func (t *Thread) autoCompactLimit(s Settings) int64 {
-	raw := t.mgr.deps.Config.Raw()
+	raw := s.EffectiveConfig(t.mgr.Config()).Raw()
 	if v, ok := asInt(raw["model_auto_compact_token_limit"]); ok && v > 0 {
 		return v
 	}

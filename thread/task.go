@@ -53,7 +53,9 @@ func (tn *Turn) RunTask(body TaskBody) {
 		pending := tn.pending
 		tn.pending = nil
 		tn.mu.Unlock()
-		tn.acceptInput(pending)
+		for _, in := range pending {
+			tn.acceptInput(in.input, in.clientID)
+		}
 		status := protocol.TurnStatusCompleted
 		if tn.ctx.Err() != nil {
 			status = protocol.TurnStatusInterrupted
