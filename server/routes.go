@@ -20,6 +20,7 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addMCPRoutes(r)
 	s.addLifecycleRoutes(r)
 	s.addSectionRoutes(r)
+	s.addTerminalRoutes(r)
 	s.addExtraRoutes(r)
 	return r
 }
