@@ -54,7 +54,7 @@ var InteractiveSourceKinds = []string{"cli", "vscode"}
 var refreshInterval = 2 * time.Second
 
 // sweepInterval bounds how often a background sweep stats every rollout (appends behind our back).
-var sweepInterval = 30 * time.Second
+var sweepInterval = 10 * time.Second
 
 // Summary is what thread/list needs about one thread (protocol Thread minus status and turns).
 type Summary struct {
@@ -76,6 +76,7 @@ type Summary struct {
 	Originator      string          `json:"originator"`
 	ForkedFromID    string          `json:"forkedFromId,omitempty"`
 	ParentThreadID  string          `json:"parentThreadId,omitempty"`
+	HistoryMode     string          `json:"historyMode,omitempty"` // session_meta history_mode
 	Archived        bool            `json:"archived"`
 	GitInfo         json.RawMessage `json:"gitInfo,omitempty"`
 	// Section is the thread's section (nil when none), SectionEnteredAtMs when it entered it.
@@ -273,7 +274,8 @@ func rowOf(sum *Summary, rel string, size, modNs int64, fileName string) *thread
 		UpdatedMs: sum.UpdatedAtMs, Cwd: sum.Cwd, Preview: sum.Preview, FileName: fileName,
 		ModelProvider: sum.ModelProvider, Model: sum.Model, Effort: sum.ReasoningEffort, Source: sum.Source,
 		SourceKind: sum.SourceKind, CLIVersion: sum.CLIVersion, Originator: sum.Originator,
-		ForkedFrom: sum.ForkedFromID, Archived: sum.Archived, GitInfo: string(sum.GitInfo), Parent: sum.ParentThreadID}
+		ForkedFrom: sum.ForkedFromID, Archived: sum.Archived, GitInfo: string(sum.GitInfo), Parent: sum.ParentThreadID,
+		HistoryMode: sum.HistoryMode}
 }
 
 func (s *Store) summaryOf(r *threadindex.Row) Summary {
@@ -281,7 +283,7 @@ func (s *Store) summaryOf(r *threadindex.Row) Summary {
 		CreatedAt: r.CreatedMs / 1000, CreatedAtMs: r.CreatedMs, UpdatedAt: r.UpdatedMs / 1000, UpdatedAtMs: r.UpdatedMs,
 		ModelProvider: r.ModelProvider, Model: r.Model, ReasoningEffort: r.Effort, Source: r.Source,
 		SourceKind: r.SourceKind, CLIVersion: r.CLIVersion, Originator: r.Originator, ForkedFromID: r.ForkedFrom,
-		ParentThreadID: r.Parent, Archived: r.Archived, Section: r.Section, SectionEnteredAtMs: r.SectionEnteredMs}
+		ParentThreadID: r.Parent, HistoryMode: r.HistoryMode, Archived: r.Archived, Section: r.Section, SectionEnteredAtMs: r.SectionEnteredMs}
 	if r.GitInfo != "" {
 		sum.GitInfo = json.RawMessage(r.GitInfo)
 	}
@@ -692,6 +694,7 @@ func summaryFromMeta(id string, m *Meta, df diskFile) Summary {
 		sum.SourceKind = "unknown"
 	}
 	sum.ParentThreadID = SpawnParent(m.Session.Source)
+	sum.HistoryMode = m.Session.HistoryMode
 	if t := strings.TrimSpace(string(m.Session.Source)); strings.HasPrefix(t, "{") {
 		sum.Source = t // object sources (sub-agents) keep their JSON; see ProtocolSource
 	}

@@ -58,6 +58,9 @@ func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protoc
 	if sum.ParentThreadID != "" {
 		th.ParentThreadID = ptr(sum.ParentThreadID)
 	}
+	if sum.HistoryMode != "" && sum.HistoryMode != rollout.HistoryModePaginated {
+		th.HistoryMode = ptr(protocol.ThreadHistoryModeLegacy) // a rollout without paginated history
+	}
 	if sum.Section != nil {
 		th.Section = SectionOf(*sum.Section)
 		th.SectionEnteredAt = ptr(sum.SectionEnteredAtMs / 1000)
