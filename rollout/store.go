@@ -58,27 +58,29 @@ var sweepInterval = 10 * time.Second
 
 // Summary is what thread/list needs about one thread (protocol Thread minus status and turns).
 type Summary struct {
-	ID              string          `json:"id"`
-	Path            string          `json:"path"`
-	Cwd             string          `json:"cwd"`
-	Preview         string          `json:"preview"`
-	Name            string          `json:"name,omitempty"`
-	CreatedAt       int64           `json:"createdAt"` // unix seconds
-	UpdatedAt       int64           `json:"updatedAt"` // unix seconds (rollout mtime, like the reference)
-	CreatedAtMs     int64           `json:"createdAtMs"`
-	UpdatedAtMs     int64           `json:"updatedAtMs"`
-	ModelProvider   string          `json:"modelProvider"`
-	Model           string          `json:"model,omitempty"`
-	ReasoningEffort string          `json:"reasoningEffort,omitempty"`
-	Source          string          `json:"source"`
-	SourceKind      string          `json:"sourceKind"`
-	CLIVersion      string          `json:"cliVersion"`
-	Originator      string          `json:"originator"`
-	ForkedFromID    string          `json:"forkedFromId,omitempty"`
-	ParentThreadID  string          `json:"parentThreadId,omitempty"`
-	HistoryMode     string          `json:"historyMode,omitempty"` // session_meta history_mode
-	Archived        bool            `json:"archived"`
-	GitInfo         json.RawMessage `json:"gitInfo,omitempty"`
+	ID              string `json:"id"`
+	Path            string `json:"path"`
+	Cwd             string `json:"cwd"`
+	Preview         string `json:"preview"`
+	Name            string `json:"name,omitempty"`
+	CreatedAt       int64  `json:"createdAt"` // unix seconds
+	UpdatedAt       int64  `json:"updatedAt"` // unix seconds (rollout mtime, like the reference)
+	CreatedAtMs     int64  `json:"createdAtMs"`
+	UpdatedAtMs     int64  `json:"updatedAtMs"`
+	ModelProvider   string `json:"modelProvider"`
+	Model           string `json:"model,omitempty"`
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	Source          string `json:"source"`
+	SourceKind      string `json:"sourceKind"`
+	CLIVersion      string `json:"cliVersion"`
+	Originator      string `json:"originator"`
+	ForkedFromID    string `json:"forkedFromId,omitempty"`
+	ParentThreadID  string `json:"parentThreadId,omitempty"`
+	HistoryMode     string `json:"historyMode,omitempty"` // session_meta history_mode
+	// Snippet is the message (or name/preview) that matched a content search.
+	Snippet  string          `json:"-"`
+	Archived bool            `json:"archived"`
+	GitInfo  json.RawMessage `json:"gitInfo,omitempty"`
 	// Section is the thread's section (nil when none), SectionEnteredAtMs when it entered it.
 	Section            *threadindex.Section `json:"-"`
 	SectionEnteredAtMs int64                `json:"-"`
@@ -95,6 +97,8 @@ type ListQuery struct {
 	ModelProviders []string // empty = any
 	SourceKinds    []string // protocol ThreadSourceKind values; empty = InteractiveSourceKinds
 	SearchTerm     string   // case-insensitive substring of preview or name
+	// InContent makes SearchTerm match the user and agent messages too, and fills Summary.Snippet.
+	InContent      bool
 	ForkedFrom     *string  // only forks of this thread
 	ParentThreadID *string  // only threads spawned by this one
 	AncestorID     *string  // only threads spawned, at any depth, from this one
@@ -301,7 +305,9 @@ func (s *Store) readRow(id string, df diskFile) *threadindex.Row {
 		slog.Warn("rollout: file name and session id differ", "path", df.path, "id", m.Session.ID)
 	}
 	sum := summaryFromMeta(id, m, df)
-	return rowOf(&sum, s.rel(df.path), df.size, df.modNs, m.Name)
+	r := rowOf(&sum, s.rel(df.path), df.size, df.modNs, m.Name)
+	r.Content = strings.Join(m.Texts, threadindex.ContentSep)
+	return r
 }
 
 // putRows writes rows in one transaction.
@@ -770,7 +776,7 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	}
 	iq := threadindex.Query{ByUpdated: key == SortUpdatedAt, Asc: dir == SortAsc, Archived: q.Archived,
 		Cwds: q.Cwds, ModelProviders: q.ModelProviders, SourceKinds: q.SourceKinds, ForkedFrom: q.ForkedFrom,
-		SearchTerm: strings.ToLower(q.SearchTerm), RequirePreview: !q.IncludeEmpty, Limit: limit,
+		SearchTerm: strings.ToLower(q.SearchTerm), InContent: q.InContent, RequirePreview: !q.IncludeEmpty, Limit: limit,
 		Parent: q.ParentThreadID, Ancestor: q.AncestorID, Excluded: q.Excluded,
 		BySection: key == SortSectionPosition, Section: q.SectionID}
 	if len(iq.SourceKinds) == 0 && q.ParentThreadID == nil && q.AncestorID == nil {
@@ -815,7 +821,11 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	}
 	page := make([]Summary, 0, len(rows))
 	for i := range rows {
-		page = append(page, s.summaryOf(&rows[i]))
+		sum := s.summaryOf(&rows[i])
+		if q.InContent {
+			sum.Snippet = snippet(s.ix.Content(s.ctx, sum.ID), sum.Name, sum.Preview, iq.SearchTerm)
+		}
+		page = append(page, sum)
 	}
 	pg := Page{Threads: page}
 	if more {
@@ -1132,4 +1142,17 @@ func (s *Store) positions(rows []threadindex.Row) map[string]int64 {
 		out[rows[i].ID] = s.ix.Position(s.ctx, rows[i].ID)
 	}
 	return out
+}
+
+// snippet returns the first message containing lowerTerm, else the name or preview.
+func snippet(content, name, preview, lowerTerm string) string {
+	for _, msg := range strings.Split(content, threadindex.ContentSep) {
+		if strings.Contains(strings.ToLower(msg), lowerTerm) {
+			return msg
+		}
+	}
+	if name != "" && strings.Contains(strings.ToLower(name), lowerTerm) {
+		return name
+	}
+	return preview
 }

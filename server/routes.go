@@ -21,6 +21,7 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addLifecycleRoutes(r)
 	s.addSectionRoutes(r)
 	s.addTerminalRoutes(r)
+	s.addSearchRoutes(r)
 	s.addExtraRoutes(r)
 	return r
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // SchemaVersion is stored in PRAGMA user_version; a database with another version is rebuilt.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Row is one indexed thread.
 type Row struct {
@@ -41,6 +41,7 @@ type Row struct {
 	GitInfo       string // JSON, "" when none
 	Parent        string // the thread that spawned this one (sub-agent), "" when none
 	HistoryMode   string // session_meta history_mode ("" when the rollout has none)
+	Content       string // user and agent messages joined by ContentSep (thread/search); not filled by reads
 	// Name is the effective name (session_index.jsonl over FileName); filled by reads, ignored by writes.
 	Name string
 	// Section is the thread's section (nil when none) and SectionEnteredMs when it entered it; filled by reads.
@@ -72,7 +73,9 @@ CREATE TABLE IF NOT EXISTS threads (
   archived INTEGER NOT NULL,
   git_info TEXT NOT NULL,
   parent TEXT NOT NULL,
-  history_mode TEXT NOT NULL
+  history_mode TEXT NOT NULL,
+  content TEXT NOT NULL,
+  lcontent TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS threads_parent ON threads(parent) WHERE parent <> '';
 CREATE INDEX IF NOT EXISTS threads_created ON threads(archived, created_ms, id);
@@ -241,7 +244,7 @@ func (t *Tx) Set(key, value string) error {
 
 const putColumns = ` INTO threads(id, rel, size, mod_ns, created_ms, updated_ms, cwd, preview, lpreview,
 		file_name, lfile_name, model_provider, model, effort, source, source_kind, cli_version, originator, forked_from,
-		archived, git_info, parent, history_mode) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+		archived, git_info, parent, history_mode, content, lcontent) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // Put inserts or replaces a thread row.
 func (t *Tx) Put(r *Row) error { return t.put("INSERT OR REPLACE", r) }
@@ -263,7 +266,8 @@ func (t *Tx) put(verb string, r *Row) error {
 	}
 	_, err := st.Exec(r.ID, r.Rel, r.Size, r.ModNs, r.CreatedMs, r.UpdatedMs, r.Cwd, r.Preview, strings.ToLower(r.Preview),
 		r.FileName, strings.ToLower(r.FileName), r.ModelProvider, r.Model, r.Effort, r.Source, r.SourceKind,
-		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent, r.HistoryMode)
+		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent, r.HistoryMode, r.Content,
+		strings.ToLower(r.Content))
 	if err != nil {
 		return fmt.Errorf("threadindex: put %s: %w", r.ID, err)
 	}
@@ -444,6 +448,7 @@ type Query struct {
 	Ancestor       *string  // descendants of this thread at any depth
 	Excluded       []string // ids left out before the limit
 	SearchTerm     string   // lower-case substring of preview or name
+	InContent      bool     // SearchTerm also matches the messages (thread/search)
 	RequirePreview bool     // only threads with a first user message
 	Limit          int
 }
@@ -511,7 +516,11 @@ func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 	if q.RequirePreview {
 		where = append(where, "t.preview <> ''")
 	}
-	if q.SearchTerm != "" {
+	switch {
+	case q.SearchTerm != "" && q.InContent:
+		where = append(where, "(instr(t.lpreview, ?) > 0 OR instr(COALESCE(n.lname, t.lfile_name), ?) > 0 OR instr(t.lcontent, ?) > 0)")
+		args = append(args, q.SearchTerm, q.SearchTerm, q.SearchTerm)
+	case q.SearchTerm != "":
 		where = append(where, "(instr(t.lpreview, ?) > 0 OR instr(COALESCE(n.lname, t.lfile_name), ?) > 0)")
 		args = append(args, q.SearchTerm, q.SearchTerm)
 	}
@@ -551,4 +560,14 @@ func (t *Tx) Rel(id string) (string, bool) {
 		return "", false
 	}
 	return rel, true
+}
+
+// ContentSep separates the messages of Row.Content.
+const ContentSep = "\x1e"
+
+// Content returns a thread's indexed messages ("" when none).
+func (ix *Index) Content(ctx context.Context, id string) string {
+	var c string
+	_ = ix.db.QueryRowContext(ctx, "SELECT content FROM threads WHERE id = ?", id).Scan(&c)
+	return c
 }
