@@ -370,7 +370,13 @@ func (s *Store) reconcile() error {
 		}
 		todo = append(todo, id)
 	}
-	if err := s.readAndPut(todo, disk); err != nil {
+	workers := runtime.GOMAXPROCS(0)
+	select {
+	case <-s.ready:
+		workers = 1 // the index answers meanwhile: leave the other CPUs to the requests
+	default:
+	}
+	if err := s.readAndPut(todo, disk, workers); err != nil {
 		return err
 	}
 	if err := s.dropGone(gone); err != nil {
@@ -391,8 +397,8 @@ func (s *Store) reconcile() error {
 	})
 }
 
-// readAndPut reads the metas of ids with GOMAXPROCS workers and writes them in batches.
-func (s *Store) readAndPut(ids []string, disk map[string]diskFile) error {
+// readAndPut reads the metas of ids with the given number of workers and writes them in batches.
+func (s *Store) readAndPut(ids []string, disk map[string]diskFile, workers int) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -401,7 +407,7 @@ func (s *Store) readAndPut(ids []string, disk map[string]diskFile) error {
 	jobs := make(chan string)
 	out := make(chan *threadindex.Row, 256)
 	var wg sync.WaitGroup
-	for range max(1, runtime.GOMAXPROCS(0)) {
+	for range max(1, workers) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -566,7 +572,7 @@ func (s *Store) quickScan() {
 	if err := s.dropGone(gone); err != nil {
 		return
 	}
-	if err := s.readAndPut(todo, disk); err != nil {
+	if err := s.readAndPut(todo, disk, 1); err != nil {
 		return
 	}
 	s.dirMtimes = dirs

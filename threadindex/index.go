@@ -16,7 +16,7 @@ import (
 )
 
 // SchemaVersion is stored in PRAGMA user_version; a database with another version is rebuilt.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // Row is one indexed thread.
 type Row struct {
@@ -73,10 +73,9 @@ CREATE TABLE IF NOT EXISTS threads (
   archived INTEGER NOT NULL,
   git_info TEXT NOT NULL,
   parent TEXT NOT NULL,
-  history_mode TEXT NOT NULL,
-  content TEXT NOT NULL,
-  lcontent TEXT NOT NULL
+  history_mode TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS contents (id TEXT PRIMARY KEY, content TEXT NOT NULL, lcontent TEXT NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS threads_parent ON threads(parent) WHERE parent <> '';
 CREATE INDEX IF NOT EXISTS threads_created ON threads(archived, created_ms, id);
 CREATE INDEX IF NOT EXISTS threads_updated ON threads(archived, updated_ms, id);
@@ -244,7 +243,7 @@ func (t *Tx) Set(key, value string) error {
 
 const putColumns = ` INTO threads(id, rel, size, mod_ns, created_ms, updated_ms, cwd, preview, lpreview,
 		file_name, lfile_name, model_provider, model, effort, source, source_kind, cli_version, originator, forked_from,
-		archived, git_info, parent, history_mode, content, lcontent) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+		archived, git_info, parent, history_mode) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // Put inserts or replaces a thread row.
 func (t *Tx) Put(r *Row) error { return t.put("INSERT OR REPLACE", r) }
@@ -266,9 +265,21 @@ func (t *Tx) put(verb string, r *Row) error {
 	}
 	_, err := st.Exec(r.ID, r.Rel, r.Size, r.ModNs, r.CreatedMs, r.UpdatedMs, r.Cwd, r.Preview, strings.ToLower(r.Preview),
 		r.FileName, strings.ToLower(r.FileName), r.ModelProvider, r.Model, r.Effort, r.Source, r.SourceKind,
-		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent, r.HistoryMode, r.Content,
-		strings.ToLower(r.Content))
+		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent, r.HistoryMode)
 	if err != nil {
+		return fmt.Errorf("threadindex: put %s: %w", r.ID, err)
+	}
+	if r.Content == "" && verb != "INSERT OR REPLACE" {
+		return nil
+	}
+	cst := t.stmts["content"]
+	if cst == nil {
+		if cst, err = t.tx.Prepare("INSERT OR REPLACE INTO contents(id, content, lcontent) VALUES(?, ?, ?)"); err != nil {
+			return fmt.Errorf("threadindex: put: %w", err)
+		}
+		t.stmts["content"] = cst
+	}
+	if _, err := cst.Exec(r.ID, r.Content, strings.ToLower(r.Content)); err != nil {
 		return fmt.Errorf("threadindex: put %s: %w", r.ID, err)
 	}
 	return nil
@@ -288,7 +299,10 @@ func (t *Tx) Move(id, rel string, archived bool, size, modNs int64) error {
 
 // Delete removes a thread row.
 func (t *Tx) Delete(id string) error {
-	_, err := t.tx.Exec("DELETE FROM threads WHERE id = ?", id)
+	if _, err := t.tx.Exec("DELETE FROM threads WHERE id = ?", id); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec("DELETE FROM contents WHERE id = ?", id)
 	return err
 }
 
@@ -518,7 +532,7 @@ func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 	}
 	switch {
 	case q.SearchTerm != "" && q.InContent:
-		where = append(where, "(instr(t.lpreview, ?) > 0 OR instr(COALESCE(n.lname, t.lfile_name), ?) > 0 OR instr(t.lcontent, ?) > 0)")
+		where = append(where, "(instr(t.lpreview, ?) > 0 OR instr(COALESCE(n.lname, t.lfile_name), ?) > 0 OR instr((SELECT c.lcontent FROM contents c WHERE c.id = t.id), ?) > 0)")
 		args = append(args, q.SearchTerm, q.SearchTerm, q.SearchTerm)
 	case q.SearchTerm != "":
 		where = append(where, "(instr(t.lpreview, ?) > 0 OR instr(COALESCE(n.lname, t.lfile_name), ?) > 0)")
@@ -568,6 +582,6 @@ const ContentSep = "\x1e"
 // Content returns a thread's indexed messages ("" when none).
 func (ix *Index) Content(ctx context.Context, id string) string {
 	var c string
-	_ = ix.db.QueryRowContext(ctx, "SELECT content FROM threads WHERE id = ?", id).Scan(&c)
+	_ = ix.db.QueryRowContext(ctx, "SELECT content FROM contents WHERE id = ?", id).Scan(&c)
 	return c
 }
