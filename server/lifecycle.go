@@ -331,7 +331,7 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	}
 	s.threads.CancelUnload(t.ID)
 	exclude := excludeTurns(c, p.ExcludeTurns)
-	t.Subscribe(c)
+	newSubscriber := t.Subscribe(c)
 	if loadedNow {
 		t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: t.Info().Status})
 	}
@@ -349,8 +349,9 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		}
 	}
 	req.Reply(resp, nil)
-	if loadedNow {
-		// Re-attaching to a loaded thread does not repeat its usage (the reference's behaviour).
+	if loadedNow || newSubscriber {
+		// A connection that already follows the thread is not told its usage again (the reference's
+		// behaviour); one that (re)subscribes is.
 		sendUsage(t, c)
 	}
 	s.releaseThreadMCP(t)
@@ -438,6 +439,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	if err := s.startOrUnload(ctx, t, "forking"); err != nil {
 		return nil, err
 	}
+	req.Claim(threadLane(t.ID))
 	exclude := excludeTurns(c, p.ExcludeTurns)
 	t.Subscribe(c)
 	info := t.Info()

@@ -26,7 +26,8 @@ func (c *connection) Order(method string, params json.RawMessage) jsonrpc.Order 
 	switch method {
 	case protocol.MethodInitialize:
 		return jsonrpc.Order{Barrier: true}
-	case protocol.MethodConfigRead, protocol.MethodConfigValueWrite, protocol.MethodConfigBatchWrite:
+	case protocol.MethodConfigRead, protocol.MethodConfigValueWrite, protocol.MethodConfigBatchWrite,
+		protocol.MethodSkillsConfigWrite, protocol.MethodModelProviderConfigWrite, protocol.MethodExperimentalFeatureEnablementSet:
 		return jsonrpc.Order{Lane: "config"}
 	}
 	if len(params) == 0 || params[0] != '{' {
@@ -43,7 +44,7 @@ func (c *connection) Order(method string, params json.RawMessage) jsonrpc.Order 
 	case keys.ThreadID != nil && preempts(method):
 		return jsonrpc.Order{Lane: "thread-oob:" + *keys.ThreadID}
 	case keys.ThreadID != nil:
-		return jsonrpc.Order{Lane: "thread:" + *keys.ThreadID}
+		return jsonrpc.Order{Lane: threadLane(*keys.ThreadID)}
 	case keys.ProcessID != nil:
 		return jsonrpc.Order{Lane: "process:" + *keys.ProcessID}
 	}
@@ -58,3 +59,8 @@ func preempts(method string) bool {
 	}
 	return false
 }
+
+// threadLane names the lane of the requests acting on one thread. thread/start and thread/fork claim
+// the new thread's lane (jsonrpc.Request.Claim) so that a request for it queues behind their
+// thread/started notification.
+func threadLane(id string) string { return "thread:" + id }

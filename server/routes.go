@@ -23,5 +23,12 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addTerminalRoutes(r)
 	s.addSearchRoutes(r)
 	s.addExtraRoutes(r)
+	s.addGoalRoutes(r)
+	s.addSettingsRoutes(r)
+	s.addSkillsRoutes(r)
+	s.addConfigWriteRoutes(r)
+	s.addHooksRoutes(r)
+	s.addAccountRoutes(r)
+	s.addPluginRoutes(r)
 	return r
 }

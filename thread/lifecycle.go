@@ -330,7 +330,7 @@ func (m *Manager) Resume(ctx context.Context, id, path string, o ResumeOverrides
 
 // loadStored builds a loaded Thread from a rollout read back.
 func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorder, o ResumeOverrides) (*Thread, error) {
-	cfg := m.deps.Config
+	cfg := m.Config()
 	var tc struct {
 		Cwd            string          `json:"cwd"`
 		ApprovalPolicy string          `json:"approval_policy"`
@@ -388,6 +388,11 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		s.BaseInstructions = *o.BaseInstr
 	}
 	s.DeveloperInstructions = deref(o.DeveloperInstr)
+	s.Mode = protocol.ModeKindDefault
+	if len(th.Meta.DynamicTools) > 0 {
+		// The client's dynamic tools stay offered to a resumed thread, as the reference keeps them.
+		_ = json.Unmarshal(th.Meta.DynamicTools, &s.DynamicTools)
+	}
 	if _, err := m.modelClient(cfg, s.ModelProvider); err != nil {
 		return nil, err
 	}
@@ -412,6 +417,12 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		Source: protocol.SessionSource{Name: src}, HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Model: ptr(s.Model),
 		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}},
 		CanAcceptDirectInput: ptr(true), Turns: []protocol.Turn{}, ReasoningEffort: s.Effort,
+	}
+	if g := rollout.GitInfo(th.Meta.Git); g != nil {
+		var gi protocol.GitInfo
+		if b, err := json.Marshal(g); err == nil && json.Unmarshal(b, &gi) == nil {
+			t.meta.GitInfo = &gi
+		}
 	}
 	if rec != nil {
 		t.meta.Path = &path
@@ -667,6 +678,10 @@ func (m *Manager) Delete(id string) error {
 		}
 		return noRollout(id)
 	}
+	if t, ok := m.Get(id); ok {
+		// Like the reference, the thread's subscribers see it unloaded before thread/deleted.
+		t.emit(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: id, Status: notLoaded()})
+	}
 	m.Unload(id)
 	if err := st.Delete(id); err != nil {
 		return err
@@ -733,7 +748,7 @@ func (m *Manager) CancelUnload(id string) {
 }
 
 func (m *Manager) scheduleUnload(t *Thread, last Subscriber) {
-	d := m.deps.Config.ThreadUnloadDelay
+	d := m.Config().ThreadUnloadDelay
 	if d <= 0 {
 		d = config.DefaultThreadUnloadDelay
 	}
