@@ -20,6 +20,8 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addMCPRoutes(r)
 	s.addLifecycleRoutes(r)
 	s.addSectionRoutes(r)
+	s.addTerminalRoutes(r)
+	s.addSearchRoutes(r)
 	s.addExtraRoutes(r)
 	s.addGoalRoutes(r)
 	s.addSettingsRoutes(r)
