@@ -130,11 +130,14 @@ type SessionsOptions struct {
 	Shell            string        // default shell (DefaultShell when "")
 	DeterministicIDs bool          // ids 1000, 1001, … instead of random ones (tests)
 	MaxPollWait      time.Duration // ceiling of an empty write_stdin poll (DefaultMaxBackgroundTimeoutMs)
+	// Owner tags the processes (the thread id): TerminateAll also kills what their commands left running.
+	Owner string
 }
 
 // Sessions is the unified-exec session table of one thread (`exec_command` / `write_stdin`).
 type Sessions struct {
 	m       *Manager
+	owner   string
 	shell   string
 	det     bool
 	maxPoll time.Duration
@@ -148,7 +151,7 @@ type Sessions struct {
 
 // NewSessions returns an empty session table.
 func NewSessions(opts SessionsOptions) *Sessions {
-	s := &Sessions{m: opts.Manager, shell: opts.Shell, det: opts.DeterministicIDs, maxPoll: opts.MaxPollWait,
+	s := &Sessions{m: opts.Manager, owner: opts.Owner, shell: opts.Shell, det: opts.DeterministicIDs, maxPoll: opts.MaxPollWait,
 		nextID: minSessionID, reserved: map[int]bool{}, store: map[int]*session{}}
 	if s.shell == "" {
 		s.shell = DefaultShell
@@ -299,7 +302,7 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 	id := x.reserve()
 	s := &session{id: id, argv: argv, command: ShellJoin(argv), cwd: cwd, obs: req.Observer,
 		pending: NewHeadTailBuffer(DefaultOutputCap), agg: NewHeadTailBuffer(DefaultOutputCap)}
-	p, err := x.m.Spawn(ctx, SpawnRequest{Argv: argv, Cwd: cwd, Env: MergeEnv(base, ForcedEnv...), TTY: a.TTY,
+	p, err := x.m.Spawn(ctx, SpawnRequest{Owner: x.owner, Argv: argv, Cwd: cwd, Env: MergeEnv(base, ForcedEnv...), TTY: a.TTY,
 		WrapArgv: req.WrapArgv, OutputCap: -1, OnOutput: s.onOutput})
 	if err != nil {
 		x.release(id)
@@ -575,8 +578,12 @@ func (x *Sessions) Terminate(id int) bool {
 	return true
 }
 
-// TerminateAll kills every stored session (thread end / background-terminal cleanup).
+// TerminateAll kills every stored session (thread end / background-terminal cleanup) and, with an
+// Owner, everything the owner's commands left running.
 func (x *Sessions) TerminateAll() {
+	if x.owner != "" {
+		defer x.m.KillOwner(x.owner)
+	}
 	x.mu.Lock()
 	victims := make([]*session, 0, len(x.store))
 	for id, s := range x.store {

@@ -58,7 +58,8 @@ type threadState struct {
 func state(t *thread.Thread, d *Deps) *threadState {
 	return t.AttachOnce(stateKey{}, func() any {
 		st := &threadState{
-			sessions:  execmgr.NewSessions(execmgr.SessionsOptions{Manager: d.Exec, MaxPollWait: d.Config.BackgroundTerminalMaxTimeout}),
+			sessions: execmgr.NewSessions(execmgr.SessionsOptions{Manager: d.Exec, MaxPollWait: d.Config.BackgroundTerminalMaxTimeout,
+				Owner: t.ID}),
 			approvals: newApprovalCache(),
 		}
 		t.OnClose(st.sessions.TerminateAll)

@@ -15,12 +15,14 @@ import (
 	"syscall"
 
 	"appserver/config"
+	"appserver/execmgr"
 	"appserver/sandbox"
 	"appserver/server"
 )
 
 func main() {
 	sandbox.RunHelperIfRequested()
+	execmgr.RunReaperIfRequested()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
