@@ -353,8 +353,29 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 	var warning string
 	if !exited {
 		warning = x.keep(s)
+	} else if req.WrapArgv != nil && x.withholdDenial(s) {
+		// Denied after the startup window (a slow machine, or a command that fails late): still a
+		// denial. The item stays open for the caller, which may retry unsandboxed under the same item.
+		res := x.respond(s, true, start, tokensOr(a.MaxOutputTokens), "")
+		res.SandboxDenied = true
+		return res, nil
 	}
 	return x.respond(s, exited, start, tokensOr(a.MaxOutputTokens), warning), nil
+}
+
+// withholdDenial reports whether the exited session looks refused by the sandbox and, if its end was
+// not reported yet, keeps it from being reported: the caller decides what the item becomes.
+func (x *Sessions) withholdDenial(s *session) bool {
+	if !LikelySandboxDenial(s.proc.ExitCode(), s.agg.String()) {
+		return false
+	}
+	s.emitMu.Lock()
+	defer s.emitMu.Unlock()
+	if s.finished {
+		return false
+	}
+	s.obs = nil
+	return true
 }
 
 // WriteStdin runs `write_stdin`: optionally write chars (then settle 100 ms) and collect like ExecCommand.
