@@ -508,9 +508,11 @@ func (x *Sessions) respond(s *session, exited bool, start time.Time, maxTokens i
 		s.finish()
 		x.release(s.id)
 	}
-	out := string(s.pending.Drain())
+	kept, produced := s.pending.DrainTotal()
+	out := string(kept)
+	// The count is of what the command produced, not of the 1 MiB kept of it.
 	r := ExecResult{ChunkID: chunkID(), WallTime: time.Since(start), Exited: exited, SessionID: s.id,
-		Output: out, OriginalTokenCount: ApproxTokens(len(out)), Warning: warning}
+		Output: out, OriginalTokenCount: ApproxTokens(int(produced)), Warning: warning}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Chunk ID: %s\nWall time: %.4f seconds\n", r.ChunkID, r.WallTime.Seconds())
 	if exited {
