@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -122,10 +124,42 @@ func TestExecCommandForcedEnvAndLogin(t *testing.T) {
 	require.Equal(t, "login\n", res.Output)
 }
 
+// TestOriginalTokenCountCountsAllOutput: the count told to the model is of everything the command
+// wrote (3 MiB here), not of the 1 MiB kept.
+func TestOriginalTokenCountCountsAllOutput(t *testing.T) {
+	x, _ := newTestSessions(t)
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t),
+		Args: ExecCommandArgs{Cmd: "head -c 3145728 /dev/zero | tr '\\0' a", YieldTimeMs: u64(30000)}})
+	require.NoError(t, err)
+	require.True(t, res.Exited)
+	require.Equal(t, 3145728/4, res.OriginalTokenCount)
+	require.Contains(t, res.Text, "Original token count: 786432\n")
+	require.Less(t, len(res.Output), DefaultOutputCap+100, "only the head and tail are kept")
+}
+
+// TestExecCommandYieldThenPollToExit is load-independent: the command waits on a FIFO the test opens
+// only after the first call returned, and the yield budget only starts once the first line was written
+// (the controller is paused until a marker file appears).
 func TestExecCommandYieldThenPollToExit(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "echo first; sleep 1.5; echo second", YieldTimeMs: u64(250)}, Observer: rec})
+	dir := t.TempDir()
+	fifo, marker := filepath.Join(dir, "fifo"), filepath.Join(dir, "marker")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	ctrl := stopwatch.NewController()
+	ctrl.SetPaused(true)
+	go func() {
+		for {
+			if _, err := os.Stat(marker); err == nil {
+				ctrl.SetPaused(false)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	cmd := fmt.Sprintf("echo first; touch %s; read line < %s; echo second", marker, fifo)
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Controller: ctrl,
+		Args: ExecCommandArgs{Cmd: cmd, YieldTimeMs: u64(250)}, Observer: rec})
 	require.NoError(t, err)
 	require.False(t, res.Exited)
 	require.Equal(t, 1000, res.SessionID)
@@ -133,12 +167,18 @@ func TestExecCommandYieldThenPollToExit(t *testing.T) {
 	require.Equal(t, "first\n", res.Output)
 	require.Equal(t, []int{1000}, x.SessionIDs())
 
+	go func() { // release the command once the poll below is waiting (or about to)
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err == nil {
+			_, _ = f.WriteString("go\n")
+			f.Close()
+		}
+	}()
 	res, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: 1000}})
 	require.NoError(t, err)
 	require.True(t, res.Exited, res.Text)
 	require.Equal(t, "second\n", res.Output, "only output since the previous call")
 	require.Contains(t, res.Text, "Process exited with code 0\n")
-	require.Less(t, res.WallTime, 4*time.Second, "an empty poll returns at exit")
 	require.Empty(t, x.SessionIDs())
 	rec.waitExited(t)
 	rec.mu.Lock()
@@ -305,16 +345,30 @@ func TestExecCommandPausedControllerHoldsResult(t *testing.T) {
 func TestExecCommandPausedThenResumedKeepsRemainingBudget(t *testing.T) {
 	x, _ := newTestSessions(t)
 	ctrl := stopwatch.NewController()
-	go func() {
-		time.Sleep(100 * time.Millisecond)
+	var mu sync.Mutex
+	var paused time.Duration
+	done := make(chan struct{})
+	// Pause when the process is announced (the yield budget starts there), so the whole pause falls
+	// inside the measured wall time whatever the load.
+	obs := ObserverFuncs{OnStarted: func(string, string, string) {
 		ctrl.SetPaused(true)
-		time.Sleep(time.Second)
-		ctrl.SetPaused(false)
-	}()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(500)}, Controller: ctrl})
+		go func() {
+			defer close(done)
+			from := time.Now()
+			time.Sleep(time.Second)
+			mu.Lock()
+			paused = time.Since(from)
+			mu.Unlock()
+			ctrl.SetPaused(false)
+		}()
+	}}
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(500)}, Controller: ctrl, Observer: obs})
 	require.NoError(t, err)
+	<-done
 	require.False(t, res.Exited)
-	require.GreaterOrEqual(t, res.WallTime, 1400*time.Millisecond, "yield budget is not charged while paused")
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, res.WallTime, paused+500*time.Millisecond, "yield budget is not charged while paused")
 	x.TerminateAll()
 }
 
