@@ -28,7 +28,11 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 	if ok, reason := Available(); !ok {
 		return ExitCannotExecute, fmt.Errorf("%w: %s", ErrUnavailable, reason)
 	}
-	if err := os.Chdir(pl.Cwd); err != nil {
+	dir := pl.Cwd
+	if pl.Dir != "" {
+		dir = pl.Dir
+	}
+	if err := os.Chdir(dir); err != nil {
 		return ExitCannotExecute, fmt.Errorf("cwd: %w", err)
 	}
 	path, err := exec.LookPath(argv[0])
@@ -81,7 +85,7 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 	if err := restrictLandlock(LandlockABI(), probeOnce().scopeOK, grants, pl.Policy.NetworkAccess); err != nil {
 		return ExitCannotExecute, err
 	}
-	if err := installSeccomp(pl.Policy.NetworkAccess); err != nil {
+	if err := installSeccomp(pl.Policy.NetworkAccess, pl.Policy.Kind == ReadOnly); err != nil {
 		return ExitCannotExecute, err
 	}
 	err = syscall.Exec(path, argv, os.Environ())

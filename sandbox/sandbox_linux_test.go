@@ -57,7 +57,7 @@ func run(t *testing.T, p Policy, protect string, cwd string, env []string, argv 
 	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
-	args, err := wrapArgv(self, p, cwd, argv, protect)
+	args, err := wrapArgv(self, p, cwd, "", argv, protect)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -530,9 +530,11 @@ func TestSeccompAssembleRejectsBadJumps(t *testing.T) {
 	_, err = assemble([]bpfInsn{{label: "back", code: 0}, {code: 0, jt: "back"}})
 	require.Error(t, err)
 	for _, network := range []bool{false, true} {
-		prog, err := seccompProgram(network)
-		require.NoError(t, err)
-		require.NotEmpty(t, prog)
+		for _, ro := range []bool{false, true} {
+			prog, err := seccompProgram(network, ro)
+			require.NoError(t, err)
+			require.NotEmpty(t, prog)
+		}
 	}
 }
 
@@ -617,7 +619,7 @@ func TestUnderPTY(t *testing.T) {
 	for _, c := range confined {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
-			args, err := wrapArgv(self, c.p, f.ws, []string{"sh", "-c", `test -t 0 && echo via-tty > /dev/tty && stty size && echo x > .git/config`}, c.protect)
+			args, err := wrapArgv(self, c.p, f.ws, "", []string{"sh", "-c", `test -t 0 && echo via-tty > /dev/tty && stty size && echo x > .git/config`}, c.protect)
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -644,7 +646,7 @@ func TestUserNSStageRelaysSignals(t *testing.T) {
 	self, err := os.Executable()
 	require.NoError(t, err)
 	f := newFixture(t)
-	args, err := wrapArgv(self, confined[2].p, f.ws, []string{"sleep", "300"}, protectUserNS)
+	args, err := wrapArgv(self, confined[2].p, f.ws, "", []string{"sleep", "300"}, protectUserNS)
 	require.NoError(t, err)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = f.ws
@@ -720,4 +722,67 @@ func TestPrivilegedSyscallsDenied(t *testing.T) {
 	}
 	code, out := run(t, Policy{Kind: DangerFullAccess}, protectAuto, f.ws, nil, "hostname", name)
 	require.Zero(t, code, out)
+}
+
+// TestReadOnlyRefusesMetadataAndUnixSockets: under read-only, chmod/chown/utimes/xattrs of files the
+// command can reach fail, and so does connecting to a unix socket (docker.sock, agents).
+func TestReadOnlyRefusesMetadataAndUnixSockets(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	target := filepath.Join(f.outside, "readme")
+	before, err := os.Stat(target)
+	require.NoError(t, err)
+	for _, script := range []string{
+		`chmod 600 "$OUT/readme"`,
+		`chown 65534 "$OUT/readme"`,
+		`touch -d 2000-01-01 "$OUT/readme"`,
+		`touch -m "$OUT/readme"`,
+	} {
+		code, out := sh(t, Policy{Kind: ReadOnly}, protectAuto, f, script)
+		t.Logf("%s: exit %d: %s", script, code, strings.TrimSpace(out))
+		require.NotZero(t, code, script)
+		require.Regexp(t, `Operation not permitted|Permission denied`, out, script)
+	}
+	after, err := os.Stat(target)
+	require.NoError(t, err)
+	require.Equal(t, before.Mode(), after.Mode())
+	require.Equal(t, before.ModTime(), after.ModTime())
+	require.Equal(t, before.Sys().(*syscall.Stat_t).Uid, after.Sys().(*syscall.Stat_t).Uid)
+
+	sock := filepath.Join(f.outside, "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	defer ln.Close()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	code, out := run(t, Policy{Kind: ReadOnly}, protectAuto, f.ws, []string{actionEnv + "=unixdial " + sock}, self)
+	require.Equal(t, 3, code, out)
+	require.Contains(t, out, "operation not permitted")
+	// With the network allowed, unix sockets work as well.
+	code, out = run(t, Policy{Kind: ReadOnly, NetworkAccess: true}, protectAuto, f.ws, []string{actionEnv + "=unixdial " + sock}, self)
+	require.Equal(t, 0, code, out)
+	// Pipes and socketpairs are not sockets one connects to: a shell pipeline still works.
+	code, out = sh(t, Policy{Kind: ReadOnly}, protectAuto, f, `echo hi | cat`)
+	require.Equal(t, 0, code, out)
+}
+
+// TestWorkdirOutsideWorkspaceGainsNothing: a command run in a directory outside the workspace (a
+// tool call's workdir) may not write there; the roots come from the policy's cwd.
+func TestWorkdirOutsideWorkspaceGainsNothing(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	p := Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}
+	args, err := WrapArgvIn(self, p, f.ws, f.outside, []string{"sh", "-c", `pwd; echo pwned > new; echo ok > "$WS/inside"`})
+	require.NoError(t, err)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = f.outside
+	cmd.Env = append(os.Environ(), "WS="+f.ws)
+	out, _ := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	require.Contains(t, string(out), f.outside+"\n", "the command runs in its workdir")
+	require.Contains(t, string(out), "Permission denied")
+	requireAbsent(t, filepath.Join(f.outside, "new"))
+	require.Equal(t, "ok\n", readFile(t, filepath.Join(f.ws, "inside")), "the workspace stays writable")
 }

@@ -56,3 +56,27 @@ func TestSandboxDenialAsksToRetryUnsandboxed(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkdirOutsideWorkspaceIsNotWritable: under workspace-write, exec_command with a workdir outside the
+// workspace runs there but may not write there (it used to become a writable root).
+func TestWorkdirOutsideWorkspaceIsNotWritable(t *testing.T) {
+	// Not under /tmp, which workspace-write allows anyway.
+	outside, err := os.MkdirTemp(".", "outside-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	outside, err = filepath.Abs(outside)
+	require.NoError(t, err)
+	mm := mockmodel.New(t)
+	mm.Enqueue(execCall("call_w", map[string]any{"cmd": "pwd; echo hi > made.txt", "workdir": outside, "yield_time_ms": 10000}))
+	mm.Enqueue(finalMessage("done"))
+	c := startIsolated(t, apptest.Options{Model: mm, ApprovalPolicy: "never", SandboxMode: "workspace-write"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "write a file")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	out := callOutput(t, mm, "call_w")
+	require.Contains(t, out, outside+"\n", "the command ran in its workdir")
+	require.NotEqual(t, 0, execExitCode(t, out))
+	_, err = os.Stat(filepath.Join(outside, "made.txt"))
+	require.True(t, os.IsNotExist(err), "nothing written outside the workspace")
+}
