@@ -42,6 +42,14 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 		}
 		return ExitCannotExecute, err
 	}
+	if !pl.Init && !pl.NoPIDNS {
+		// Only returns when no PID namespace can be had: then the command runs without one.
+		_ = runInPIDNS(pl, argv)
+	}
+	if pl.Init {
+		// Without our own /proc the namespace still ends the command's leftovers with it.
+		_ = mountOwnProc()
+	}
 
 	var grants []grant
 	if pl.Policy.Kind == WorkspaceWrite {
@@ -87,6 +95,9 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 	}
 	if err := installSeccomp(pl.Policy.NetworkAccess, pl.Policy.Kind == ReadOnly); err != nil {
 		return ExitCannotExecute, err
+	}
+	if pl.Init {
+		return runAsInit(path, argv)
 	}
 	err = syscall.Exec(path, argv, os.Environ())
 	if errors.Is(err, unix.ENOENT) {

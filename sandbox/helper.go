@@ -34,6 +34,10 @@ type payload struct {
 	Protect string `json:"protect,omitempty"`
 	// Stage2 marks the helper re-executed inside a new user namespace.
 	Stage2 bool `json:"stage2,omitempty"`
+	// Init marks the helper re-executed as process 1 of a new PID namespace (with its own /proc);
+	// NoPIDNS skips that stage (tests).
+	Init    bool `json:"init,omitempty"`
+	NoPIDNS bool `json:"noPidns,omitempty"`
 }
 
 // Values of payload.Protect.

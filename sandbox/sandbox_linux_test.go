@@ -417,7 +417,8 @@ func TestCannotSignalOutside(t *testing.T) {
 	f := newFixture(t)
 	code, out := sh(t, Policy{Kind: ReadOnly}, protectAuto, f, "kill -TERM "+strconv.Itoa(victim.Process.Pid))
 	require.NotZero(t, code, out)
-	require.Contains(t, out, "Operation not permitted")
+	// EPERM from Landlock's signal scope, or ESRCH where the command has its own PID namespace.
+	require.Regexp(t, `Operation not permitted|No such process`, out)
 	select {
 	case err := <-exited:
 		t.Fatalf("victim died: %v", err)
@@ -657,26 +658,44 @@ func TestUserNSStageRelaysSignals(t *testing.T) {
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	childrenFile := fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)
 	var child int
 	direct := false
+	// The sleep is a descendant: below the PID-namespace stage and the user-namespace stage.
+	var findSleep func(pid, depth int) int
+	findSleep = func(pid, depth int) int {
+		if depth > 4 {
+			return 0
+		}
+		// Children are listed per thread (the one that forked them), so read every task's list.
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+		var kids []string
+		for _, tf := range tasks {
+			if b, err := os.ReadFile(tf); err == nil {
+				kids = append(kids, strings.Fields(string(b))...)
+			}
+		}
+		for _, f := range kids {
+			c, _ := strconv.Atoi(f)
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", c)); strings.HasSuffix(exe, "/sleep") {
+				return c
+			}
+			if d := findSleep(c, depth+1); d != 0 {
+				return d
+			}
+		}
+		return 0
+	}
 	require.Eventually(t, func() bool {
 		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid)); strings.HasSuffix(exe, "/sleep") {
 			direct = true // no second stage: user namespaces are unavailable
 			return true
 		}
-		b, err := os.ReadFile(childrenFile)
-		if err != nil {
-			return false
-		}
-		fields := strings.Fields(string(b))
-		if len(fields) == 0 {
-			return false
-		}
-		child, _ = strconv.Atoi(fields[0])
-		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", child))
-		return strings.HasSuffix(exe, "/sleep")
-	}, time.Minute, 20*time.Millisecond, "sandboxed sleep never started")
+		child = findSleep(cmd.Process.Pid, 0)
+		return child != 0
+	}, time.Minute, 20*time.Millisecond, "sandboxed sleep never started: %s", func() string {
+		out, _ := exec.Command("ps", "-e", "-o", "pid,ppid,uid,stat,args", "--forest").CombinedOutput()
+		return string(out)
+	}())
 	if direct {
 		t.Skip("user namespaces unavailable: no second stage")
 	}
@@ -785,4 +804,39 @@ func TestWorkdirOutsideWorkspaceGainsNothing(t *testing.T) {
 	require.Contains(t, string(out), "Permission denied")
 	requireAbsent(t, filepath.Join(f.outside, "new"))
 	require.Equal(t, "ok\n", readFile(t, filepath.Join(f.ws, "inside")), "the workspace stays writable")
+}
+
+// TestOtherProcessesInvisible: the command has its own PID namespace and /proc, so another process's
+// /proc/<pid>/environ (the server's secrets) cannot be read, under every confined configuration.
+func TestOtherProcessesInvisible(t *testing.T) {
+	requireSandbox(t)
+	victim := exec.Command("sleep", "300")
+	victim.Env = append(os.Environ(), "VICTIM_SECRET=hunter2")
+	require.NoError(t, victim.Start())
+	t.Cleanup(func() { _ = victim.Process.Kill(); _ = victim.Wait() })
+	for _, c := range confined {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			script := fmt.Sprintf(`cat /proc/%d/environ; cat /proc/%d/environ; ls /proc | grep -c '^[0-9]'`, victim.Process.Pid, os.Getpid())
+			_, out := sh(t, c.p, c.protect, f, script)
+			t.Logf("%s", out)
+			require.NotContains(t, out, "VICTIM_SECRET")
+			require.NotContains(t, out, "PATH=", "the test process's environment is not readable either")
+			require.Contains(t, out, "No such file or directory")
+		})
+	}
+}
+
+// TestLeftoversDieWithTheCommand: what a sandboxed command leaves in the background (even detached
+// with setsid) is killed by the kernel when the command exits.
+func TestLeftoversDieWithTheCommand(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	n := strconv.Itoa(300000 + os.Getpid()%100000)
+	code, out := sh(t, Policy{Kind: ReadOnly}, protectAuto, f, fmt.Sprintf(`sleep %s >/dev/null 2>&1 & setsid sleep %s >/dev/null 2>&1 & echo started`, n, n))
+	require.Equal(t, 0, code, out)
+	require.Eventually(t, func() bool {
+		b, _ := exec.Command("pgrep", "-f", "^sleep "+n+"$").Output()
+		return len(strings.TrimSpace(string(b))) == 0
+	}, 10*time.Second, 10*time.Millisecond, "a leftover of the sandboxed command is still running")
 }
