@@ -87,14 +87,14 @@ func TestExecCommandEchoHello(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
 	dir := t.TempDir()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "echo hello", YieldTimeMs: u64(2000)}, Cwd: dir, Observer: rec})
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "echo hello", YieldTimeMs: u64(30000)}, Cwd: dir, Observer: rec})
 	require.NoError(t, err)
 	require.Regexp(t, textRE, res.Text)
 	require.True(t, res.Exited)
 	require.Equal(t, 0, res.ExitCode)
 	require.Equal(t, "hello\n", res.Output)
 	require.True(t, strings.HasSuffix(res.Text, "Process exited with code 0\nOriginal token count: 2\nOutput:\nhello\n"), res.Text)
-	require.Less(t, res.WallTime, 2*time.Second, "returns at exit, not at the yield deadline")
+	require.Less(t, res.WallTime, 25*time.Second, "returns at exit, not at the 30 s yield deadline")
 	select {
 	case <-rec.exitedCh: // the item completes before the model hears the result
 	default:
@@ -105,8 +105,13 @@ func TestExecCommandEchoHello(t *testing.T) {
 	require.Equal(t, []string{"1000", "/bin/bash -lc 'echo hello'", dir}, rec.started)
 	require.Equal(t, 1, rec.exits)
 	require.Equal(t, "hello\n", rec.agg)
-	require.Empty(t, rec.deltas.String(), "no deltas for output collected by the exec_command call itself")
-	require.Equal(t, []string{"started", "exited"}, rec.events)
+	// Output of the startup window is never streamed; output after it is (on a loaded machine bash may
+	// print only after the window), both as the reference.
+	if rec.deltas.Len() == 0 {
+		require.Equal(t, []string{"started", "exited"}, rec.events)
+	} else {
+		require.Equal(t, []string{"started", "delta:hello\n", "exited"}, rec.events)
+	}
 	require.Empty(t, x.SessionIDs(), "an exited process is not stored")
 }
 
@@ -183,7 +188,11 @@ func TestExecCommandYieldThenPollToExit(t *testing.T) {
 	rec.waitExited(t)
 	rec.mu.Lock()
 	require.Equal(t, "first\nsecond\n", rec.agg)
-	require.Equal(t, []string{"started", "delta:second\n", "exited"}, rec.events, "deltas start once the process runs in the background; empty polls are no interaction")
+	want := []string{"started", "delta:second\n", "exited"}
+	if len(rec.events) == 4 { // "first" came after the startup window (a loaded machine): streamed too
+		want = []string{"started", "delta:first\n", "delta:second\n", "exited"}
+	}
+	require.Equal(t, want, rec.events, "deltas start once the process is announced; empty polls are no interaction")
 	rec.mu.Unlock()
 
 	_, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: 1000}})
@@ -318,18 +327,23 @@ func TestExecCommandPausedControllerHoldsResult(t *testing.T) {
 	ctrl := stopwatch.NewController()
 	start := time.Now()
 	resumeAt := 2 * time.Second
-	var resumed time.Time
+	var resumed, announced time.Time
 	var mu sync.Mutex
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		ctrl.SetPaused(true)
-		time.Sleep(resumeAt - 100*time.Millisecond)
+	// Paused from the announcement until resumeAt later, whatever the load.
+	obs := ObserverFuncs{OnStarted: func(string, string, string) {
 		mu.Lock()
-		resumed = time.Now()
+		announced = time.Now()
 		mu.Unlock()
-		ctrl.SetPaused(false)
-	}()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 1.5; echo done", YieldTimeMs: u64(700)}, Controller: ctrl})
+		ctrl.SetPaused(true)
+		go func() {
+			time.Sleep(resumeAt)
+			mu.Lock()
+			resumed = time.Now()
+			mu.Unlock()
+			ctrl.SetPaused(false)
+		}()
+	}}
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 1.5; echo done", YieldTimeMs: u64(700)}, Controller: ctrl, Observer: obs})
 	returned := time.Now()
 	require.NoError(t, err)
 	mu.Lock()
@@ -339,7 +353,7 @@ func TestExecCommandPausedControllerHoldsResult(t *testing.T) {
 	require.True(t, res.Exited, res.Text)
 	require.Equal(t, 0, res.ExitCode)
 	require.Equal(t, "done\n", res.Output)
-	require.GreaterOrEqual(t, res.WallTime, resumeAt-100*time.Millisecond-StartupWindow, "wall time (from the announcement) includes the pause")
+	require.GreaterOrEqual(t, res.WallTime, resumed.Sub(announced), "wall time (from the announcement) includes the pause")
 }
 
 func TestExecCommandPausedThenResumedKeepsRemainingBudget(t *testing.T) {
@@ -531,7 +545,9 @@ func TestArgsDecode(t *testing.T) {
 }
 
 func TestExecCommandExitWithoutOutputClose(t *testing.T) {
-	x, m := newTestSessions(t)
+	m := NewManager(ManagerOptions{KillGrace: 200 * time.Millisecond, DrainTimeout: 30 * time.Second})
+	t.Cleanup(func() { _ = m.Close() })
+	x := NewSessions(SessionsOptions{Manager: m, DeterministicIDs: true})
 	rec := newRecorder()
 	// The background sleep keeps stdout open after bash exited: the call waits at most 50 ms more.
 	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100 & echo hi", Login: bptr(false), YieldTimeMs: u64(10000)}, Observer: rec})
@@ -544,7 +560,7 @@ func TestExecCommandExitWithoutOutputClose(t *testing.T) {
 	require.True(t, res.Exited, res.Text)
 	require.Equal(t, 0, res.ExitCode)
 	require.Equal(t, "hi\n", res.Output)
-	require.Less(t, res.WallTime, 1500*time.Millisecond, "not held until the 2 s drain limit")
+	require.Less(t, res.WallTime, 25*time.Second, "not held until the 30 s drain limit")
 	rec.waitExited(t)
 	require.Empty(t, x.SessionIDs())
 }
