@@ -314,7 +314,7 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 		return ExecResult{}, createProcessError(serr)
 	}
 	s.proc = p
-	if waitStartup(ctx, p) && req.WrapArgv != nil && LikelySandboxDenial(p.ExitCode(), s.agg.String()) {
+	if waitStartup(ctx, p, req.Controller) && req.WrapArgv != nil && LikelySandboxDenial(p.ExitCode(), s.agg.String()) {
 		s.emitMu.Lock()
 		s.obs = nil // never announced: no item events at all
 		s.emitMu.Unlock()

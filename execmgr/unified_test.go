@@ -29,15 +29,30 @@ type recorder struct {
 	code        int
 	agg         string
 	exitedCh    chan struct{}
+	startedCh   chan struct{}
 }
 
-func newRecorder() *recorder { return &recorder{exitedCh: make(chan struct{})} }
+func newRecorder() *recorder {
+	return &recorder{exitedCh: make(chan struct{}), startedCh: make(chan struct{})}
+}
 
 func (r *recorder) Started(id, cmd, cwd string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.started = append(r.started, id, cmd, cwd)
 	r.events = append(r.events, "started")
+	if len(r.started) == 3 {
+		close(r.startedCh)
+	}
+}
+
+// waitStarted blocks until the first Started call (bounded, for a failing test not to hang).
+func (r *recorder) waitStarted(t *testing.T) {
+	select {
+	case <-r.startedCh:
+	case <-time.After(time.Minute):
+		t.Error("Started was not called")
+	}
 }
 func (r *recorder) OutputDelta(b []byte) {
 	r.mu.Lock()
