@@ -14,8 +14,15 @@ import (
 	"time"
 )
 
-// DefaultQueueSize is the capacity of the ingress and egress queues, as the reference's CHANNEL_CAPACITY.
+// DefaultQueueSize is the capacity of the egress queue, as the reference's CHANNEL_CAPACITY.
 const DefaultQueueSize = 128
+
+// DefaultMaxInFlight bounds the requests a connection serves at once; past it the reader stops
+// reading (back-pressure) until a reply has been written.
+const DefaultMaxInFlight = 1024
+
+// DefaultLaneLimit bounds the requests waiting in one lane; a request past it is refused with -32001.
+const DefaultLaneLimit = 256
 
 // MaxLineBytes is the longest input line accepted; longer lines are discarded with a log entry.
 const MaxLineBytes = 256 << 20
@@ -23,18 +30,39 @@ const MaxLineBytes = 256 << 20
 // ErrClosed is returned by calls on a connection that has ended.
 var ErrClosed = errors.New("jsonrpc: connection closed")
 
-// Handler serves the requests and notifications of one connection. HandleRequest runs on the
-// connection's single dispatch goroutine, in arrival order: a handler that may block must call
-// req.Defer and finish on a goroutine of its own.
+// Handler serves the requests and notifications of one connection. Each request runs on a goroutine
+// of its own, concurrently with the others (see Orderer for ordering), so a Handler must be safe for
+// concurrent use. HandleRequest's return values are the reply unless the handler replied already or
+// handed the request to Request.Go. Notifications are handled on the reader, in arrival order, and
+// must not block.
 type Handler interface {
 	HandleRequest(ctx context.Context, req *Request) (result any, err error)
 	HandleNotification(ctx context.Context, method string, params json.RawMessage)
 }
 
+// Order says how a request is scheduled relative to the others of its connection.
+type Order struct {
+	// Lane names a queue: requests of one lane run one at a time, in arrival order, each after the
+	// previous one's handler returned. The empty lane runs the request at once.
+	Lane string
+	// Barrier runs the request alone: no later request is read before its handler returned.
+	Barrier bool
+}
+
+// Orderer is optionally implemented by a Handler to place each request in a lane before it runs.
+// It is called on the reader goroutine and must be quick.
+type Orderer interface {
+	Order(method string, params json.RawMessage) Order
+}
+
 // Options tune a connection.
 type Options struct {
-	// QueueSize bounds the ingress and egress queues (DefaultQueueSize when zero).
+	// QueueSize bounds the egress queue (DefaultQueueSize when zero).
 	QueueSize int
+	// MaxInFlight bounds the requests being served at once (DefaultMaxInFlight when zero).
+	MaxInFlight int
+	// LaneLimit bounds the requests waiting in one lane (DefaultLaneLimit when zero).
+	LaneLimit int
 	// Logger receives diagnostics (slog.Default when nil).
 	Logger *slog.Logger
 	// Now stamps emittedAtMs (time.Now when nil).
@@ -43,14 +71,15 @@ type Options struct {
 
 // Conn is one JSON-RPC peer over a reader and a writer.
 type Conn struct {
-	r       io.Reader
-	w       io.Writer
-	handler Handler
-	log     *slog.Logger
-	now     func() time.Time
+	r         io.Reader
+	w         io.Writer
+	handler   Handler
+	orderer   Orderer
+	log       *slog.Logger
+	now       func() time.Time
+	laneLimit int
 
-	ingress chan *Message
-	egress  chan []byte
+	egress chan []byte
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -59,10 +88,23 @@ type Conn struct {
 	mu      sync.Mutex
 	pending map[int64]chan *Message
 
+	// slots holds one token per request in flight (read, not yet answered).
+	slots    chan struct{}
+	flightMu sync.Mutex
+	inFlight map[*Request]struct{}
+	lanes    map[string]*lane
+	// work counts the goroutines serving requests (handlers and Request.Go).
+	work sync.WaitGroup
+
 	stopWriter chan struct{}
 	writerDone chan struct{}
 	done       chan struct{}
 	closeOnce  sync.Once
+}
+
+// lane is the queue of requests waiting behind the one running in it.
+type lane struct {
+	waiting []*Request
 }
 
 // NewConn prepares a connection; Run starts it.
@@ -70,17 +112,26 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = DefaultQueueSize
 	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.LaneLimit <= 0 {
+		opts.LaneLimit = DefaultLaneLimit
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	o, _ := h.(Orderer)
 	return &Conn{
-		r: r, w: w, handler: h, log: opts.Logger, now: opts.Now,
-		ingress:    make(chan *Message, opts.QueueSize),
+		r: r, w: w, handler: h, orderer: o, log: opts.Logger, now: opts.Now, laneLimit: opts.LaneLimit,
 		egress:     make(chan []byte, opts.QueueSize),
 		pending:    map[int64]chan *Message{},
+		slots:      make(chan struct{}, opts.MaxInFlight),
+		inFlight:   map[*Request]struct{}{},
+		lanes:      map[string]*lane{},
 		stopWriter: make(chan struct{}),
 		writerDone: make(chan struct{}),
 		done:       make(chan struct{}),
@@ -93,21 +144,24 @@ func (c *Conn) Context() context.Context { return c.ctx }
 // Done is closed when the connection has ended and its queues are drained.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Run reads until EOF or ctx ends, dispatching requests in order; it returns after the dispatcher
-// finished and the writer flushed what was queued.
+// InFlight returns how many requests have been read and not yet answered.
+func (c *Conn) InFlight() int {
+	c.flightMu.Lock()
+	defer c.flightMu.Unlock()
+	return len(c.inFlight)
+}
+
+// Run reads until EOF or ctx ends, serving requests concurrently; it returns after every request
+// read was answered and the writer flushed what was queued. At EOF the connection's context is
+// cancelled and the server's own requests fail (no answer can come); requests still being served
+// finish, and their replies are written while the output is open.
 func (c *Conn) Run(ctx context.Context) error {
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	go c.writeLoop()
-	dispatchDone := make(chan struct{})
-	go func() {
-		defer close(dispatchDone)
-		c.dispatchLoop()
-	}()
 	readErr := c.readLoop()
-	close(c.ingress)
-	<-dispatchDone
 	c.cancel(ErrClosed)
 	c.failPending()
+	c.work.Wait()
 	close(c.stopWriter)
 	<-c.writerDone
 	c.closeOnce.Do(func() { close(c.done) })
@@ -177,19 +231,10 @@ func (c *Conn) handleLine(line []byte) {
 	switch msg.Kind {
 	case KindResponse, KindError:
 		c.resolve(msg)
-	case KindNotification, KindRequest:
-		select {
-		case c.ingress <- msg:
-		default:
-			if msg.Kind == KindRequest {
-				c.tryWrite(encodeError(msg.ID, &Error{Code: CodeOverloaded, Message: OverloadedMessage}))
-				return
-			}
-			select {
-			case c.ingress <- msg:
-			case <-c.ctx.Done():
-			}
-		}
+	case KindNotification:
+		c.safeNotification(msg)
+	case KindRequest:
+		c.dispatch(msg)
 	}
 }
 
@@ -200,18 +245,95 @@ func truncate(b []byte, n int) string {
 	return string(b)
 }
 
-func (c *Conn) dispatchLoop() {
-	for msg := range c.ingress {
-		if msg.Kind == KindNotification {
-			c.safeNotification(msg)
-			continue
+// dispatch takes an in-flight slot (waiting for one stops the reader: back-pressure), records the
+// request and starts it in its lane.
+func (c *Conn) dispatch(msg *Message) {
+	select {
+	case c.slots <- struct{}{}:
+	case <-c.ctx.Done():
+		return
+	}
+	req := &Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, conn: c}
+	c.flightMu.Lock()
+	c.inFlight[req] = struct{}{}
+	c.flightMu.Unlock()
+	var order Order
+	if c.orderer != nil {
+		order = c.orderer.Order(msg.Method, msg.Params)
+	}
+	if order.Barrier {
+		c.work.Add(1)
+		c.serve(req)
+		return
+	}
+	if order.Lane == "" {
+		c.work.Add(1)
+		go c.serve(req)
+		return
+	}
+	c.flightMu.Lock()
+	l, busy := c.lanes[order.Lane]
+	if busy && len(l.waiting) >= c.laneLimit {
+		c.flightMu.Unlock()
+		c.log.Warn("request refused: too many requests waiting in its lane", "method", msg.Method, "lane", order.Lane)
+		req.Reply(nil, &Error{Code: CodeOverloaded, Message: OverloadedMessage})
+		return
+	}
+	if busy {
+		l.waiting = append(l.waiting, req)
+		c.flightMu.Unlock()
+		return
+	}
+	l = &lane{}
+	c.lanes[order.Lane] = l
+	c.flightMu.Unlock()
+	c.work.Add(1)
+	go c.runLane(order.Lane, l, req)
+}
+
+// runLane serves req and then each request queued behind it, until the lane is empty.
+func (c *Conn) runLane(name string, l *lane, req *Request) {
+	for {
+		c.work.Add(1)
+		c.serve(req)
+		c.flightMu.Lock()
+		if len(l.waiting) == 0 {
+			delete(c.lanes, name)
+			c.flightMu.Unlock()
+			c.work.Done()
+			return
 		}
-		req := &Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, conn: c}
-		result, err := c.safeHandle(req)
-		if req.deferred.Load() {
-			continue
+		req = l.waiting[0]
+		l.waiting[0] = nil
+		l.waiting = l.waiting[1:]
+		c.flightMu.Unlock()
+	}
+}
+
+// serve runs the handler and answers with its result unless the request was answered or handed to
+// Request.Go; a panic answers -32603. It balances one c.work.Add.
+func (c *Conn) serve(req *Request) {
+	defer c.work.Done()
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("panic in request handler", "method", req.Method, "panic", p, "stack", string(debug.Stack()))
+			req.Reply(nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("internal error: %v", p)})
 		}
+	}()
+	result, err := c.handler.HandleRequest(c.ctx, req)
+	if !req.handedOff.Load() {
 		req.Reply(result, err)
+	}
+}
+
+// settle removes an answered request from the in-flight table and frees its slot.
+func (c *Conn) settle(req *Request) {
+	c.flightMu.Lock()
+	_, ok := c.inFlight[req]
+	delete(c.inFlight, req)
+	c.flightMu.Unlock()
+	if ok {
+		<-c.slots
 	}
 }
 
@@ -222,19 +344,6 @@ func (c *Conn) safeNotification(msg *Message) {
 		}
 	}()
 	c.handler.HandleNotification(c.ctx, msg.Method, msg.Params)
-}
-
-func (c *Conn) safeHandle(req *Request) (result any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			c.log.Error("panic in request handler", "method", req.Method, "panic", p, "stack", string(debug.Stack()))
-			if req.deferred.Load() {
-				req.deferred.Store(false)
-			}
-			result, err = nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("internal error: %v", p)}
-		}
-	}()
-	return c.handler.HandleRequest(c.ctx, req)
 }
 
 func (c *Conn) writeLoop() {
@@ -290,15 +399,6 @@ func (c *Conn) write(line []byte) error {
 		return nil
 	case <-c.writerDone:
 		return ErrClosed
-	}
-}
-
-// tryWrite queues a line unless the queue is full (then it is dropped, like the reference's overload reply).
-func (c *Conn) tryWrite(line []byte) {
-	select {
-	case c.egress <- line:
-	default:
-		c.log.Warn("outbound queue full; dropped a message")
 	}
 }
 
@@ -409,17 +509,33 @@ type Request struct {
 	// Params is nil when absent or null.
 	Params json.RawMessage
 
-	conn     *Conn
-	deferred atomic.Bool
-	replied  atomic.Bool
+	conn      *Conn
+	handedOff atomic.Bool
+	replied   atomic.Bool
 }
 
 // Conn returns the connection the request arrived on.
 func (r *Request) Conn() *Conn { return r.conn }
 
-// Defer tells the dispatcher that the handler will call Reply later (from another goroutine);
-// the handler's return values are then ignored.
-func (r *Request) Defer() { r.deferred.Store(true) }
+// Go finishes the request on a goroutine of its own, so the handler (and its lane) can return at
+// once: f's return values are the reply, and a panic in f answers -32603. The handler must return
+// right after calling Go; its own return values are then ignored. The connection waits for f before
+// it ends.
+func (r *Request) Go(f func() (any, error)) {
+	r.handedOff.Store(true)
+	c := r.conn
+	c.work.Add(1)
+	go func() {
+		defer c.work.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				c.log.Error("panic while finishing a request", "method", r.Method, "panic", p, "stack", string(debug.Stack()))
+				r.Reply(nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("internal error: %v", p)})
+			}
+		}()
+		r.Reply(f())
+	}()
+}
 
 // Reply answers the request once; later calls are ignored. A non-nil err that is not an *Error
 // becomes -32603 with its text.
@@ -427,13 +543,17 @@ func (r *Request) Reply(result any, err error) {
 	if !r.replied.CompareAndSwap(false, true) {
 		return
 	}
+	defer r.conn.settle(r)
+	_ = r.conn.write(encodeReply(r.ID, result, err))
+}
+
+func encodeReply(id json.RawMessage, result any, err error) []byte {
 	if err != nil {
 		var rpcErr *Error
 		if !errors.As(err, &rpcErr) {
 			rpcErr = &Error{Code: CodeInternalError, Message: err.Error()}
 		}
-		_ = r.conn.write(encodeError(r.ID, rpcErr))
-		return
+		return encodeError(id, rpcErr)
 	}
 	var raw json.RawMessage
 	switch v := result.(type) {
@@ -447,12 +567,11 @@ func (r *Request) Reply(result any, err error) {
 	default:
 		b, mErr := Marshal(v)
 		if mErr != nil {
-			_ = r.conn.write(encodeError(r.ID, &Error{Code: CodeInternalError, Message: "encode result: " + mErr.Error()}))
-			return
+			return encodeError(id, &Error{Code: CodeInternalError, Message: "encode result: " + mErr.Error()})
 		}
 		raw = b
 	}
-	_ = r.conn.write(encodeResponse(r.ID, raw))
+	return encodeResponse(id, raw)
 }
 
 // Replied reports whether Reply was called.

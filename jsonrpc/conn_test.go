@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,14 +115,31 @@ func TestRequestsAnsweredWithEchoedIDs(t *testing.T) {
 	p := newPeer(t, echoHandler(), Options{})
 	p.send(`{"id":1,"method":"echo","params":{"a":1}}`)
 	p.send(`{"jsonrpc":"2.0","id":"str-1","method":"echo","params":{"b":"<&>"}}`)
-	m := p.next()
-	require.Equal(t, float64(1), m["id"])
+	got := map[any]map[string]any{}
+	for range 2 {
+		m := p.next()
+		got[m["id"]] = m
+	}
+	m := got[float64(1)]
 	require.Equal(t, map[string]any{"a": float64(1)}, m["result"])
 	_, hasVersion := m["jsonrpc"]
 	require.False(t, hasVersion, "the reference never writes a jsonrpc member")
-	m = p.next()
-	require.Equal(t, "str-1", m["id"])
-	require.Equal(t, map[string]any{"b": "<&>"}, m["result"])
+	require.Equal(t, map[string]any{"b": "<&>"}, got["str-1"]["result"])
+}
+
+// byID collects n replies keyed by id (requests run concurrently, so replies come in any order).
+func (p *peer) byID(n int) map[float64]map[string]any {
+	p.t.Helper()
+	got := map[float64]map[string]any{}
+	for len(got) < n {
+		m := p.next()
+		id, ok := m["id"].(float64)
+		require.True(p.t, ok, "expected a reply, got %v", m)
+		_, dup := got[id]
+		require.False(p.t, dup, "two replies to id %v", id)
+		got[id] = m
+	}
+	return got
 }
 
 func TestErrorsAndPanics(t *testing.T) {
@@ -129,15 +148,11 @@ func TestErrorsAndPanics(t *testing.T) {
 	p.send(`{"id":2,"method":"plain-error","params":{}}`)
 	p.send(`{"id":3,"method":"panic","params":{}}`)
 	p.send(`{"id":4,"method":"echo","params":{"still":"alive"}}`)
-	m := p.next()
-	require.Equal(t, map[string]any{"code": float64(-32600), "message": "nope"}, m["error"])
-	m = p.next()
-	require.Equal(t, float64(-32603), m["error"].(map[string]any)["code"])
-	m = p.next()
-	require.Equal(t, float64(3), m["id"])
-	require.Equal(t, float64(-32603), m["error"].(map[string]any)["code"])
-	m = p.next()
-	require.Equal(t, map[string]any{"still": "alive"}, m["result"])
+	got := p.byID(4)
+	require.Equal(t, map[string]any{"code": float64(-32600), "message": "nope"}, got[1]["error"])
+	require.Equal(t, float64(-32603), got[2]["error"].(map[string]any)["code"])
+	require.Equal(t, float64(-32603), got[3]["error"].(map[string]any)["code"])
+	require.Equal(t, map[string]any{"still": "alive"}, got[4]["result"])
 }
 
 func TestMalformedLinesAreDroppedSilently(t *testing.T) {
@@ -163,21 +178,20 @@ func TestMalformedLinesAreDroppedSilently(t *testing.T) {
 	require.Equal(t, float64(5), p.next()["id"])
 }
 
-func TestDeferredReplyAndOrdering(t *testing.T) {
+func TestGoReplyAndReplyThenNotify(t *testing.T) {
 	release := make(chan struct{})
-	var wg sync.WaitGroup
 	h := &funcHandler{req: func(_ context.Context, r *Request) (any, error) {
-		if r.Method == "slow" {
-			r.Defer()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+		switch r.Method {
+		case "slow":
+			r.Go(func() (any, error) {
 				<-release
-				r.Reply(map[string]string{"slow": "done"}, nil)
-			}()
+				return map[string]string{"slow": "done"}, nil
+			})
+			return "ignored", nil
+		case "go-panic":
+			r.Go(func() (any, error) { panic("late kaboom") })
 			return nil, nil
-		}
-		if r.Method == "reply-then-notify" {
+		case "reply-then-notify":
 			r.Reply(map[string]int{"x": 1}, nil)
 			require.NoError(t, r.Conn().Notify("after/reply", map[string]int{"y": 2}))
 			return "ignored", nil
@@ -187,17 +201,175 @@ func TestDeferredReplyAndOrdering(t *testing.T) {
 	p := newPeer(t, h, Options{})
 	p.send(`{"id":1,"method":"slow","params":{}}`)
 	p.send(`{"id":2,"method":"fast","params":{}}`)
-	require.Equal(t, float64(2), p.next()["id"], "a deferred request must not block the next one")
+	require.Equal(t, float64(2), p.next()["id"], "a request finished by Go must not block the next one")
 	close(release)
-	require.Equal(t, float64(1), p.next()["id"])
-	p.send(`{"id":3,"method":"reply-then-notify","params":{}}`)
 	m := p.next()
+	require.Equal(t, float64(1), m["id"])
+	require.Equal(t, map[string]any{"slow": "done"}, m["result"])
+	p.send(`{"id":3,"method":"reply-then-notify","params":{}}`)
+	m = p.next()
 	require.Equal(t, float64(3), m["id"])
 	require.Equal(t, map[string]any{"x": float64(1)}, m["result"])
 	m = p.next()
 	require.Equal(t, "after/reply", m["method"])
 	require.NotNil(t, m["emittedAtMs"])
-	wg.Wait()
+	p.send(`{"id":4,"method":"go-panic","params":{}}`)
+	m = p.next()
+	require.Equal(t, float64(4), m["id"])
+	require.Equal(t, float64(-32603), m["error"].(map[string]any)["code"], "a panic in the goroutine that owes the reply still answers")
+	require.Eventually(t, func() bool { return p.conn.InFlight() == 0 }, 10*time.Second, time.Millisecond, "every answered request leaves the in-flight table")
+}
+
+// laneHandler puts each request in the lane named by its params' "lane" member; "block" waits for
+// the channel named by its params' "gate".
+type laneHandler struct {
+	funcHandler
+}
+
+func (h *laneHandler) Order(method string, params json.RawMessage) Order {
+	var p struct {
+		Lane string `json:"lane"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return Order{Lane: p.Lane, Barrier: method == "barrier"}
+}
+
+func TestSlowRequestDelaysOnlyItsLane(t *testing.T) {
+	gate := make(chan struct{})
+	started := make(chan string, 16)
+	h := &laneHandler{funcHandler{req: func(_ context.Context, r *Request) (any, error) {
+		started <- string(r.ID)
+		if r.Method == "block" {
+			<-gate
+		}
+		return r.Params, nil
+	}}}
+	p := newPeer(t, h, Options{})
+	p.send(`{"id":1,"method":"block","params":{"lane":"a"}}`)
+	require.Equal(t, "1", <-started)
+	p.send(`{"id":2,"method":"x","params":{"lane":"a"}}`)
+	p.send(`{"id":3,"method":"x","params":{"lane":"b"}}`)
+	p.send(`{"id":4,"method":"x","params":{}}`)
+	got := p.byID(2)
+	require.Contains(t, got, float64(3), "another lane is not delayed")
+	require.Contains(t, got, float64(4), "a request without a lane is not delayed")
+	p.silence(50 * time.Millisecond)
+	close(gate)
+	got = p.byID(2)
+	require.Contains(t, got, float64(1))
+	require.Contains(t, got, float64(2))
+}
+
+func TestLaneKeepsArrivalOrder(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	h := &laneHandler{funcHandler{req: func(_ context.Context, r *Request) (any, error) {
+		mu.Lock()
+		order = append(order, string(r.ID))
+		mu.Unlock()
+		return nil, nil
+	}}}
+	p := newPeer(t, h, Options{})
+	var want []string
+	for i := range 200 {
+		id := strconv.Itoa(i)
+		want = append(want, id)
+		p.send(`{"id":` + id + `,"method":"x","params":{"lane":"t"}}`)
+	}
+	p.byID(200)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, want, order)
+}
+
+func TestBarrierRunsBeforeLaterRequests(t *testing.T) {
+	var done atomic.Bool
+	h := &laneHandler{funcHandler{req: func(_ context.Context, r *Request) (any, error) {
+		if r.Method == "barrier" {
+			time.Sleep(20 * time.Millisecond) // a later request would overtake a non-barrier here
+			done.Store(true)
+			return nil, nil
+		}
+		return done.Load(), nil
+	}}}
+	p := newPeer(t, h, Options{})
+	p.send(`{"id":1,"method":"barrier","params":{}}`)
+	p.send(`{"id":2,"method":"x","params":{}}`)
+	got := p.byID(2)
+	require.Equal(t, true, got[2]["result"])
+}
+
+func TestLaneOverflowIsRefusedWithMinus32001(t *testing.T) {
+	gate := make(chan struct{})
+	h := &laneHandler{funcHandler{req: func(_ context.Context, r *Request) (any, error) {
+		if r.Method == "block" {
+			<-gate
+		}
+		return r.Params, nil
+	}}}
+	p := newPeer(t, h, Options{LaneLimit: 2})
+	p.send(`{"id":0,"method":"block","params":{"lane":"a"}}`)
+	for i := 1; i <= 3; i++ {
+		p.send(`{"id":` + strconv.Itoa(i) + `,"method":"x","params":{"lane":"a"}}`)
+	}
+	m := p.next()
+	require.Equal(t, float64(3), m["id"])
+	require.Equal(t, map[string]any{"code": float64(-32001), "message": "Server overloaded; retry later."}, m["error"])
+	close(gate)
+	got := p.byID(3)
+	for i := range 3 {
+		require.Contains(t, got, float64(i))
+		require.Nil(t, got[float64(i)]["error"])
+	}
+}
+
+// TestPipelinedFloodWithUnreadOutputAnswersEveryRequest pipelines 10 000 requests while nobody reads
+// the output: the server stops reading instead of dropping or refusing, and once the output is read
+// every request has exactly one successful reply.
+func TestPipelinedFloodWithUnreadOutputAnswersEveryRequest(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	conn := NewConn(inR, outW, echoHandler(), Options{})
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- conn.Run(context.Background())
+		_ = outW.Close()
+	}()
+	const n = 10000
+	sent := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if _, err := io.WriteString(inW, `{"id":`+strconv.Itoa(i)+`,"method":"echo","params":{"i":`+strconv.Itoa(i)+`}}`+"\n"); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- inW.Close()
+	}()
+	// Nobody reads: the server must stop reading (the writer is stuck) rather than refuse.
+	require.Eventually(t, func() bool { return conn.InFlight() == DefaultMaxInFlight }, 30*time.Second, time.Millisecond)
+	select {
+	case err := <-sent:
+		t.Fatalf("all input was consumed while output was unread: %v", err)
+	default:
+	}
+	seen := make(map[int]bool, n)
+	sc := bufio.NewScanner(outR)
+	for sc.Scan() {
+		var m struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *Error          `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
+		require.Nil(t, m.Error, "request %d refused", m.ID)
+		require.JSONEq(t, `{"i":`+strconv.Itoa(m.ID)+`}`, string(m.Result))
+		require.False(t, seen[m.ID], "two replies to %d", m.ID)
+		seen[m.ID] = true
+	}
+	require.NoError(t, <-sent)
+	require.NoError(t, <-runErr)
+	require.Len(t, seen, n)
 }
 
 func TestServerRequests(t *testing.T) {
@@ -255,30 +427,6 @@ func TestCallHonoursDeadline(t *testing.T) {
 	require.Equal(t, "never/answered", m["method"])
 	_, hasParams := m["params"]
 	require.False(t, hasParams)
-}
-
-func TestOverloadAnswersMinus32001(t *testing.T) {
-	block := make(chan struct{})
-	h := &funcHandler{req: func(_ context.Context, r *Request) (any, error) {
-		if r.Method == "block" {
-			<-block
-		}
-		return r.Params, nil
-	}}
-	p := newPeer(t, h, Options{QueueSize: 2})
-	p.send(`{"id":0,"method":"block","params":{}}`)
-	time.Sleep(50 * time.Millisecond) // the dispatcher is now inside "block"
-	for i := 1; i <= 4; i++ {
-		p.send(`{"id":` + string(rune('0'+i)) + `,"method":"x","params":{}}`)
-	}
-	m := p.next()
-	require.Equal(t, map[string]any{"code": float64(-32001), "message": "Server overloaded; retry later."}, m["error"])
-	close(block)
-	seen := map[float64]bool{}
-	for i := 0; i < 4; i++ {
-		seen[p.next()["id"].(float64)] = true
-	}
-	require.Len(t, seen, 4)
 }
 
 func TestLongLineAndCRLF(t *testing.T) {

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 )
 
-type countingHandler struct{ requests int }
+type countingHandler struct{ requests atomic.Int64 }
 
 func (h *countingHandler) HandleRequest(_ context.Context, r *Request) (any, error) {
-	h.requests++
+	h.requests.Add(1)
 	if len(r.Method)%2 == 0 {
 		return nil, InvalidRequest("even")
 	}
@@ -50,8 +51,8 @@ func FuzzConn(f *testing.F) {
 			}
 			answers++
 		}
-		if answers != h.requests {
-			t.Fatalf("%d requests dispatched, %d answers written", h.requests, answers)
+		if int64(answers) != h.requests.Load() {
+			t.Fatalf("%d requests dispatched, %d answers written", h.requests.Load(), answers)
 		}
 	})
 }

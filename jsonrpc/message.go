@@ -3,7 +3,8 @@
 // with their JSON type, lines that are not a message are logged and dropped without a response, and
 // server→client requests carry integer ids counted from 0 per connection.
 //
-// It knows nothing about Codex: a Conn reads lines, hands requests to a Handler in arrival order, writes
+// It knows nothing about Codex: a Conn reads lines, runs each request's handler on a goroutine of its own
+// (in the lane an optional Orderer chooses), stops reading while too many requests are in flight, writes
 // through one bounded queue, and tracks the server's own outbound requests.
 package jsonrpc
 

@@ -76,8 +76,7 @@ func (s *Server) commandExec(ctx context.Context, c *connection, req *jsonrpc.Re
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
 	}
 	reg := c.execRegistry()
-	req.Defer()
-	go func() {
+	req.Go(func() (any, error) {
 		resp, err := reg.Exec(c.rpc.Context(), execmgr.CommandExecRequest{
 			Params: p, Cwd: wd, WrapArgv: wrap,
 			OnOutputDelta: func(processID string, stream execmgr.Stream, chunk []byte, capReached bool) {
@@ -88,11 +87,10 @@ func (s *Server) commandExec(ctx context.Context, c *connection, req *jsonrpc.Re
 			},
 		})
 		if err != nil {
-			req.Reply(nil, requestError(err))
-			return
+			return nil, requestError(err)
 		}
-		req.Reply(resp, nil)
-	}()
+		return resp, nil
+	})
 	return nil, nil
 }
 

@@ -447,17 +447,15 @@ func (s *Server) mcpToolCall(_ context.Context, _ *connection, req *jsonrpc.Requ
 			return nil, jsonrpc.InvalidRequest("_meta must be an object")
 		}
 	}
-	req.Defer()
-	go func() {
+	req.Go(func() (any, error) {
 		res, err := m.CallTool(t.Context(), t.Controller(), p.Server, p.Tool, p.Arguments, meta)
 		if err != nil {
-			req.Reply(nil, mcpRequestError(err, p.Server))
-			return
+			return nil, mcpRequestError(err, p.Server)
 		}
 		resp := protocol.McpServerToolCallResponse{IsError: &res.IsError, StructuredContent: res.StructuredContent, Meta: res.Meta}
 		_ = json.Unmarshal(res.Content, &resp.Content)
-		req.Reply(resp, nil)
-	}()
+		return resp, nil
+	})
 	return nil, nil
 }
 

@@ -31,7 +31,7 @@ const (
 type Options struct {
 	Config *config.Config
 	Logger *slog.Logger
-	// QueueSize bounds each connection's ingress and egress queues (jsonrpc default when zero).
+	// QueueSize bounds each connection's egress queue (jsonrpc default when zero).
 	QueueSize int
 	// Tools builds the tools offered to the model on each turn (nil: none).
 	Tools thread.ToolProvider

@@ -527,7 +527,7 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		if running != nil {
 			// The parent's turn is still going: the fork records it as interrupted, as the reference does.
 			if err := rec.AppendEvent(rollout.TurnAborted{TurnID: running.ID, RootTurnID: running.ID, Reason: "interrupted",
-				StartedAt: running.startedAt.Unix(), CompletedAt: now.Unix(), DurationMs: ptr(now.Sub(running.startedAt).Milliseconds())}); err != nil {
+				StartedAt: running.started().Unix(), CompletedAt: now.Unix(), DurationMs: ptr(now.Sub(running.started()).Milliseconds())}); err != nil {
 				_ = rec.Close()
 				return nil, fmt.Errorf("record fork interruption: %w", err)
 			}

@@ -35,9 +35,9 @@ type Turn struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 
+	mu sync.Mutex
+	// startedAt is written by the turn's goroutine under mu; other goroutines read it under mu.
 	startedAt time.Time
-
-	mu        sync.Mutex
 	items     []protocol.ThreadItem
 	lastAgent *protocol.ThreadItem
 	pending   []protocol.UserInput // steered input waiting for the next model request
@@ -124,6 +124,13 @@ func (tn *Turn) snapshot(full bool) protocol.Turn {
 		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: items, ItemsView: ptr(protocol.TurnItemsViewFull),
 		Status: protocol.TurnStatusInProgress, StartedAt: ptr(tn.startedAt.Unix()),
 	}
+}
+
+// started returns when the turn's goroutine started it (zero before).
+func (tn *Turn) started() time.Time {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	return tn.startedAt
 }
 
 // PendingTurn is the turn object of a turn/start response (before turn/started).
@@ -256,7 +263,9 @@ func (tn *Turn) Run() { go tn.run() }
 func (tn *Turn) run() {
 	t := tn.thread
 	defer close(tn.done)
+	tn.mu.Lock()
 	tn.startedAt = time.Now()
+	tn.mu.Unlock()
 	t.mu.Lock()
 	wasInterrupted := t.interrupted
 	t.interrupted = false
