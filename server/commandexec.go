@@ -60,7 +60,7 @@ func (s *Server) commandExec(ctx context.Context, c *connection, req *jsonrpc.Re
 	if err := execmgr.ValidateCommandExec(p); err != nil {
 		return nil, requestError(err)
 	}
-	policy := thread.SandboxFromMode(s.cfg.SandboxMode, s.cfg.SandboxWorkspaceWrite)
+	policy := thread.SandboxFromMode(s.currentConfig().SandboxMode, s.currentConfig().SandboxWorkspaceWrite)
 	if len(p.SandboxPolicy) > 0 && string(p.SandboxPolicy) != "null" {
 		if err := json.Unmarshal(p.SandboxPolicy, &policy); err != nil {
 			return nil, invalidParams("%v", err)

@@ -32,13 +32,35 @@ func Provider(d Deps) thread.ToolProvider {
 	}
 	return func(t *thread.Thread, s thread.Settings) []thread.ToolSet {
 		st := state(t, &d)
+		sw := switchesOf(s.EffectiveConfig(d.Config), s.Model)
 		var sets []thread.ToolSet
-		if !d.Config.FeatureEnabled("unified_exec") {
-			sets = append(sets, &shellSet{deps: &d, st: st})
-		} else {
+		switch {
+		case sw.unifiedExec:
 			sets = append(sets, &execSet{deps: &d, st: st})
+		case sw.shellTool:
+			sets = append(sets, &shellSet{deps: &d, st: st})
 		}
-		sets = append(sets, &patchSet{deps: &d, st: st})
+		if sw.updatePlan {
+			sets = append(sets, planSet{})
+		}
+		if sw.requestUserInput {
+			sets = append(sets, userInputSet{})
+		}
+		if sw.applyPatch {
+			sets = append(sets, &patchSet{deps: &d, st: st})
+		}
+		if sw.viewImage {
+			sets = append(sets, viewImageSet{})
+		}
+		if sw.goals {
+			sets = append(sets, goalSet{})
+		}
+		if len(s.DynamicTools) > 0 {
+			sets = append(sets, dynamicSet{specs: s.DynamicTools})
+		}
+		if sw.webSearch == "cached" || sw.webSearch == "live" {
+			sets = append(sets, webSearchSet{live: sw.webSearch == "live"})
+		}
 		if d.Extra != nil {
 			sets = append(sets, d.Extra(t, s)...)
 		}
@@ -65,6 +87,14 @@ func state(t *thread.Thread, d *Deps) *threadState {
 		t.OnClose(st.sessions.TerminateAll)
 		return st
 	}).(*threadState)
+}
+
+// BackgroundTerminals returns a thread's unified-exec sessions (nil before its first exec_command).
+func BackgroundTerminals(t *thread.Thread) *execmgr.Sessions {
+	if st, ok := t.Attached(stateKey{}).(*threadState); ok {
+		return st.sessions
+	}
+	return nil
 }
 
 var (
