@@ -73,6 +73,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now stamps emittedAtMs (time.Now when nil).
 	Now func() time.Time
+	// MaxLineBytes bounds an input line (MaxLineBytes when zero); a longer line is discarded.
+	MaxLineBytes int
+	// LargeLineBytes is the size from which a line counts as large (LargeLineBytes when zero).
+	LargeLineBytes int
 }
 
 // Conn is one JSON-RPC peer over a reader and a writer.
@@ -84,6 +88,8 @@ type Conn struct {
 	log       *slog.Logger
 	now       func() time.Time
 	laneLimit int
+	maxLine   int
+	largeLine int
 
 	egress chan []byte
 
@@ -132,9 +138,16 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = MaxLineBytes
+	}
+	if opts.LargeLineBytes <= 0 {
+		opts.LargeLineBytes = LargeLineBytes
+	}
 	o, _ := h.(Orderer)
 	return &Conn{
 		r: r, w: w, handler: h, orderer: o, log: opts.Logger, now: opts.Now, laneLimit: opts.LaneLimit,
+		maxLine: opts.MaxLineBytes, largeLine: opts.LargeLineBytes,
 		egress:     make(chan []byte, opts.QueueSize),
 		pending:    map[int64]chan *Message{},
 		slots:      make(chan struct{}, opts.MaxInFlight),
@@ -183,13 +196,13 @@ func (c *Conn) Run(ctx context.Context) error {
 func (c *Conn) readLoop() error {
 	br := bufio.NewReaderSize(c.r, 64<<10)
 	for {
-		line, err := readLine(br)
+		line, err := readLine(br, c.maxLine)
 		if len(line) > 0 {
 			c.handleLine(line)
 		}
 		if err != nil {
 			if errors.Is(err, errLineTooLong) {
-				c.log.Warn("discarded an input line longer than the limit", "limit", MaxLineBytes)
+				c.log.Warn("discarded an input line longer than the limit", "limit", c.maxLine)
 				continue
 			}
 			return err
@@ -206,7 +219,7 @@ var errLineTooLong = errors.New("line too long")
 // A line longer than the reader's buffer is gathered in chunks and joined once into a slice of its
 // exact size, so a huge line costs about twice its size while it is read, not the 4-5x of repeated
 // growth.
-func readLine(br *bufio.Reader) ([]byte, error) {
+func readLine(br *bufio.Reader, maxLine int) ([]byte, error) {
 	chunk, err := br.ReadSlice('\n')
 	if !errors.Is(err, bufio.ErrBufferFull) {
 		return trimEOL(bytes.Clone(chunk)), err
@@ -214,7 +227,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	var chunks [][]byte
 	total := 0
 	for {
-		if total+len(chunk) > MaxLineBytes {
+		if total+len(chunk) > maxLine {
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = br.ReadSlice('\n')
 			}
@@ -250,7 +263,7 @@ func trimEOL(buf []byte) []byte {
 }
 
 func (c *Conn) handleLine(line []byte) {
-	large := len(line) >= LargeLineBytes
+	large := len(line) >= c.largeLine
 	msg, err := Decode(line)
 	if err != nil {
 		c.log.Warn("Failed to deserialize JSONRPCMessage", "error", err.Error(), "line", truncate(line, 200))
@@ -564,7 +577,7 @@ type Request struct {
 	conn      *Conn
 	handedOff atomic.Bool
 	replied   atomic.Bool
-	large     bool // its line was at least LargeLineBytes long: it holds the connection's large token
+	large     bool // its line was at least the connection's large-line size: it holds the connection's large token
 	finished  sync.Once
 	claims    []claim // lanes held until the handler returns (guarded by conn.flightMu)
 }

@@ -203,7 +203,7 @@ func TestGoReplyAndReplyThenNotify(t *testing.T) {
 	p.send(`{"id":2,"method":"fast","params":{}}`)
 	require.Equal(t, float64(2), p.next()["id"], "a request finished by Go must not block the next one")
 	close(release)
-	m := p.next()
+	m := p.nextWithin(time.Minute)
 	require.Equal(t, float64(1), m["id"])
 	require.Equal(t, map[string]any{"slow": "done"}, m["result"])
 	p.send(`{"id":3,"method":"reply-then-notify","params":{}}`)
@@ -429,12 +429,29 @@ func TestCallHonoursDeadline(t *testing.T) {
 	require.False(t, hasParams)
 }
 
+// A line longer than the reader's buffer (64 KiB) and past the connection's large-line size is
+// gathered whole and answered; "\r\n" ends it like "\n". The limits are the connection's own, small
+// here so the test does not depend on the speed of a loaded machine (the defaults are 256 MiB/8 MiB).
 func TestLongLineAndCRLF(t *testing.T) {
-	p := newPeer(t, echoHandler(), Options{})
-	big := strings.Repeat("x", LargeLineBytes+1<<20)
+	p := newPeer(t, echoHandler(), Options{MaxLineBytes: 1 << 20, LargeLineBytes: 128 << 10})
+	big := strings.Repeat("x", 512<<10)
 	go p.send(`{"id":1,"method":"echo","params":{"s":"` + big + `"}}` + "\r")
-	m := p.nextWithin(2 * time.Minute)
+	m := p.nextWithin(time.Minute)
+	require.Equal(t, float64(1), m["id"])
 	require.Len(t, m["result"].(map[string]any)["s"], len(big))
+}
+
+// A line past the connection's limit is discarded whole and the connection reads on.
+func TestOverlongLineIsDiscarded(t *testing.T) {
+	p := newPeer(t, echoHandler(), Options{MaxLineBytes: 256 << 10, LargeLineBytes: 128 << 10})
+	big := strings.Repeat("x", 512<<10)
+	go func() {
+		p.send(`{"id":1,"method":"echo","params":{"s":"` + big + `"}}`)
+		p.send(`{"id":2,"method":"echo","params":{"s":"small"}}`)
+	}()
+	m := p.nextWithin(time.Minute)
+	require.Equal(t, float64(2), m["id"], "the over-long request is dropped, the next one answered")
+	require.Equal(t, "small", m["result"].(map[string]any)["s"])
 }
 
 func TestNotificationsReachHandler(t *testing.T) {
@@ -481,7 +498,7 @@ func TestClaimedLaneWaitsForTheClaimingHandler(t *testing.T) {
 	p.silence(50 * time.Millisecond)
 	close(gate)
 	require.Equal(t, "a/started", p.next()["method"])
-	m := p.next()
+	m := p.nextWithin(time.Minute)
 	require.Equal(t, float64(2), m["id"])
 	require.Equal(t, "use-a", m["result"])
 }
