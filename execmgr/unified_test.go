@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -216,14 +217,25 @@ func TestExecCommandYieldThenPollToExit(t *testing.T) {
 	require.Equal(t, "write_stdin failed: Unknown process id 1000", te.Error())
 }
 
+// TestExecCommandTTYReadAnsweredByWriteStdin: a prompt read on a PTY is answered through write_stdin.
+// Load-independent: the prompt is collected over as many polls as it takes to arrive, the answer's
+// call returns at exit (long yield), and whether the prompt came inside the startup window (not
+// streamed) or after it (streamed) is read from the recorded events rather than assumed.
 func TestExecCommandTTYReadAnsweredByWriteStdin(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
 	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "printf 'name? '; read x; echo got:$x", TTY: true, YieldTimeMs: u64(500)}, Observer: rec})
 	require.NoError(t, err)
+	prompt := res.Output
+	for prompt != "name? " {
+		require.False(t, res.Exited, res.Text)
+		require.True(t, strings.HasPrefix("name? ", prompt), "output so far %q", prompt)
+		res, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: res.SessionID, YieldTimeMs: u64(500)}})
+		require.NoError(t, err)
+		prompt += res.Output
+	}
 	require.False(t, res.Exited)
-	require.Equal(t, "name? ", res.Output)
-	res, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: res.SessionID, Chars: "hi\n", YieldTimeMs: u64(3000)}})
+	res, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: res.SessionID, Chars: "hi\n", YieldTimeMs: u64(30000)}})
 	require.NoError(t, err)
 	require.True(t, res.Exited, res.Text)
 	require.Equal(t, "hi\r\ngot:hi\r\n", res.Output)
@@ -231,7 +243,15 @@ func TestExecCommandTTYReadAnsweredByWriteStdin(t *testing.T) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	require.Equal(t, "name? hi\r\ngot:hi\r\n", rec.agg)
-	require.Equal(t, "hi\r\ngot:hi\r\n", rec.deltas.String())
+	streamed := "" // the output that arrived after the announcement is streamed, the rest is not
+	for _, e := range rec.events[slices.Index(rec.events, "started")+1:] {
+		if d, ok := strings.CutPrefix(e, "delta:"); ok {
+			streamed += d
+		}
+	}
+	require.Equal(t, streamed, rec.deltas.String(), "no delta before the announcement")
+	require.Contains(t, []string{"hi\r\ngot:hi\r\n", "name? hi\r\ngot:hi\r\n"}, rec.deltas.String(),
+		"the answer and what follows are streamed; the prompt only if it came after the startup window")
 	require.Equal(t, "interaction:hi\n", rec.events[len(rec.events)-2], "the interaction is reported after collection, before the exit")
 	require.Equal(t, "exited", rec.events[len(rec.events)-1])
 }
