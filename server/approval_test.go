@@ -3,6 +3,7 @@ package server_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,13 +73,20 @@ func turnFlow(middle ...string) []string {
 func TestApprovalAccept(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "echo hello", "yield_time_ms": 5000, "sandbox_permissions": "require_escalated", "justification": "to greet"}), finalMessage("done"))
-	c, tid := approvalClient(t, mm, apptest.Options{}, nil)
+	c := startIsolated(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+	tid := c.StartThread(map[string]any{"approvalPolicy": "untrusted"})
 	c.SetAnswerer(decide("accept"))
+	release := holdStartupWindow(t, c, tid, "call_1") // "hello" comes inside the window: no delta
 	mark := c.Mark()
 	turnID := c.StartTurn(tid, "run")
+	release()
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 	msgs := c.Since(mark)
-	require.Equal(t, turnFlow(approvalFlow...), flow(t, msgs))
+	want := turnFlow(approvalFlow...) // an experimental client is also told the read state changed
+	idle := slices.Index(want, "thread/status/changed:idle")
+	want = slices.Insert(want, idle, "thread/readState/changed")
+	require.Equal(t, want, flow(t, msgs))
 
 	reqs := serverRequests(msgs, cmdApproval)
 	require.Len(t, reqs, 1)
