@@ -206,22 +206,30 @@ func TestExecCommandItemAndOutput(t *testing.T) {
 	require.NotContains(t, tools, `"name":"shell_command"`)
 }
 
+// TestExecCommandYieldThenPollToExit is load-independent: the thread is paused (out-of-band counter)
+// until the command wrote its first line and touched a marker, so neither the startup window nor the
+// yield runs out before it; the command then blocks on a FIFO that the test opens only once the first
+// call returned, so the call yields, and the poll returns at the exit.
 func TestExecCommandYieldThenPollToExit(t *testing.T) {
+	fifo, marker := fifoAndMarker(t)
 	mm := mockmodel.New(t)
 	mm.Enqueue(
-		execCall("call_1", map[string]any{"cmd": "echo before; sleep 2; echo after", "yield_time_ms": 300}),
+		execCall("call_1", map[string]any{"cmd": fmt.Sprintf("echo before; touch %s; read x < %s; echo after", marker, fifo), "yield_time_ms": 300}),
 		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("write_stdin", "call_2",
-			map[string]any{"session_id": "{{capture_int:session ID (\\d+)}}", "chars": "", "yield_time_ms": 10000})}},
+			map[string]any{"session_id": "{{capture_int:session ID (\\d+)}}", "chars": "", "yield_time_ms": 600000})}},
 		finalMessage("finished"),
 	)
-	c := startIsolated(t, apptest.Options{Model: mm})
-	c.Initialize(false)
+	c := startIsolated(t, apptest.Options{Model: mm, SandboxMode: "danger-full-access"})
+	c.Initialize(true)
 	tid := c.StartThread(nil)
+	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
 	mark := c.Mark()
 	c.StartTurn(tid, "run it")
+	waitForFile(t, marker)
+	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
 
 	// the exec_command call returned (the second model request arrived) while the process still runs
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	require.NoError(t, mm.WaitRequests(ctx, 2))
 	_, completed := itemEvents(t, c.Since(mark), "call_1")
@@ -231,6 +239,10 @@ func TestExecCommandYieldThenPollToExit(t *testing.T) {
 	m := sessionIDRE.FindStringSubmatch(first)
 	require.NotNil(t, m, first)
 	require.True(t, strings.HasSuffix(first, "Output:\nbefore\n"), first)
+	held := time.Now()
+	time.Sleep(time.Second) // the command provably runs at least this long (a lower bound, not a margin)
+	heldFor := time.Since(held)
+	releaseFIFO(t, fifo)
 
 	turn := c.WaitTurnCompleted()
 	require.Equal(t, "completed", turn["status"])
@@ -249,7 +261,7 @@ func TestExecCommandYieldThenPollToExit(t *testing.T) {
 	require.Equal(t, "completed", completed[0]["status"])
 	require.Equal(t, float64(0), completed[0]["exitCode"])
 	require.Equal(t, "before\nafter\n", completed[0]["aggregatedOutput"])
-	require.GreaterOrEqual(t, completed[0]["durationMs"], float64(1000))
+	require.GreaterOrEqual(t, completed[0]["durationMs"], float64(heldFor.Milliseconds()))
 
 	second := callOutput(t, mm, "call_2")
 	require.Regexp(t, execTextRE, second)
@@ -338,20 +350,28 @@ func TestExecCommandBadArguments(t *testing.T) {
 	require.Contains(t, callOutput(t, mm, "call_2"), "failed to parse function arguments")
 }
 
+// TestShellCommandTimeout is load-independent: the thread is paused until the command wrote "start"
+// (a marker follows it), so the 500 ms budget starts after that; the command then blocks on a FIFO
+// nobody opens, so only the timeout ends it.
 func TestShellCommandTimeout(t *testing.T) {
+	fifo, marker := fifoAndMarker(t)
+	cmd := fmt.Sprintf("echo start; touch %s; read x < %s; echo never", marker, fifo)
 	mm := mockmodel.New(t)
 	mm.Enqueue(
 		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("shell_command", "call_1",
-			map[string]any{"command": "echo start; sleep 5; echo never", "timeout_ms": 500})}},
+			map[string]any{"command": cmd, "timeout_ms": 500})}},
 		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("shell_command", "call_2",
-			map[string]any{"command": "echo fine", "timeout_ms": 5000})}},
+			map[string]any{"command": "echo fine", "timeout_ms": 600000})}},
 		finalMessage("ok"),
 	)
-	c := startIsolated(t, apptest.Options{Model: mm, Config: "[features]\nunified_exec = false\n"})
-	c.Initialize(false)
+	c := startIsolated(t, apptest.Options{Model: mm, SandboxMode: "danger-full-access", Config: "[features]\nunified_exec = false\n"})
+	c.Initialize(true)
 	tid := c.StartThread(nil)
+	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
 	mark := c.Mark()
 	c.StartTurn(tid, "time out")
+	waitForFile(t, marker)
+	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
 	turn := c.WaitTurnCompleted()
 	require.Equal(t, "completed", turn["status"])
 
@@ -367,7 +387,7 @@ func TestShellCommandTimeout(t *testing.T) {
 	started, completed := itemEvents(t, msgs, "call_1")
 	require.Len(t, started, 1)
 	require.Len(t, completed, 1)
-	require.Equal(t, "/bin/bash -lc 'echo start; sleep 5; echo never'", started[0]["command"])
+	require.Equal(t, "/bin/bash -lc '"+cmd+"'", started[0]["command"])
 	require.Equal(t, "inProgress", started[0]["status"])
 	require.Equal(t, "failed", completed[0]["status"])
 	require.Equal(t, float64(124), completed[0]["exitCode"])
@@ -435,21 +455,25 @@ func TestNoProcessLeftAfterServerCloses(t *testing.T) {
 	require.Regexp(t, sessionIDRE, callOutput(t, mm, "call_1"))
 	require.Regexp(t, sessionIDRE, callOutput(t, mm, "call_2"))
 	me := os.Getpid()
-	before := descendants(t, me)
-	sleeps := 0
-	for _, cmd := range before {
-		if strings.HasPrefix(cmd, "sleep 6") {
-			sleeps++
+	var before map[int]string
+	// the shells may not have started their sleeps yet on a loaded machine: wait for them
+	require.Eventually(t, func() bool {
+		before = descendants(t, me)
+		sleeps := 0
+		for _, cmd := range before {
+			if strings.HasPrefix(cmd, "sleep 6") {
+				sleeps++
+			}
 		}
-	}
-	require.Equal(t, 3, sleeps, "the background commands run: %v", before)
+		return sleeps == 3
+	}, 2*time.Minute, 20*time.Millisecond, "the background commands run: %v", lazy(func() any { return before }))
 
 	c.Close()
 	var left map[int]string
 	require.Eventually(t, func() bool {
 		left = descendants(t, me)
 		return len(left) == 0
-	}, 10*time.Second, 50*time.Millisecond, "processes left after the server closed: %v", lazy(func() any { return left }))
+	}, 2*time.Minute, 50*time.Millisecond, "processes left after the server closed: %v", lazy(func() any { return left }))
 }
 
 type lazy func() any

@@ -2,7 +2,11 @@ package server_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,4 +31,30 @@ func holdStartupWindow(t *testing.T, c *apptest.Client, tid, callID string) (rel
 		})
 		require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
 	}
+}
+
+// waitForFile waits until a command created path (a marker it touches at a known point of its run).
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	require.Eventually(t, func() bool { _, err := os.Stat(path); return err == nil }, 2*time.Minute,
+		5*time.Millisecond, "the command did not reach %s", path)
+}
+
+// releaseFIFO opens a FIFO the command reads and writes a line to it, letting the command go on.
+func releaseFIFO(t *testing.T, fifo string) {
+	t.Helper()
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("go\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// fifoAndMarker makes a FIFO and names a marker file in a fresh directory.
+func fifoAndMarker(t *testing.T) (fifo, marker string) {
+	t.Helper()
+	dir := t.TempDir()
+	fifo, marker = filepath.Join(dir, "fifo"), filepath.Join(dir, "marker")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	return fifo, marker
 }
