@@ -513,18 +513,25 @@ func TestExecCommandSpawnFailure(t *testing.T) {
 	require.Equal(t, "/bin/sh -lc 'echo hi'", started2[0]["command"])
 }
 
+// TestExecInterruptKeepsProcessRunning is load-independent: the thread is paused until the command
+// wrote "start" (inside the startup window, so not streamed), and the command then waits on a FIFO the
+// test opens only after the turn was interrupted, so "end" is written after the interrupt.
 func TestExecInterruptKeepsProcessRunning(t *testing.T) {
+	fifo, marker := fifoAndMarker(t)
 	mm := mockmodel.New(t)
-	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "echo start; sleep 2; echo end", "yield_time_ms": 10000}), finalMessage("must not be requested"))
-	c := startIsolated(t, apptest.Options{Model: mm})
-	c.Initialize(false)
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": fmt.Sprintf("echo start; touch %s; read x < %s; echo end", marker, fifo), "yield_time_ms": 600000}), finalMessage("must not be requested"))
+	c := startIsolated(t, apptest.Options{Model: mm, SandboxMode: "danger-full-access"})
+	c.Initialize(true)
 	tid := c.StartThread(nil)
+	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
 	mark := c.Mark()
 	turnID := c.StartTurn(tid, "run")
+	waitForFile(t, marker)
+	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
 	waitCommandStarted(c, "call_1")
-	time.Sleep(300 * time.Millisecond)
 	c.Result("turn/interrupt", map[string]any{"threadId": tid, "turnId": turnID}, nil)
 	require.Equal(t, "interrupted", c.WaitTurnCompleted()["status"])
+	releaseFIFO(t, fifo)
 	// as in the reference, the process outlives the interrupted turn and its item completes later
 	done := c.WaitNotification("item/completed", nil)
 	item := decodeMap(t, done.Params)["item"].(map[string]any)
