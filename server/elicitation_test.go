@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -64,29 +65,61 @@ func elicitClient(t *testing.T, mm *mockmodel.Server, config string) (*apptest.C
 	return c, c.StartThread(nil)
 }
 
+// TestElicitationPausesExecYield: a pause that lands inside the yield holds the tool result past the
+// yield deadline and past the process's exit. Load-independent: the command waits on a FIFO the test
+// opens only once the pause is in place, so it exits while paused; if the machine was so slow that the
+// yield ran out before the pause landed (the result then says "session ID", which is correct), the run
+// is repeated with a doubled yield.
 func TestElicitationPausesExecYield(t *testing.T) {
+	for yield := 700; ; yield *= 2 {
+		if pausesExecYield(t, yield) {
+			return
+		}
+		require.Less(t, yield, 20000, "the pause never landed before the yield deadline")
+		t.Logf("the yield of %d ms ran out before the pause landed; again with a longer one", yield)
+	}
+}
+
+func pausesExecYield(t *testing.T, yieldMS int) (pausedInTime bool) {
+	fifo, marker := fifoAndMarker(t)
 	mm := mockmodel.New(t)
-	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "sleep 1.5; echo done", "yield_time_ms": 700}), finalMessage("ok"))
-	c, tid := elicitClient(t, mm, "")
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": fmt.Sprintf("touch %s; read x < %s; echo done", marker, fifo), "yield_time_ms": yieldMS}), finalMessage("ok"))
+	c := startIsolated(t, apptest.Options{Model: mm, SandboxMode: "danger-full-access"})
+	c.Initialize(true)
+	tid := c.StartThread(nil)
 	mark := c.Mark()
 	c.StartTurn(tid, "run")
 	waitCommandStarted(c, "call_1")
-	time.Sleep(200 * time.Millisecond)
 	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
-	require.Equal(t, 1, holdAndCount(mm, 2*time.Second), "no model request while paused, although the yield deadline and the exit passed")
+	paused := time.Now()
+	releaseFIFO(t, fifo) // the process exits while paused
+	c.WaitNotification("item/completed", func(p json.RawMessage) bool {
+		var n struct{ Item struct{ ID string } }
+		return json.Unmarshal(p, &n) == nil && n.Item.ID == "call_1"
+	}) // as in the reference, the item completes when the process ends; only the tool result is held
+	hold := max(2*time.Second, time.Duration(yieldMS)*time.Millisecond+time.Second)
+	if holdAndCount(mm, hold) > 1 {
+		out := callOutput(t, mm, "call_1")
+		require.Regexp(t, sessionIDRE, out, "the result came while paused: it must have yielded before the pause landed")
+		require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
+		c.WaitTurnCompleted()
+		return false
+	}
+	heldFor := time.Since(paused)
 	_, early := itemEvents(t, c.Since(mark), "call_1")
-	require.Len(t, early, 1, "as in the reference, the item completes when the process ends; only the tool result is held")
+	require.Len(t, early, 1)
 	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 
 	out := callOutput(t, mm, "call_1")
 	require.Contains(t, out, "\nProcess exited with code 0\n")
 	require.True(t, strings.HasSuffix(out, "Output:\ndone\n"), out)
-	require.GreaterOrEqual(t, wallTime(t, out), 2.0, "the reported wall time includes the pause")
+	require.GreaterOrEqual(t, wallTime(t, out), heldFor.Seconds()-0.01, "the reported wall time includes the pause")
 	_, completed := itemEvents(t, c.Since(mark), "call_1")
 	require.Len(t, completed, 1)
 	require.Equal(t, "done\n", completed[0]["aggregatedOutput"])
 	requireErrorMatch(t, c.Request("thread/decrement_elicitation", map[string]any{"threadId": tid}), -32600, "^out-of-band elicitation count is already zero$")
+	return true
 }
 
 func TestElicitationControlYieldsSessionID(t *testing.T) {
@@ -132,19 +165,31 @@ func TestElicitationPausedBeforeCommandStarts(t *testing.T) {
 	require.True(t, strings.HasSuffix(callOutput(t, mm, "call_1"), "Process exited with code 0\nOriginal token count: 2\nOutput:\nearly\n"))
 }
 
-// shellTimeoutRun runs `sleep 2; echo ok` through shell_command with a 1.5 s budget, optionally
-// pausing the thread for 3 s from ~200 ms after the command started.
+// shellTimeoutRun runs a command through shell_command with a 1.5 s budget; the command touches a
+// marker and waits on a FIFO. Without pause nobody opens the FIFO: only the timeout ends it. With
+// pause, the thread is paused before the command starts and the test opens the FIFO only after holding
+// the pause for 3 s, twice the budget, so the outcome depends on the pause alone, not on load.
 func shellTimeoutRun(t *testing.T, pause bool) string {
+	fifo, marker := fifoAndMarker(t)
+	cmd := fmt.Sprintf("touch %s; read x < %s; echo ok", marker, fifo)
 	mm := mockmodel.New(t)
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("shell_command", "call_1",
-		map[string]any{"command": "sleep 2; echo ok", "timeout_ms": 1500})}}, finalMessage("ok"))
-	c, tid := elicitClient(t, mm, "[features]\nunified_exec = false\n")
+		map[string]any{"command": cmd, "timeout_ms": 1500})}}, finalMessage("ok"))
+	c := startIsolated(t, apptest.Options{Model: mm, SandboxMode: "danger-full-access", Config: "[features]\nunified_exec = false\n"})
+	c.Initialize(true)
+	tid := c.StartThread(nil)
+	if pause {
+		require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
+	}
 	c.StartTurn(tid, "run")
 	if pause {
-		waitCommandStarted(c, "call_1")
-		time.Sleep(200 * time.Millisecond)
-		require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
-		time.Sleep(3 * time.Second)
+		waitForFile(t, marker)
+		time.Sleep(3 * time.Second) // paused: none of it is charged (a lower bound, not a margin)
+		releaseFIFO(t, fifo)
+		c.WaitNotification("item/completed", func(p json.RawMessage) bool {
+			var n struct{ Item struct{ ID string } }
+			return json.Unmarshal(p, &n) == nil && n.Item.ID == "call_1"
+		})
 		require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
 	}
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
