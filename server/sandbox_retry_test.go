@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,9 +27,13 @@ func TestSandboxDenialAsksToRetryUnsandboxed(t *testing.T) {
 		{"late/accept", "sleep 0.5; echo hi > made.txt", "accept", true},
 		{"late/decline", "sleep 0.5; echo hi > made.txt", "decline", false},
 	} {
+		// The early cases pause the thread until the retry is asked: the startup window cannot run out,
+		// so the denial falls inside it whatever the load. The late ones run unpaused with the longest
+		// yield, and the command's end comes after the window.
+		early := !strings.HasPrefix(tc.name, "late/")
 		t.Run(tc.name, func(t *testing.T) {
 			mm := mockmodel.New(t)
-			mm.Enqueue(execCall("call_w", map[string]any{"cmd": tc.cmd, "yield_time_ms": 10000}))
+			mm.Enqueue(execCall("call_w", map[string]any{"cmd": tc.cmd, "yield_time_ms": 30000}))
 			mm.Enqueue(finalMessage("done"))
 			c := startIsolated(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", SandboxMode: "read-only"})
 			var reasons []string
@@ -40,9 +45,16 @@ func TestSandboxDenialAsksToRetryUnsandboxed(t *testing.T) {
 				}
 				return map[string]any{"decision": tc.decision}, 0, "", true
 			})
-			c.Initialize(false)
+			c.Initialize(true)
 			tid := c.StartThread(nil)
+			if early {
+				require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
+			}
 			c.StartTurn(tid, "write a file")
+			if early {
+				c.WaitServerRequest(cmdApproval)
+				require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
+			}
 			require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 			require.Equal(t, []string{"command failed; retry without sandbox?"}, reasons)
 			_, err := os.Stat(filepath.Join(c.Work, "made.txt"))

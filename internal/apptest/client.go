@@ -155,7 +155,7 @@ func (c *Client) Close() {
 	_ = c.in.Close()
 	select {
 	case <-c.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(WaitLimit):
 		c.T.Errorf("server did not finish after stdin EOF")
 	}
 	c.Srv.Close()
@@ -314,12 +314,16 @@ func (c *Client) Result(method string, params any, out any) json.RawMessage {
 	return m.Result
 }
 
+// WaitLimit bounds every wait of a Client: a guard against a hung server, not a timing margin, so it
+// is generous enough for a heavily loaded machine running the race detector.
+const WaitLimit = 2 * time.Minute
+
 // WaitResponse waits for the response to request id.
 func (c *Client) WaitResponse(id int64) Message {
 	c.T.Helper()
 	m, ok := c.waitFor(func(m Message) bool {
 		return m.Method == "" && m.ID != nil && idKey(m.ID) == idKey(float64(id))
-	}, 20*time.Second, false)
+	}, WaitLimit, false)
 	require.True(c.T, ok, "no response to request %d", id)
 	return m
 }
@@ -330,7 +334,7 @@ func (c *Client) WaitNotification(method string, match func(params json.RawMessa
 	c.T.Helper()
 	m, ok := c.waitFor(func(m Message) bool {
 		return m.IsNotification() && m.Method == method && (match == nil || match(m.Params))
-	}, 20*time.Second, true)
+	}, WaitLimit, true)
 	require.True(c.T, ok, "no %s notification", method)
 	return m
 }
@@ -338,7 +342,7 @@ func (c *Client) WaitNotification(method string, match func(params json.RawMessa
 // WaitServerRequest waits for a server→client request of a method.
 func (c *Client) WaitServerRequest(method string) Message {
 	c.T.Helper()
-	m, ok := c.waitFor(func(m Message) bool { return m.IsServerRequest() && m.Method == method }, 20*time.Second, true)
+	m, ok := c.waitFor(func(m Message) bool { return m.IsServerRequest() && m.Method == method }, WaitLimit, true)
 	require.True(c.T, ok, "no %s server request", method)
 	return m
 }
