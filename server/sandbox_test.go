@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -62,22 +64,27 @@ func TestSandboxThroughExecCommand(t *testing.T) {
 
 			mm := mockmodel.New(t)
 			calls := []struct{ id, cmd string }{
+				{"call_outside", "echo o > " + outside}, // first: denied in both sandboxed modes
 				{"call_work", "echo w > work.txt"},
 				{"call_tmp", "echo t > " + inTmp},
-				{"call_outside", "echo o > " + outside},
 				{"call_git", "echo g > .git/config"},
 				{"call_net", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && echo connected", port)},
 			}
 			for _, cl := range calls {
-				mm.Enqueue(execCall(cl.id, map[string]any{"cmd": cl.cmd, "yield_time_ms": 10000}))
+				mm.Enqueue(execCall(cl.id, map[string]any{"cmd": cl.cmd, "yield_time_ms": 30000}))
 			}
 			mm.Enqueue(finalMessage("done"))
 			c := startIsolated(t, apptest.Options{Model: mm, SandboxMode: tc.mode})
 			require.NoError(t, os.Mkdir(filepath.Join(c.Work, ".git"), 0o755))
-			c.Initialize(false)
+			c.Initialize(true)
 			tid := c.StartThread(nil)
 			mark := c.Mark()
+			// The thread is paused while the first command runs, so its startup window cannot run out
+			// before it ends, whatever the load: a sandboxed mode must report that denial without an item.
+			require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
 			c.StartTurn(tid, "probe the sandbox")
+			waitFirstCommandGone(t)
+			require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
 			require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 			msgs := c.Since(mark)
 
@@ -128,4 +135,20 @@ func TestSandboxThroughExecCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitFirstCommandGone waits until a command (its shell, a child of this test process, which runs the
+// server) has started and ended.
+func waitFirstCommandGone(t *testing.T) {
+	t.Helper()
+	running := func() bool {
+		for _, cmd := range descendants(t, os.Getpid()) {
+			if strings.Contains(cmd, "-lc") {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, running, apptest.WaitLimit, time.Millisecond, "the first command did not start")
+	require.Eventually(t, func() bool { return !running() }, apptest.WaitLimit, 5*time.Millisecond, "the first command did not end")
 }
