@@ -448,7 +448,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	}
 	req.Reply(protocol.ThreadForkResponse(startResponse(info, t.Settings())), nil)
 	sendUsage(t, c)
-	t.EmitTo(c, protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: t.Info()})
+	t.Emit(protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: t.Info()}) // every connection
 	s.releaseThreadMCP(t)
 	return nil, nil
 }

@@ -58,7 +58,7 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 	}
 	info := t.Info()
 	req.Reply(startResponse(info, st), nil)
-	t.EmitTo(c, protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: info})
+	t.Emit(protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: info}) // every connection, as the reference
 	s.afterThreadStart(t, c)
 	return nil, nil
 }

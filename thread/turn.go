@@ -850,9 +850,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	if status == protocol.TurnStatusFailed {
 		st = protocol.ThreadStatus{Value: protocol.ThreadStatusSystemError{}}
 	}
-	for _, s := range subs {
-		s.Notify(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: st})
-	}
+	t.notifyStatus(subs, st)
 	if status == protocol.TurnStatusFailed && turnErr != nil {
 		for _, s := range subs {
 			s.Notify(protocol.NotifyError, protocol.ErrorNotification{Error: *turnErr, ThreadID: t.ID, TurnID: tn.ID, WillRetry: false})
