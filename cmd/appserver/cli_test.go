@@ -48,7 +48,7 @@ func TestCLIHelp(t *testing.T) {
 		require.Equal(t, 0, code, "%v", args)
 		require.Empty(t, errOut)
 		require.Contains(t, out, "Usage: appserver [app-server] [OPTIONS] [COMMAND]", "%v", args)
-		for _, want := range []string{"proxy", "generate-json-schema", "generate-ts", "--listen <URL>", "--ws-auth <MODE>", "--strict-config", "--print-startup-config"} {
+		for _, want := range []string{"exec", "proxy", "generate-json-schema", "generate-ts", "--listen <URL>", "--ws-auth <MODE>", "--strict-config", "--print-startup-config"} {
 			require.Contains(t, out, want)
 		}
 		// The reference flags accepted and ignored on purpose are listed as such.
