@@ -28,5 +28,10 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addHooksRoutes(r)
 	s.addAccountRoutes(r)
 	s.addPluginRoutes(r)
+	s.addEnvironmentRoutes(r)
+	s.addSamplingRoutes(r)
+	s.addThreadExtraRoutes(r)
+	s.addMaintenanceRoutes(r)
+	s.addMCPExtraRoutes(r)
 	return r
 }
