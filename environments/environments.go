@@ -6,10 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -39,12 +42,22 @@ type Info struct {
 // error" family.
 var ErrProtocol = errors.New("exec-server protocol error")
 
+// Remote describes a remote exec-server to register: its WebSocket URL, the connection timeout (0: the
+// default), the optional Authorization bearer token and X-Request-ID sent with the upgrade, and the
+// skills it must supply.
+type Remote struct {
+	URL            string
+	ConnectTimeout time.Duration
+	BearerToken    string
+	RequestID      string
+	RequiredSkills []string
+}
+
 type remote struct {
-	url     string
-	timeout time.Duration
-	state   string // pending, disconnected
-	err     string
-	cancel  context.CancelFunc
+	Remote
+	state  string // pending, disconnected
+	err    string
+	cancel context.CancelFunc
 }
 
 // Registry is the set of environments of one server. The zero value is not usable; use New.
@@ -63,18 +76,22 @@ func New(cwd string) *Registry {
 }
 
 // Add registers (or replaces) a remote exec-server and starts connecting to it in the background.
-func (r *Registry) Add(id, rawURL string, timeout time.Duration) error {
+// Headers (a bearer token or a request id) are only sent over wss:// or to a loopback host.
+func (r *Registry) Add(id string, spec Remote) error {
 	switch id {
 	case "":
 		return fmt.Errorf("%w: environment id cannot be empty", ErrProtocol)
 	case LocalID:
 		return fmt.Errorf("%w: environment id `%s` is reserved for EnvironmentManager", ErrProtocol, id)
 	}
-	if timeout <= 0 {
-		timeout = defaultConnectTimeout
+	if (spec.BearerToken != "" || spec.RequestID != "") && !secureOrLoopback(spec.URL) {
+		return fmt.Errorf("%w: exec-server WebSocket headers require wss:// or a loopback destination", ErrProtocol)
+	}
+	if spec.ConnectTimeout <= 0 {
+		spec.ConnectTimeout = defaultConnectTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rm := &remote{url: rawURL, timeout: timeout, state: "pending", cancel: cancel}
+	rm := &remote{Remote: spec, state: "pending", cancel: cancel}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -89,7 +106,7 @@ func (r *Registry) Add(id, rawURL string, timeout time.Duration) error {
 	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
-		err := connect(ctx, rm.url, rm.timeout)
+		err := connect(ctx, rm.Remote)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.remotes[id] != rm {
@@ -101,21 +118,53 @@ func (r *Registry) Add(id, rawURL string, timeout time.Duration) error {
 	return nil
 }
 
+// secureOrLoopback reports whether headers may be sent to rawURL: wss://, or a loopback host.
+func secureOrLoopback(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	if u.Scheme == "wss" {
+		return true
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
 // connect opens the exec-server WebSocket. appserver does not speak the exec-server protocol, so even a
 // successful upgrade ends disconnected with a reason that says so.
-func connect(ctx context.Context, rawURL string, timeout time.Duration) error {
+func connect(ctx context.Context, spec Remote) error {
+	rawURL := spec.URL
+	prefix := fmt.Sprintf("failed to connect to exec-server websocket `%s`: ", rawURL)
 	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-		return fmt.Errorf("failed to connect to exec-server websocket `%s`: IO error: invalid WebSocket URL", rawURL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return errors.New(prefix + "IO error: invalid WebSocket URL")
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if u.Scheme != "ws" && u.Scheme != "wss" {
+		return errors.New(prefix + "URL error: URL scheme not supported")
+	}
+	h := http.Header{}
+	if spec.BearerToken != "" {
+		h.Set("Authorization", "Bearer "+spec.BearerToken)
+	}
+	if spec.RequestID != "" {
+		h.Set("X-Request-ID", spec.RequestID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, spec.ConnectTimeout)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, rawURL, nil)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("failed to connect to exec-server websocket `%s`: timed out after %dms", rawURL, timeout.Milliseconds())
-		}
-		return fmt.Errorf("failed to connect to exec-server websocket `%s`: IO error: %v", rawURL, err)
+	c, _, err := websocket.Dial(ctx, rawURL, &websocket.DialOptions{HTTPHeader: h})
+	switch {
+	case err == nil:
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return errors.New(prefix + "IO error: Connection refused (os error 111)")
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%stimed out after %dms", prefix, spec.ConnectTimeout.Milliseconds())
+	default:
+		return fmt.Errorf("%sIO error: %v", prefix, err)
 	}
 	_ = c.Close(websocket.StatusNormalClosure, "")
 	return fmt.Errorf("exec-server at `%s` is not supported by appserver (remote execution is not implemented)", rawURL)

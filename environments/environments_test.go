@@ -36,10 +36,25 @@ func TestLocalAndUnknown(t *testing.T) {
 func TestAddValidation(t *testing.T) {
 	r := New("/")
 	defer r.Close()
-	require.ErrorIs(t, r.Add("", "ws://h", 0), ErrProtocol)
-	err := r.Add(LocalID, "ws://h", 0)
+	require.ErrorIs(t, r.Add("", Remote{URL: "ws://h"}), ErrProtocol)
+	err := r.Add(LocalID, Remote{URL: "ws://h"})
 	require.ErrorIs(t, err, ErrProtocol)
 	require.Contains(t, err.Error(), "reserved")
+	for _, spec := range []Remote{
+		{URL: "ws://10.1.2.3:9", BearerToken: "tok"},
+		{URL: "ws://example.com:9", RequestID: "rid"},
+		{URL: "not a url", BearerToken: "tok"},
+	} {
+		require.EqualError(t, r.Add("e", spec), "exec-server protocol error: exec-server WebSocket headers require wss:// or a loopback destination")
+	}
+	for _, spec := range []Remote{
+		{URL: "wss://example.com:9", BearerToken: "tok"},
+		{URL: "ws://127.0.0.1:1", RequestID: "rid"},
+		{URL: "ws://localhost:1", BearerToken: "tok"},
+		{URL: "ws://[::1]:1", BearerToken: "tok"},
+	} {
+		require.NoError(t, r.Add("e", spec), spec.URL)
+	}
 }
 
 func TestConnectionOutcomes(t *testing.T) {
@@ -50,7 +65,9 @@ func TestConnectionOutcomes(t *testing.T) {
 	require.NoError(t, ln.Close())
 
 	// A live WebSocket endpoint: the upgrade succeeds, but appserver speaks no exec-server protocol.
+	headers := make(chan http.Header, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		headers <- req.Header.Clone()
 		c, err := websocket.Accept(w, req, nil)
 		if err == nil {
 			_, _, _ = c.Read(req.Context())
@@ -61,24 +78,30 @@ func TestConnectionOutcomes(t *testing.T) {
 
 	r := New("/")
 	defer r.Close()
-	require.NoError(t, r.Add("bad", "not a url", 0))
-	require.NoError(t, r.Add("refused", refused, 0))
-	require.NoError(t, r.Add("live", live, 0))
+	require.NoError(t, r.Add("bad", Remote{URL: "not a url"}))
+	require.NoError(t, r.Add("refused", Remote{URL: refused}))
+	require.NoError(t, r.Add("live", Remote{URL: live, BearerToken: "tok", RequestID: "rid"}))
+	require.NoError(t, r.Add("http", Remote{URL: "http://127.0.0.1:1"}))
 
 	st := settled(t, r, "bad")
 	require.Equal(t, "disconnected", st.Kind)
 	require.Equal(t, "exec-server connection attempt failed: failed to connect to exec-server websocket `not a url`: IO error: invalid WebSocket URL", st.Error)
 	st = settled(t, r, "refused")
 	require.Equal(t, "disconnected", st.Kind)
-	require.Contains(t, st.Error, "failed to connect to exec-server websocket `"+refused+"`: IO error:")
+	require.Equal(t, "exec-server connection attempt failed: failed to connect to exec-server websocket `"+refused+"`: IO error: Connection refused (os error 111)", st.Error)
+	st = settled(t, r, "http")
+	require.Equal(t, "exec-server connection attempt failed: failed to connect to exec-server websocket `http://127.0.0.1:1`: URL error: URL scheme not supported", st.Error)
 	st = settled(t, r, "live")
 	require.Equal(t, "disconnected", st.Kind)
 	require.Contains(t, st.Error, "not supported by appserver")
+	h := <-headers
+	require.Equal(t, "Bearer tok", h.Get("Authorization"))
+	require.Equal(t, "rid", h.Get("X-Request-ID"))
 	_, err = r.Info("live")
 	require.EqualError(t, err, st.Error)
 
 	// Re-adding replaces the entry and starts over.
-	require.NoError(t, r.Add("bad", refused, 0))
+	require.NoError(t, r.Add("bad", Remote{URL: refused}))
 	require.Contains(t, settled(t, r, "bad").Error, refused)
 }
 
@@ -97,8 +120,8 @@ func TestCloseStopsAttempts(t *testing.T) {
 		}
 	}()
 	r := New("/")
-	require.NoError(t, r.Add("slow", "ws://"+ln.Addr().String(), time.Hour))
+	require.NoError(t, r.Add("slow", Remote{URL: "ws://" + ln.Addr().String(), ConnectTimeout: time.Hour}))
 	require.Equal(t, "pending", r.Status("slow").Kind)
 	r.Close() // returns only once the attempt has ended
-	require.Error(t, r.Add("later", "ws://h", 0))
+	require.Error(t, r.Add("later", Remote{URL: "ws://h"}))
 }

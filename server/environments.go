@@ -22,11 +22,20 @@ func (s *Server) addEnvironmentRoutes(r map[string]route) {
 }
 
 func (s *Server) environmentAdd(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.EnvironmentAddParams) (any, error) {
-	var timeout time.Duration
+	spec := environments.Remote{URL: p.ExecServerURL}
 	if p.ConnectTimeoutMs != nil {
-		timeout = time.Duration(*p.ConnectTimeoutMs) * time.Millisecond
+		spec.ConnectTimeout = time.Duration(*p.ConnectTimeoutMs) * time.Millisecond
 	}
-	if err := s.envs.Add(p.EnvironmentID, p.ExecServerURL, timeout); err != nil {
+	if p.AuthBearerToken != nil {
+		spec.BearerToken = *p.AuthBearerToken
+	}
+	if p.WebsocketRequestID != nil {
+		spec.RequestID = *p.WebsocketRequestID
+	}
+	if p.Skills != nil {
+		spec.RequiredSkills = p.Skills.Required
+	}
+	if err := s.envs.Add(p.EnvironmentID, spec); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
 	return protocol.EnvironmentAddResponse{}, nil
