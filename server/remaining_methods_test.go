@@ -86,7 +86,8 @@ func TestThreadSample(t *testing.T) {
 		InputTokens  *int64  `json:"inputTokens"`
 		OutputTokens *int64  `json:"outputTokens"`
 	}
-	c.Result("thread/sample", map[string]any{"threadId": tid, "expectedTurnId": turnID, "prompt": "summarize"}, &res)
+	c.Result("thread/sample", map[string]any{"threadId": tid, "expectedTurnId": turnID, "prompt": "summarize",
+		"responsesapiClientMetadata": map[string]string{"origin": "probe"}, "turnTrigger": "manual"}, &res)
 	require.Equal(t, turnID, res.SourceTurnID)
 	require.Equal(t, "resp-sample", res.ResponseID)
 	require.Equal(t, "sampled", *res.Text)
@@ -98,6 +99,10 @@ func TestThreadSample(t *testing.T) {
 	last := input[len(input)-1].(map[string]any)
 	require.Equal(t, "user", last["role"])
 	require.Contains(t, string(mustJSON(t, last)), "summarize")
+	meta := reqs[len(reqs)-1].Body["client_metadata"].(map[string]any)
+	require.Equal(t, "probe", meta["origin"])
+	require.Contains(t, meta["x-codex-turn-metadata"], `"thread_source":"thread_sample"`)
+	require.Contains(t, meta["x-codex-turn-metadata"], `"turn_trigger":"manual"`)
 
 	// A tool call gives a null text; the thread's history is untouched by either sample.
 	c.Result("thread/sample", map[string]any{"threadId": tid, "expectedTurnId": turnID, "prompt": "again"}, &res)

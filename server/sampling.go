@@ -67,10 +67,18 @@ func (s *Server) threadSample(ctx context.Context, c *connection, req *jsonrpc.R
 	key := sampleKey{conn: c, id: string(req.ID)}
 	s.samples.add(key, cancel)
 	defer s.samples.remove(key)
-	res, err := t.Sample(ctx, thread.SampleOptions{
+	opts := thread.SampleOptions{
 		ExpectedTurnID: p.ExpectedTurnID, Prompt: p.Prompt, Effort: p.Effort,
 		AllowInProgressTurn: p.AllowInProgressTurn != nil && *p.AllowInProgressTurn,
-	})
+		ClientMetadata:      p.ResponsesapiClientMetadata,
+	}
+	if p.ThreadSource != nil {
+		opts.ThreadSource = *p.ThreadSource
+	}
+	if p.TurnTrigger != nil {
+		opts.TurnTrigger = *p.TurnTrigger
+	}
+	res, err := t.Sample(ctx, opts)
 	switch {
 	case errors.Is(err, thread.ErrSampleNoHistory):
 		return nil, jsonrpc.InvalidRequest("invalid thread-store request: " + err.Error())

@@ -17,6 +17,11 @@ type SampleOptions struct {
 	Prompt              string
 	AllowInProgressTurn bool
 	Effort              *protocol.ReasoningEffort
+	// ClientMetadata is added to the request's client_metadata; ThreadSource (default "thread_sample")
+	// and TurnTrigger go into its turn metadata.
+	ClientMetadata map[string]string
+	ThreadSource   string
+	TurnTrigger    string
 }
 
 // SampleResult is one sampled response: its id, its assistant text (nil when the model called a tool or
@@ -57,7 +62,7 @@ func (t *Thread) Sample(ctx context.Context, o SampleOptions) (SampleResult, err
 	if t.mgr.deps.Tools != nil {
 		sets = t.mgr.deps.Tools(t, s)
 	}
-	comp, err := client.Stream(ctx, t.sampleRequest(s, sets, o.Prompt), func(model.Event) {})
+	comp, err := client.Stream(ctx, t.sampleRequest(s, sets, o), func(model.Event) {})
 	if err != nil {
 		return SampleResult{}, err
 	}
@@ -65,7 +70,7 @@ func (t *Thread) Sample(ctx context.Context, o SampleOptions) (SampleResult, err
 }
 
 // sampleRequest is a turn request over a copy of the history plus the prompt as a user message.
-func (t *Thread) sampleRequest(s Settings, sets []ToolSet, prompt string) *model.Request {
+func (t *Thread) sampleRequest(s Settings, sets []ToolSet, o SampleOptions) *model.Request {
 	base := s.BaseInstructions
 	if base == "" {
 		base = baseInstructions
@@ -75,19 +80,39 @@ func (t *Thread) sampleRequest(s Settings, sets []ToolSet, prompt string) *model
 	input = append(input, messageItem("developer", base))
 	input = append(input, t.history...)
 	t.mu.Unlock()
-	input = append(input, messageItem("user", prompt))
+	input = append(input, messageItem("user", o.Prompt))
 	tools := []json.RawMessage{}
 	for _, set := range sets {
 		tools = append(tools, set.Specs()...)
 	}
 	reasoning, text := requestControls(s, nil)
 	originator := deref(t.meta.Originator)
+	source := o.ThreadSource
+	if source == "" {
+		source = "thread_sample"
+	}
+	meta := map[string]any{
+		"installation_id": t.mgr.deps.InstallationID(), "session_id": t.ID, "thread_id": t.ID,
+		"request_kind": "turn", "thread_source": source, "model": s.Model, "sandbox_mode": sandboxModeName(s.Sandbox),
+	}
+	if o.TurnTrigger != "" {
+		meta["turn_trigger"] = o.TurnTrigger
+	}
+	metaJSON, _ := json.Marshal(meta)
+	clientMeta := map[string]string{}
+	for k, v := range o.ClientMetadata {
+		clientMeta[k] = v
+	}
+	clientMeta["session_id"], clientMeta["thread_id"] = t.ID, t.ID
+	clientMeta["x-codex-turn-metadata"] = string(metaJSON)
+	clientMeta["x-codex-installation-id"] = t.mgr.deps.InstallationID()
 	return &model.Request{
 		Model: s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
 		Reasoning: reasoning, Text: text, Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
+		ClientMetadata: clientMeta,
 		Headers: map[string]string{
 			"originator": originator, "session-id": t.ID, "thread-id": t.ID, "x-client-request-id": t.ID,
-			"user-agent": t.mgr.deps.UserAgent(originator),
+			"x-codex-turn-metadata": string(metaJSON), "user-agent": t.mgr.deps.UserAgent(originator),
 		},
 	}
 }
