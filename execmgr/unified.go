@@ -9,6 +9,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -167,6 +168,7 @@ type ExecCommandRequest struct {
 	Controller *stopwatch.Controller                 // the thread's controller (nil = a private one)
 	Observer   Observer                              // may be nil
 	WrapArgv   func(argv []string) ([]string, error) // sandbox hook, may be nil
+	ItemID     string                                // the item that started the session (listed by Terminals)
 }
 
 // WriteStdinRequest is one `write_stdin` call.
@@ -196,6 +198,7 @@ type session struct {
 	argv    []string
 	command string
 	cwd     string
+	itemID  string
 	obs     Observer
 	proc    *Process
 	pending *HeadTailBuffer // output not yet returned to the model
@@ -297,7 +300,7 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 	yield := clampMs(a.YieldTimeMs, DefaultExecYieldTimeMs, MinYieldTimeMs, MaxYieldTimeMs)
 
 	id := x.reserve()
-	s := &session{id: id, argv: argv, command: ShellJoin(argv), cwd: cwd, obs: req.Observer,
+	s := &session{id: id, argv: argv, command: ShellJoin(argv), cwd: cwd, itemID: req.ItemID, obs: req.Observer,
 		pending: NewHeadTailBuffer(DefaultOutputCap), agg: NewHeadTailBuffer(DefaultOutputCap)}
 	p, err := x.m.Spawn(ctx, SpawnRequest{Argv: argv, Cwd: cwd, Env: MergeEnv(base, ForcedEnv...), TTY: a.TTY,
 		WrapArgv: req.WrapArgv, OutputCap: -1, OnOutput: s.onOutput})
@@ -559,6 +562,30 @@ func (x *Sessions) SessionIDs() []int {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// Terminal is one stored session, as thread/backgroundTerminals/list shows it.
+type Terminal struct {
+	ID      int
+	ItemID  string
+	Command string
+	Cwd     string
+	Pid     int
+}
+
+// Terminals returns the stored sessions whose process still runs, ordered by id.
+func (x *Sessions) Terminals() []Terminal {
+	x.mu.Lock()
+	out := make([]Terminal, 0, len(x.store))
+	for id, s := range x.store {
+		if s.proc == nil || s.proc.isDone() {
+			continue
+		}
+		out = append(out, Terminal{ID: id, ItemID: s.itemID, Command: s.command, Cwd: s.cwd, Pid: s.proc.Pid()})
+	}
+	x.mu.Unlock()
+	slices.SortFunc(out, func(a, b Terminal) int { return a.ID - b.ID })
+	return out
 }
 
 // Terminate kills one stored session's process group and forgets it; false if the id is unknown.

@@ -54,30 +54,33 @@ var InteractiveSourceKinds = []string{"cli", "vscode"}
 var refreshInterval = 2 * time.Second
 
 // sweepInterval bounds how often a background sweep stats every rollout (appends behind our back).
-var sweepInterval = 30 * time.Second
+var sweepInterval = 10 * time.Second
 
 // Summary is what thread/list needs about one thread (protocol Thread minus status and turns).
 type Summary struct {
-	ID              string          `json:"id"`
-	Path            string          `json:"path"`
-	Cwd             string          `json:"cwd"`
-	Preview         string          `json:"preview"`
-	Name            string          `json:"name,omitempty"`
-	CreatedAt       int64           `json:"createdAt"` // unix seconds
-	UpdatedAt       int64           `json:"updatedAt"` // unix seconds (rollout mtime, like the reference)
-	CreatedAtMs     int64           `json:"createdAtMs"`
-	UpdatedAtMs     int64           `json:"updatedAtMs"`
-	ModelProvider   string          `json:"modelProvider"`
-	Model           string          `json:"model,omitempty"`
-	ReasoningEffort string          `json:"reasoningEffort,omitempty"`
-	Source          string          `json:"source"`
-	SourceKind      string          `json:"sourceKind"`
-	CLIVersion      string          `json:"cliVersion"`
-	Originator      string          `json:"originator"`
-	ForkedFromID    string          `json:"forkedFromId,omitempty"`
-	ParentThreadID  string          `json:"parentThreadId,omitempty"`
-	Archived        bool            `json:"archived"`
-	GitInfo         json.RawMessage `json:"gitInfo,omitempty"`
+	ID              string `json:"id"`
+	Path            string `json:"path"`
+	Cwd             string `json:"cwd"`
+	Preview         string `json:"preview"`
+	Name            string `json:"name,omitempty"`
+	CreatedAt       int64  `json:"createdAt"` // unix seconds
+	UpdatedAt       int64  `json:"updatedAt"` // unix seconds (rollout mtime, like the reference)
+	CreatedAtMs     int64  `json:"createdAtMs"`
+	UpdatedAtMs     int64  `json:"updatedAtMs"`
+	ModelProvider   string `json:"modelProvider"`
+	Model           string `json:"model,omitempty"`
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	Source          string `json:"source"`
+	SourceKind      string `json:"sourceKind"`
+	CLIVersion      string `json:"cliVersion"`
+	Originator      string `json:"originator"`
+	ForkedFromID    string `json:"forkedFromId,omitempty"`
+	ParentThreadID  string `json:"parentThreadId,omitempty"`
+	HistoryMode     string `json:"historyMode,omitempty"` // session_meta history_mode
+	// Snippet is the message (or name/preview) that matched a content search.
+	Snippet  string          `json:"-"`
+	Archived bool            `json:"archived"`
+	GitInfo  json.RawMessage `json:"gitInfo,omitempty"`
 	// Section is the thread's section (nil when none), SectionEnteredAtMs when it entered it.
 	Section            *threadindex.Section `json:"-"`
 	SectionEnteredAtMs int64                `json:"-"`
@@ -94,6 +97,8 @@ type ListQuery struct {
 	ModelProviders []string // empty = any
 	SourceKinds    []string // protocol ThreadSourceKind values; empty = InteractiveSourceKinds
 	SearchTerm     string   // case-insensitive substring of preview or name
+	// InContent makes SearchTerm match the user and agent messages too, and fills Summary.Snippet.
+	InContent      bool
 	ForkedFrom     *string  // only forks of this thread
 	ParentThreadID *string  // only threads spawned by this one
 	AncestorID     *string  // only threads spawned, at any depth, from this one
@@ -273,7 +278,8 @@ func rowOf(sum *Summary, rel string, size, modNs int64, fileName string) *thread
 		UpdatedMs: sum.UpdatedAtMs, Cwd: sum.Cwd, Preview: sum.Preview, FileName: fileName,
 		ModelProvider: sum.ModelProvider, Model: sum.Model, Effort: sum.ReasoningEffort, Source: sum.Source,
 		SourceKind: sum.SourceKind, CLIVersion: sum.CLIVersion, Originator: sum.Originator,
-		ForkedFrom: sum.ForkedFromID, Archived: sum.Archived, GitInfo: string(sum.GitInfo), Parent: sum.ParentThreadID}
+		ForkedFrom: sum.ForkedFromID, Archived: sum.Archived, GitInfo: string(sum.GitInfo), Parent: sum.ParentThreadID,
+		HistoryMode: sum.HistoryMode}
 }
 
 func (s *Store) summaryOf(r *threadindex.Row) Summary {
@@ -281,7 +287,7 @@ func (s *Store) summaryOf(r *threadindex.Row) Summary {
 		CreatedAt: r.CreatedMs / 1000, CreatedAtMs: r.CreatedMs, UpdatedAt: r.UpdatedMs / 1000, UpdatedAtMs: r.UpdatedMs,
 		ModelProvider: r.ModelProvider, Model: r.Model, ReasoningEffort: r.Effort, Source: r.Source,
 		SourceKind: r.SourceKind, CLIVersion: r.CLIVersion, Originator: r.Originator, ForkedFromID: r.ForkedFrom,
-		ParentThreadID: r.Parent, Archived: r.Archived, Section: r.Section, SectionEnteredAtMs: r.SectionEnteredMs}
+		ParentThreadID: r.Parent, HistoryMode: r.HistoryMode, Archived: r.Archived, Section: r.Section, SectionEnteredAtMs: r.SectionEnteredMs}
 	if r.GitInfo != "" {
 		sum.GitInfo = json.RawMessage(r.GitInfo)
 	}
@@ -299,7 +305,9 @@ func (s *Store) readRow(id string, df diskFile) *threadindex.Row {
 		slog.Warn("rollout: file name and session id differ", "path", df.path, "id", m.Session.ID)
 	}
 	sum := summaryFromMeta(id, m, df)
-	return rowOf(&sum, s.rel(df.path), df.size, df.modNs, m.Name)
+	r := rowOf(&sum, s.rel(df.path), df.size, df.modNs, m.Name)
+	r.Content = strings.Join(m.Texts, threadindex.ContentSep)
+	return r
 }
 
 // putRows writes rows in one transaction.
@@ -362,7 +370,13 @@ func (s *Store) reconcile() error {
 		}
 		todo = append(todo, id)
 	}
-	if err := s.readAndPut(todo, disk); err != nil {
+	workers := runtime.GOMAXPROCS(0)
+	select {
+	case <-s.ready:
+		workers = 1 // the index answers meanwhile: leave the other CPUs to the requests
+	default:
+	}
+	if err := s.readAndPut(todo, disk, workers); err != nil {
 		return err
 	}
 	if err := s.dropGone(gone); err != nil {
@@ -383,8 +397,8 @@ func (s *Store) reconcile() error {
 	})
 }
 
-// readAndPut reads the metas of ids with GOMAXPROCS workers and writes them in batches.
-func (s *Store) readAndPut(ids []string, disk map[string]diskFile) error {
+// readAndPut reads the metas of ids with the given number of workers and writes them in batches.
+func (s *Store) readAndPut(ids []string, disk map[string]diskFile, workers int) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -393,7 +407,7 @@ func (s *Store) readAndPut(ids []string, disk map[string]diskFile) error {
 	jobs := make(chan string)
 	out := make(chan *threadindex.Row, 256)
 	var wg sync.WaitGroup
-	for range max(1, runtime.GOMAXPROCS(0)) {
+	for range max(1, workers) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -558,7 +572,7 @@ func (s *Store) quickScan() {
 	if err := s.dropGone(gone); err != nil {
 		return
 	}
-	if err := s.readAndPut(todo, disk); err != nil {
+	if err := s.readAndPut(todo, disk, 1); err != nil {
 		return
 	}
 	s.dirMtimes = dirs
@@ -692,6 +706,7 @@ func summaryFromMeta(id string, m *Meta, df diskFile) Summary {
 		sum.SourceKind = "unknown"
 	}
 	sum.ParentThreadID = SpawnParent(m.Session.Source)
+	sum.HistoryMode = m.Session.HistoryMode
 	if t := strings.TrimSpace(string(m.Session.Source)); strings.HasPrefix(t, "{") {
 		sum.Source = t // object sources (sub-agents) keep their JSON; see ProtocolSource
 	}
@@ -767,7 +782,7 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	}
 	iq := threadindex.Query{ByUpdated: key == SortUpdatedAt, Asc: dir == SortAsc, Archived: q.Archived,
 		Cwds: q.Cwds, ModelProviders: q.ModelProviders, SourceKinds: q.SourceKinds, ForkedFrom: q.ForkedFrom,
-		SearchTerm: strings.ToLower(q.SearchTerm), RequirePreview: !q.IncludeEmpty, Limit: limit,
+		SearchTerm: strings.ToLower(q.SearchTerm), InContent: q.InContent, RequirePreview: !q.IncludeEmpty, Limit: limit,
 		Parent: q.ParentThreadID, Ancestor: q.AncestorID, Excluded: q.Excluded,
 		BySection: key == SortSectionPosition, Section: q.SectionID}
 	if len(iq.SourceKinds) == 0 && q.ParentThreadID == nil && q.AncestorID == nil {
@@ -812,7 +827,11 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	}
 	page := make([]Summary, 0, len(rows))
 	for i := range rows {
-		page = append(page, s.summaryOf(&rows[i]))
+		sum := s.summaryOf(&rows[i])
+		if q.InContent {
+			sum.Snippet = snippet(s.ix.Content(s.ctx, sum.ID), sum.Name, sum.Preview, iq.SearchTerm)
+		}
+		page = append(page, sum)
 	}
 	pg := Page{Threads: page}
 	if more {
@@ -1129,4 +1148,17 @@ func (s *Store) positions(rows []threadindex.Row) map[string]int64 {
 		out[rows[i].ID] = s.ix.Position(s.ctx, rows[i].ID)
 	}
 	return out
+}
+
+// snippet returns the first message containing lowerTerm, else the name or preview.
+func snippet(content, name, preview, lowerTerm string) string {
+	for _, msg := range strings.Split(content, threadindex.ContentSep) {
+		if strings.Contains(strings.ToLower(msg), lowerTerm) {
+			return msg
+		}
+	}
+	if name != "" && strings.Contains(strings.ToLower(name), lowerTerm) {
+		return name
+	}
+	return preview
 }

@@ -12,6 +12,9 @@ import (
 type laneKeys struct {
 	ThreadID  *string `json:"threadId"`
 	ProcessID *string `json:"processId"`
+	SessionID *string `json:"sessionId"`     // fuzzyFileSearch/session*
+	Handle    *string `json:"processHandle"` // process/*
+	WatchID   *string `json:"watchId"`       // fs/watch, fs/unwatch
 }
 
 // Order implements jsonrpc.Orderer. Requests run concurrently except where a client may rely on
@@ -34,7 +37,9 @@ func (c *connection) Order(method string, params json.RawMessage) jsonrpc.Order 
 		return jsonrpc.Order{}
 	}
 	var keys laneKeys
-	if !bytes.Contains(params, []byte(`"threadId"`)) && !bytes.Contains(params, []byte(`"processId"`)) {
+	if !bytes.Contains(params, []byte(`"threadId"`)) && !bytes.Contains(params, []byte(`"processId"`)) &&
+		!bytes.Contains(params, []byte(`"sessionId"`)) && !bytes.Contains(params, []byte(`"watchId"`)) &&
+		!bytes.Contains(params, []byte(`"processHandle"`)) {
 		return jsonrpc.Order{}
 	}
 	if err := json.Unmarshal(params, &keys); err != nil {
@@ -47,6 +52,12 @@ func (c *connection) Order(method string, params json.RawMessage) jsonrpc.Order 
 		return jsonrpc.Order{Lane: threadLane(*keys.ThreadID)}
 	case keys.ProcessID != nil:
 		return jsonrpc.Order{Lane: "process:" + *keys.ProcessID}
+	case keys.Handle != nil:
+		return jsonrpc.Order{Lane: "process:" + *keys.Handle}
+	case keys.SessionID != nil:
+		return jsonrpc.Order{Lane: "search-session:" + *keys.SessionID}
+	case keys.WatchID != nil:
+		return jsonrpc.Order{Lane: "fs-watch:" + *keys.WatchID}
 	}
 	return jsonrpc.Order{}
 }

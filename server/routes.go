@@ -20,6 +20,8 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addMCPRoutes(r)
 	s.addLifecycleRoutes(r)
 	s.addSectionRoutes(r)
+	s.addTerminalRoutes(r)
+	s.addSearchRoutes(r)
 	s.addExtraRoutes(r)
 	s.addGoalRoutes(r)
 	s.addSettingsRoutes(r)
@@ -33,5 +35,11 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addThreadExtraRoutes(r)
 	s.addMaintenanceRoutes(r)
 	s.addMCPExtraRoutes(r)
+	s.addFileSearchRoutes(r)
+	s.addFSRoutes(r)
+	s.addUserShellRoutes(r)
+	s.addCompactionRoutes(r)
+	s.addWorkspaceMiscRoutes(r)
+	s.addProcessRoutes(r)
 	return r
 }

@@ -60,6 +60,8 @@ type Server struct {
 	threads *thread.Manager
 	exec    *execmgr.Manager
 	install string // installation id, read or created once
+	search  *fileSearchState
+	watches fsWatchState
 
 	mu       sync.Mutex
 	conns    map[*connection]struct{}
@@ -153,6 +155,7 @@ type connection struct {
 	optOut       map[string]bool
 	clientInfo   protocol.ClientInfo
 	execs        *execmgr.CommandExecRegistry
+	procs        *execmgr.HandleRegistry // process/* (server/process.go)
 	// elicits counts, per thread, the out-of-band elicitations this connection raised and has not
 	// lowered; they are released when it ends.
 	elicits map[*thread.Thread]int64

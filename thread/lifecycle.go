@@ -58,6 +58,9 @@ func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protoc
 	if sum.ParentThreadID != "" {
 		th.ParentThreadID = ptr(sum.ParentThreadID)
 	}
+	if sum.HistoryMode != "" && sum.HistoryMode != rollout.HistoryModePaginated {
+		th.HistoryMode = ptr(protocol.ThreadHistoryModeLegacy) // a rollout without paginated history
+	}
 	if sum.Section != nil {
 		th.Section = SectionOf(*sum.Section)
 		th.SectionEnteredAt = ptr(sum.SectionEnteredAtMs / 1000)
@@ -96,7 +99,7 @@ func (m *Manager) List(q rollout.ListQuery) ([]protocol.Thread, string, error) {
 	return out, p.Next, err
 }
 
-// ListPage is List with the page's cursors (Threads of the returned page is nil: the threads come first).
+// ListPage is List with the page's cursors; the page's Threads are the index summaries of the same threads.
 func (m *Manager) ListPage(q rollout.ListQuery) ([]protocol.Thread, rollout.Page, error) {
 	st, err := m.Store()
 	if err != nil {
@@ -107,7 +110,6 @@ func (m *Manager) ListPage(q rollout.ListQuery) ([]protocol.Thread, rollout.Page
 		return nil, rollout.Page{}, err
 	}
 	page := pg.Threads
-	pg.Threads = nil
 	out := make([]protocol.Thread, 0, len(page))
 	for _, sum := range page {
 		th := ThreadFromSummary(sum, notLoaded())

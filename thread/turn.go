@@ -34,6 +34,7 @@ type Turn struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+	task   bool // driven by a TaskBody (user shell, compaction), not by the model
 
 	mu sync.Mutex
 	// startedAt is written by the turn's goroutine under mu; other goroutines read it under mu.
@@ -379,6 +380,7 @@ func (tn *Turn) run() {
 	if moved {
 		t.appendHistory(messageItem("user", environmentContext(s.Cwd, time.Now())))
 	}
+	tn.autoCompact(s) // a context filled past the limit is compacted before the new input
 	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
 
 	status, turnErr := tn.loop()
@@ -465,6 +467,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		pending := tn.pending
 		tn.pending = nil
 		tn.mu.Unlock()
+		tn.autoCompact(t.Settings()) // a context filled past the limit is compacted before the request
 		for _, in := range pending {
 			tn.acceptInput(in.input, in.clientID)
 		}
@@ -819,7 +822,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	// The reference summarises a completed turn with its last agent message; an interrupted or failed
 	// one carries no items and says they are not loaded.
 	view := protocol.TurnItemsViewSummary
-	if status != protocol.TurnStatusCompleted {
+	if status != protocol.TurnStatusCompleted || len(summary) == 0 { // e.g. a user shell or compaction turn
 		view = protocol.TurnItemsViewNotLoaded
 	}
 	turn := protocol.Turn{

@@ -16,7 +16,7 @@ import (
 )
 
 // SchemaVersion is stored in PRAGMA user_version; a database with another version is rebuilt.
-const SchemaVersion = 3
+const SchemaVersion = 6
 
 // Row is one indexed thread.
 type Row struct {
@@ -40,6 +40,8 @@ type Row struct {
 	Archived      bool
 	GitInfo       string // JSON, "" when none
 	Parent        string // the thread that spawned this one (sub-agent), "" when none
+	HistoryMode   string // session_meta history_mode ("" when the rollout has none)
+	Content       string // user and agent messages joined by ContentSep (thread/search); not filled by reads
 	// Name is the effective name (session_index.jsonl over FileName); filled by reads, ignored by writes.
 	Name string
 	// Section is the thread's section (nil when none) and SectionEnteredMs when it entered it; filled by reads.
@@ -70,8 +72,10 @@ CREATE TABLE IF NOT EXISTS threads (
   forked_from TEXT NOT NULL,
   archived INTEGER NOT NULL,
   git_info TEXT NOT NULL,
-  parent TEXT NOT NULL
+  parent TEXT NOT NULL,
+  history_mode TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS contents (id TEXT PRIMARY KEY, content TEXT NOT NULL, lcontent TEXT NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS threads_parent ON threads(parent) WHERE parent <> '';
 CREATE INDEX IF NOT EXISTS threads_created ON threads(archived, created_ms, id);
 CREATE INDEX IF NOT EXISTS threads_updated ON threads(archived, updated_ms, id);
@@ -239,7 +243,7 @@ func (t *Tx) Set(key, value string) error {
 
 const putColumns = ` INTO threads(id, rel, size, mod_ns, created_ms, updated_ms, cwd, preview, lpreview,
 		file_name, lfile_name, model_provider, model, effort, source, source_kind, cli_version, originator, forked_from,
-		archived, git_info, parent) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+		archived, git_info, parent, history_mode) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // Put inserts or replaces a thread row.
 func (t *Tx) Put(r *Row) error { return t.put("INSERT OR REPLACE", r) }
@@ -261,8 +265,21 @@ func (t *Tx) put(verb string, r *Row) error {
 	}
 	_, err := st.Exec(r.ID, r.Rel, r.Size, r.ModNs, r.CreatedMs, r.UpdatedMs, r.Cwd, r.Preview, strings.ToLower(r.Preview),
 		r.FileName, strings.ToLower(r.FileName), r.ModelProvider, r.Model, r.Effort, r.Source, r.SourceKind,
-		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent)
+		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent, r.HistoryMode)
 	if err != nil {
+		return fmt.Errorf("threadindex: put %s: %w", r.ID, err)
+	}
+	if r.Content == "" && verb != "INSERT OR REPLACE" {
+		return nil
+	}
+	cst := t.stmts["content"]
+	if cst == nil {
+		if cst, err = t.tx.Prepare("INSERT OR REPLACE INTO contents(id, content, lcontent) VALUES(?, ?, ?)"); err != nil {
+			return fmt.Errorf("threadindex: put: %w", err)
+		}
+		t.stmts["content"] = cst
+	}
+	if _, err := cst.Exec(r.ID, r.Content, strings.ToLower(r.Content)); err != nil {
 		return fmt.Errorf("threadindex: put %s: %w", r.ID, err)
 	}
 	return nil
@@ -282,7 +299,10 @@ func (t *Tx) Move(id, rel string, archived bool, size, modNs int64) error {
 
 // Delete removes a thread row.
 func (t *Tx) Delete(id string) error {
-	_, err := t.tx.Exec("DELETE FROM threads WHERE id = ?", id)
+	if _, err := t.tx.Exec("DELETE FROM threads WHERE id = ?", id); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec("DELETE FROM contents WHERE id = ?", id)
 	return err
 }
 
@@ -372,7 +392,7 @@ func (ix *Index) FilesUnder(ctx context.Context, relDir string) (map[string]File
 
 const rowColumns = `t.id, t.rel, t.size, t.mod_ns, t.created_ms, t.updated_ms, t.cwd, t.preview, t.file_name,
 	t.model_provider, t.model, t.effort, t.source, t.source_kind, t.cli_version, t.originator, t.forked_from,
-	t.archived, t.git_info, t.parent, COALESCE(n.name, t.file_name), COALESCE(m.section_id, ''), COALESCE(s.name, ''),
+	t.archived, t.git_info, t.parent, t.history_mode, COALESCE(n.name, t.file_name), COALESCE(m.section_id, ''), COALESCE(s.name, ''),
 	COALESCE(s.appearance, ''), COALESCE(m.entered_ms, 0)`
 
 const rowJoins = ` FROM threads t LEFT JOIN names n ON n.id = t.id LEFT JOIN section_members m ON m.thread_id = t.id
@@ -383,7 +403,7 @@ func scanRow(sc interface{ Scan(...any) error }) (Row, error) {
 	var sec Section
 	err := sc.Scan(&r.ID, &r.Rel, &r.Size, &r.ModNs, &r.CreatedMs, &r.UpdatedMs, &r.Cwd, &r.Preview, &r.FileName,
 		&r.ModelProvider, &r.Model, &r.Effort, &r.Source, &r.SourceKind, &r.CLIVersion, &r.Originator, &r.ForkedFrom,
-		&r.Archived, &r.GitInfo, &r.Parent, &r.Name, &sec.ID, &sec.Name, &sec.Appearance, &r.SectionEnteredMs)
+		&r.Archived, &r.GitInfo, &r.Parent, &r.HistoryMode, &r.Name, &sec.ID, &sec.Name, &sec.Appearance, &r.SectionEnteredMs)
 	if sec.ID != "" {
 		r.Section = &sec
 	}
@@ -442,6 +462,7 @@ type Query struct {
 	Ancestor       *string  // descendants of this thread at any depth
 	Excluded       []string // ids left out before the limit
 	SearchTerm     string   // lower-case substring of preview or name
+	InContent      bool     // SearchTerm also matches the messages (thread/search)
 	RequirePreview bool     // only threads with a first user message
 	Limit          int
 }
@@ -509,7 +530,11 @@ func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 	if q.RequirePreview {
 		where = append(where, "t.preview <> ''")
 	}
-	if q.SearchTerm != "" {
+	switch {
+	case q.SearchTerm != "" && q.InContent:
+		where = append(where, "(instr(t.lpreview, ?) > 0 OR instr(COALESCE(n.lname, t.lfile_name), ?) > 0 OR instr((SELECT c.lcontent FROM contents c WHERE c.id = t.id), ?) > 0)")
+		args = append(args, q.SearchTerm, q.SearchTerm, q.SearchTerm)
+	case q.SearchTerm != "":
 		where = append(where, "(instr(t.lpreview, ?) > 0 OR instr(COALESCE(n.lname, t.lfile_name), ?) > 0)")
 		args = append(args, q.SearchTerm, q.SearchTerm)
 	}
@@ -549,4 +574,14 @@ func (t *Tx) Rel(id string) (string, bool) {
 		return "", false
 	}
 	return rel, true
+}
+
+// ContentSep separates the messages of Row.Content.
+const ContentSep = "\x1e"
+
+// Content returns a thread's indexed messages ("" when none).
+func (ix *Index) Content(ctx context.Context, id string) string {
+	var c string
+	_ = ix.db.QueryRowContext(ctx, "SELECT content FROM contents WHERE id = ?", id).Scan(&c)
+	return c
 }

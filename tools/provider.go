@@ -88,6 +88,14 @@ func state(t *thread.Thread, d *Deps) *threadState {
 	}).(*threadState)
 }
 
+// BackgroundTerminals returns a thread's unified-exec sessions (nil before its first exec_command).
+func BackgroundTerminals(t *thread.Thread) *execmgr.Sessions {
+	if st, ok := t.Attached(stateKey{}).(*threadState); ok {
+		return st.sessions
+	}
+	return nil
+}
+
 var (
 	selfOnce sync.Once
 	selfPath string
