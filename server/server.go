@@ -15,6 +15,7 @@ import (
 
 	"appserver/auth"
 	"appserver/config"
+	"appserver/environments"
 	"appserver/execmgr"
 	"appserver/features"
 	"appserver/jsonrpc"
@@ -73,6 +74,9 @@ type Server struct {
 
 	rateLimits ratelimits.Tracker // from the last model response's headers
 
+	envs    *environments.Registry // environment/*, built with the routes
+	samples sampleTable            // in-flight thread/sample requests, for thread/sample/cancel
+
 	nextConnID atomic.Int64
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -120,6 +124,9 @@ func (s *Server) ServeConn(ctx context.Context, r io.Reader, w io.Writer) error 
 
 // Close stops everything the server owns: threads, their turns and every child process.
 func (s *Server) Close() {
+	if s.envs != nil {
+		s.envs.Close()
+	}
 	if s.logins != nil {
 		s.logins.Close()
 	}
