@@ -158,7 +158,6 @@ func deltaLen(line []byte) int {
 	return n
 }
 
-
 var deltaLinePrefix = []byte(`{"method":"command/exec/outputDelta","params":`)
 
 // The deltas of a streamed command/exec are byte for byte what marshalling the protocol type gives,
