@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,11 @@ const DefaultLaneLimit = 256
 
 // MaxLineBytes is the longest input line accepted; longer lines are discarded with a log entry.
 const MaxLineBytes = 256 << 20
+
+// LargeLineBytes is the size from which a line counts as large: one large request is served at a time
+// (the reader waits before dispatching the next), and its memory is returned to the system when it is
+// over.
+const LargeLineBytes = 8 << 20
 
 // ErrClosed is returned by calls on a connection that has ended.
 var ErrClosed = errors.New("jsonrpc: connection closed")
@@ -90,7 +96,9 @@ type Conn struct {
 	pending map[int64]chan *Message
 
 	// slots holds one token per request in flight (read, not yet answered).
-	slots    chan struct{}
+	slots chan struct{}
+	// large holds the token of the large request in flight, if any.
+	large    chan struct{}
 	flightMu sync.Mutex
 	inFlight map[*Request]struct{}
 	lanes    map[string]*lane
@@ -132,6 +140,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 		bulk:       make(chan outLine, bulkQueueSize),
 		pending:    map[int64]chan *Message{},
 		slots:      make(chan struct{}, opts.MaxInFlight),
+		large:      make(chan struct{}, 1),
 		inFlight:   map[*Request]struct{}{},
 		lanes:      map[string]*lane{},
 		stopWriter: make(chan struct{}),
@@ -196,12 +205,18 @@ func (c *Conn) readLoop() error {
 var errLineTooLong = errors.New("line too long")
 
 // readLine returns the next line without its terminator; an over-long line is consumed and reported.
+// A line longer than the reader's buffer is gathered in chunks and joined once into a slice of its
+// exact size, so a huge line costs about twice its size while it is read, not the 4-5x of repeated
+// growth.
 func readLine(br *bufio.Reader) ([]byte, error) {
-	var buf []byte
+	chunk, err := br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return trimEOL(bytes.Clone(chunk)), err
+	}
+	var chunks [][]byte
+	total := 0
 	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(buf)+len(chunk) > MaxLineBytes {
-			buf = nil
+		if total+len(chunk) > MaxLineBytes {
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = br.ReadSlice('\n')
 			}
@@ -210,24 +225,40 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 			}
 			return nil, errLineTooLong
 		}
-		buf = append(buf, chunk...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
+		chunks = append(chunks, bytes.Clone(chunk))
+		total += len(chunk)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			break
 		}
-		if n := len(buf); n > 0 && buf[n-1] == '\n' {
-			buf = buf[:n-1]
-			if n := len(buf); n > 0 && buf[n-1] == '\r' {
-				buf = buf[:n-1]
-			}
-		}
-		return buf, err
+		chunk, err = br.ReadSlice('\n')
 	}
+	line := make([]byte, 0, total)
+	for i, ch := range chunks {
+		line = append(line, ch...)
+		chunks[i] = nil
+	}
+	return trimEOL(line), err
+}
+
+// trimEOL drops a trailing "\n" or "\r\n".
+func trimEOL(buf []byte) []byte {
+	if n := len(buf); n > 0 && buf[n-1] == '\n' {
+		buf = buf[:n-1]
+		if n := len(buf); n > 0 && buf[n-1] == '\r' {
+			buf = buf[:n-1]
+		}
+	}
+	return buf
 }
 
 func (c *Conn) handleLine(line []byte) {
+	large := len(line) >= LargeLineBytes
 	msg, err := Decode(line)
 	if err != nil {
 		c.log.Warn("Failed to deserialize JSONRPCMessage", "error", err.Error(), "line", truncate(line, 200))
+		if large {
+			giveBackMemory()
+		}
 		return
 	}
 	switch msg.Kind {
@@ -235,10 +266,17 @@ func (c *Conn) handleLine(line []byte) {
 		c.resolve(msg)
 	case KindNotification:
 		c.safeNotification(msg)
+		if large {
+			giveBackMemory()
+		}
 	case KindRequest:
-		c.dispatch(msg)
+		c.dispatch(msg, large)
 	}
 }
+
+// giveBackMemory returns freed memory to the system at once: the runtime would otherwise keep the
+// pages of a huge line for minutes.
+func giveBackMemory() { debug.FreeOSMemory() }
 
 func truncate(b []byte, n int) string {
 	if len(b) > n {
@@ -249,13 +287,24 @@ func truncate(b []byte, n int) string {
 
 // dispatch takes an in-flight slot (waiting for one stops the reader: back-pressure), records the
 // request and starts it in its lane.
-func (c *Conn) dispatch(msg *Message) {
+func (c *Conn) dispatch(msg *Message, large bool) {
+	if large {
+		// One huge request at a time: the next waits (the reader stops) until the previous one is over.
+		select {
+		case c.large <- struct{}{}:
+		case <-c.ctx.Done():
+			return
+		}
+	}
 	select {
 	case c.slots <- struct{}{}:
 	case <-c.ctx.Done():
+		if large {
+			<-c.large
+		}
 		return
 	}
-	req := &Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, conn: c}
+	req := &Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, conn: c, large: large}
 	c.flightMu.Lock()
 	c.inFlight[req] = struct{}{}
 	c.flightMu.Unlock()
@@ -279,6 +328,7 @@ func (c *Conn) dispatch(msg *Message) {
 		c.flightMu.Unlock()
 		c.log.Warn("request refused: too many requests waiting in its lane", "method", msg.Method, "lane", order.Lane)
 		req.Reply(nil, &Error{Code: CodeOverloaded, Message: OverloadedMessage})
+		req.finish()
 		return
 	}
 	if busy {
@@ -321,6 +371,8 @@ func (c *Conn) serve(req *Request) {
 			c.log.Error("panic in request handler", "method", req.Method, "panic", p, "stack", string(debug.Stack()))
 			req.Reply(nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("internal error: %v", p)})
 		}
+		req.finish()
+		c.releaseClaims(req)
 	}()
 	result, err := c.handler.HandleRequest(c.ctx, req)
 	if !req.handedOff.Load() {
@@ -461,6 +513,71 @@ type Request struct {
 	conn      *Conn
 	handedOff atomic.Bool
 	replied   atomic.Bool
+	large     bool // its line was at least LargeLineBytes long: it holds the connection's large token
+	finished  sync.Once
+	claims    []claim // lanes held until the handler returns (guarded by conn.flightMu)
+}
+
+type claim struct {
+	name string
+	l    *lane
+}
+
+// Claim makes later requests of a lane that is idle wait until this request's handler has returned,
+// as if this request had arrived in it: a handler that creates what the lane names (thread/start
+// creating a thread) keeps its own notifications ahead of any request for it. It reports false, and
+// does nothing, when the lane is busy. Call it from the handler, before replying.
+func (r *Request) Claim(name string) bool {
+	c := r.conn
+	c.flightMu.Lock()
+	defer c.flightMu.Unlock()
+	if _, busy := c.lanes[name]; busy || name == "" {
+		return false
+	}
+	l := &lane{}
+	c.lanes[name] = l
+	r.claims = append(r.claims, claim{name, l})
+	return true
+}
+
+// releaseClaims hands each lane the request claimed to the requests queued in it meanwhile. It runs
+// while the caller still holds a c.work count.
+func (c *Conn) releaseClaims(r *Request) {
+	c.flightMu.Lock()
+	claims := r.claims
+	r.claims = nil
+	var start []claim
+	var first []*Request
+	for _, cl := range claims {
+		if len(cl.l.waiting) == 0 {
+			delete(c.lanes, cl.name)
+			continue
+		}
+		next := cl.l.waiting[0]
+		cl.l.waiting[0] = nil
+		cl.l.waiting = cl.l.waiting[1:]
+		start, first = append(start, cl), append(first, next)
+	}
+	c.flightMu.Unlock()
+	for i, cl := range start {
+		c.work.Add(1)
+		go c.runLane(cl.name, cl.l, first[i])
+	}
+}
+
+// finish runs once when the request's handler returned (or it was refused): a large request gives its
+// token back, so the reader never waits for a function handed to Go, and its memory to the system.
+func (r *Request) finish() {
+	r.finished.Do(func() {
+		if !r.large {
+			return
+		}
+		if !r.handedOff.Load() {
+			r.Params = nil // the handler returned: nothing reads it any more, and the stack still holds r
+		}
+		giveBackMemory()
+		<-r.conn.large
+	})
 }
 
 // Conn returns the connection the request arrived on.
@@ -476,6 +593,11 @@ func (r *Request) Go(f func() (any, error)) {
 	c.work.Add(1)
 	go func() {
 		defer c.work.Done()
+		defer func() {
+			if r.large {
+				giveBackMemory()
+			}
+		}()
 		defer func() {
 			if p := recover(); p != nil {
 				c.log.Error("panic while finishing a request", "method", r.Method, "panic", p, "stack", string(debug.Stack()))

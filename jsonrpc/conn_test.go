@@ -431,7 +431,7 @@ func TestCallHonoursDeadline(t *testing.T) {
 
 func TestLongLineAndCRLF(t *testing.T) {
 	p := newPeer(t, echoHandler(), Options{})
-	big := strings.Repeat("x", 65<<20)
+	big := strings.Repeat("x", LargeLineBytes+1<<20)
 	go p.send(`{"id":1,"method":"echo","params":{"s":"` + big + `"}}` + "\r")
 	m := p.nextWithin(2 * time.Minute)
 	require.Len(t, m["result"].(map[string]any)["s"], len(big))
@@ -455,4 +455,33 @@ func TestEOFEndsRunCleanly(t *testing.T) {
 	require.NoError(t, <-p.runErr)
 	<-p.conn.Done()
 	require.ErrorIs(t, p.conn.Notify("late", nil), ErrClosed)
+}
+
+// A request that claims a lane keeps later requests of that lane behind its handler, even after it
+// replied: its own notifications come first.
+func TestClaimedLaneWaitsForTheClaimingHandler(t *testing.T) {
+	gate := make(chan struct{})
+	h := &laneHandler{funcHandler{req: func(_ context.Context, r *Request) (any, error) {
+		if r.Method == "create" {
+			require.True(t, r.Claim("a"))
+			require.False(t, r.Claim("a"), "a busy lane cannot be claimed")
+			r.Reply("created", nil)
+			<-gate
+			require.NoError(t, r.Conn().Notify("a/started", nil))
+			return nil, nil
+		}
+		return r.Method, nil
+	}}}
+	p := newPeer(t, h, Options{})
+	p.send(`{"id":1,"method":"create","params":{}}`)
+	require.Equal(t, "created", p.next()["result"])
+	p.send(`{"id":2,"method":"use-a","params":{"lane":"a"}}`)
+	p.send(`{"id":3,"method":"use-b","params":{"lane":"b"}}`)
+	require.Equal(t, float64(3), p.next()["id"], "another lane is not held")
+	p.silence(50 * time.Millisecond)
+	close(gate)
+	require.Equal(t, "a/started", p.next()["method"])
+	m := p.next()
+	require.Equal(t, float64(2), m["id"])
+	require.Equal(t, "use-a", m["result"])
 }

@@ -72,15 +72,25 @@ type Message struct {
 type wireMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method *string         `json:"method"`
-	Params json.RawMessage `json:"params"`
+	Params rawRef          `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  *Error          `json:"error"`
+}
+
+// rawRef keeps a member's raw bytes without copying them: it aliases the line being decoded, which
+// Decode's caller hands over and never modifies, so a huge params member is not held twice.
+type rawRef []byte
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (r *rawRef) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
 }
 
 // ErrNotMessage is wrapped by Decode for a line that is valid JSON but no JSON-RPC message.
 var ErrNotMessage = errors.New("not a JSON-RPC message")
 
-// Decode parses one line. Batches (arrays), objects without method/result/error and ids that are neither
+// Decode parses one line; the message's Params alias line, which must not be modified afterwards. Batches (arrays), objects without method/result/error and ids that are neither
 // a number nor a string are rejected, as the reference rejects them.
 func Decode(line []byte) (*Message, error) {
 	trimmed := bytes.TrimSpace(line)
@@ -106,8 +116,8 @@ func Decode(line []byte) (*Message, error) {
 		return nil, fmt.Errorf("%w: id must be a number or a string", ErrNotMessage)
 	}
 	m.ID = w.ID
-	if !isNull(w.Params) {
-		m.Params = w.Params
+	if !isNull(json.RawMessage(w.Params)) {
+		m.Params = json.RawMessage(w.Params)
 	}
 	switch {
 	case w.Method != nil && w.ID != nil:

@@ -59,6 +59,10 @@ type CatalogModel struct {
 	} `json:"availableAccessPrograms"`
 	IsDefault     bool  `json:"isDefault"`
 	ContextWindow int64 `json:"-"`
+	// Verbosity is the text.verbosity sent to the model by default ("" = none).
+	Verbosity string `json:"-"`
+	// ReasoningContext is the reasoning.context sent by default ("" = none).
+	ReasoningContext string `json:"-"`
 }
 
 func strp(s string) *string { return &s }
@@ -102,9 +106,11 @@ func Catalog() []CatalogModel {
 			SupportedReasoningEfforts: efforts(levels...), DefaultReasoningEffort: defEffort,
 			InputModalities: []string{"text", "image"}, AdditionalSpeedTiers: []string{"fast"},
 			ServiceTiers: tier("1.5x speed, increased usage"), ContextWindow: DefaultContextWindow,
+			Verbosity: "low",
 		}
 		if multi != "" {
 			m.MultiAgentVersion = strp(multi)
+			m.ReasoningContext = "all_turns"
 		}
 		return m
 	}

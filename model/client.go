@@ -103,6 +103,8 @@ type Options struct {
 	Logger         *slog.Logger        // nil: slog.Default()
 	BaseBackoff    time.Duration       // first retry delay, doubled per retry (default 200 ms)
 	NetworkBackoff time.Duration       // first delay while waiting for the network (default 5 s)
+	// OnResponseHeaders, when set, is given the headers of every model response (rate-limit headers).
+	OnResponseHeaders func(http.Header)
 }
 
 // Client talks to one provider; it is reusable and safe for concurrent use.
@@ -113,11 +115,13 @@ type Client struct {
 	log  *slog.Logger
 	base time.Duration
 	net  time.Duration
+	// onHeaders is Options.OnResponseHeaders.
+	onHeaders func(http.Header)
 }
 
 // NewClient returns a client for provider p.
 func NewClient(p Provider, opts Options) *Client {
-	c := &Client{p: p, hc: opts.HTTPClient, env: opts.Getenv, log: opts.Logger, base: opts.BaseBackoff, net: opts.NetworkBackoff}
+	c := &Client{p: p, hc: opts.HTTPClient, env: opts.Getenv, log: opts.Logger, base: opts.BaseBackoff, net: opts.NetworkBackoff, onHeaders: opts.OnResponseHeaders}
 	if c.hc == nil {
 		c.hc = &http.Client{}
 	}
@@ -226,6 +230,9 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Event)) (*Com
 		var ev RetryEvent
 		if me.network {
 			netWaits++
+			if netWaits > c.p.EffectiveNetworkWaitMaxRetries() {
+				return nil, me
+			}
 			ev = RetryEvent{Attempt: netWaits, Max: 0, Err: me, Delay: min(c.net<<min(netWaits-1, 10), 5*time.Minute)}
 		} else {
 			retries++
@@ -345,6 +352,9 @@ func (c *Client) post(ctx context.Context, u string, h http.Header, payload []by
 		}
 		req.Header = h.Clone()
 		resp, err := c.hc.Do(req)
+		if err == nil && c.onHeaders != nil {
+			c.onHeaders(resp.Header)
+		}
 		var delay time.Duration
 		var last error
 		switch {
@@ -352,7 +362,7 @@ func (c *Client) post(ctx context.Context, u string, h http.Header, payload []by
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			last = connectError(err)
+			last = transportError(err)
 		case resp.StatusCode >= 200 && resp.StatusCode < 300:
 			return resp, nil
 		default:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -22,7 +23,12 @@ type Meta struct {
 	// Model and ReasoningEffort come from the last turn_context.
 	Model           string
 	ReasoningEffort string
+	// Texts are the user and agent messages in order (thread/search), at most MaxSearchText bytes in all.
+	Texts []string
 }
+
+// MaxSearchText bounds Meta.Texts.
+const MaxSearchText = 32 << 10
 
 const (
 	metaLineLimit    = 64 << 10
@@ -30,9 +36,11 @@ const (
 )
 
 var (
-	userMessageMarker = []byte(`"user_message"`)
-	userItemMarker    = []byte(`"UserMessage"`)
-	nameMarker        = []byte(`"thread_name_updated"`)
+	userMessageMarker  = []byte(`"user_message"`)
+	userItemMarker     = []byte(`"UserMessage"`)
+	agentMessageMarker = []byte(`"agent_message"`)
+	agentItemMarker    = []byte(`"AgentMessage"`)
+	nameMarker         = []byte(`"thread_name_updated"`)
 )
 
 // ReadMeta streams a rollout once, decoding only session_meta, turn_context, the first user message and name
@@ -55,6 +63,17 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 	lr := newLineReader(r)
 	haveMeta := false
 	havePreview := false
+	textBytes := 0
+	addText := func(t string) {
+		if t == "" || textBytes >= MaxSearchText || (len(m.Texts) > 0 && m.Texts[len(m.Texts)-1] == t) {
+			return // the reference records a message as an event and as an item
+		}
+		if len(t) > MaxSearchText-textBytes {
+			t = strings.ToValidUTF8(t[:MaxSearchText-textBytes], "")
+		}
+		m.Texts = append(m.Texts, t)
+		textBytes += len(t)
+	}
 	for {
 		limit := metaLineLimit
 		if !havePreview {
@@ -118,9 +137,11 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 				m.ReasoningEffort = effort
 			}
 		case TypeEventMsg:
-			isUser := !havePreview && (bytes.Contains(ln, userMessageMarker) || bytes.Contains(ln, userItemMarker))
+			room := textBytes < MaxSearchText
+			isUser := (!havePreview || room) && (bytes.Contains(ln, userMessageMarker) || bytes.Contains(ln, userItemMarker))
+			isAgent := room && (bytes.Contains(ln, agentMessageMarker) || bytes.Contains(ln, agentItemMarker))
 			isName := bytes.Contains(ln, nameMarker)
-			if !isUser && !isName {
+			if !isUser && !isAgent && !isName {
 				continue
 			}
 			rec, err := decodeLine(ln)
@@ -141,10 +162,21 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 				if !havePreview {
 					m.Preview, havePreview = ev.Message, true
 				}
+				addText(ev.Message)
+			case "agent_message":
+				addText(ev.Message)
 			case "item_completed":
-				if !havePreview {
-					if it := convertCoreItem(ev.Item); it != nil && it["type"] == "userMessage" {
-						m.Preview, havePreview = userText(it["content"]), true
+				if it := convertCoreItem(ev.Item); it != nil {
+					switch it["type"] {
+					case "userMessage":
+						txt := userText(it["content"])
+						if !havePreview {
+							m.Preview, havePreview = txt, true
+						}
+						addText(txt)
+					case "agentMessage":
+						txt, _ := it["text"].(string)
+						addText(txt)
 					}
 				}
 			case "thread_name_updated":

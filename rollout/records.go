@@ -43,6 +43,7 @@ type SessionMeta struct {
 	AgentRole             string            `json:"agent_role,omitempty"`
 	ModelProvider         string            `json:"model_provider,omitempty"`
 	BaseInstructions      *BaseInstructions `json:"base_instructions,omitempty"`
+	DynamicTools          json.RawMessage   `json:"dynamic_tools,omitempty"`
 	HistoryMode           string            `json:"history_mode,omitempty"`
 	HistoryBase           *HistoryBase      `json:"history_base,omitempty"`
 	Git                   json.RawMessage   `json:"git,omitempty"`

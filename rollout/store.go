@@ -1,8 +1,7 @@
 package rollout
 
 import (
-	"bufio"
-	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -11,10 +10,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"appserver/threadindex"
 )
 
 // Errors returned by Store.
@@ -23,18 +25,22 @@ var (
 	ErrBadCursor = errors.New("rollout: invalid cursor")
 )
 
-// IndexFileName is our index file under CODEX_HOME (a cache; the rollouts are the source of truth).
-const IndexFileName = "appserver_index_v1.jsonl"
+// IndexFileName is our index database under CODEX_HOME (a cache; the rollouts are the source of truth).
+const IndexFileName = "appserver_index_v2.sqlite"
+
+// legacyIndexFileName is the JSON-lines index of earlier versions, removed when found.
+const legacyIndexFileName = "appserver_index_v1.jsonl"
 
 // SessionIndexFileName is the reference's append-only thread-name file under CODEX_HOME.
 const SessionIndexFileName = "session_index.jsonl"
 
 // Sort keys and directions accepted by List.
 const (
-	SortCreatedAt = "created_at"
-	SortUpdatedAt = "updated_at"
-	SortAsc       = "asc"
-	SortDesc      = "desc"
+	SortCreatedAt       = "created_at"
+	SortUpdatedAt       = "updated_at"
+	SortSectionPosition = "section_position" // needs ListQuery.SectionID
+	SortAsc             = "asc"
+	SortDesc            = "desc"
 )
 
 // DefaultListLimit is the page size when ListQuery.Limit is 0.
@@ -43,30 +49,41 @@ const DefaultListLimit = 25
 // InteractiveSourceKinds is the source filter applied when ListQuery.SourceKinds is empty.
 var InteractiveSourceKinds = []string{"cli", "vscode"}
 
-// refreshInterval bounds how often List rescans directories for rollouts created behind our back.
+// refreshInterval bounds how often List relists directories whose mtime changed (rollouts created, moved or
+// removed behind our back).
 var refreshInterval = 2 * time.Second
+
+// sweepInterval bounds how often a background sweep stats every rollout (appends behind our back).
+var sweepInterval = 10 * time.Second
 
 // Summary is what thread/list needs about one thread (protocol Thread minus status and turns).
 type Summary struct {
-	ID              string          `json:"id"`
-	Path            string          `json:"path"`
-	Cwd             string          `json:"cwd"`
-	Preview         string          `json:"preview"`
-	Name            string          `json:"name,omitempty"`
-	CreatedAt       int64           `json:"createdAt"` // unix seconds
-	UpdatedAt       int64           `json:"updatedAt"` // unix seconds (rollout mtime, like the reference)
-	CreatedAtMs     int64           `json:"createdAtMs"`
-	UpdatedAtMs     int64           `json:"updatedAtMs"`
-	ModelProvider   string          `json:"modelProvider"`
-	Model           string          `json:"model,omitempty"`
-	ReasoningEffort string          `json:"reasoningEffort,omitempty"`
-	Source          string          `json:"source"`
-	SourceKind      string          `json:"sourceKind"`
-	CLIVersion      string          `json:"cliVersion"`
-	Originator      string          `json:"originator"`
-	ForkedFromID    string          `json:"forkedFromId,omitempty"`
-	Archived        bool            `json:"archived"`
-	GitInfo         json.RawMessage `json:"gitInfo,omitempty"`
+	ID              string `json:"id"`
+	Path            string `json:"path"`
+	Cwd             string `json:"cwd"`
+	Preview         string `json:"preview"`
+	Name            string `json:"name,omitempty"`
+	CreatedAt       int64  `json:"createdAt"` // unix seconds
+	UpdatedAt       int64  `json:"updatedAt"` // unix seconds (rollout mtime, like the reference)
+	CreatedAtMs     int64  `json:"createdAtMs"`
+	UpdatedAtMs     int64  `json:"updatedAtMs"`
+	ModelProvider   string `json:"modelProvider"`
+	Model           string `json:"model,omitempty"`
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	Source          string `json:"source"`
+	SourceKind      string `json:"sourceKind"`
+	CLIVersion      string `json:"cliVersion"`
+	Originator      string `json:"originator"`
+	ForkedFromID    string `json:"forkedFromId,omitempty"`
+	ParentThreadID  string `json:"parentThreadId,omitempty"`
+	HistoryMode     string `json:"historyMode,omitempty"` // session_meta history_mode
+	// Snippet is the message (or name/preview) that matched a content search.
+	Snippet  string          `json:"-"`
+	Archived bool            `json:"archived"`
+	GitInfo  json.RawMessage `json:"gitInfo,omitempty"`
+	// Section is the thread's section (nil when none), SectionEnteredAtMs when it entered it.
+	Section            *threadindex.Section `json:"-"`
+	SectionEnteredAtMs int64                `json:"-"`
 }
 
 // ListQuery selects a page of thread/list.
@@ -80,152 +97,522 @@ type ListQuery struct {
 	ModelProviders []string // empty = any
 	SourceKinds    []string // protocol ThreadSourceKind values; empty = InteractiveSourceKinds
 	SearchTerm     string   // case-insensitive substring of preview or name
+	// InContent makes SearchTerm match the user and agent messages too, and fills Summary.Snippet.
+	InContent      bool
+	ForkedFrom     *string  // only forks of this thread
+	ParentThreadID *string  // only threads spawned by this one
+	AncestorID     *string  // only threads spawned, at any depth, from this one
+	Excluded       []string // ids left out before the limit
+	SectionID      string   // only threads of this section ("" = any)
+	// IncludeEmpty lists threads without a first user message too (the reference hides them).
+	IncludeEmpty bool
 }
 
-// entry is one indexed rollout.
-type entry struct {
-	Summary
-	Rel      string // path relative to CODEX_HOME
-	Size     int64
-	ModNs    int64
-	FileName string // name from thread_name_updated events in the file
-	Deleted  bool
-
-	lowerText string
-}
-
-// indexRecord is the compact on-disk form of an entry (one JSON line of the index file).
-type indexRecord struct {
-	ID              string          `json:"i"`
-	Rel             string          `json:"r,omitempty"`
-	Size            int64           `json:"s,omitempty"`
-	ModNs           int64           `json:"m,omitempty"`
-	CreatedAtMs     int64           `json:"c,omitempty"`
-	Cwd             string          `json:"d,omitempty"`
-	Preview         string          `json:"p,omitempty"`
-	FileName        string          `json:"n,omitempty"`
-	ModelProvider   string          `json:"mp,omitempty"`
-	Model           string          `json:"mo,omitempty"`
-	ReasoningEffort string          `json:"re,omitempty"`
-	Source          string          `json:"so,omitempty"`
-	SourceKind      string          `json:"sk,omitempty"`
-	CLIVersion      string          `json:"v,omitempty"`
-	Originator      string          `json:"o,omitempty"`
-	ForkedFromID    string          `json:"f,omitempty"`
-	Archived        bool            `json:"a,omitempty"`
-	GitInfo         json.RawMessage `json:"g,omitempty"`
-	Deleted         bool            `json:"x,omitempty"`
-}
-
-func (e *entry) record() indexRecord {
-	return indexRecord{ID: e.ID, Rel: e.Rel, Size: e.Size, ModNs: e.ModNs, CreatedAtMs: e.CreatedAtMs, Cwd: e.Cwd,
-		Preview: e.Preview, FileName: e.FileName, ModelProvider: e.ModelProvider, Model: e.Model,
-		ReasoningEffort: e.ReasoningEffort, Source: e.Source, SourceKind: e.SourceKind, CLIVersion: e.CLIVersion,
-		Originator: e.Originator, ForkedFromID: e.ForkedFromID, Archived: e.Archived, GitInfo: e.GitInfo,
-		Deleted: e.Deleted}
-}
-
-func (s *Store) entryFromRecord(r *indexRecord) *entry {
-	e := &entry{Rel: r.Rel, Size: r.Size, ModNs: r.ModNs, FileName: r.FileName, Deleted: r.Deleted}
-	e.Summary = Summary{ID: r.ID, Path: filepath.Join(s.home, r.Rel), Cwd: r.Cwd, Preview: r.Preview,
-		CreatedAt: r.CreatedAtMs / 1000, CreatedAtMs: r.CreatedAtMs, UpdatedAt: r.ModNs / 1e9, UpdatedAtMs: r.ModNs / 1e6,
-		ModelProvider: r.ModelProvider, Model: r.Model, ReasoningEffort: r.ReasoningEffort, Source: r.Source,
-		SourceKind: r.SourceKind, CLIVersion: r.CLIVersion, Originator: r.Originator, ForkedFromID: r.ForkedFromID,
-		Archived: r.Archived, GitInfo: r.GitInfo}
-	return e
-}
-
-// Store indexes the rollouts of one CODEX_HOME for listing and manages their files.
+// Store indexes the rollouts of one CODEX_HOME in an embedded database (threadindex) for listing, and manages
+// the rollout files. Opening never reads the rollouts: a fresh index is built, and an existing one reconciled
+// with the files on disk, in the background.
 type Store struct {
 	home string
+	ix   *threadindex.Index
 
-	mu          sync.Mutex
-	entries     map[string]*entry
-	names       map[string]string // session_index.jsonl
-	byCreated   []*entry
-	byUpdated   []*entry
-	sortedDirty bool
-	dirMtimes   map[string]int64
-	lastScan    time.Time
-	indexLines  int
+	ready      chan struct{} // closed once the index can answer (built, or seeded from the reference's DB)
+	reconciled chan struct{} // closed once the first full reconcile is done
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex // guards the fields below and serializes scans
+	dirMtimes map[string]int64
+	lastScan  time.Time
+	lastSweep time.Time
+	sweeping  bool
+	namesOff  int64
 }
 
-// Open loads (or rebuilds) the index of codexHome and reconciles it with the rollout files on disk: new files are
-// read, changed files (size or mtime) re-read, vanished files dropped.
+// Open opens the index of codexHome (creating it, or replacing a corrupt one) and starts reconciling it with
+// the rollouts in the background. List waits only while a fresh index is first built.
 func Open(codexHome string) (*Store, error) {
-	s := &Store{home: codexHome, entries: map[string]*entry{}, names: map[string]string{}, dirMtimes: map[string]int64{}}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.loadIndex()
-	s.loadNames()
-	changed, err := s.fullScan()
-	if err != nil {
-		return nil, err
-	}
-	if changed || s.indexLines > 2*len(s.entries)+64 {
-		if err := s.rewriteIndex(); err != nil {
-			slog.Warn("rollout: cannot write index", "err", err)
+	if _, err := os.Stat(codexHome); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("rollout: codex home: %w", err)
+		}
+		if err := os.MkdirAll(codexHome, 0o755); err != nil {
+			return nil, fmt.Errorf("rollout: codex home: %w", err)
 		}
 	}
-	s.sortedDirty = true
+	ix, fresh, err := threadindex.OpenOrRebuild(filepath.Join(codexHome, IndexFileName))
+	if err != nil {
+		return nil, fmt.Errorf("rollout: index: %w", err)
+	}
+	_ = os.Remove(filepath.Join(codexHome, legacyIndexFileName))
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Store{home: codexHome, ix: ix, ready: make(chan struct{}), reconciled: make(chan struct{}),
+		ctx: ctx, cancel: cancel, dirMtimes: map[string]int64{}, lastScan: time.Now(), lastSweep: time.Now()}
+	if dirs, err := ix.Dirs(ctx); err == nil {
+		s.dirMtimes = dirs
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(s.reconciled)
+		switch {
+		case !fresh:
+			close(s.ready)
+		case ix.Get(ctx, "seeded") == "1" || s.seedFromReference():
+			// Seeded now or by an earlier start whose reconcile did not finish: answer while it runs.
+			close(s.ready)
+			fresh = false
+		}
+		if err := s.reconcile(); err != nil && ctx.Err() == nil {
+			slog.Warn("rollout: index reconcile failed", "err", err)
+		}
+		if err := ix.Check(ctx); errors.Is(err, threadindex.ErrCorrupt) {
+			slog.Warn("rollout: index damaged; it is rebuilt from the rollouts at the next start", "err", err)
+			ix.Discard()
+		}
+		if fresh {
+			close(s.ready)
+		}
+	}()
 	return s, nil
+}
+
+// Close stops background work and closes the index.
+func (s *Store) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return s.ix.Close()
+}
+
+// WaitReconciled blocks until the first background reconcile after Open is done (tests, benchmarks).
+func (s *Store) WaitReconciled(ctx context.Context) error {
+	select {
+	case <-s.reconciled:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Store) waitReady() {
+	select {
+	case <-s.ready:
+	case <-s.ctx.Done():
+	}
 }
 
 // Home returns the CODEX_HOME the store indexes.
 func (s *Store) Home() string { return s.home }
 
-func (s *Store) indexPath() string { return filepath.Join(s.home, IndexFileName) }
-
-func (s *Store) loadIndex() {
-	f, err := os.Open(s.indexPath())
+func (s *Store) rel(path string) string {
+	r, err := filepath.Rel(s.home, path)
 	if err != nil {
-		return
+		return path
 	}
-	defer f.Close()
-	lr := newLineReader(f)
-	for {
-		ln, truncated, complete, err := lr.next(8 << 20)
-		if err != nil {
-			break
-		}
-		if truncated || !complete || len(ln) == 0 {
-			continue
-		}
-		s.indexLines++
-		var r indexRecord
-		if json.Unmarshal(ln, &r) != nil || r.ID == "" {
-			continue
-		}
-		if r.Deleted {
-			delete(s.entries, r.ID)
-			continue
-		}
-		s.entries[r.ID] = s.entryFromRecord(&r)
-	}
+	return r
 }
 
-func (s *Store) loadNames() {
-	f, err := os.Open(filepath.Join(s.home, SessionIndexFileName))
+func (s *Store) abs(rel string) string {
+	if filepath.IsAbs(rel) {
+		return rel
+	}
+	return filepath.Join(s.home, rel)
+}
+
+// syncNames applies lines appended to session_index.jsonl since the last call (all of it if it shrank).
+func (s *Store) syncNames() {
+	p := filepath.Join(s.home, SessionIndexFileName)
+	f, err := os.Open(p)
 	if err != nil {
 		return
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || info.Size() == s.namesOff {
+		return
+	}
+	off := s.namesOff
+	if info.Size() < off {
+		off = 0
+	}
+	if _, err := f.Seek(off, 0); err != nil {
+		return
+	}
+	type rec struct{ id, name string }
+	var recs []rec
 	lr := newLineReader(f)
+	consumed := off
 	for {
-		ln, truncated, _, err := lr.next(1 << 20)
-		if err != nil {
+		ln, truncated, complete, err := lr.next(1 << 20)
+		if err != nil || !complete {
 			break
 		}
-		if truncated || len(bytes.TrimSpace(ln)) == 0 {
+		consumed = off + lr.off
+		if truncated || len(strings.TrimSpace(string(ln))) == 0 {
 			continue
 		}
-		var rec struct {
+		var r struct {
 			ID         string `json:"id"`
 			ThreadName string `json:"thread_name"`
 		}
-		if json.Unmarshal(ln, &rec) == nil && rec.ID != "" {
-			s.names[rec.ID] = rec.ThreadName
+		if json.Unmarshal(ln, &r) == nil && r.ID != "" {
+			recs = append(recs, rec{r.ID, r.ThreadName})
 		}
+	}
+	err = s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error {
+		for _, r := range recs {
+			if err := tx.SetName(r.id, r.name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		s.namesOff = consumed
+	}
+}
+
+func rowOf(sum *Summary, rel string, size, modNs int64, fileName string) *threadindex.Row {
+	return &threadindex.Row{ID: sum.ID, Rel: rel, Size: size, ModNs: modNs, CreatedMs: sum.CreatedAtMs,
+		UpdatedMs: sum.UpdatedAtMs, Cwd: sum.Cwd, Preview: sum.Preview, FileName: fileName,
+		ModelProvider: sum.ModelProvider, Model: sum.Model, Effort: sum.ReasoningEffort, Source: sum.Source,
+		SourceKind: sum.SourceKind, CLIVersion: sum.CLIVersion, Originator: sum.Originator,
+		ForkedFrom: sum.ForkedFromID, Archived: sum.Archived, GitInfo: string(sum.GitInfo), Parent: sum.ParentThreadID,
+		HistoryMode: sum.HistoryMode}
+}
+
+func (s *Store) summaryOf(r *threadindex.Row) Summary {
+	sum := Summary{ID: r.ID, Path: s.abs(r.Rel), Cwd: r.Cwd, Preview: r.Preview, Name: r.Name,
+		CreatedAt: r.CreatedMs / 1000, CreatedAtMs: r.CreatedMs, UpdatedAt: r.UpdatedMs / 1000, UpdatedAtMs: r.UpdatedMs,
+		ModelProvider: r.ModelProvider, Model: r.Model, ReasoningEffort: r.Effort, Source: r.Source,
+		SourceKind: r.SourceKind, CLIVersion: r.CLIVersion, Originator: r.Originator, ForkedFromID: r.ForkedFrom,
+		ParentThreadID: r.Parent, HistoryMode: r.HistoryMode, Archived: r.Archived, Section: r.Section, SectionEnteredAtMs: r.SectionEnteredMs}
+	if r.GitInfo != "" {
+		sum.GitInfo = json.RawMessage(r.GitInfo)
+	}
+	return sum
+}
+
+// readRow reads one rollout's meta into an index row; nil if the file is unreadable.
+func (s *Store) readRow(id string, df diskFile) *threadindex.Row {
+	m, err := ReadMeta(df.path)
+	if err != nil {
+		slog.Warn("rollout: skipping unreadable rollout", "path", df.path, "err", err)
+		return nil
+	}
+	if m.Session.ID != "" && m.Session.ID != id {
+		slog.Warn("rollout: file name and session id differ", "path", df.path, "id", m.Session.ID)
+	}
+	sum := summaryFromMeta(id, m, df)
+	r := rowOf(&sum, s.rel(df.path), df.size, df.modNs, m.Name)
+	r.Content = strings.Join(m.Texts, threadindex.ContentSep)
+	return r
+}
+
+// putRows writes rows in one transaction.
+func (s *Store) putRows(rows []*threadindex.Row) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	return s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error {
+		for _, r := range rows {
+			if err := tx.Put(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// indexFile reads one rollout and stores its row; nil if the file is unreadable.
+func (s *Store) indexFile(id string, df diskFile) *threadindex.Row {
+	r := s.readRow(id, df)
+	if r == nil {
+		return nil
+	}
+	if err := s.putRows([]*threadindex.Row{r}); err != nil {
+		slog.Warn("rollout: index write failed", "err", err)
+	}
+	return r
+}
+
+// reconcile stats every rollout and brings the index in line: new and changed files are read (in parallel,
+// written in batches), vanished ones dropped. A fresh index is built this way.
+func (s *Store) reconcile() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.syncNames()
+	dirs := s.dayDirs()
+	disk := map[string]diskFile{}
+	archDir := filepath.Join(s.home, "archived_sessions")
+	for d := range dirs {
+		if s.ctx.Err() != nil {
+			return s.ctx.Err()
+		}
+		listDir(d, d == archDir, disk)
+	}
+	known, err := s.ix.Files(s.ctx)
+	if err != nil {
+		return err
+	}
+	var gone []string
+	for id, f := range known {
+		if _, ok := disk[id]; !ok {
+			gone = append(gone, id)
+			_ = f
+		}
+	}
+	var todo []string
+	for id, df := range disk {
+		if f, ok := known[id]; ok && f.Rel == s.rel(df.path) && f.Size == df.size && f.ModNs == df.modNs && f.Archived == df.archived {
+			continue
+		}
+		todo = append(todo, id)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	select {
+	case <-s.ready:
+		workers = 1 // the index answers meanwhile: leave the other CPUs to the requests
+	default:
+	}
+	if err := s.readAndPut(todo, disk, workers); err != nil {
+		return err
+	}
+	if err := s.dropGone(gone); err != nil {
+		return err
+	}
+	s.dirMtimes = dirs
+	s.lastScan, s.lastSweep = time.Now(), time.Now()
+	return s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error {
+		if err := tx.Exec("DELETE FROM dirs"); err != nil {
+			return err
+		}
+		for d, m := range dirs {
+			if err := tx.SetDir(d, m); err != nil {
+				return err
+			}
+		}
+		return tx.Set("complete", "1")
+	})
+}
+
+// readAndPut reads the metas of ids with the given number of workers and writes them in batches.
+func (s *Store) readAndPut(ids []string, disk map[string]diskFile, workers int) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	// Newest first: a build in progress fills the first page early.
+	slices.SortFunc(ids, func(a, b string) int { return strings.Compare(disk[b].path, disk[a].path) })
+	jobs := make(chan string)
+	out := make(chan *threadindex.Row, 256)
+	var wg sync.WaitGroup
+	for range max(1, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range jobs {
+				out <- s.readRow(id, disk[id])
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for _, id := range ids {
+			select {
+			case jobs <- id:
+			case <-s.ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(out) }()
+	var batch []*threadindex.Row
+	var werr error
+	for r := range out {
+		if r == nil || werr != nil {
+			continue
+		}
+		batch = append(batch, r)
+		if len(batch) == 500 {
+			werr = s.putRows(batch)
+			batch = batch[:0]
+		}
+	}
+	if werr != nil {
+		return werr
+	}
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	return s.putRows(batch)
+}
+
+// dropGone removes the rows of rollouts no longer on disk (re-checked inside the transaction: a concurrent
+// archive may have moved one).
+func (s *Store) dropGone(ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error {
+		for _, id := range ids {
+			rel, ok := tx.Rel(id)
+			if !ok {
+				continue
+			}
+			if _, err := os.Stat(s.abs(rel)); err == nil {
+				continue
+			}
+			if err := tx.Delete(id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// seedFromReference fills a fresh index from the reference's state_5.sqlite when CODEX_HOME has one, so the
+// first page does not wait for every rollout to be read; the reconcile that follows re-reads each rollout.
+func (s *Store) seedFromReference() bool {
+	rows, err := threadindex.ReadReferenceThreads(s.ctx, s.home)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			slog.Info("rollout: not seeding the index from the reference's state database", "err", err)
+		}
+		return false
+	}
+	for _, r := range rows {
+		r.Rel = s.rel(r.Rel)
+		r.Size = -1 // read the rollout at reconcile
+		r.SourceKind = SourceKind(sourceRaw(r.Source))
+		if !strings.HasPrefix(strings.TrimSpace(r.Source), "{") {
+			r.Source = SourceString(sourceRaw(r.Source))
+		}
+	}
+	for i := 0; i < len(rows); i += 2000 {
+		if err := s.seedRows(rows[i:min(len(rows), i+2000)]); err != nil {
+			slog.Warn("rollout: seeding the index failed", "err", err)
+			return false
+		}
+	}
+	return s.ix.Set(s.ctx, "seeded", "1") == nil
+}
+
+// seedRows inserts rows whose ids are not indexed yet (rows read from the rollouts win).
+func (s *Store) seedRows(rows []*threadindex.Row) error {
+	return s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error {
+		for _, r := range rows {
+			if err := tx.PutIfAbsent(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// sourceRaw turns the reference DB's source column (a bare kind or JSON) into a session_meta source value.
+func sourceRaw(src string) json.RawMessage {
+	if t := strings.TrimSpace(src); strings.HasPrefix(t, "{") || strings.HasPrefix(t, `"`) {
+		if json.Valid([]byte(t)) {
+			return json.RawMessage(t)
+		}
+	}
+	if src == "" {
+		return nil
+	}
+	return StringSource(src)
+}
+
+// quickScan relists only directories whose mtime changed (files added, removed or renamed behind our back)
+// and applies new session_index.jsonl lines. Callers hold s.mu.
+func (s *Store) quickScan() {
+	s.lastScan = time.Now()
+	s.syncNames()
+	dirs := s.dayDirs()
+	var stale []string
+	for d, mt := range dirs {
+		if old, ok := s.dirMtimes[d]; !ok || old != mt {
+			stale = append(stale, d)
+		}
+	}
+	for d := range s.dirMtimes {
+		if _, ok := dirs[d]; !ok {
+			stale = append(stale, d)
+		}
+	}
+	if len(stale) == 0 {
+		return
+	}
+	archDir := filepath.Join(s.home, "archived_sessions")
+	disk := map[string]diskFile{}
+	var gone, todo []string
+	for _, d := range stale {
+		listing := map[string]diskFile{}
+		if _, ok := dirs[d]; ok {
+			listDir(d, d == archDir, listing)
+		}
+		known, err := s.ix.FilesUnder(s.ctx, s.rel(d))
+		if err != nil {
+			return
+		}
+		for id := range known {
+			if _, ok := listing[id]; !ok {
+				gone = append(gone, id)
+			}
+		}
+		for id, df := range listing {
+			disk[id] = df
+			if f, ok := known[id]; ok && f.Size == df.size && f.ModNs == df.modNs {
+				continue
+			}
+			todo = append(todo, id)
+		}
+	}
+	// Removals first: a file moved between two stale directories is then re-added from its new place.
+	if err := s.dropGone(gone); err != nil {
+		return
+	}
+	if err := s.readAndPut(todo, disk, 1); err != nil {
+		return
+	}
+	s.dirMtimes = dirs
+	_ = s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error {
+		for _, d := range stale {
+			m, ok := dirs[d]
+			if !ok {
+				m = -1
+			}
+			if err := tx.SetDir(d, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// maybeRefresh runs a quick scan when refreshInterval has passed, and starts a background sweep (a full
+// reconcile: rollouts appended in place by another writer) when sweepInterval has.
+func (s *Store) maybeRefresh() {
+	if !s.mu.TryLock() {
+		return // a scan is running; the index answers as it is
+	}
+	defer s.mu.Unlock()
+	if time.Since(s.lastScan) >= refreshInterval {
+		s.quickScan()
+	}
+	if !s.sweeping && time.Since(s.lastSweep) >= sweepInterval && s.ctx.Err() == nil {
+		s.sweeping = true
+		s.lastSweep = time.Now()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.reconcile(); err != nil && s.ctx.Err() == nil {
+				slog.Warn("rollout: index sweep failed", "err", err)
+			}
+			s.mu.Lock()
+			s.sweeping = false
+			s.mu.Unlock()
+		}()
 	}
 }
 
@@ -301,116 +688,6 @@ func (s *Store) dayDirs() map[string]int64 {
 	return out
 }
 
-// fullScan stats every rollout and reconciles the index; reports whether anything changed.
-func (s *Store) fullScan() (bool, error) {
-	if _, err := os.Stat(s.home); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("rollout: codex home: %w", err)
-	}
-	dirs := s.dayDirs()
-	disk := map[string]diskFile{}
-	archDir := filepath.Join(s.home, "archived_sessions")
-	for d := range dirs {
-		listDir(d, d == archDir, disk)
-	}
-	s.dirMtimes = dirs
-	s.lastScan = time.Now()
-	changed := false
-	for id := range s.entries {
-		if _, ok := disk[id]; !ok {
-			delete(s.entries, id)
-			changed = true
-		}
-	}
-	for id, df := range disk {
-		if e, ok := s.entries[id]; ok && e.Path == df.path && e.Size == df.size && e.ModNs == df.modNs && e.Archived == df.archived {
-			s.applyName(e)
-			continue
-		}
-		if s.indexFile(id, df) {
-			changed = true
-		}
-	}
-	return changed, nil
-}
-
-// quickScan relists only directories whose mtime changed (files added, removed or renamed behind our back).
-func (s *Store) quickScan() {
-	dirs := s.dayDirs()
-	s.lastScan = time.Now()
-	stale := map[string]bool{}
-	for d, mt := range dirs {
-		if old, ok := s.dirMtimes[d]; !ok || old != mt {
-			stale[d] = true
-		}
-	}
-	for d := range s.dirMtimes {
-		if _, ok := dirs[d]; !ok {
-			stale[d] = true
-		}
-	}
-	s.dirMtimes = dirs
-	if len(stale) == 0 {
-		return
-	}
-	byDir := map[string][]*entry{}
-	for _, e := range s.entries {
-		if d := filepath.Dir(e.Path); stale[d] {
-			byDir[d] = append(byDir[d], e)
-		}
-	}
-	archDir := filepath.Join(s.home, "archived_sessions")
-	listings := map[string]map[string]diskFile{}
-	for d := range stale {
-		disk := map[string]diskFile{}
-		if _, ok := dirs[d]; ok {
-			listDir(d, d == archDir, disk)
-		}
-		listings[d] = disk
-		// Removals first: a file moved between two stale directories is then re-added from its new place.
-		for _, e := range byDir[d] {
-			if _, ok := disk[e.ID]; !ok && s.entries[e.ID] == e {
-				if _, err := os.Stat(e.Path); err != nil {
-					delete(s.entries, e.ID)
-					s.sortedDirty = true
-				}
-			}
-		}
-	}
-	var appended []*entry
-	for _, disk := range listings {
-		for id, df := range disk {
-			if e, ok := s.entries[id]; ok && e.Path == df.path && e.Size == df.size && e.ModNs == df.modNs {
-				continue
-			}
-			if s.indexFile(id, df) {
-				appended = append(appended, s.entries[id])
-			}
-		}
-	}
-	for _, e := range appended {
-		s.appendIndex(e)
-	}
-}
-
-// indexFile reads one rollout's meta into the index; false if the file is unreadable.
-func (s *Store) indexFile(id string, df diskFile) bool {
-	m, err := ReadMeta(df.path)
-	if err != nil {
-		slog.Warn("rollout: skipping unreadable rollout", "path", df.path, "err", err)
-		return false
-	}
-	if m.Session.ID != "" && m.Session.ID != id {
-		slog.Warn("rollout: file name and session id differ", "path", df.path, "id", m.Session.ID)
-	}
-	e := &entry{Size: df.size, ModNs: df.modNs, FileName: m.Name}
-	e.Summary = summaryFromMeta(id, m, df)
-	e.Rel, _ = filepath.Rel(s.home, df.path)
-	s.applyName(e)
-	s.entries[id] = e
-	s.sortedDirty = true
-	return true
-}
-
 func summaryFromMeta(id string, m *Meta, df diskFile) Summary {
 	created := m.CreatedAt
 	if created.IsZero() {
@@ -428,98 +705,12 @@ func summaryFromMeta(id string, m *Meta, df diskFile) Summary {
 	if len(m.Session.Source) == 0 {
 		sum.SourceKind = "unknown"
 	}
+	sum.ParentThreadID = SpawnParent(m.Session.Source)
+	sum.HistoryMode = m.Session.HistoryMode
+	if t := strings.TrimSpace(string(m.Session.Source)); strings.HasPrefix(t, "{") {
+		sum.Source = t // object sources (sub-agents) keep their JSON; see ProtocolSource
+	}
 	return sum
-}
-
-func (s *Store) applyName(e *entry) {
-	if n, ok := s.names[e.ID]; ok {
-		e.Name = n
-	} else {
-		e.Name = e.FileName
-	}
-	e.lowerText = strings.ToLower(e.Preview + "\x00" + e.Name)
-}
-
-// rewriteIndex writes the whole index atomically (temp file + rename).
-func (s *Store) rewriteIndex() error {
-	tmp, err := os.CreateTemp(s.home, IndexFileName+".tmp*")
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	enc := json.NewEncoder(w)
-	for _, e := range s.entries {
-		if err := enc.Encode(e.record()); err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-			return err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), s.indexPath()); err != nil {
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	s.indexLines = len(s.entries)
-	return nil
-}
-
-// appendIndex appends one entry line (best effort; the index is a cache).
-func (s *Store) appendIndex(e *entry) {
-	if _, err := os.Stat(s.home); err != nil {
-		return
-	}
-	b, err := json.Marshal(e.record())
-	if err != nil {
-		return
-	}
-	f, err := os.OpenFile(s.indexPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		slog.Warn("rollout: cannot append to index", "err", err)
-		return
-	}
-	defer f.Close()
-	_, _ = f.Write(append(b, '\n'))
-	s.indexLines++
-}
-
-func (s *Store) maybeRefresh() {
-	if time.Since(s.lastScan) >= refreshInterval {
-		s.quickScan()
-	}
-}
-
-func (s *Store) sortIfDirty() {
-	if !s.sortedDirty && s.byCreated != nil {
-		return
-	}
-	all := make([]*entry, 0, len(s.entries))
-	for _, e := range s.entries {
-		all = append(all, e)
-	}
-	s.byCreated = slices.Clone(all)
-	slices.SortFunc(s.byCreated, func(a, b *entry) int { return cmpKey(a.CreatedAtMs, a.ID, b.CreatedAtMs, b.ID) })
-	s.byUpdated = all
-	slices.SortFunc(s.byUpdated, func(a, b *entry) int { return cmpKey(a.UpdatedAtMs, a.ID, b.UpdatedAtMs, b.ID) })
-	s.sortedDirty = false
-}
-
-func cmpKey(at int64, aid string, bt int64, bid string) int {
-	switch {
-	case at < bt:
-		return -1
-	case at > bt:
-		return 1
-	}
-	return strings.Compare(aid, bid)
 }
 
 type cursor struct {
@@ -569,12 +760,18 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	if key == "" {
 		key = SortCreatedAt
 	}
-	if key != SortCreatedAt && key != SortUpdatedAt {
+	if key != SortCreatedAt && key != SortUpdatedAt && key != SortSectionPosition {
 		return Page{}, fmt.Errorf("rollout: unsupported sort key %q", key)
+	}
+	if key == SortSectionPosition && q.SectionID == "" {
+		return Page{}, errors.New("rollout: section-position sorting requires a section filter")
 	}
 	dir := q.SortDirection
 	if dir == "" {
 		dir = SortDesc
+		if key == SortSectionPosition {
+			dir = SortAsc // a section reads top to bottom
+		}
 	}
 	if dir != SortAsc && dir != SortDesc {
 		return Page{}, fmt.Errorf("rollout: unsupported sort direction %q", dir)
@@ -583,12 +780,17 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
-	var cur *cursor
-	var at *int64 // a Backwards cursor: the instant, inclusive
+	iq := threadindex.Query{ByUpdated: key == SortUpdatedAt, Asc: dir == SortAsc, Archived: q.Archived,
+		Cwds: q.Cwds, ModelProviders: q.ModelProviders, SourceKinds: q.SourceKinds, ForkedFrom: q.ForkedFrom,
+		SearchTerm: strings.ToLower(q.SearchTerm), InContent: q.InContent, RequirePreview: !q.IncludeEmpty, Limit: limit,
+		Parent: q.ParentThreadID, Ancestor: q.AncestorID, Excluded: q.Excluded,
+		BySection: key == SortSectionPosition, Section: q.SectionID}
+	if len(iq.SourceKinds) == 0 && q.ParentThreadID == nil && q.AncestorID == nil {
+		iq.SourceKinds = InteractiveSourceKinds
+	}
 	if q.Cursor != "" {
 		if t, err := time.Parse(time.RFC3339Nano, q.Cursor); err == nil {
-			ms := t.UnixMilli()
-			at = &ms
+			iq.T, iq.HasAt = t.UnixMilli(), true
 		} else {
 			c, err := decodeCursor(q.Cursor)
 			if err != nil {
@@ -597,120 +799,73 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 			if c.Key != key {
 				return Page{}, fmt.Errorf("%w: sort key changed", ErrBadCursor)
 			}
-			cur = &c
+			iq.T, iq.AfterID = c.T, c.ID
 		}
 	}
-	kinds := q.SourceKinds
-	if len(kinds) == 0 {
-		kinds = InteractiveSourceKinds
-	}
-	term := strings.ToLower(q.SearchTerm)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.waitReady()
 	s.maybeRefresh()
-	s.sortIfDirty()
-	order := s.byCreated
-	keyOf := func(e *entry) int64 { return e.CreatedAtMs }
-	if key == SortUpdatedAt {
-		order = s.byUpdated
-		keyOf = func(e *entry) int64 { return e.UpdatedAtMs }
+	rows, err := s.ix.List(s.ctx, iq)
+	if err != nil {
+		return Page{}, err
 	}
-	match := func(e *entry) bool {
-		if e.Archived != q.Archived {
-			return false
-		}
-		if len(q.Cwds) > 0 && !slices.Contains(q.Cwds, e.Cwd) {
-			return false
-		}
-		if len(q.ModelProviders) > 0 && !slices.Contains(q.ModelProviders, e.ModelProvider) {
-			return false
-		}
-		if !slices.Contains(kinds, e.SourceKind) {
-			return false
-		}
-		return term == "" || strings.Contains(e.lowerText, term)
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
 	}
-	var page []Summary
-	var first, last *entry
-	more := false
-	visit := func(e *entry) bool {
-		if !match(e) {
-			return true
-		}
-		if len(page) == limit {
-			more = true
-			return false
-		}
-		page = append(page, e.Summary)
-		if first == nil {
-			first = e
-		}
-		last = e
-		return true
+	positions := map[string]int64{}
+	if iq.BySection && len(rows) > 0 {
+		positions = s.positions(rows)
 	}
-	if dir == SortDesc {
-		start := len(order)
-		if cur != nil {
-			start, _ = slices.BinarySearchFunc(order, *cur, func(e *entry, c cursor) int { return cmpKey(keyOf(e), e.ID, c.T, c.ID) })
-		} else if at != nil {
-			start, _ = slices.BinarySearchFunc(order, *at+1, func(e *entry, t int64) int { return cmpKey(keyOf(e), "", t, "") })
+	keyOf := func(r *threadindex.Row) int64 {
+		if iq.BySection {
+			return positions[r.ID]
 		}
-		for i := start - 1; i >= 0 && visit(order[i]); i-- {
+		if iq.ByUpdated {
+			return r.UpdatedMs
 		}
-	} else {
-		start := 0
-		if cur != nil {
-			i, found := slices.BinarySearchFunc(order, *cur, func(e *entry, c cursor) int { return cmpKey(keyOf(e), e.ID, c.T, c.ID) })
-			if found {
-				i++
-			}
-			start = i
-		} else if at != nil {
-			start, _ = slices.BinarySearchFunc(order, *at, func(e *entry, t int64) int { return cmpKey(keyOf(e), "", t, "") })
+		return r.CreatedMs
+	}
+	page := make([]Summary, 0, len(rows))
+	for i := range rows {
+		sum := s.summaryOf(&rows[i])
+		if q.InContent {
+			sum.Snippet = snippet(s.ix.Content(s.ctx, sum.ID), sum.Name, sum.Preview, iq.SearchTerm)
 		}
-		for i := start; i < len(order) && visit(order[i]); i++ {
-		}
+		page = append(page, sum)
 	}
-	next := ""
-	if more && last != nil {
-		next = encodeCursor(cursor{Key: key, T: keyOf(last), ID: last.ID})
+	pg := Page{Threads: page}
+	if more {
+		last := &rows[len(rows)-1]
+		pg.Next = encodeCursor(cursor{Key: key, T: keyOf(last), ID: last.ID})
 	}
-	if page == nil {
-		page = []Summary{}
+	if len(rows) > 0 {
+		pg.Backwards = time.UnixMilli(keyOf(&rows[0])).UTC().Format(backwardsLayout)
 	}
-	back := ""
-	if first != nil {
-		back = time.UnixMilli(keyOf(first)).UTC().Format(backwardsLayout)
-	}
-	return Page{Threads: page, Next: next, Backwards: back}, nil
+	return pg, nil
 }
 
 // Get returns the summary of one thread.
 func (s *Store) Get(threadID string) (Summary, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookup(threadID)
+	r, err := s.lookup(threadID)
 	if err != nil {
 		return Summary{}, err
 	}
-	return e.Summary, nil
+	return s.summaryOf(r), nil
 }
 
-// lookup finds an entry, rescanning once for files created behind our back.
-func (s *Store) lookup(threadID string) (*entry, error) {
-	if e, ok := s.entries[threadID]; ok {
-		if _, err := os.Stat(e.Path); err == nil {
-			return e, nil
-		}
-	}
+// lookup finds a thread's row, indexing a rollout created behind our back.
+func (s *Store) lookup(threadID string) (*threadindex.Row, error) {
 	if !validThreadID(threadID) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, threadID)
 	}
+	if r, err := s.ix.Row(s.ctx, threadID); err == nil {
+		if _, err := os.Stat(s.abs(r.Rel)); err == nil {
+			return &r, nil
+		}
+	}
 	p, err := findRolloutByID(s.home, threadID)
 	if err != nil {
-		delete(s.entries, threadID)
-		s.sortedDirty = true
+		_ = s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error { return tx.Delete(threadID) })
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, threadID)
 	}
 	info, err := os.Stat(p)
@@ -719,56 +874,53 @@ func (s *Store) lookup(threadID string) (*entry, error) {
 	}
 	df := diskFile{path: p, size: info.Size(), modNs: info.ModTime().UnixNano(),
 		archived: filepath.Base(filepath.Dir(p)) == "archived_sessions"}
-	if !s.indexFile(threadID, df) {
+	if s.indexFile(threadID, df) == nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, threadID)
 	}
-	e := s.entries[threadID]
-	s.appendIndex(e)
-	return e, nil
+	r, err := s.ix.Row(s.ctx, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, threadID)
+	}
+	return &r, nil
 }
 
 // Find returns the rollout path of a thread and whether it is archived.
 func (s *Store) Find(threadID string) (string, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookup(threadID)
+	r, err := s.lookup(threadID)
 	if err != nil {
 		return "", false, err
 	}
-	return e.Path, e.Archived, nil
+	return s.abs(r.Rel), r.Archived, nil
 }
 
 // Archive moves the rollout to $CODEX_HOME/archived_sessions/<same name>; archiving an archived thread is a no-op.
 func (s *Store) Archive(threadID string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookup(threadID)
+	r, err := s.lookup(threadID)
 	if err != nil {
 		return err
 	}
-	if e.Archived {
+	if r.Archived {
 		return nil
 	}
 	dir := filepath.Join(s.home, "archived_sessions")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("rollout: archive: %w", err)
 	}
-	return s.move(e, filepath.Join(dir, filepath.Base(e.Path)), true)
+	_, err = s.move(r, filepath.Join(dir, filepath.Base(r.Rel)), true)
+	return err
 }
 
 // Unarchive moves an archived rollout back to sessions/YYYY/MM/DD (the date in its file name) and returns its
 // summary; unarchiving a live thread is a no-op.
 func (s *Store) Unarchive(threadID string) (Summary, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookup(threadID)
+	r, err := s.lookup(threadID)
 	if err != nil {
 		return Summary{}, err
 	}
-	if !e.Archived {
-		return e.Summary, nil
+	if !r.Archived {
+		return s.summaryOf(r), nil
 	}
-	base := filepath.Base(e.Path)
+	base := filepath.Base(r.Rel)
 	t, err := time.Parse("2006-01-02", strings.TrimPrefix(base, "rollout-")[:min(10, len(base)-len("rollout-"))])
 	if err != nil {
 		return Summary{}, fmt.Errorf("rollout: unarchive: no date in file name %q", base)
@@ -777,64 +929,64 @@ func (s *Store) Unarchive(threadID string) (Summary, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Summary{}, fmt.Errorf("rollout: unarchive: %w", err)
 	}
-	if err := s.move(e, filepath.Join(dir, base), false); err != nil {
-		return Summary{}, err
-	}
-	return e.Summary, nil
+	return s.move(r, filepath.Join(dir, base), false)
 }
 
-func (s *Store) move(e *entry, dst string, archived bool) error {
+func (s *Store) move(r *threadindex.Row, dst string, archived bool) (Summary, error) {
 	if _, err := os.Stat(dst); err == nil {
-		return fmt.Errorf("rollout: %s already exists", dst)
+		return Summary{}, fmt.Errorf("rollout: %s already exists", dst)
 	}
-	src := e.Path
+	src := s.abs(r.Rel)
 	if err := os.Rename(src, dst); err != nil {
-		return fmt.Errorf("rollout: move: %w", err)
+		return Summary{}, fmt.Errorf("rollout: move: %w", err)
 	}
-	e.Path = dst
-	e.Rel, _ = filepath.Rel(s.home, dst)
-	e.Archived = archived
+	r.Rel, r.Archived = s.rel(dst), archived
 	if info, err := os.Stat(dst); err == nil {
-		e.Size, e.ModNs = info.Size(), info.ModTime().UnixNano()
+		r.Size, r.ModNs = info.Size(), info.ModTime().UnixNano()
 	}
-	// Our own rename changed both directories: record their new mtimes so the next scan does not relist them.
-	for _, d := range []string{filepath.Dir(src), filepath.Dir(dst)} {
-		if _, tracked := s.dirMtimes[d]; !tracked {
-			continue
+	err := s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error {
+		if err := tx.Move(r.ID, r.Rel, archived, r.Size, r.ModNs); err != nil {
+			return err
 		}
-		if info, err := os.Stat(d); err == nil {
-			s.dirMtimes[d] = info.ModTime().UnixNano()
+		// Our own rename changed both directories: record their new mtimes so the next scan does not relist them.
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, d := range []string{filepath.Dir(src), dst} {
+			d = filepath.Dir(d)
+			if _, tracked := s.dirMtimes[d]; !tracked && d != filepath.Dir(dst) {
+				continue
+			}
+			if info, err := os.Stat(d); err == nil {
+				s.dirMtimes[d] = info.ModTime().UnixNano()
+				if err := tx.SetDir(d, s.dirMtimes[d]); err != nil {
+					return err
+				}
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return Summary{}, fmt.Errorf("rollout: move: %w", err)
 	}
-	s.sortedDirty = true
-	s.appendIndex(e)
-	return nil
+	return s.summaryOf(r), nil
 }
 
 // Delete removes a thread's rollout file and index entry.
 func (s *Store) Delete(threadID string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookup(threadID)
+	r, err := s.lookup(threadID)
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(s.abs(r.Rel)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("rollout: delete: %w", err)
 	}
-	delete(s.entries, threadID)
-	s.sortedDirty = true
-	s.appendIndex(&entry{Summary: Summary{ID: threadID}, Deleted: true})
-	return nil
+	return s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error { return tx.Delete(threadID) })
 }
 
 // SetName records a thread name the way the reference does: a {"id","thread_name","updated_at"} line appended to
 // $CODEX_HOME/session_index.jsonl (the rollout itself is not touched).
 func (s *Store) SetName(threadID, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookup(threadID)
-	if err != nil {
+	if _, err := s.lookup(threadID); err != nil {
 		return err
 	}
 	rec, _ := json.Marshal(struct {
@@ -851,22 +1003,12 @@ func (s *Store) SetName(threadID, name string) error {
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("rollout: set name: %w", err)
 	}
-	s.names[threadID] = name
-	s.applyName(e)
-	return nil
+	return s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error { return tx.SetName(threadID, name) })
 }
 
 // Name returns the recorded name of a thread ("" if none).
 func (s *Store) Name(threadID string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n, ok := s.names[threadID]; ok {
-		return n
-	}
-	if e, ok := s.entries[threadID]; ok {
-		return e.Name
-	}
-	return ""
+	return s.ix.Name(s.ctx, threadID)
 }
 
 // Upsert records what the turn engine knows about a thread it writes; Path must be set. Size and mtime are taken
@@ -879,30 +1021,23 @@ func (s *Store) Upsert(sum Summary) error {
 	if err != nil {
 		return fmt.Errorf("rollout: upsert: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := &entry{Summary: sum, Size: info.Size(), ModNs: info.ModTime().UnixNano()}
-	if old, ok := s.entries[sum.ID]; ok {
-		e.FileName = old.FileName
+	modNs := info.ModTime().UnixNano()
+	sum.UpdatedAtMs, sum.UpdatedAt = modNs/1e6, modNs/1e9
+	if sum.CreatedAtMs == 0 {
+		sum.CreatedAtMs = sum.CreatedAt * 1000
 	}
-	e.UpdatedAtMs = e.ModNs / 1e6
-	e.UpdatedAt = e.ModNs / 1e9
-	if e.CreatedAtMs == 0 {
-		e.CreatedAtMs = e.CreatedAt * 1000
-	}
-	if e.SourceKind == "" {
-		e.SourceKind = "vscode"
-		if e.Source != "" {
-			e.SourceKind = SourceKind(StringSource(e.Source))
+	if sum.SourceKind == "" {
+		sum.SourceKind = "vscode"
+		if sum.Source != "" {
+			sum.SourceKind = SourceKind(sourceRaw(sum.Source))
 		}
 	}
-	e.Rel, _ = filepath.Rel(s.home, sum.Path)
-	e.Archived = filepath.Base(filepath.Dir(sum.Path)) == "archived_sessions"
-	s.applyName(e)
-	s.entries[sum.ID] = e
-	s.sortedDirty = true
-	s.appendIndex(e)
-	return nil
+	sum.Archived = filepath.Base(filepath.Dir(sum.Path)) == "archived_sessions"
+	fileName := ""
+	if old, err := s.ix.Row(s.ctx, sum.ID); err == nil {
+		fileName = old.FileName
+	}
+	return s.putRows([]*threadindex.Row{rowOf(&sum, s.rel(sum.Path), info.Size(), modNs, fileName)})
 }
 
 // Reindex re-reads a rollout's meta (e.g. after a turn appended to it) and returns the fresh summary.
@@ -915,59 +1050,115 @@ func (s *Store) Reindex(path string) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("rollout: reindex: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	df := diskFile{path: path, size: info.Size(), modNs: info.ModTime().UnixNano(),
 		archived: filepath.Base(filepath.Dir(path)) == "archived_sessions"}
-	if !s.indexFile(id, df) {
+	if s.indexFile(id, df) == nil {
 		return Summary{}, fmt.Errorf("rollout: reindex: unreadable %s", path)
 	}
-	e := s.entries[id]
-	s.appendIndex(e)
-	return e.Summary, nil
+	return s.Get(id)
 }
 
 // ReadThread finds and reads a thread's rollout, applying the name recorded in session_index.jsonl.
 func (s *Store) ReadThread(threadID string) (*Thread, error) {
-	path, _, err := s.Find(threadID)
+	r, err := s.lookup(threadID)
 	if err != nil {
 		return nil, err
 	}
-	th, err := ReadFile(path)
+	th, err := ReadFile(s.abs(r.Rel))
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	if n, ok := s.names[threadID]; ok {
-		th.Name = n
+	if r.Name != "" {
+		th.Name = r.Name
 	}
-	s.mu.Unlock()
 	return th, nil
 }
 
 // Touch refreshes a thread's updatedAt (and size/mtime) after its rollout was appended to, re-reading the meta
 // only while the thread still has no preview. Call it when a turn ends.
 func (s *Store) Touch(threadID string) (Summary, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookup(threadID)
+	r, err := s.lookup(threadID)
 	if err != nil {
 		return Summary{}, err
 	}
-	info, err := os.Stat(e.Path)
+	path := s.abs(r.Rel)
+	info, err := os.Stat(path)
 	if err != nil {
 		return Summary{}, fmt.Errorf("rollout: touch: %w", err)
 	}
-	if e.Preview == "" && info.Size() != e.Size {
-		df := diskFile{path: e.Path, size: info.Size(), modNs: info.ModTime().UnixNano(), archived: e.Archived}
-		if s.indexFile(threadID, df) {
-			e = s.entries[threadID]
+	if r.Preview == "" && info.Size() != r.Size {
+		df := diskFile{path: path, size: info.Size(), modNs: info.ModTime().UnixNano(), archived: r.Archived}
+		if s.indexFile(threadID, df) != nil {
+			return s.Get(threadID)
 		}
-	} else {
-		e.Size, e.ModNs = info.Size(), info.ModTime().UnixNano()
-		e.UpdatedAt, e.UpdatedAtMs = e.ModNs/1e9, e.ModNs/1e6
-		s.sortedDirty = true
 	}
-	s.appendIndex(e)
-	return e.Summary, nil
+	modNs := info.ModTime().UnixNano()
+	if err := s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error { return tx.Touch(threadID, info.Size(), modNs, modNs/1e6) }); err != nil {
+		return Summary{}, fmt.Errorf("rollout: touch: %w", err)
+	}
+	r.Size, r.ModNs, r.UpdatedMs = info.Size(), modNs, modNs/1e6
+	return s.summaryOf(r), nil
+}
+
+// Reconcile brings the index in line with every rollout on disk now (the background sweep, run in the
+// caller's goroutine).
+func (s *Store) Reconcile() error {
+	s.waitReady()
+	return s.reconcile()
+}
+
+// SpawnParent returns the parent thread id of a sub-agent session source ({"subagent":{"thread_spawn":
+// {"parent_thread_id":…}}}), "" for any other source.
+func SpawnParent(raw json.RawMessage) string {
+	var src struct {
+		Subagent struct {
+			ThreadSpawn struct {
+				ParentThreadID string `json:"parent_thread_id"`
+			} `json:"thread_spawn"`
+		} `json:"subagent"`
+	}
+	if json.Unmarshal(raw, &src) != nil {
+		return ""
+	}
+	return src.Subagent.ThreadSpawn.ParentThreadID
+}
+
+// ProtocolSource splits Summary.Source into the protocol's forms: a plain name, or the inner value of a
+// {"subagent": …} object source (nil when the source is plain).
+func ProtocolSource(src string) (name string, subAgent json.RawMessage) {
+	if !strings.HasPrefix(src, "{") {
+		return src, nil
+	}
+	var obj struct {
+		Subagent json.RawMessage `json:"subagent"`
+	}
+	if json.Unmarshal([]byte(src), &obj) == nil && len(obj.Subagent) > 0 {
+		return "", obj.Subagent
+	}
+	return "unknown", nil
+}
+
+// Index returns the store's database (thread sections live there).
+func (s *Store) Index() *threadindex.Index { return s.ix }
+
+// positions returns the section positions of rows.
+func (s *Store) positions(rows []threadindex.Row) map[string]int64 {
+	out := make(map[string]int64, len(rows))
+	for i := range rows {
+		out[rows[i].ID] = s.ix.Position(s.ctx, rows[i].ID)
+	}
+	return out
+}
+
+// snippet returns the first message containing lowerTerm, else the name or preview.
+func snippet(content, name, preview, lowerTerm string) string {
+	for _, msg := range strings.Split(content, threadindex.ContentSep) {
+		if strings.Contains(strings.ToLower(msg), lowerTerm) {
+			return msg
+		}
+	}
+	if name != "" && strings.Contains(strings.ToLower(name), lowerTerm) {
+		return name
+	}
+	return preview
 }

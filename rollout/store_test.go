@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -104,6 +105,7 @@ func TestListOrderFiltersAndCursorErrors(t *testing.T) {
 
 	s, err := Open(home)
 	require.NoError(t, err)
+	require.NoError(t, s.WaitReconciled(context.Background()), "the mtime change is seen by the reconcile after Open")
 	page, next, err := s.List(ListQuery{})
 	require.NoError(t, err)
 	require.Empty(t, next)
@@ -270,6 +272,7 @@ func TestIndexRebuildAndBehindOurBack(t *testing.T) {
 	require.NoError(t, os.Remove(p1))
 	s3, err := Open(home)
 	require.NoError(t, err)
+	require.NoError(t, s3.WaitReconciled(context.Background()))
 	page, _, err = s3.List(ListQuery{})
 	require.NoError(t, err)
 	require.Equal(t, []string{tid(3), tid(2)}, ids(page))
@@ -280,6 +283,7 @@ func TestIndexRebuildAndBehindOurBack(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(home, IndexFileName), []byte("garbage\n{\"id\":\n"), 0o644))
 	bad := filepath.Join(home, "sessions", "2026", "04", "01", "rollout-2026-04-01T00-00-00-"+tid(8)+".jsonl")
 	require.NoError(t, os.WriteFile(bad, []byte("not a rollout\n"), 0o644))
+	require.NoError(t, s3.Close())
 	s4, err := Open(home)
 	require.NoError(t, err)
 	page, _, err = s4.List(ListQuery{})

@@ -664,3 +664,24 @@ func TestParallelApprovalsRaiseTheFlagOnce(t *testing.T) {
 		require.Contains(t, callOutput(t, mm, id), "Process exited with code 0\n")
 	}
 }
+
+// An answer that does not decode to a decision is a failed approval request, not a user decline, as
+// the reference (observed: {"decision":42} → item failed, "Rejected(\"approval request failed\")").
+func TestApprovalUndecodableAnswerFails(t *testing.T) {
+	for _, answer := range []any{42, "maybe", nil} {
+		mm := mockmodel.New(t)
+		mm.Enqueue(execCall("call_1", map[string]any{"cmd": "touch undecodable.txt"}), finalMessage("it failed"))
+		c, tid := approvalClient(t, mm, apptest.Options{}, map[string]any{"sandbox": "danger-full-access"})
+		c.SetAnswerer(decide(answer))
+		mark := c.Mark()
+		c.StartTurn(tid, "run")
+		require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+		msgs := c.Since(mark)
+		require.Equal(t, turnFlow(refusalFlow...), flow(t, msgs))
+		_, completed := itemEvents(t, msgs, "call_1")
+		require.Len(t, completed, 1)
+		require.Equal(t, "failed", completed[0]["status"], "answer %v", answer)
+		require.Equal(t, approvalFailedText, callOutput(t, mm, "call_1"))
+		require.NoFileExists(t, filepath.Join(c.Work, "undecodable.txt"))
+	}
+}

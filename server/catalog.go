@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"os"
 
 	"appserver/jsonrpc"
 	"appserver/model"
@@ -14,9 +13,9 @@ func (s *Server) modelList(ctx context.Context, _ *connection, _ *jsonrpc.Reques
 	includeHidden := p.IncludeHidden != nil && *p.IncludeHidden
 	var all []protocol.Model
 	catalog := model.Catalog()
-	if _, ok := model.LookupModel(s.cfg.Model); ok {
+	if _, ok := model.LookupModel(s.currentConfig().Model); ok {
 		for i := range catalog { // the configured model is the default
-			catalog[i].IsDefault = catalog[i].ID == s.cfg.Model || catalog[i].Model == s.cfg.Model
+			catalog[i].IsDefault = catalog[i].ID == s.currentConfig().Model || catalog[i].Model == s.currentConfig().Model
 		}
 	}
 	for _, m := range catalog {
@@ -38,14 +37,15 @@ func (s *Server) modelList(ctx context.Context, _ *connection, _ *jsonrpc.Reques
 	return protocol.ModelListResponse{Data: page, NextCursor: next}, nil
 }
 
-// providerModels adds what a non-OpenAI provider's GET /models reports (when it answers within a second)
-// and the catalogue lacks, so local servers (Ollama, LM Studio, vLLM) list their models.
+// providerModels adds what a built-in local provider's GET /models reports (Ollama, LM Studio; when it
+// answers within a second) and the catalogue lacks. Other providers are not asked: like the reference,
+// model/list (which clients call at startup) makes no request to a configured provider.
 func (s *Server) providerModels(ctx context.Context, p *protocol.ModelListParams, catalog []model.CatalogModel) []protocol.Model {
-	providerID := s.cfg.ModelProvider
+	providerID := s.currentConfig().ModelProvider
 	if p.ModelProvider != nil && *p.ModelProvider != "" {
 		providerID = *p.ModelProvider
 	}
-	if providerID == "" || providerID == model.ProviderOpenAI {
+	if providerID != model.ProviderOllama && providerID != model.ProviderLMStudio {
 		return nil
 	}
 	client, err := s.threads.ModelClient(providerID)
@@ -71,23 +71,10 @@ func (s *Server) providerModels(ctx context.Context, p *protocol.ModelListParams
 			ID: id, Model: id, DisplayName: id, Description: "Served by the " + providerID + " provider.",
 			DefaultReasoningEffort:    "medium",
 			SupportedReasoningEfforts: []protocol.ReasoningEffortOption{{ReasoningEffort: "medium", Description: "Default"}},
-			IsDefault:                 id == s.cfg.Model,
+			IsDefault:                 id == s.currentConfig().Model,
 		})
 	}
 	return out
-}
-
-func (s *Server) accountRead(_ context.Context, _ *connection, _ *jsonrpc.Request, _ *protocol.GetAccountParams) (any, error) {
-	resp := protocol.GetAccountResponse{}
-	p, err := s.cfg.Provider()
-	if err != nil || !p.RequiresOpenAIAuth {
-		return resp, nil
-	}
-	resp.RequiresOpenaiAuth = true
-	if os.Getenv("OPENAI_API_KEY") != "" {
-		resp.Account = &protocol.Account{Value: protocol.AccountAPIKey{}}
-	}
-	return resp, nil
 }
 
 func (s *Server) configRead(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ConfigReadParams) (any, error) {
@@ -95,7 +82,7 @@ func (s *Server) configRead(_ context.Context, _ *connection, _ *jsonrpc.Request
 	if p.Cwd != nil {
 		cwd = *p.Cwd
 	}
-	res, err := s.cfg.ReadResponse(p.IncludeLayers != nil && *p.IncludeLayers, cwd)
+	res, err := s.currentConfig().ReadResponse(p.IncludeLayers != nil && *p.IncludeLayers, cwd)
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to read configuration layers: %v", err)
 	}

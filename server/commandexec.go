@@ -64,7 +64,7 @@ func (s *Server) commandExec(ctx context.Context, c *connection, req *jsonrpc.Re
 	if err := execmgr.ValidateCommandExec(p); err != nil {
 		return nil, requestError(err)
 	}
-	policy := thread.SandboxFromMode(s.cfg.SandboxMode, s.cfg.SandboxWorkspaceWrite)
+	policy := thread.SandboxFromMode(s.currentConfig().SandboxMode, s.currentConfig().SandboxWorkspaceWrite)
 	if len(p.SandboxPolicy) > 0 && string(p.SandboxPolicy) != "null" {
 		if err := json.Unmarshal(p.SandboxPolicy, &policy); err != nil {
 			return nil, invalidParams("%v", err)
@@ -75,7 +75,7 @@ func (s *Server) commandExec(ctx context.Context, c *connection, req *jsonrpc.Re
 	if p.Cwd != nil && *p.Cwd != "" {
 		cwd = *p.Cwd
 	}
-	wrap, err := tools.SandboxWrapper("", policy, cwd)
+	wrap, err := tools.SandboxWrapper("", policy, cwd, cwd)
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
 	}

@@ -118,7 +118,10 @@ func rustTypeName(t reflect.Type) string {
 	return t.String()
 }
 
-// usedExperimentalField names the first experimental top-level field set (non-null) in raw params.
+// usedExperimentalField names the first experimental top-level field raw params set to a value other
+// than its default, as the reference gates them: null is unset, and so is false for a boolean the schema
+// defaults to false (experimentalRawEvents: false is accepted without the capability), while any other
+// value, an empty list included, counts as used.
 func usedExperimentalField(spec *protocol.MethodSpec, raw json.RawMessage) string {
 	if len(spec.ExperimentalFields) == 0 || raw == nil {
 		return ""
@@ -128,9 +131,47 @@ func usedExperimentalField(spec *protocol.MethodSpec, raw json.RawMessage) strin
 		return ""
 	}
 	for _, f := range spec.ExperimentalFields {
-		if v, ok := present[f]; ok && string(bytes.TrimSpace(v)) != "null" {
-			return f
+		v, ok := present[f]
+		if !ok {
+			continue
 		}
+		switch string(bytes.TrimSpace(v)) {
+		case "null":
+			continue
+		case "false":
+			if defaultsToFalse(spec, f) {
+				continue
+			}
+		}
+		return f
 	}
 	return ""
+}
+
+// defaultsToFalse reports whether the params field with JSON name field is a boolean the schema gives
+// a false default (generated as an omitzero bool).
+func defaultsToFalse(spec *protocol.MethodSpec, field string) bool {
+	if spec.NewParams == nil {
+		return false
+	}
+	t := reflect.TypeOf(spec.NewParams())
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name != field {
+			continue
+		}
+		ft := sf.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		return ft.Kind() == reflect.Bool && strings.Contains(opts, "omitzero")
+	}
+	return false
 }

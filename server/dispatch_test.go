@@ -1,7 +1,14 @@
 package server_test
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -45,4 +52,48 @@ func TestSilentMCPServerDelaysNoOtherRequest(t *testing.T) {
 	c.Result("turn/interrupt", map[string]any{"threadId": busy, "turnId": turn}, nil)
 	require.Equal(t, "interrupted", c.WaitTurnCompleted()["status"])
 	require.False(t, answered(c, slow), "thread/start is still waiting for its MCP server")
+}
+
+// Ten thousand pipelined requests while the client does not read its output: every request gets
+// exactly one successful reply once it reads (the server stops reading instead of refusing).
+func TestPipelinedFloodWithUnreadOutput(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Srv.ServeConn(context.Background(), inR, outW)
+		_ = outW.Close()
+	}()
+	const n = 10000
+	go func() {
+		w := bufio.NewWriter(inW)
+		_, _ = w.WriteString(`{"id":"init","method":"initialize","params":{"clientInfo":{"name":"flood","version":"1"}}}` + "\n")
+		for i := range n {
+			_, _ = fmt.Fprintf(w, `{"id":%d,"method":"thread/loaded/list","params":{}}`+"\n", i)
+		}
+		_ = w.Flush()
+		_ = inW.Close()
+	}()
+	time.Sleep(500 * time.Millisecond) // nobody reads for a while
+	seen := map[int]bool{}
+	sc := bufio.NewScanner(outR)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Error  json.RawMessage `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
+		if m.Method != "" || string(m.ID) == `"init"` {
+			continue
+		}
+		require.Nil(t, m.Error, "refused: %s", sc.Text())
+		id, err := strconv.Atoi(string(m.ID))
+		require.NoError(t, err)
+		require.False(t, seen[id], "two replies to %d", id)
+		seen[id] = true
+	}
+	require.NoError(t, <-done)
+	require.Len(t, seen, n)
 }

@@ -28,8 +28,9 @@ func (s *Server) configRequirementsRead(_ context.Context, _ *connection, _ *jso
 
 // modelProviderList lists the configured providers (sorted by id) followed by the built-in openai one.
 func (s *Server) modelProviderList(_ context.Context, _ *connection, _ *jsonrpc.Request, _ *protocol.ModelProviderListParams) (any, error) {
-	ids := make([]string, 0, len(s.cfg.ModelProviders))
-	for id := range s.cfg.ModelProviders {
+	cfg := s.currentConfig()
+	ids := make([]string, 0, len(cfg.ModelProviders))
+	for id := range cfg.ModelProviders {
 		if !builtinProviderIDs[id] {
 			ids = append(ids, id)
 		}
@@ -37,14 +38,14 @@ func (s *Server) modelProviderList(_ context.Context, _ *connection, _ *jsonrpc.
 	sort.Strings(ids)
 	data := make([]protocol.ModelProviderSummary, 0, len(ids)+1)
 	for _, id := range ids {
-		data = append(data, providerSummary(s.cfg.ModelProviders[id]))
+		data = append(data, providerSummary(cfg.ModelProviders[id]))
 	}
 	name := "OpenAI"
-	if p, ok := s.cfg.ModelProviders["openai"]; ok && p.Name != "" {
+	if p, ok := cfg.ModelProviders["openai"]; ok && p.Name != "" {
 		name = p.Name
 	}
 	data = append(data, protocol.ModelProviderSummary{ID: "openai", Name: name, Settings: protocol.ProviderSettings{Value: protocol.ProviderSettingsOpenai{}}})
-	def := s.cfg.ModelProvider
+	def := cfg.ModelProvider
 	if def == "" {
 		def = "openai"
 	}

@@ -89,6 +89,32 @@ func (s *Server) broadcast(method string, params any) {
 
 func (s *Server) threadList(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadListParams) (any, error) {
 	q := rollout.ListQuery{Cursor: deref(p.Cursor), ModelProviders: p.ModelProviders, SearchTerm: deref(p.SearchTerm)}
+	if p.ModelProviders == nil {
+		// Omitted: the configured provider's threads, as the reference; present but empty: every provider.
+		q.ModelProviders = []string{s.cfg.ModelProvider}
+	}
+	if len(p.Originators) > 0 {
+		return nil, paramsError("originator filtering is not supported by the local app-server")
+	}
+	if p.ParentThreadID != nil && p.AncestorThreadID != nil {
+		return nil, paramsError("parentThreadId and ancestorThreadId are mutually exclusive")
+	}
+	if p.AttachedToThreadID != nil && (p.ParentThreadID != nil || p.AncestorThreadID != nil) {
+		return nil, paramsError("attachedToThreadId is mutually exclusive with parentThreadId and ancestorThreadId")
+	}
+	if len(p.ExcludedThreadIds) > 100 {
+		return nil, paramsError("excludedThreadIds accepts at most 100 thread ids")
+	}
+	for _, id := range p.ExcludedThreadIds {
+		if err := validateThreadID(id); err != nil {
+			return nil, paramsError(fmt.Sprintf("invalid excludedThreadIds entry: %s", id))
+		}
+	}
+	q.Excluded = p.ExcludedThreadIds
+	if p.ProjectID != nil {
+		// No project exists until project/* creates one: every project id is unknown.
+		return nil, paramsError("project not found: " + *p.ProjectID)
+	}
 	if p.Limit != nil {
 		q.Limit = int(*p.Limit)
 	}
@@ -98,9 +124,20 @@ func (s *Server) threadList(_ context.Context, _ *connection, _ *jsonrpc.Request
 			q.SortKey = rollout.SortCreatedAt
 		case protocol.ThreadSortKeyUpdatedAt, protocol.ThreadSortKeyRecencyAt:
 			q.SortKey = rollout.SortUpdatedAt
+		case protocol.ThreadSortKeySectionPosition:
+			if p.SectionID == nil {
+				return nil, jsonrpc.InvalidRequest("section-position sorting requires a section filter")
+			}
+			q.SortKey = rollout.SortSectionPosition
 		default:
 			return nil, jsonrpc.InvalidRequest(fmt.Sprintf("unsupported sortKey: %s", *p.SortKey))
 		}
+	}
+	q.ParentThreadID, q.AncestorID = p.ParentThreadID, p.AncestorThreadID
+	q.SectionID = deref(p.SectionID)
+	if p.AttachedToThreadID != nil {
+		// No stored thread has an attachment here: the filter selects none.
+		return protocol.ThreadListResponse{Data: []protocol.Thread{}, ReadStates: map[string]protocol.ThreadReadState{}}, nil
 	}
 	if p.SortDirection != nil {
 		q.SortDirection = string(*p.SortDirection)
@@ -135,6 +172,10 @@ func (s *Server) threadList(_ context.Context, _ *connection, _ *jsonrpc.Request
 		resp.BackwardsCursor = &pg.Backwards
 	}
 	return resp, nil
+}
+
+func paramsError(msg string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
 }
 
 func deref[T any](p *T) T {
@@ -290,7 +331,7 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	}
 	s.threads.CancelUnload(t.ID)
 	exclude := excludeTurns(c, p.ExcludeTurns)
-	t.Subscribe(c)
+	newSubscriber := t.Subscribe(c)
 	if loadedNow {
 		t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: t.Info().Status})
 	}
@@ -308,8 +349,9 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		}
 	}
 	req.Reply(resp, nil)
-	if loadedNow {
-		// Re-attaching to a loaded thread does not repeat its usage (the reference's behaviour).
+	if loadedNow || newSubscriber {
+		// A connection that already follows the thread is not told its usage again (the reference's
+		// behaviour); one that (re)subscribes is.
 		sendUsage(t, c)
 	}
 	s.releaseThreadMCP(t)
@@ -397,6 +439,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	if err := s.startOrUnload(ctx, t, "forking"); err != nil {
 		return nil, err
 	}
+	req.Claim(threadLane(t.ID))
 	exclude := excludeTurns(c, p.ExcludeTurns)
 	t.Subscribe(c)
 	info := t.Info()

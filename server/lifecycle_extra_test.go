@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"regexp"
@@ -368,12 +369,17 @@ func TestHistoryCursorsPageBothWays(t *testing.T) {
 }
 
 func TestThreadListBackwardsCursor(t *testing.T) {
-	c := apptest.Start(t, apptest.Options{})
+	mm := mockmodel.New(t)
+	for i := 0; i < 3; i++ {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm})
 	c.Initialize(false)
+	empty0 := c.StartThread(nil) // no turn: not listed, as the reference
 	var ids []string
 	for i := 0; i < 3; i++ {
-		ids = append(ids, c.StartThread(nil))
 		time.Sleep(5 * time.Millisecond) // distinct creation instants
+		ids = append(ids, oneTurnThread(t, c, fmt.Sprint("q", i)))
 	}
 	type listResp struct {
 		Data []struct {
@@ -387,7 +393,9 @@ func TestThreadListBackwardsCursor(t *testing.T) {
 		c.Result("thread/list", params, &r)
 		return r
 	}
-	// Fresh threads without a turn are listed by our server; their order is creation order.
+	all := get(map[string]any{})
+	require.Len(t, all.Data, 3)
+	require.NotContains(t, []string{all.Data[0].ID, all.Data[1].ID, all.Data[2].ID}, empty0)
 	p1 := get(map[string]any{"limit": 1})
 	require.Len(t, p1.Data, 1)
 	require.Equal(t, ids[2], p1.Data[0].ID)

@@ -216,11 +216,17 @@ type serverElicitURL struct {
 
 var errBadElicitationAnswer = errors.New("undecodable mcpServer/elicitation/request answer")
 
-// elicit forwards an MCP server's elicitation/create to the client. While it is pending the thread is
+// elicit forwards an MCP server's elicitation/create to the client, or declines it under approval
+// policy never (or granular without mcp_elicitations). While it is pending the thread is
 // waitingOnApproval (when a turn runs) and its deadlines are held; the wait is bounded by
-// approval_timeout_ms, the manager's life and the client connection. Errors make mcpconn decline.
+// approval_timeout_ms (frozen while the out-of-band counter is above zero), the manager's life and the
+// client connection. Errors make mcpconn decline.
 func (tm *threadMCP) elicit(ctx context.Context, req mcpconn.ElicitationRequest) (mcpconn.ElicitationResult, error) {
 	t := tm.t
+	if p := t.Settings().ApprovalPolicy; p.Name == protocol.AskForApprovalNever || p.Granular != nil && !p.Granular.McpElicitations {
+		// A client that chose never to be asked is not asked: the reference declines for it.
+		return mcpconn.ElicitationResult{Action: "decline"}, nil
+	}
 	tn := t.ActiveTurn()
 	var turnID *string
 	if tn != nil {
@@ -240,11 +246,9 @@ func (tm *threadMCP) elicit(ctx context.Context, req mcpconn.ElicitationRequest)
 		}
 		params = serverElicitForm{serverElicit: head, RequestedSchema: schema}
 	}
-	if d := tm.s.cfg.ApprovalTimeout; d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
+	// Bounded by approval_timeout_ms of time charged while the out-of-band counter is zero.
+	ctx, cancel := t.ApprovalContext(ctx, tm.s.cfg.ApprovalTimeout)
+	defer cancel()
 	if tn != nil {
 		t.SetWaitingOnApproval(true)
 	}
@@ -282,11 +286,24 @@ func (s *Server) beforeThreadStart(ctx context.Context, t *thread.Thread) error 
 // afterThreadStart runs after thread/start's response and thread/started (MCP startup statuses).
 func (s *Server) afterThreadStart(t *thread.Thread, _ *connection) { s.releaseThreadMCP(t) }
 
-// extraTools are tool sets beyond exec and apply_patch offered on each turn (MCP servers).
+// extraTools are tool sets beyond exec and apply_patch offered on each turn (MCP servers). As the
+// reference, a turn's model request waits until each of the thread's servers finished starting (ready or
+// failed, so at most its startup_timeout_sec), or until the turn is interrupted.
 func (s *Server) extraTools(t *thread.Thread, _ thread.Settings) []thread.ToolSet {
 	tm := mcpOf(t)
-	if tm == nil || tm.manager() == nil {
+	if tm == nil {
 		return nil
+	}
+	m := tm.manager()
+	if m == nil {
+		return nil
+	}
+	ctx := t.Context()
+	if tn := t.ActiveTurn(); tn != nil {
+		ctx = tn.Context()
+	}
+	if err := m.WaitReady(ctx); err != nil {
+		return nil // the turn is over; its request is not sent
 	}
 	return []thread.ToolSet{tm.tools.ToolSet()}
 }
@@ -297,11 +314,7 @@ func (s *Server) addMCPRoutes(r map[string]route) {
 	r[protocol.MethodMcpServerToolCall] = handle(s.mcpToolCall)
 	r[protocol.MethodMcpServerResourceRead] = handle(s.mcpResourceRead)
 	// The out-of-band elicitation counter's transitions go to the servers that advertise the capability.
-	s.threads.SetPauseListener(func(ctx context.Context, threadID string, paused bool) error {
-		t, ok := s.threads.Get(threadID)
-		if !ok {
-			return nil
-		}
+	s.threads.SetPauseListener(func(ctx context.Context, t *thread.Thread, paused bool) error {
 		tm := mcpOf(t)
 		if tm == nil {
 			return nil

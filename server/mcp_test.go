@@ -24,17 +24,21 @@ import (
 
 // mcpServerTOML is a [mcp_servers.<name>] entry running the stdio test server in mode ("" serves),
 // recording its pid in pidDir; extra lines are appended to the table.
-// Modes "pause-ok" and "pause-fail" serve with the out-of-band elicitation state capability.
+// Modes "pause-<mode>" serve with the out-of-band elicitation state capability (see mcptest.NewServer);
+// the last accepted state is written to pauseFile(pidDir, name).
 func mcpServerTOML(t *testing.T, name, mode, pidDir string, extra ...string) string {
 	t.Helper()
 	pause := ""
 	if p, ok := strings.CutPrefix(mode, "pause-"); ok {
 		mode, pause = "", p
 	}
-	return fmt.Sprintf("[mcp_servers.%s]\ncommand = %q\nenv = { %s = %q, %s = %q, %s = %q, %s = %q }\n%s\n",
+	return fmt.Sprintf("[mcp_servers.%s]\ncommand = %q\nenv = { %s = %q, %s = %q, %s = %q, %s = %q, %s = %q }\n%s\n",
 		name, mcptest.Binary(t), mcptest.EnvMode, mode, mcptest.EnvPidDir, pidDir, mcptest.EnvName, name+"-mcp",
-		mcptest.EnvPause, pause, strings.Join(extra, "\n"))
+		mcptest.EnvPause, pause, mcptest.EnvPauseFile, pauseFile(pidDir, name), strings.Join(extra, "\n"))
 }
+
+// pauseFile is where the test server named name records the last pause state it accepted.
+func pauseFile(pidDir, name string) string { return pidDir + ".pause-" + name }
 
 // pids lists the test servers started so far (their pid files).
 func pids(t *testing.T, dir string) []int {
@@ -523,7 +527,7 @@ func TestMCPServerElicitations(t *testing.T) {
 		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{nsCall("good", tool, fmt.Sprintf("c%d", i+1), map[string]any{})}})
 	}
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
-	c := apptest.Start(t, apptest.Options{Model: mm, Config: mcpServerTOML(t, "good", "", pidDir)})
+	c := apptest.Start(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", Config: mcpServerTOML(t, "good", "", pidDir)})
 	var reqs []map[string]any
 	answers := []any{
 		map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}},
@@ -567,7 +571,7 @@ func TestMCPUnansweredElicitationIsBounded(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{nsCall("good", "ask", "c1", map[string]any{})}})
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
-	c := apptest.Start(t, apptest.Options{Model: mm, Config: "approval_timeout_ms = 500\n" + mcpServerTOML(t, "good", "", pidDir)})
+	c := apptest.Start(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", Config: "approval_timeout_ms = 500\n" + mcpServerTOML(t, "good", "", pidDir)})
 	c.Initialize(false)
 	tid := startReadyThread(t, c, "good")
 	mark := c.Mark()
@@ -593,7 +597,7 @@ func TestMCPElicitationDoesNotCountTowardToolTimeout(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{nsCall("good", "ask", "c1", map[string]any{})}})
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
-	c := apptest.Start(t, apptest.Options{Model: mm, Config: mcpServerTOML(t, "good", "", pidDir, "tool_timeout_sec = 1")})
+	c := apptest.Start(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", Config: mcpServerTOML(t, "good", "", pidDir, "tool_timeout_sec = 1")})
 	c.Initialize(false)
 	tid := startReadyThread(t, c, "good")
 	mark := c.Mark()
@@ -710,50 +714,6 @@ func pauseState(t *testing.T, c *apptest.Client, tid string) string {
 	}
 	c.Result("mcpServer/tool/call", map[string]any{"threadId": tid, "server": "p", "tool": "pausestate"}, &res)
 	return fmt.Sprint(res.Content[0]["text"])
-}
-
-func TestMCPPauseListenerAndHoldsCombine(t *testing.T) {
-	pidDir := t.TempDir()
-	c := apptest.Start(t, apptest.Options{Config: mcpServerTOML(t, "p", "pause-ok", pidDir)})
-	c.Initialize(true)
-	tid := startReadyThread(t, c, "p")
-	th, ok := c.Srv.Threads().Get(tid)
-	require.True(t, ok)
-	require.Equal(t, "unset", pauseState(t, c, tid))
-
-	c.Result("thread/increment_elicitation", map[string]any{"threadId": tid}, nil)
-	require.Equal(t, "true", pauseState(t, c, tid), "0→1 reaches the server")
-	require.True(t, th.Controller().Paused())
-	release := th.HoldPause()
-	c.Result("thread/decrement_elicitation", map[string]any{"threadId": tid}, nil)
-	require.Equal(t, "false", pauseState(t, c, tid))
-	require.True(t, th.Controller().Paused(), "a pending elicitation still holds the deadlines")
-	release()
-	release() // idempotent
-	require.False(t, th.Controller().Paused())
-
-	release = th.HoldPause()
-	c.Result("thread/increment_elicitation", map[string]any{"threadId": tid}, nil)
-	release()
-	require.True(t, th.Controller().Paused(), "the counter still holds the deadlines")
-	c.Result("thread/decrement_elicitation", map[string]any{"threadId": tid}, nil)
-	require.False(t, th.Controller().Paused())
-}
-
-func TestMCPPauseListenerErrorRollsBack(t *testing.T) {
-	pidDir := t.TempDir()
-	c := apptest.Start(t, apptest.Options{Config: mcpServerTOML(t, "p", "pause-fail", pidDir)})
-	c.Initialize(true)
-	tid := startReadyThread(t, c, "p")
-	m := c.Request("thread/increment_elicitation", map[string]any{"threadId": tid})
-	require.NotNil(t, m.Error)
-	require.Equal(t, -32603, m.Error.Code)
-	require.Contains(t, m.Error.Message, "pause update refused")
-	m = c.Request("thread/decrement_elicitation", map[string]any{"threadId": tid})
-	require.NotNil(t, m.Error)
-	require.Equal(t, "out-of-band elicitation count is already zero", m.Error.Message)
-	th, _ := c.Srv.Threads().Get(tid)
-	require.False(t, th.Controller().Paused())
 }
 
 func TestMCPUnansweredApprovalIsBounded(t *testing.T) {

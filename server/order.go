@@ -12,6 +12,9 @@ import (
 type laneKeys struct {
 	ThreadID  *string `json:"threadId"`
 	ProcessID *string `json:"processId"`
+	SessionID *string `json:"sessionId"`     // fuzzyFileSearch/session*
+	Handle    *string `json:"processHandle"` // process/*
+	WatchID   *string `json:"watchId"`       // fs/watch, fs/unwatch
 }
 
 // Order implements jsonrpc.Orderer. Requests run concurrently except where a client may rely on
@@ -26,14 +29,17 @@ func (c *connection) Order(method string, params json.RawMessage) jsonrpc.Order 
 	switch method {
 	case protocol.MethodInitialize:
 		return jsonrpc.Order{Barrier: true}
-	case protocol.MethodConfigRead, protocol.MethodConfigValueWrite, protocol.MethodConfigBatchWrite:
+	case protocol.MethodConfigRead, protocol.MethodConfigValueWrite, protocol.MethodConfigBatchWrite,
+		protocol.MethodSkillsConfigWrite, protocol.MethodModelProviderConfigWrite, protocol.MethodExperimentalFeatureEnablementSet:
 		return jsonrpc.Order{Lane: "config"}
 	}
 	if len(params) == 0 || params[0] != '{' {
 		return jsonrpc.Order{}
 	}
 	var keys laneKeys
-	if !bytes.Contains(params, []byte(`"threadId"`)) && !bytes.Contains(params, []byte(`"processId"`)) {
+	if !bytes.Contains(params, []byte(`"threadId"`)) && !bytes.Contains(params, []byte(`"processId"`)) &&
+		!bytes.Contains(params, []byte(`"sessionId"`)) && !bytes.Contains(params, []byte(`"watchId"`)) &&
+		!bytes.Contains(params, []byte(`"processHandle"`)) {
 		return jsonrpc.Order{}
 	}
 	if err := json.Unmarshal(params, &keys); err != nil {
@@ -43,9 +49,15 @@ func (c *connection) Order(method string, params json.RawMessage) jsonrpc.Order 
 	case keys.ThreadID != nil && preempts(method):
 		return jsonrpc.Order{Lane: "thread-oob:" + *keys.ThreadID}
 	case keys.ThreadID != nil:
-		return jsonrpc.Order{Lane: "thread:" + *keys.ThreadID}
+		return jsonrpc.Order{Lane: threadLane(*keys.ThreadID)}
 	case keys.ProcessID != nil:
 		return jsonrpc.Order{Lane: "process:" + *keys.ProcessID}
+	case keys.Handle != nil:
+		return jsonrpc.Order{Lane: "process:" + *keys.Handle}
+	case keys.SessionID != nil:
+		return jsonrpc.Order{Lane: "search-session:" + *keys.SessionID}
+	case keys.WatchID != nil:
+		return jsonrpc.Order{Lane: "fs-watch:" + *keys.WatchID}
 	}
 	return jsonrpc.Order{}
 }
@@ -58,3 +70,8 @@ func preempts(method string) bool {
 	}
 	return false
 }
+
+// threadLane names the lane of the requests acting on one thread. thread/start and thread/fork claim
+// the new thread's lane (jsonrpc.Request.Claim) so that a request for it queues behind their
+// thread/started notification.
+func threadLane(id string) string { return "thread:" + id }

@@ -13,10 +13,16 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"appserver/auth"
 	"appserver/config"
 	"appserver/execmgr"
+	"appserver/features"
 	"appserver/jsonrpc"
+	"appserver/model"
 	protocol "appserver/protocol/v2"
+	"appserver/ratelimits"
+	"appserver/skills"
+	"appserver/stopwatch"
 	"appserver/thread"
 	"appserver/tools"
 )
@@ -37,6 +43,11 @@ type Options struct {
 	Tools thread.ToolProvider
 	// ReloadConfig re-reads the configuration from disk (config/mcpServer/reload); nil keeps the loaded one.
 	ReloadConfig func() (*config.Config, error)
+	// SessionSource is recorded as the source of threads started here ("vscode" when empty; `exec`
+	// uses "exec").
+	SessionSource string
+	// Clock times approval waits (nil: the real clock); tests pass a fake one.
+	Clock stopwatch.Clock
 }
 
 // Server serves any number of connections that share threads, processes and configuration.
@@ -48,10 +59,19 @@ type Server struct {
 	threads *thread.Manager
 	exec    *execmgr.Manager
 	install string // installation id, read or created once
+	search  *fileSearchState
+	watches fsWatchState
 
 	mu       sync.Mutex
 	conns    map[*connection]struct{}
 	mcpTable map[string]config.MCPServer // [mcp_servers] after a reload; nil = s.cfg's
+
+	features features.Runtime // experimentalFeature/enablement/set
+	skills   *skills.Catalog  // skills/*, built with the routes
+	auth     *auth.Store      // $CODEX_HOME/auth.json
+	logins   *auth.Logins     // pending ChatGPT browser login
+
+	rateLimits ratelimits.Tracker // from the last model response's headers
 
 	nextConnID atomic.Int64
 	ctx        context.Context
@@ -65,13 +85,16 @@ func New(opts Options) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: opts.Config, log: opts.Logger, opts: opts, conns: map[*connection]struct{}{}, ctx: ctx, cancel: cancel}
+	s.auth = auth.NewStore(opts.Config.CodexHome)
 	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger})
 	if opts.Tools == nil {
 		opts.Tools = tools.Provider(tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools})
 	}
 	s.threads = thread.NewManager(thread.Deps{
-		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion,
+		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion, Clock: opts.Clock,
 		InstallationID: s.installationID,
+		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil), OnResponseHeaders: s.rateLimits.Observe},
+		SkillsPrompt:   s.skillsPrompt,
 		UserAgent:      func(o string) string { return userAgent(protocol.ClientInfo{Name: o, Version: Version}) },
 	})
 	s.routes = s.buildRoutes()
@@ -89,18 +112,25 @@ func (s *Server) ServeConn(ctx context.Context, r io.Reader, w io.Writer) error 
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.leaveThreads(c)
 	c.closed()
 	return err
 }
 
 // Close stops everything the server owns: threads, their turns and every child process.
 func (s *Server) Close() {
+	if s.logins != nil {
+		s.logins.Close()
+	}
 	s.threads.Close()
 	if err := s.exec.Close(); err != nil {
 		s.log.Warn("closing processes", "error", err)
 	}
 	s.cancel()
 }
+
+// currentConfig is the configuration as last loaded or written (config writes swap it).
+func (s *Server) currentConfig() *config.Config { return s.threads.Config() }
 
 // Threads exposes the thread manager (for wiring tools and listeners).
 func (s *Server) Threads() *thread.Manager { return s.threads }
@@ -118,8 +148,47 @@ type connection struct {
 	optOut       map[string]bool
 	clientInfo   protocol.ClientInfo
 	execs        *execmgr.CommandExecRegistry
+	procs        *execmgr.HandleRegistry // process/* (server/process.go)
+	// elicits counts, per thread, the out-of-band elicitations this connection raised and has not
+	// lowered; they are released when it ends.
+	elicits map[*thread.Thread]int64
 
 	closeHooks []func()
+}
+
+// holdElicitation records an increment of t's counter by this connection.
+func (c *connection) holdElicitation(t *thread.Thread) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.elicits == nil {
+		c.elicits = map[*thread.Thread]int64{}
+	}
+	c.elicits[t]++
+}
+
+// dropElicitation records a decrement of t's counter by this connection (of its own increments, if any).
+func (c *connection) dropElicitation(t *thread.Thread) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.elicits[t] > 0 {
+		c.elicits[t]--
+	}
+	if c.elicits[t] == 0 {
+		delete(c.elicits, t)
+	}
+}
+
+// releaseElicitations lowers every counter by what this connection left raised: nobody is left to
+// lower it, and a thread paused forever would hold its commands' results and MCP servers forever.
+func (c *connection) releaseElicitations() {
+	c.mu.Lock()
+	held := c.elicits
+	c.elicits = nil
+	c.mu.Unlock()
+	for t, n := range held {
+		left := t.ReleaseElicitations(n)
+		c.log.Info("released the out-of-band elicitations of a closed connection", "thread", t.ID, "released", n, "count", left)
+	}
 }
 
 // onClose registers cleanup to run when the connection ends.
@@ -130,6 +199,7 @@ func (c *connection) onClose(f func()) {
 }
 
 func (c *connection) closed() {
+	c.releaseElicitations()
 	c.mu.Lock()
 	hooks := c.closeHooks
 	c.closeHooks = nil

@@ -24,7 +24,6 @@ func (s *Server) addThreadRoutes(r map[string]route) {
 	r[protocol.MethodThreadDecrementElicitation] = handle(s.decrementElicitation)
 	r[protocol.MethodThreadNameSet] = handle(s.threadNameSet)
 	r[protocol.MethodModelList] = handle(s.modelList)
-	r[protocol.MethodAccountRead] = handle(s.accountRead)
 	r[protocol.MethodConfigRead] = handle(s.configRead)
 }
 
@@ -41,7 +40,7 @@ func (s *Server) loadedThread(id string) (*thread.Thread, error) {
 }
 
 func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadStartParams) (any, error) {
-	t, err := s.threads.Start(ctx, thread.StartOptions{Params: *p, Originator: c.originator()})
+	t, err := s.threads.Start(ctx, thread.StartOptions{Params: *p, Originator: c.originator(), Source: s.opts.SessionSource})
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error creating thread: %v", err)
 	}
@@ -49,6 +48,7 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 		s.threads.Unload(t.ID)
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error creating thread: %v", err)
 	}
+	req.Claim(threadLane(t.ID))
 	t.Subscribe(c)
 	st := t.Settings()
 	if p.Cwd != nil && isWritable(st.Sandbox) {
@@ -83,18 +83,17 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 		return nil, err
 	}
 	t.Subscribe(c)
+	t.ApplyOverrides(thread.TurnOverrides{
+		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
+		Collaboration: p.CollaborationMode,
+	})
 	mdl := t.Settings().Model
-	if p.Model != nil && *p.Model != "" {
-		mdl = *p.Model
-	}
 	// The reference warns when a turn starts, not when turn/start folds input into the running one.
 	if _, known := model.LookupModel(mdl); !known && t.ActiveTurn() == nil {
 		t.EmitTo(c, protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID,
 			Message: "Model metadata for `" + mdl + "` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."})
 	}
-	tn, folded := t.BeginTurn(p.Input, thread.TurnOverrides{
-		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
-	})
+	tn, folded := t.BeginTurn(p.Input, thread.TurnOptions{OutputSchema: p.OutputSchema, ClientUserMessageID: p.ClientUserMessageID})
 	req.Reply(protocol.TurnStartResponse{Turn: tn.PendingTurn()}, nil)
 	if folded {
 		tn.RestartStream()
@@ -125,16 +124,19 @@ func (s *Server) turnInterrupt(_ context.Context, _ *connection, req *jsonrpc.Re
 	return nil, nil
 }
 
-func (s *Server) turnSteer(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.TurnSteerParams) (any, error) {
+func (s *Server) turnSteer(_ context.Context, _ *connection, req *jsonrpc.Request, p *protocol.TurnSteerParams) (any, error) {
 	t, err := s.loadedThread(p.ThreadID)
 	if err != nil {
 		return nil, err
 	}
-	id, err := t.Steer(p.Input, p.ExpectedTurnID)
+	tn, err := t.Steer(p.Input, p.ExpectedTurnID, p.ClientUserMessageID)
 	if err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
-	return protocol.TurnSteerResponse{TurnID: id}, nil
+	req.Reply(protocol.TurnSteerResponse{TurnID: tn.ID}, nil)
+	// Like the reference, the in-flight model request is abandoned and re-sent with the input at once.
+	tn.RestartStream()
+	return nil, nil
 }
 
 func (s *Server) threadLoadedList(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadLoadedListParams) (any, error) {
@@ -163,30 +165,29 @@ func paginate[T any](all []T, cursor *string, limit *uint32) ([]T, *string) {
 	return all[start:end], next
 }
 
-func (s *Server) incrementElicitation(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadIncrementElicitationParams) (any, error) {
+func (s *Server) incrementElicitation(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ThreadIncrementElicitationParams) (any, error) {
 	t, err := s.loadedThread(p.ThreadID)
 	if err != nil {
 		return nil, err
 	}
-	count, paused, err := t.IncrementElicitation(ctx)
-	if err != nil {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to pause thread: %v", err)
-	}
+	count, paused := t.IncrementElicitation()
+	c.holdElicitation(t)
 	return protocol.ThreadIncrementElicitationResponse{Count: count, Paused: paused}, nil
 }
 
-func (s *Server) decrementElicitation(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadDecrementElicitationParams) (any, error) {
+func (s *Server) decrementElicitation(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ThreadDecrementElicitationParams) (any, error) {
 	t, err := s.loadedThread(p.ThreadID)
 	if err != nil {
 		return nil, err
 	}
-	count, paused, err := t.DecrementElicitation(ctx)
+	count, paused, err := t.DecrementElicitation()
 	if errors.Is(err, thread.ErrElicitationAtZero) {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to resume thread: %v", err)
 	}
+	c.dropElicitation(t)
 	return protocol.ThreadDecrementElicitationResponse{Count: count, Paused: paused}, nil
 }
 

@@ -350,9 +350,9 @@ type lazyNotes struct{ mm *mockmodel.Server }
 
 func (l lazyNotes) String() string { return fmt.Sprint(l.mm.Notes()) }
 
-func TestModelListIncludesProviderModels(t *testing.T) {
+func TestModelListAsksNoConfiguredProvider(t *testing.T) {
 	mm := mockmodel.New(t)
-	mm.SetModels(map[string]any{"data": []any{map[string]any{"id": "local-llama"}, map[string]any{"id": "gpt-6.1-sol"}}})
+	mm.SetModels(map[string]any{"data": []any{map[string]any{"id": "local-llama"}}})
 	c := apptest.Start(t, apptest.Options{Model: mm})
 	c.Initialize(false)
 	var res struct {
@@ -372,9 +372,9 @@ func TestModelListIncludesProviderModels(t *testing.T) {
 		}
 	}
 	require.Contains(t, ids, "gpt-6.1-sol")
-	require.Contains(t, ids, "local-llama")
-	require.Equal(t, 1, countOf(ids, "gpt-6.1-sol"), "catalogue entries are not duplicated")
+	require.NotContains(t, ids, "local-llama")
 	require.Equal(t, 1, defaults)
+	require.Empty(t, mm.Requests(), "like the reference, no GET /models (clients call model/list at startup)")
 	c.Result("model/list", map[string]any{"limit": 1}, &res)
 	require.Len(t, res.Data, 1)
 	require.Equal(t, "1", *res.NextCursor)

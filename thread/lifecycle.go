@@ -15,6 +15,7 @@ import (
 	"appserver/config"
 	protocol "appserver/protocol/v2"
 	"appserver/rollout"
+	"appserver/threadindex"
 )
 
 // ErrNoRollout reports a thread id with no rollout on disk; its text is the reference's.
@@ -43,6 +44,26 @@ func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protoc
 		Path: ptr(sum.Path), Cwd: protocol.AbsolutePathBuf(sum.Cwd), CliVersion: sum.CLIVersion,
 		Source:      protocol.SessionSource{Name: firstNonEmpty(sum.Source, "vscode")},
 		HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Turns: []protocol.Turn{},
+	}
+	if name, sub := rollout.ProtocolSource(sum.Source); sub != nil {
+		var sa protocol.SubAgentSource
+		if json.Unmarshal(sub, &sa) == nil {
+			th.Source = protocol.SessionSource{SubAgent: &sa}
+		} else {
+			th.Source = protocol.SessionSource{Name: protocol.SessionSourceUnknown}
+		}
+	} else if name != sum.Source {
+		th.Source = protocol.SessionSource{Name: name}
+	}
+	if sum.ParentThreadID != "" {
+		th.ParentThreadID = ptr(sum.ParentThreadID)
+	}
+	if sum.HistoryMode != "" && sum.HistoryMode != rollout.HistoryModePaginated {
+		th.HistoryMode = ptr(protocol.ThreadHistoryModeLegacy) // a rollout without paginated history
+	}
+	if sum.Section != nil {
+		th.Section = SectionOf(*sum.Section)
+		th.SectionEnteredAt = ptr(sum.SectionEnteredAtMs / 1000)
 	}
 	if sum.Originator != "" {
 		th.Originator = ptr(sum.Originator)
@@ -78,7 +99,7 @@ func (m *Manager) List(q rollout.ListQuery) ([]protocol.Thread, string, error) {
 	return out, p.Next, err
 }
 
-// ListPage is List with the page's cursors (Threads of the returned page is nil: the threads come first).
+// ListPage is List with the page's cursors; the page's Threads are the index summaries of the same threads.
 func (m *Manager) ListPage(q rollout.ListQuery) ([]protocol.Thread, rollout.Page, error) {
 	st, err := m.Store()
 	if err != nil {
@@ -89,7 +110,6 @@ func (m *Manager) ListPage(q rollout.ListQuery) ([]protocol.Thread, rollout.Page
 		return nil, rollout.Page{}, err
 	}
 	page := pg.Threads
-	pg.Threads = nil
 	out := make([]protocol.Thread, 0, len(page))
 	for _, sum := range page {
 		th := ThreadFromSummary(sum, notLoaded())
@@ -310,7 +330,7 @@ func (m *Manager) Resume(ctx context.Context, id, path string, o ResumeOverrides
 
 // loadStored builds a loaded Thread from a rollout read back.
 func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorder, o ResumeOverrides) (*Thread, error) {
-	cfg := m.deps.Config
+	cfg := m.Config()
 	var tc struct {
 		Cwd            string          `json:"cwd"`
 		ApprovalPolicy string          `json:"approval_policy"`
@@ -368,6 +388,11 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		s.BaseInstructions = *o.BaseInstr
 	}
 	s.DeveloperInstructions = deref(o.DeveloperInstr)
+	s.Mode = protocol.ModeKindDefault
+	if len(th.Meta.DynamicTools) > 0 {
+		// The client's dynamic tools stay offered to a resumed thread, as the reference keeps them.
+		_ = json.Unmarshal(th.Meta.DynamicTools, &s.DynamicTools)
+	}
 	if _, err := m.modelClient(cfg, s.ModelProvider); err != nil {
 		return nil, err
 	}
@@ -392,6 +417,12 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		Source: protocol.SessionSource{Name: src}, HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Model: ptr(s.Model),
 		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}},
 		CanAcceptDirectInput: ptr(true), Turns: []protocol.Turn{}, ReasoningEffort: s.Effort,
+	}
+	if g := rollout.GitInfo(th.Meta.Git); g != nil {
+		var gi protocol.GitInfo
+		if b, err := json.Marshal(g); err == nil && json.Unmarshal(b, &gi) == nil {
+			t.meta.GitInfo = &gi
+		}
 	}
 	if rec != nil {
 		t.meta.Path = &path
@@ -647,6 +678,10 @@ func (m *Manager) Delete(id string) error {
 		}
 		return noRollout(id)
 	}
+	if t, ok := m.Get(id); ok {
+		// Like the reference, the thread's subscribers see it unloaded before thread/deleted.
+		t.emit(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: id, Status: notLoaded()})
+	}
 	m.Unload(id)
 	if err := st.Delete(id); err != nil {
 		return err
@@ -713,7 +748,7 @@ func (m *Manager) CancelUnload(id string) {
 }
 
 func (m *Manager) scheduleUnload(t *Thread, last Subscriber) {
-	d := m.deps.Config.ThreadUnloadDelay
+	d := m.Config().ThreadUnloadDelay
 	if d <= 0 {
 		d = config.DefaultThreadUnloadDelay
 	}
@@ -793,4 +828,16 @@ func (m *Manager) StartFromHistory(ctx context.Context, opts StartOptions, histo
 	}
 	m.mu.Unlock()
 	return t, nil
+}
+
+// SectionOf renders an index section in the protocol's shape.
+func SectionOf(s threadindex.Section) *protocol.ThreadSection {
+	out := &protocol.ThreadSection{ID: s.ID, Name: s.Name}
+	if s.Appearance != "" {
+		var a protocol.ThreadSectionAppearance
+		if json.Unmarshal([]byte(s.Appearance), &a) == nil {
+			out.Appearance = &a
+		}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,9 +21,10 @@ import (
 	"appserver/stopwatch"
 )
 
-// PauseListener is told when a thread's out-of-band pause state changes (the MCP layer forwards it to
-// servers that advertise the capability). An error rolls the counter change back.
-type PauseListener func(ctx context.Context, threadID string, paused bool) error
+// PauseListener is told, in the background and in order, when a thread's pause state changes (the MCP
+// layer forwards it to servers that advertise the capability); when a paused thread closes it is told
+// paused:false before the thread's closers run. An error is logged: the local state stands.
+type PauseListener func(ctx context.Context, t *Thread, paused bool) error
 
 // Deps are the collaborators a Manager needs.
 type Deps struct {
@@ -36,8 +38,13 @@ type Deps struct {
 	Version string
 	// UserAgent renders the user-agent header of model requests for an originator.
 	UserAgent func(originator string) string
+	// Clock times approval waits (nil: the real clock); tests pass a fake one.
+	Clock stopwatch.Clock
 	// HTTPClient is used for model requests (nil: default).
 	ModelOptions model.Options
+	// SkillsPrompt renders the skills offered to the model for a working directory ("" = none); a new
+	// thread's context gets it as one developer message after the initial context.
+	SkillsPrompt func(cwd string) string
 }
 
 // Manager owns the loaded threads.
@@ -56,6 +63,8 @@ type Manager struct {
 	// store indexes CODEX_HOME's rollouts; opened on first use (storeMu serialises the opening).
 	storeMu sync.Mutex
 	store   *rollout.Store
+	// cfg is the current configuration (deps.Config until SetConfig swaps it after a config write).
+	cfg atomic.Pointer[config.Config]
 	// pendingContext holds a new thread's initial context items until its first turn records them.
 	pendingContext map[string][]json.RawMessage
 	// unloadTimers unload a thread whose last subscriber left, after config.ThreadUnloadDelay.
@@ -74,8 +83,10 @@ func NewManager(deps Deps) *Manager {
 		deps.InstallationID = func() string { return "" }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{deps: deps, log: deps.Logger, threads: map[string]*Thread{}, clients: map[string]*model.Client{}, rootCtx: ctx, shutdown: cancel,
+	m := &Manager{deps: deps, log: deps.Logger, threads: map[string]*Thread{}, clients: map[string]*model.Client{}, rootCtx: ctx, shutdown: cancel,
 		pendingContext: map[string][]json.RawMessage{}, unloadTimers: map[string]*unloadTimer{}}
+	m.cfg.Store(deps.Config)
+	return m
 }
 
 // SetPauseListener installs the seam told about out-of-band pause transitions.
@@ -92,11 +103,20 @@ func (m *Manager) notifyPause(ctx context.Context, t *Thread, paused bool) error
 	if l == nil {
 		return nil
 	}
-	return l(ctx, t.ID, paused)
+	return l(ctx, t, paused)
 }
 
-// Config returns the server-wide configuration.
-func (m *Manager) Config() *config.Config { return m.deps.Config }
+// Config returns the current server-wide configuration.
+func (m *Manager) Config() *config.Config { return m.cfg.Load() }
+
+// SetConfig swaps the configuration new threads and turns use (after a config write) and drops the cached
+// model clients so provider changes take effect; running turns keep the client they hold.
+func (m *Manager) SetConfig(cfg *config.Config) {
+	m.cfg.Store(cfg)
+	m.mu.Lock()
+	m.clients = map[string]*model.Client{}
+	m.mu.Unlock()
+}
 
 // Get returns a loaded thread.
 func (m *Manager) Get(id string) (*Thread, bool) {
@@ -160,31 +180,39 @@ func (m *Manager) Close() {
 	wg.Wait()
 }
 
-// modelClient returns the shared client of a provider.
+// modelClient returns the client of a provider as cfg defines it. Clients are shared between threads
+// whose effective provider settings are identical, so a thread whose `config` override changes the
+// provider (base_url, headers, retries…) gets its own client.
 func (m *Manager) modelClient(cfg *config.Config, providerID string) (*model.Client, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c, ok := m.clients[providerID]; ok {
-		return c, nil
-	}
 	p, ok := cfg.ModelProviders[providerID]
 	if !ok {
 		return nil, fmt.Errorf("Model provider `%s` not found", providerID)
 	}
-	c := model.NewClient(ModelProvider(p), m.deps.ModelOptions)
-	m.clients[providerID] = c
+	mp := ModelProvider(p)
+	key, err := json.Marshal(mp)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.clients[string(key)]; ok {
+		return c, nil
+	}
+	c := model.NewClient(mp, m.deps.ModelOptions)
+	m.clients[string(key)] = c
 	return c, nil
 }
 
 // ModelProvider converts a configured provider into the model package's form.
 func ModelProvider(p config.ModelProvider) model.Provider {
-	req, str := int64(p.RequestMaxRetries), int64(p.StreamMaxRetries)
+	req, str, nw := int64(p.RequestMaxRetries), int64(p.StreamMaxRetries), int64(p.NetworkWaitMaxRetries)
 	idle := p.StreamIdleTimeout.Milliseconds()
 	return model.Provider{
 		ID: p.ID, Name: p.Name, BaseURL: p.BaseURL, EnvKey: p.EnvKey, EnvKeyInstructions: p.EnvKeyInstructions,
 		ExperimentalBearerToken: p.ExperimentalBearerToken, WireAPI: p.WireAPI, QueryParams: p.QueryParams,
 		HTTPHeaders: p.HTTPHeaders, EnvHTTPHeaders: p.EnvHTTPHeaders,
 		RequestMaxRetries: &req, StreamMaxRetries: &str, StreamIdleTimeoutMs: &idle, RequiresOpenAIAuth: p.RequiresOpenAIAuth,
+		NetworkWaitMaxRetries: &nw,
 	}
 }
 
@@ -198,7 +226,7 @@ type StartOptions struct {
 // Start creates a new thread from thread/start params.
 func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error) {
 	p := opts.Params
-	cfg := m.deps.Config
+	cfg := m.Config()
 	var mcpOverrides map[string]config.MCPServer // the MCP servers of a `config` override, if it set any
 	if len(p.Config) > 0 {
 		over := map[string]any{}
@@ -236,6 +264,9 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		}(),
 		ApprovalsReviewer: protocol.ApprovalsReviewerUser,
 		BaseInstructions:  deref(p.BaseInstructions),
+		Config:            cfg,
+		Mode:              protocol.ModeKindDefault,
+		DynamicTools:      p.DynamicTools,
 	}
 	if p.ApprovalsReviewer != nil {
 		s.ApprovalsReviewer = *p.ApprovalsReviewer
@@ -268,13 +299,20 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(cwd)}}},
 		CanAcceptDirectInput: ptr(true),
 		Turns:                []protocol.Turn{},
+		ThreadSource:         p.ThreadSource,
 	}
 	t.meta.ReasoningEffort = s.Effort
+	gi, gitRaw := gitInfo(ctx, cwd)
+	t.meta.GitInfo = gi
 	if !ephemeral {
+		var dyn json.RawMessage
+		if len(p.DynamicTools) > 0 {
+			dyn, _ = json.Marshal(p.DynamicTools)
+		}
 		rec, err := m.createRollout(rollout.SessionMeta{
 			ID: id, Timestamp: rollout.FormatTimestamp(now), Cwd: cwd, Originator: opts.Originator,
 			CLIVersion: m.deps.Version, Source: rollout.StringSource(firstNonEmpty(opts.Source, "vscode")),
-			ModelProvider: s.ModelProvider,
+			ModelProvider: s.ModelProvider, DynamicTools: dyn, Git: gitRaw,
 		}, s, now)
 		if err != nil {
 			return nil, err
@@ -284,6 +322,11 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		t.meta.Path = &path
 	}
 	t.history = append(t.history, initialContext(s)...)
+	if m.deps.SkillsPrompt != nil {
+		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
+			t.history = append(t.history, messageItem("developer", text))
+		}
+	}
 	t.permissions = permissionsText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
@@ -317,7 +360,7 @@ func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.T
 	meta.RuntimeWorkspaceRoots = []string{meta.Cwd}
 	meta.BaseInstructions = &rollout.BaseInstructions{Text: base}
 	meta.HistoryMode = rollout.HistoryModePaginated
-	rec, err := rollout.Create(m.deps.Config.CodexHome, meta, now)
+	rec, err := rollout.Create(m.Config().CodexHome, meta, now)
 	if err != nil {
 		return nil, fmt.Errorf("create rollout: %w", err)
 	}
@@ -343,7 +386,7 @@ func (m *Manager) Store() (*rollout.Store, error) {
 	if m.store != nil {
 		return m.store, nil
 	}
-	st, err := rollout.Open(m.deps.Config.CodexHome)
+	st, err := rollout.Open(m.Config().CodexHome)
 	if err != nil {
 		return nil, fmt.Errorf("open rollout index: %w", err)
 	}

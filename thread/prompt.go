@@ -155,3 +155,21 @@ func (t *Thread) swapPermissions(p string) bool {
 	t.permissions = p
 	return true
 }
+
+// collaborationModeText tells the model, in our own words, which collaboration mode applies from now
+// on; a client's own instructions for the mode replace ours.
+func collaborationModeText(s Settings) string {
+	body := s.ModeInstructions
+	if body == "" {
+		switch s.Mode {
+		case protocol.ModeKindPlan:
+			body = "Mode: Plan. Work out a complete, decision-ready plan with the user before anything is changed. " +
+				"Explore with read-only actions, ask the questions that matter with request_user_input, and do not edit files " +
+				"or run commands that change the workspace. Present the finished plan inside a <proposed_plan> block."
+		default:
+			body = "Mode: Default. Any instructions of an earlier mode (such as Plan) no longer apply. Carry out the " +
+				"user's request, making reasonable assumptions; ask only when progress truly depends on the answer."
+		}
+	}
+	return "<collaboration_mode>" + body + "</collaboration_mode>"
+}

@@ -34,8 +34,8 @@ var readStores sync.Map
 
 func (m *Manager) readStates() *readStateStore {
 	home := ""
-	if m.deps.Config != nil {
-		home = m.deps.Config.CodexHome
+	if m.Config() != nil {
+		home = m.Config().CodexHome
 	}
 	v, _ := readStores.LoadOrStore(home, &readStateStore{path: filepath.Join(home, ReadStateFileName)})
 	return v.(*readStateStore)

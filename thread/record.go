@@ -65,6 +65,8 @@ func coreItem(item protocol.ThreadItem) any {
 		return rollout.ReasoningItem{ID: v.ID, SummaryText: v.Summary, RawContent: v.Content}
 	case protocol.ThreadItemCommandExecution:
 		return commandCoreItem(v)
+	case protocol.ThreadItemContextCompaction:
+		return map[string]string{"type": "ContextCompaction", "id": v.ID}
 	}
 	raw, err := json.Marshal(item)
 	if err != nil {
@@ -236,7 +238,9 @@ func (tn *Turn) recordUsage(responseID string, u *model.Usage) {
 // recordEnd appends task_complete (with the error of a failed turn) or turn_aborted.
 func (tn *Turn) recordEnd(status protocol.TurnStatus, turnErr *protocol.TurnError, lastText string, completedAt time.Time, dur int64) {
 	t := tn.thread
-	defer t.noteTurnEnd(tn.ID, status)
+	if !tn.task { // the reference leaves the read state alone after a user shell or compaction turn
+		defer t.noteTurnEnd(tn.ID, status)
+	}
 	if status == protocol.TurnStatusInterrupted {
 		t.record(func(r *rollout.Recorder) error {
 			return r.AppendEvent(rollout.TurnAborted{TurnID: tn.ID, RootTurnID: tn.ID, Reason: "interrupted",

@@ -52,6 +52,11 @@ func (ss *streamState) on(ev model.Event) {
 			ss.items[e.ID] = li
 			item := protocol.ThreadItemAgentMessage{ID: e.ID, Text: "", StartedAtMs: ptr(li.startedAt)}
 			t.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, StartedAtMs: li.startedAt})
+		case "web_search_call":
+			li := &liveItem{typ: e.Type, startedAt: nowMs()}
+			ss.items[e.ID] = li
+			item := protocol.ThreadItemWebSearch{ID: e.ID, Action: &protocol.WebSearchAction{Value: protocol.WebSearchActionOther{}}, StartedAtMs: ptr(li.startedAt)}
+			t.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, StartedAtMs: li.startedAt})
 		case "reasoning":
 			li := &liveItem{typ: e.Type, startedAt: nowMs()}
 			ss.items[e.ID] = li
@@ -158,6 +163,17 @@ func (ss *streamState) complete(e model.ItemDoneEvent) {
 		ti := protocol.ThreadItem{Value: item}
 		tn.addItem(ti)
 		t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: ti, ThreadID: t.ID, TurnID: tn.ID, CompletedAtMs: *item.CompletedAtMs})
+	case "web_search_call":
+		li := ss.items[e.ID]
+		started := nowMs()
+		if li != nil {
+			started = li.startedAt
+		}
+		item := webSearchItem(e.ID, e.Item)
+		item.StartedAtMs, item.CompletedAtMs = ptr(started), ptr(nowMs())
+		ti := protocol.ThreadItem{Value: item}
+		tn.addItem(ti)
+		t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: ti, ThreadID: t.ID, TurnID: tn.ID, CompletedAtMs: *item.CompletedAtMs})
 	case "reasoning":
 		var rs struct {
 			Summary []struct {
@@ -218,4 +234,37 @@ func padTo(parts []string, i int) []string {
 		parts = append(parts, "")
 	}
 	return parts
+}
+
+// webSearchItem converts a provider's web_search_call output item into a webSearch item: the query of a
+// search action becomes the item's query; an action we cannot read is "other".
+func webSearchItem(id string, raw json.RawMessage) protocol.ThreadItemWebSearch {
+	var ws struct {
+		Action struct {
+			Type    string   `json:"type"`
+			Query   *string  `json:"query"`
+			Queries []string `json:"queries"`
+			URL     *string  `json:"url"`
+			Pattern *string  `json:"pattern"`
+		} `json:"action"`
+	}
+	_ = json.Unmarshal(raw, &ws)
+	item := protocol.ThreadItemWebSearch{ID: id, Action: &protocol.WebSearchAction{Value: protocol.WebSearchActionOther{}}}
+	a := ws.Action
+	switch a.Type {
+	case "search":
+		item.Action = &protocol.WebSearchAction{Value: protocol.WebSearchActionSearch{Query: a.Query, Queries: a.Queries}}
+		if a.Query != nil {
+			item.Query = *a.Query
+		} else if len(a.Queries) > 0 {
+			item.Query = a.Queries[0]
+		}
+	case "open_page":
+		item.Action = &protocol.WebSearchAction{Value: protocol.WebSearchActionOpenPage{URL: a.URL}}
+		item.Query = deref(a.URL)
+	case "find_in_page":
+		item.Action = &protocol.WebSearchAction{Value: protocol.WebSearchActionFindInPage{URL: a.URL, Pattern: a.Pattern}}
+		item.Query = deref(a.Pattern)
+	}
+	return item
 }

@@ -37,6 +37,25 @@ type Settings struct {
 	Summary               *protocol.ReasoningSummary
 	BaseInstructions      string
 	DeveloperInstructions string
+	// Mode is the collaboration mode of the current turn ("default" unless turn/start chose "plan").
+	Mode protocol.ModeKind
+	// ModeSet is true once a turn/start chose a collaboration mode (thread settings then report it).
+	ModeSet bool
+	// ModeInstructions are the collaboration mode's developer instructions sent by the client ("" = ours).
+	ModeInstructions string
+	// DynamicTools are the client-implemented tools thread/start declared (called via item/tool/call).
+	DynamicTools []protocol.DynamicToolSpec
+	// Config is the thread's effective configuration: the server's with thread/start's `config`
+	// overrides applied as -c would (features, tools, providers). Nil means the server's.
+	Config *config.Config
+}
+
+// EffectiveConfig returns the thread's effective configuration (the server's when it has none).
+func (s Settings) EffectiveConfig(fallback *config.Config) *config.Config {
+	if s.Config != nil {
+		return s.Config
+	}
+	return fallback
 }
 
 // Thread is one loaded conversation.
@@ -62,6 +81,8 @@ type Thread struct {
 	// mcpOverrides are the [mcp_servers] of thread/start's `config` override (nil when it set none).
 	mcpOverrides map[string]config.MCPServer
 	systemError  bool // the previous turn failed: the thread reports systemError until the next turn
+	modeChanged  bool // turn/start switched the collaboration mode: the next run tells the model
+	cwdChanged   bool // turn/start moved the thread: the next run sends the new environment context
 	windowN      int
 	recorder     *rollout.Recorder
 	flags        map[protocol.ThreadActiveFlag]int
@@ -217,41 +238,16 @@ func (t *Thread) setFlag(f protocol.ThreadActiveFlag, on bool) {
 	}
 }
 
-// request sends a server→client request to a subscriber (waiting for one to subscribe if none is),
-// then emits serverRequest/resolved whatever the outcome once an id was assigned.
+// request sends a server→client request to the thread's subscribers (waiting for one to subscribe if none
+// is), then emits serverRequest/resolved whatever the outcome once an id was assigned.
 func (t *Thread) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	return t.requestThen(ctx, method, params, nil)
+	return t.requestThen(ctx, method, params, true, nil)
 }
 
 // requestThen is request with a hook that runs after the answer (or failure) and before
-// serverRequest/resolved is emitted.
-func (t *Thread) requestThen(ctx context.Context, method string, params any, beforeResolved func(err error)) (json.RawMessage, error) {
-	for {
-		t.mu.Lock()
-		var sub Subscriber
-		for s := range t.subscribers {
-			sub = s
-			break
-		}
-		wait := t.subWait
-		t.mu.Unlock()
-		if sub != nil {
-			var reqID any
-			res, err := sub.Call(ctx, method, params, func(id any) { reqID = id })
-			if beforeResolved != nil {
-				beforeResolved(err)
-			}
-			if reqID != nil {
-				t.emit(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.ID, RequestID: requestID(reqID)})
-			}
-			return res, err
-		}
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-	}
+// serverRequest/resolved is emitted (when announce is set). The rules are in subscriber.go (askSubscribers).
+func (t *Thread) requestThen(ctx context.Context, method string, params any, announce bool, beforeResolved func(err error)) (json.RawMessage, error) {
+	return t.askSubscribers(ctx, method, params, announce, beforeResolved)
 }
 
 func requestID(id any) protocol.RequestId {
@@ -264,35 +260,49 @@ func requestID(id any) protocol.RequestId {
 	return protocol.StringRequestID(fmt.Sprint(id))
 }
 
-// IncrementElicitation raises the out-of-band elicitation counter; 0→1 pauses the thread's deadlines.
-func (t *Thread) IncrementElicitation(ctx context.Context) (count int64, paused bool, err error) {
+// IncrementElicitation raises the out-of-band elicitation counter; 0→1 pauses the thread's deadlines at
+// once (MCP servers are told in the background). paused is the thread's state afterwards.
+func (t *Thread) IncrementElicitation() (count int64, paused bool) {
 	t.elicitMu.Lock()
-	defer t.elicitMu.Unlock()
-	if t.elicitCount == 0 {
-		if err := t.mgr.notifyPause(ctx, t, true); err != nil {
-			return t.elicitCount, t.elicitCount > 0, err
-		}
+	t.elicitCount++
+	if t.elicitCount == 1 {
 		t.setOutOfBandPaused(true)
 	}
-	t.elicitCount++
-	return t.elicitCount, true, nil
+	count = t.elicitCount
+	t.elicitMu.Unlock()
+	return count, t.Paused()
 }
 
-// DecrementElicitation lowers the counter; 1→0 resumes the thread's deadlines.
-func (t *Thread) DecrementElicitation(ctx context.Context) (count int64, paused bool, err error) {
+// DecrementElicitation lowers the counter; 1→0 resumes the thread's deadlines unless a pending
+// elicitation still holds them. paused is the thread's real state afterwards.
+func (t *Thread) DecrementElicitation() (count int64, paused bool, err error) {
 	t.elicitMu.Lock()
-	defer t.elicitMu.Unlock()
 	if t.elicitCount == 0 {
-		return 0, false, ErrElicitationAtZero
-	}
-	if t.elicitCount == 1 {
-		if err := t.mgr.notifyPause(ctx, t, false); err != nil {
-			return t.elicitCount, true, err
-		}
-		t.setOutOfBandPaused(false)
+		t.elicitMu.Unlock()
+		return 0, t.Paused(), ErrElicitationAtZero
 	}
 	t.elicitCount--
-	return t.elicitCount, t.elicitCount > 0, nil
+	if t.elicitCount == 0 {
+		t.setOutOfBandPaused(false)
+	}
+	count = t.elicitCount
+	t.elicitMu.Unlock()
+	return count, t.Paused(), nil
+}
+
+// ReleaseElicitations lowers the counter by up to n (a client that raised it went away) and returns the
+// count afterwards.
+func (t *Thread) ReleaseElicitations(n int64) int64 {
+	t.elicitMu.Lock()
+	defer t.elicitMu.Unlock()
+	if n <= 0 || t.elicitCount == 0 {
+		return t.elicitCount
+	}
+	t.elicitCount = max(t.elicitCount-n, 0)
+	if t.elicitCount == 0 {
+		t.setOutOfBandPaused(false)
+	}
+	return t.elicitCount
 }
 
 // SetName changes the thread's name and announces it.
@@ -320,6 +330,7 @@ func (t *Thread) close() {
 		active.interrupt()
 		<-active.done
 	}
+	t.settlePause()
 	t.runClosers()
 	if rec != nil {
 		_ = rec.Close()
@@ -338,4 +349,9 @@ func (t *Thread) Request(ctx context.Context, method string, params any) (json.R
 // SetWaitingOnApproval raises or lowers the waitingOnApproval flag of the running turn and announces it.
 func (t *Thread) SetWaitingOnApproval(on bool) {
 	t.setFlag(protocol.ThreadActiveFlagWaitingOnApproval, on)
+}
+
+// SetWaitingOnUserInput raises or lowers the waitingOnUserInput flag and announces it.
+func (t *Thread) SetWaitingOnUserInput(on bool) {
+	t.setFlag(protocol.ThreadActiveFlagWaitingOnUserInput, on)
 }

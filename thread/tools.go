@@ -67,15 +67,20 @@ func (tc *ToolContext) ItemCompleted(item protocol.ThreadItem) {
 // Request sends a server→client request (approval or elicitation) with the waitingOnApproval flag
 // raised while it is pending; the wait is bounded by ctx and by the configured approval timeout.
 func (tc *ToolContext) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if d := tc.Thread.mgr.deps.Config.ApprovalTimeout; d > 0 {
-		sw, release := tc.Thread.controller.NewStopwatch(d)
-		defer release()
-		var cancel context.CancelFunc
-		ctx, cancel = sw.Context(ctx)
-		defer cancel()
-	}
+	return tc.request(ctx, method, params, true)
+}
+
+// RequestUnannounced is Request without the serverRequest/resolved that follows the answer (the
+// reference sends none for item/tool/call).
+func (tc *ToolContext) RequestUnannounced(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return tc.request(ctx, method, params, false)
+}
+
+func (tc *ToolContext) request(ctx context.Context, method string, params any, announce bool) (json.RawMessage, error) {
+	ctx, cancel := tc.Thread.ApprovalContext(ctx, tc.Thread.mgr.Config().ApprovalTimeout)
+	defer cancel()
 	// A request cleared by the turn ending is reported resolved after turn/completed, as the reference does.
-	return tc.Thread.requestThen(ctx, method, params, func(err error) {
+	return tc.Thread.requestThen(ctx, method, params, announce, func(err error) {
 		if err != nil && tc.Turn.ctx.Err() != nil {
 			select {
 			case <-tc.Turn.done:

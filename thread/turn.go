@@ -34,16 +34,19 @@ type Turn struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+	task   bool // driven by a TaskBody (user shell, compaction), not by the model
 
 	mu sync.Mutex
 	// startedAt is written by the turn's goroutine under mu; other goroutines read it under mu.
 	startedAt time.Time
 	items     []protocol.ThreadItem
 	lastAgent *protocol.ThreadItem
-	pending   []protocol.UserInput // steered input waiting for the next model request
+	pending   []pendingInput // steered (or folded) input waiting for the next model request
 	firstIn   []protocol.UserInput
-	finished  bool
-	usage     protocol.TokenUsageBreakdown // this turn's accumulated usage (token_usage_record)
+	// opts are the turn-only parameters of turn/start (output schema, client message id…).
+	opts     TurnOptions
+	finished bool
+	usage    protocol.TokenUsageBreakdown // this turn's accumulated usage (token_usage_record)
 
 	// pendingUsage is the usage of the last completed response until it is reported (after its tools).
 	pendingUsage *model.Usage
@@ -82,6 +85,9 @@ func (tn *Turn) takePendingUsage() *model.Usage {
 
 // Done is closed when the turn has completed (turn/completed was sent).
 func (tn *Turn) Done() <-chan struct{} { return tn.done }
+
+// Context is cancelled when the turn ends or is interrupted.
+func (tn *Turn) Context() context.Context { return tn.ctx }
 
 func (tn *Turn) interrupt() {
 	tn.cancel(errInterrupted)
@@ -141,6 +147,14 @@ func (tn *Turn) PendingTurn() protocol.Turn {
 	}
 }
 
+// TurnOptions are turn/start parameters that apply to that turn only.
+type TurnOptions struct {
+	// OutputSchema, when set, makes the model answer in JSON matching it (strict json_schema text format).
+	OutputSchema json.RawMessage
+	// ClientUserMessageID is echoed as the userMessage item's clientId.
+	ClientUserMessageID *string
+}
+
 // TurnOverrides are turn/start's settings overrides; they persist for later turns.
 type TurnOverrides struct {
 	Cwd            *string
@@ -149,17 +163,24 @@ type TurnOverrides struct {
 	Model          *string
 	Effort         *protocol.ReasoningEffort
 	Summary        *protocol.ReasoningSummary
+	// Collaboration is turn/start's collaborationMode: its mode persists, and its settings override the
+	// model and effort as the reference applies them.
+	Collaboration *protocol.CollaborationMode
 }
 
-// BeginTurn registers a new turn (or folds the input into the running one, as the reference does) and
-// returns it; the caller answers turn/start and then calls Run on a new turn, or RestartStream on a
-// folded one.
-func (t *Thread) BeginTurn(input []protocol.UserInput, o TurnOverrides) (tn *Turn, folded bool) {
+// ApplyOverrides applies turn/start's settings overrides (they persist for later turns) and, when they
+// changed the thread's settings, announces the new ones with thread/settings/updated, as the reference
+// does before it answers turn/start.
+func (t *Thread) ApplyOverrides(o TurnOverrides) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	before := mustJSON(t.threadSettingsLocked())
 	s := &t.settings
-	if o.Cwd != nil && *o.Cwd != "" {
+	if o.Cwd != nil && *o.Cwd != "" && *o.Cwd != s.Cwd {
+		// The thread moves: its cwd and environment follow, and the next run tells the model.
 		s.Cwd = *o.Cwd
+		t.meta.Cwd = protocol.AbsolutePathBuf(s.Cwd)
+		t.meta.Environments = []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}}
+		t.cwdChanged = true
 	}
 	if o.ApprovalPolicy != nil {
 		s.ApprovalPolicy = *o.ApprovalPolicy
@@ -177,35 +198,99 @@ func (t *Thread) BeginTurn(input []protocol.UserInput, o TurnOverrides) (tn *Tur
 	if o.Summary != nil {
 		s.Summary = o.Summary
 	}
+	if cm := o.Collaboration; cm != nil {
+		// Like the reference, the mode's settings replace the model and the effort (a null effort
+		// clears it).
+		if cm.Mode != s.Mode {
+			t.modeChanged = true
+		}
+		s.Mode = cm.Mode
+		s.ModeSet = true
+		if cm.Settings.Model != "" {
+			s.Model = cm.Settings.Model
+			t.meta.Model = ptr(cm.Settings.Model)
+		}
+		s.Effort = cm.Settings.ReasoningEffort
+		s.ModeInstructions = deref(cm.Settings.DeveloperInstructions)
+	}
+	after := t.threadSettingsLocked()
+	changed := string(before) != string(mustJSON(after))
+	t.mu.Unlock()
+	if changed {
+		t.emit(protocol.NotifyThreadSettingsUpdated, protocol.ThreadSettingsUpdatedNotification{ThreadID: t.ID, ThreadSettings: after})
+	}
+}
+
+// ThreadSettings renders the thread's current settings in the wire form.
+func (t *Thread) ThreadSettings() protocol.ThreadSettings {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.threadSettingsLocked()
+}
+
+func (t *Thread) threadSettingsLocked() protocol.ThreadSettings {
+	s := t.settings
+	var cm protocol.CollaborationMode
+	if s.ModeSet {
+		instr := s.ModeInstructions
+		if instr == "" {
+			instr = collaborationModeText(s)
+		}
+		cm = protocol.CollaborationMode{Mode: s.Mode, Settings: protocol.Settings{Model: s.Model, ReasoningEffort: s.Effort, DeveloperInstructions: &instr}}
+	} else {
+		cm = protocol.CollaborationMode{Mode: protocol.ModeKindDefault, Settings: protocol.Settings{Model: s.Model, ReasoningEffort: s.Effort}}
+	}
+	return protocol.ThreadSettings{
+		DisabledPluginIds: []string{}, Cwd: protocol.AbsolutePathBuf(s.Cwd), Environments: t.meta.Environments,
+		ApprovalPolicy: s.ApprovalPolicy, ApprovalsReviewer: s.ApprovalsReviewer, SandboxPolicy: s.Sandbox,
+		Model: s.Model, ModelProvider: s.ModelProvider, Effort: s.Effort, Summary: s.Summary, CollaborationMode: cm,
+		MultiAgentMode: &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
+	}
+}
+
+// BeginTurn registers a new turn (or folds the input into the running one, as the reference does) and
+// returns it; the caller answers turn/start and then calls Run on a new turn, or RestartStream on a
+// folded one. Settings overrides are applied before, with ApplyOverrides.
+func (t *Thread) BeginTurn(input []protocol.UserInput, opts TurnOptions) (tn *Turn, folded bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.active != nil {
 		t.active.mu.Lock()
-		t.active.pending = append(t.active.pending, input...)
+		t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: opts.ClientUserMessageID})
 		t.active.mu.Unlock()
 		return t.active, true
 	}
 	ctx, cancel := context.WithCancelCause(t.ctx)
-	tn = &Turn{ID: uuid.Must(uuid.NewV7()).String(), thread: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), firstIn: input}
+	tn = &Turn{ID: uuid.Must(uuid.NewV7()).String(), thread: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), firstIn: input, opts: opts}
 	t.active = tn
 	return tn, false
 }
 
-// Steer injects input into the running turn at its next model request.
-func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string) (string, error) {
+// pendingInput is input waiting for the running turn's next model request.
+type pendingInput struct {
+	input    []protocol.UserInput
+	clientID *string
+}
+
+// Steer injects input into the running turn; the caller answers turn/steer and then calls
+// RestartStream, so that (as in the reference) the in-flight model request is abandoned and sent again
+// with the input at once. The turn is returned for that.
+func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string, clientID *string) (*Turn, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.active == nil {
-		return "", ErrNoActiveTurnToSteer
+		return nil, ErrNoActiveTurnToSteer
 	}
 	if expectedTurnID != t.active.ID {
-		return "", fmt.Errorf("expected active turn id `%s` but found `%s`", expectedTurnID, t.active.ID)
+		return nil, fmt.Errorf("expected active turn id `%s` but found `%s`", expectedTurnID, t.active.ID)
 	}
 	if len(input) == 0 {
-		return "", ErrEmptySteerInput
+		return nil, ErrEmptySteerInput
 	}
 	t.active.mu.Lock()
-	t.active.pending = append(t.active.pending, input...)
+	t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: clientID})
 	t.active.mu.Unlock()
-	return t.active.ID, nil
+	return t.active, nil
 }
 
 // Interrupt stops the running turn; it returns once turn/completed was sent.
@@ -283,14 +368,27 @@ func (tn *Turn) run() {
 	if p := permissionsText(s); t.swapPermissions(p) {
 		t.appendHistory(messageItem("developer", p))
 	}
-	tn.acceptInput(tn.firstIn)
+	// A turn that switched the collaboration mode (threads start in Default) tells the model which mode
+	// now applies, as the reference does.
+	t.mu.Lock()
+	switched, moved := t.modeChanged, t.cwdChanged
+	t.modeChanged, t.cwdChanged = false, false
+	t.mu.Unlock()
+	if switched {
+		t.appendHistory(messageItem("developer", collaborationModeText(s)))
+	}
+	if moved {
+		t.appendHistory(messageItem("user", environmentContext(s.Cwd, time.Now())))
+	}
+	tn.autoCompact(s) // a context filled past the limit is compacted before the new input
+	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
 
 	status, turnErr := tn.loop()
 	tn.finish(status, turnErr)
 }
 
 // acceptInput turns user input into a userMessage item and a history message.
-func (tn *Turn) acceptInput(input []protocol.UserInput) {
+func (tn *Turn) acceptInput(input []protocol.UserInput, clientID *string) {
 	if len(input) == 0 {
 		return
 	}
@@ -304,7 +402,7 @@ func (tn *Turn) acceptInput(input []protocol.UserInput) {
 		}
 		content = append(content, in)
 	}
-	item := protocol.ThreadItemUserMessage{ID: uuid.Must(uuid.NewV7()).String(), Content: content, StartedAtMs: ptr(now)}
+	item := protocol.ThreadItemUserMessage{ID: uuid.Must(uuid.NewV7()).String(), Content: content, StartedAtMs: ptr(now), ClientID: clientID}
 	t.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, StartedAtMs: now})
 	item.CompletedAtMs = ptr(nowMs())
 	text := userText(input)
@@ -369,10 +467,13 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		pending := tn.pending
 		tn.pending = nil
 		tn.mu.Unlock()
-		tn.acceptInput(pending)
+		tn.autoCompact(t.Settings()) // a context filled past the limit is compacted before the request
+		for _, in := range pending {
+			tn.acceptInput(in.input, in.clientID)
+		}
 
 		s := t.Settings()
-		client, err := t.mgr.modelClient(t.mgr.deps.Config, s.ModelProvider)
+		client, err := t.mgr.modelClient(s.EffectiveConfig(t.mgr.Config()), s.ModelProvider)
 		if err != nil {
 			return tn.fail(&model.Error{Message: err.Error(), CodexErrorInfo: model.InfoString(model.InfoOther)})
 		}
@@ -536,13 +637,7 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	for _, set := range sets {
 		tools = append(tools, set.Specs()...)
 	}
-	reasoning := map[string]any{"summary": "auto"}
-	if s.Summary != nil {
-		reasoning["summary"] = string(*s.Summary)
-	}
-	if s.Effort != nil {
-		reasoning["effort"] = string(*s.Effort)
-	}
+	reasoning, text := requestControls(s, tn.opts.OutputSchema)
 	meta := map[string]any{
 		"installation_id": t.mgr.deps.InstallationID(), "session_id": t.ID, "thread_id": t.ID, "turn_id": tn.ID,
 		"window_id": window, "request_kind": "turn", "root_turn_id": tn.ID, "model": s.Model,
@@ -553,7 +648,7 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	return &model.Request{
 		Refresh: inputNow,
 		Model:   s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
-		Reasoning: mustJSON(reasoning), Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
+		Reasoning: reasoning, Text: text, Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
 		ClientMetadata: map[string]string{
 			"x-codex-window-id": window, "turn_id": tn.ID, "root_turn_id": tn.ID, "session_id": t.ID, "thread_id": t.ID,
 			"x-codex-turn-metadata": string(metaJSON), "x-codex-installation-id": t.mgr.deps.InstallationID(),
@@ -563,6 +658,60 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 			"x-codex-window-id": window, "x-codex-turn-metadata": string(metaJSON), "user-agent": t.mgr.deps.UserAgent(originator),
 		},
 	}
+}
+
+// reasoningParam and textParam are the request's `reasoning` and `text` objects, fields in the
+// reference's order.
+type reasoningParam struct {
+	Effort  string `json:"effort,omitempty"`
+	Summary string `json:"summary,omitempty"`
+	Context string `json:"context,omitempty"`
+}
+
+type textParam struct {
+	Verbosity string      `json:"verbosity,omitempty"`
+	Format    *textFormat `json:"format,omitempty"`
+}
+
+// textFormat is the strict JSON-schema output format a turn's outputSchema asks for.
+type textFormat struct {
+	Type   string          `json:"type"`
+	Strict bool            `json:"strict"`
+	Schema json.RawMessage `json:"schema"`
+	Name   string          `json:"name"`
+}
+
+// outputSchemaName is the format name the reference gives a turn's outputSchema.
+const outputSchemaName = "codex_output_schema"
+
+// requestControls renders `reasoning` and `text` for a request: a model of the catalogue gets its
+// defaults (effort, reasoning context, verbosity) and no summary unless one was asked for; any other
+// model gets summary "auto". An output schema adds the strict json_schema format (nil text when neither).
+func requestControls(s Settings, outputSchema json.RawMessage) (reasoning, text json.RawMessage) {
+	var r reasoningParam
+	var tx textParam
+	if m, known := model.LookupModel(s.Model); known {
+		r.Effort, r.Context, tx.Verbosity = m.DefaultReasoningEffort, m.ReasoningContext, m.Verbosity
+	} else {
+		r.Summary = "auto"
+	}
+	if s.Summary != nil {
+		r.Summary = string(*s.Summary)
+	}
+	if s.Effort != nil {
+		r.Effort = string(*s.Effort)
+	}
+	if v := s.EffectiveConfig(nil); v != nil && v.ModelVerbosity != "" {
+		tx.Verbosity = v.ModelVerbosity
+	}
+	if len(outputSchema) > 0 && string(outputSchema) != "null" {
+		tx.Format = &textFormat{Type: "json_schema", Strict: true, Schema: outputSchema, Name: outputSchemaName}
+	}
+	reasoning = mustJSON(r)
+	if tx.Verbosity != "" || tx.Format != nil {
+		text = mustJSON(tx)
+	}
+	return reasoning, text
 }
 
 // reportUsage accumulates token usage and announces it (followed by the all-null rate limits, as the
@@ -673,7 +822,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	// The reference summarises a completed turn with its last agent message; an interrupted or failed
 	// one carries no items and says they are not loaded.
 	view := protocol.TurnItemsViewSummary
-	if status != protocol.TurnStatusCompleted {
+	if status != protocol.TurnStatusCompleted || len(summary) == 0 { // e.g. a user shell or compaction turn
 		view = protocol.TurnItemsViewNotLoaded
 	}
 	turn := protocol.Turn{

@@ -279,9 +279,10 @@ func parseCommandDecision(ctx context.Context, raw json.RawMessage, err error) (
 	if err != nil {
 		return classifyFailure(ctx, err), nil
 	}
+	// An answer that does not decode to a known decision is a failed approval request, as the reference.
 	var resp protocol.CommandExecutionRequestApprovalResponse
 	if json.Unmarshal(raw, &resp) != nil {
-		return decisionDecline, nil
+		return decisionFailed, nil
 	}
 	d := resp.Decision
 	switch {
@@ -293,8 +294,10 @@ func parseCommandDecision(ctx context.Context, raw json.RawMessage, err error) (
 		return decisionAcceptForSession, nil
 	case d.Name == protocol.CommandExecutionApprovalDecisionCancel:
 		return decisionCancel, nil
+	case d.Name == protocol.CommandExecutionApprovalDecisionDecline, d.ApplyNetworkPolicyAmendment != nil:
+		return decisionDecline, nil
 	}
-	return decisionDecline, nil
+	return decisionFailed, nil
 }
 
 // Model-facing refusals of the escalation arguments, as the reference words them.

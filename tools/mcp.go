@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"time"
 
@@ -362,12 +361,9 @@ func (st *MCPState) askApproval(ctx context.Context, tc *thread.ToolContext, ser
 			ToolTitle: def.Title, ToolDescription: def.Description, ToolParams: args,
 			ToolParamsDisplay: paramsDisplay(args, def.InputSchema), ToolAnnotations: def.Annotations},
 	}
-	rctx := ctx
-	if st.approvalTimeout > 0 {
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, st.approvalTimeout)
-		defer cancel()
-	}
+	// The wait is bounded by approval_timeout_ms of time charged while the out-of-band counter is zero.
+	rctx, cancel := tc.Thread.ApprovalContext(ctx, st.approvalTimeout)
+	defer cancel()
 	tc.SetWaitingOnApproval(true)
 	release := tc.Thread.HoldPause()
 	raw, err := tc.Thread.Request(rctx, protocol.ServerRequestMcpServerElicitationRequest, params)
@@ -379,9 +375,7 @@ func (st *MCPState) askApproval(ctx context.Context, tc *thread.ToolContext, ser
 		if ctx.Err() != nil {
 			return decisionInterrupted
 		}
-		if !errors.Is(err, context.DeadlineExceeded) {
-			tc.Log.Debug("MCP approval request failed; declining", "server", server, "tool", tool, "error", err)
-		}
+		tc.Log.Debug("MCP approval request failed; declining", "server", server, "tool", tool, "error", err)
 		return decisionDecline
 	}
 	var ans struct {

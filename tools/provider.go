@@ -32,13 +32,35 @@ func Provider(d Deps) thread.ToolProvider {
 	}
 	return func(t *thread.Thread, s thread.Settings) []thread.ToolSet {
 		st := state(t, &d)
+		sw := switchesOf(s.EffectiveConfig(d.Config), s.Model)
 		var sets []thread.ToolSet
-		if !d.Config.FeatureEnabled("unified_exec") {
-			sets = append(sets, &shellSet{deps: &d, st: st})
-		} else {
+		switch {
+		case sw.unifiedExec:
 			sets = append(sets, &execSet{deps: &d, st: st})
+		case sw.shellTool:
+			sets = append(sets, &shellSet{deps: &d, st: st})
 		}
-		sets = append(sets, &patchSet{deps: &d, st: st})
+		if sw.updatePlan {
+			sets = append(sets, planSet{})
+		}
+		if sw.requestUserInput {
+			sets = append(sets, userInputSet{})
+		}
+		if sw.applyPatch {
+			sets = append(sets, &patchSet{deps: &d, st: st})
+		}
+		if sw.viewImage {
+			sets = append(sets, viewImageSet{})
+		}
+		if sw.goals {
+			sets = append(sets, goalSet{})
+		}
+		if len(s.DynamicTools) > 0 {
+			sets = append(sets, dynamicSet{specs: s.DynamicTools})
+		}
+		if sw.webSearch == "cached" || sw.webSearch == "live" {
+			sets = append(sets, webSearchSet{live: sw.webSearch == "live"})
+		}
 		if d.Extra != nil {
 			sets = append(sets, d.Extra(t, s)...)
 		}
@@ -58,12 +80,21 @@ type threadState struct {
 func state(t *thread.Thread, d *Deps) *threadState {
 	return t.AttachOnce(stateKey{}, func() any {
 		st := &threadState{
-			sessions:  execmgr.NewSessions(execmgr.SessionsOptions{Manager: d.Exec, MaxPollWait: d.Config.BackgroundTerminalMaxTimeout}),
+			sessions: execmgr.NewSessions(execmgr.SessionsOptions{Manager: d.Exec, MaxPollWait: d.Config.BackgroundTerminalMaxTimeout,
+				Owner: t.ID}),
 			approvals: newApprovalCache(),
 		}
 		t.OnClose(st.sessions.TerminateAll)
 		return st
 	}).(*threadState)
+}
+
+// BackgroundTerminals returns a thread's unified-exec sessions (nil before its first exec_command).
+func BackgroundTerminals(t *thread.Thread) *execmgr.Sessions {
+	if st, ok := t.Attached(stateKey{}).(*threadState); ok {
+		return st.sessions
+	}
+	return nil
 }
 
 var (
@@ -84,9 +115,10 @@ func (d *Deps) self() string {
 	return selfPath
 }
 
-// SandboxWrapper returns the argv hook that runs a command under the sandbox policy, or nil when the
-// policy does not restrict anything.
-func SandboxWrapper(self string, policy protocol.SandboxPolicy, cwd string) (func(argv []string) ([]string, error), error) {
+// SandboxWrapper returns the argv hook that runs a command in dir under the sandbox policy of cwd (the
+// turn's cwd: the workspace), or nil when the policy does not restrict anything. A dir outside the
+// workspace gains no write access by being the command's working directory.
+func SandboxWrapper(self string, policy protocol.SandboxPolicy, cwd, dir string) (func(argv []string) ([]string, error), error) {
 	raw, err := json.Marshal(policy)
 	if err != nil {
 		return nil, err
@@ -107,6 +139,6 @@ func SandboxWrapper(self string, policy protocol.SandboxPolicy, cwd string) (fun
 		return nil, fmt.Errorf("sandbox unavailable: %s", reason)
 	}
 	return func(argv []string) ([]string, error) {
-		return sandbox.WrapArgv(self, p, cwd, argv)
+		return sandbox.WrapArgvIn(self, p, cwd, dir, argv)
 	}, nil
 }

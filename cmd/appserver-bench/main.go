@@ -71,6 +71,7 @@ var subcommands = map[string]subcommand{
 	"handshake": {summary: "spawn → initialize latency and peak RSS", run: runHandshake},
 	"turn":      {summary: "turn/start → turn/completed latency against a mock model, and RSS", run: runTurn},
 	"exec":      {summary: "command/exec spawn latency and 256 MiB throughput vs a raw pipe", run: runExec},
+	"list":      {summary: "thread/list over N stored threads: first start, second start, next page, search", run: runList},
 }
 
 func main() {

@@ -21,6 +21,7 @@ import (
 	"appserver/internal/mockmodel"
 	"appserver/internal/schematest"
 	"appserver/server"
+	"appserver/stopwatch"
 	"appserver/thread"
 )
 
@@ -41,6 +42,8 @@ type Options struct {
 	// Home reuses an existing CODEX_HOME (e.g. a previous client's Home, to test a restart); its
 	// config.toml is rewritten and the working directory is "work" beside it. Empty: a fresh one.
 	Home string
+	// Clock times approval waits (nil: the real clock).
+	Clock stopwatch.Clock
 }
 
 // Message is one line the server wrote, decoded.
@@ -127,7 +130,7 @@ stream_max_retries = %d
 	require.NoError(t, err)
 	c := &Client{T: t, Home: home, Work: work, Model: opts.Model, methods: map[string]string{}, done: make(chan error, 1)}
 	c.cond = sync.NewCond(&c.mu)
-	c.Srv = server.New(server.Options{Config: cfg, Tools: opts.Tools, ReloadConfig: func() (*config.Config, error) { return config.Load(home, nil) }})
+	c.Srv = server.New(server.Options{Config: cfg, Tools: opts.Tools, Clock: opts.Clock, ReloadConfig: func() (*config.Config, error) { return config.Load(home, nil) }})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c.in = inW

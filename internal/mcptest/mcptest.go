@@ -30,8 +30,9 @@ func text(s string) *mcp.CallToolResult {
 // NewServer returns the test server. Tools: echo (read-only), add (not read-only), ask (form
 // elicitation), askurl (url elicitation), hang (never answers), crash (exits), progress (one
 // progress notification).
-// With pause "ok" or "fail" it also advertises the out-of-band elicitation state capability and
-// accepts (reporting the state through the tool pausestate) or rejects its updates.
+// With pause "ok", "fail", "fail-resume" or "hang" it also advertises the out-of-band elicitation
+// state capability and accepts its updates (reporting the state through the tool pausestate and, when
+// MCPTEST_PAUSEFILE is set, in that file), rejects them, rejects only {paused:false}, or never answers.
 func NewServer(name, pause string) *mcp.Server {
 	opts := &mcp.ServerOptions{Instructions: "Test server " + name + ".", HasTools: true, HasResources: true}
 	if pause != "" {
@@ -45,11 +46,20 @@ func NewServer(name, pause string) *mcp.Server {
 	var state atomic.Value
 	state.Store("unset")
 	if pause != "" {
-		_ = mcp.AddReceivingCustomMethod(srv, mcpconn.PauseCapability+"/update", func(_ context.Context, _ *mcp.ServerSession, p *pausedParams) (*emptyResult, error) {
-			if pause == "fail" {
+		_ = mcp.AddReceivingCustomMethod(srv, mcpconn.PauseCapability+"/update", func(ctx context.Context, _ *mcp.ServerSession, p *pausedParams) (*emptyResult, error) {
+			switch {
+			case pause == "fail":
 				return nil, errors.New("pause update refused")
+			case pause == "hang":
+				<-ctx.Done()
+				return nil, ctx.Err()
+			case pause == "fail-resume" && !p.Paused:
+				return nil, errors.New("resume update refused")
 			}
 			state.Store(strconv.FormatBool(p.Paused))
+			if f := os.Getenv(EnvPauseFile); f != "" {
+				_ = os.WriteFile(f, []byte(strconv.FormatBool(p.Paused)), 0o644)
+			}
 			return &emptyResult{}, nil
 		})
 	}
@@ -130,7 +140,11 @@ const (
 	EnvMode   = "MCPTEST_MODE"   // "" (serve), "noinit" (never answers), "exit" (exits at once)
 	EnvPidDir = "MCPTEST_PIDDIR" // a file named after the pid is created there
 	EnvName   = "MCPTEST_NAME"   // serverInfo.name
-	EnvPause  = "MCPTEST_PAUSE"  // "ok" or "fail": see NewServer
+	EnvPause  = "MCPTEST_PAUSE"  // "ok", "fail", "fail-resume" or "hang": see NewServer
+	// EnvGate names a file the server waits for before it answers anything (a slow startup).
+	EnvGate = "MCPTEST_GATE"
+	// EnvPauseFile names a file the last accepted pause state is written to ("true"/"false").
+	EnvPauseFile = "MCPTEST_PAUSEFILE"
 )
 
 var (

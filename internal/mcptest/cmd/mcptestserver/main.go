@@ -26,6 +26,14 @@ func main() {
 		time.Sleep(time.Hour)
 		return
 	}
+	if gate := os.Getenv(mcptest.EnvGate); gate != "" {
+		for {
+			if _, err := os.Stat(gate); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	name := os.Getenv(mcptest.EnvName)
 	if name == "" {
 		name = "test-mcp"

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"appserver/config"
+	"appserver/execcli"
+	"appserver/schemaexport"
+	"appserver/server"
+	"appserver/transport"
+)
+
+// run dispatches the command line; it returns the process exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	logger := newLogger(stderr)
+	slog.SetDefault(logger)
+	// Top-level commands: `appserver app-server ...` (or no command) is the app-server CLI below; `exec`
+	// is the non-interactive runner.
+	if len(args) > 0 {
+		switch args[0] {
+		case "app-server":
+			args = args[1:]
+		case "exec", "e":
+			return execcli.Main(context.Background(), args[1:])
+		}
+	}
+	cli := newCLI()
+	p, err := cli.parse(args)
+	if err != nil {
+		printUsageError(stderr, err)
+		return 2
+	}
+	if p.help {
+		cli.printHelp(stdout)
+		return 0
+	}
+	if p.sub != "" {
+		return runSub(cli, p, stdin, stdout, stderr, logger)
+	}
+	if p.has("version") {
+		fmt.Fprintf(stdout, "appserver %s (codex app-server protocol %s)\n", server.Version, server.CompatVersion)
+		return 0
+	}
+	return serve(p, stdin, stdout, stderr, logger)
+}
+
+// runSub runs `help`, `proxy`, `generate-json-schema` or `generate-ts`.
+func runSub(cli *command, top *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
+	if top.sub == "help" {
+		if len(top.subArgs) == 0 {
+			cli.printHelp(stdout)
+			return 0
+		}
+		sc := cli.sub(top.subArgs[0])
+		if sc == nil {
+			printUsageError(stderr, &usageError{cli, fmt.Sprintf("unrecognized subcommand '%s'", top.subArgs[0])})
+			return 2
+		}
+		sc.printHelp(stdout)
+		return 0
+	}
+	sc := cli.sub(top.sub)
+	p, err := sc.parse(top.subArgs)
+	if err != nil {
+		printUsageError(stderr, err)
+		return 2
+	}
+	if p.help {
+		sc.printHelp(stdout)
+		return 0
+	}
+	switch top.sub {
+	case "daemon":
+		fmt.Fprintln(stderr, "Error: `app-server daemon` is not supported by appserver; run `appserver app-server --listen unix://` under your own supervisor")
+		return 1
+	case "proxy":
+		path := p.last("sock")
+		if path == "" {
+			home, err := config.CodexHome()
+			if err != nil {
+				fmt.Fprintf(stderr, "Error: %v\n", err)
+				return 1
+			}
+			path = transport.DefaultSocketPath(home)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		if err := transport.Proxy(ctx, path, stdin, stdout); err != nil {
+			fmt.Fprintf(stderr, "Error: %v\n", err)
+			return 1
+		}
+		return 0
+	case "generate-json-schema", "generate-ts":
+		out := p.last("out")
+		if out == "" {
+			printUsageError(stderr, &usageError{sc, "the following required arguments were not provided:\n  --out <DIR>"})
+			return 2
+		}
+		var err error
+		if top.sub == "generate-ts" {
+			err = schemaexport.WriteTypeScript(out, p.has("experimental"), p.last("prettier"))
+		} else {
+			err = schemaexport.WriteJSONSchema(out, p.has("experimental"))
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "Error: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	printUsageError(stderr, &usageError{cli, fmt.Sprintf("unrecognized subcommand '%s'", top.sub)})
+	return 2
+}
+
+// authOptions collects the --ws-* flags.
+func authOptions(p *parsed) (transport.AuthOptions, error) {
+	o := transport.AuthOptions{
+		Mode: p.last("ws-auth"), TokenFile: p.last("ws-token-file"), TokenSHA256: p.last("ws-token-sha256"),
+		SharedSecretFile: p.last("ws-shared-secret-file"), Issuer: p.last("ws-issuer"), Audience: p.last("ws-audience"),
+	}
+	if v := p.last("ws-max-clock-skew-seconds"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return o, fmt.Errorf("invalid value '%s' for '--ws-max-clock-skew-seconds <SECONDS>': expected a number of seconds", v)
+		}
+		d := time.Duration(n) * time.Second
+		o.MaxClockSkew = &d
+	}
+	return o, nil
+}
+
+// serve loads the configuration and runs the app-server on the selected transport.
+func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
+	listen := p.last("listen")
+	if listen == "" || p.has("stdio") {
+		listen = "stdio://"
+	}
+	ep, err := transport.ParseListen(listen)
+	if err != nil {
+		printUsageError(stderr, &usageError{newCLI(), fmt.Sprintf("invalid value '%s' for '--listen <URL>': %v", listen, err)})
+		return 2
+	}
+	aopts, err := authOptions(p)
+	if err != nil {
+		printUsageError(stderr, &usageError{newCLI(), err.Error()})
+		return 2
+	}
+	auth, err := transport.NewAuthenticator(aopts)
+	if err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
+	home, err := config.CodexHome()
+	if err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
+	overrides := overridesOf(p)
+	printStartup := p.has("print-startup-config")
+	cfg, err := config.Load(home, overrides)
+	if err != nil {
+		if printStartup {
+			printConfigLoadError(stdout, err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "Error loading configuration: %v\n", err)
+		return 1
+	}
+	if err := checkStrictConfig(p, home, logger); err != nil {
+		if printStartup {
+			printConfigLoadError(stdout, err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
+	if printStartup {
+		type requirements struct {
+			SupportsIndependentSpeedModes bool `json:"supportsIndependentSpeedModes"`
+			Requirements                  any  `json:"requirements"`
+		}
+		out, _ := json.Marshal(struct {
+			AppServerVersion   string       `json:"appServerVersion"`
+			ConfigRequirements requirements `json:"configRequirements"`
+		}{server.CompatVersion, requirements{SupportsIndependentSpeedModes: true}})
+		fmt.Fprintf(stdout, "%s\n", out)
+		return 0
+	}
+	if ep.Kind == transport.KindOff {
+		fmt.Fprintln(stderr, "Error: no transport configured; use --listen or enable remote control")
+		return 1
+	}
+	if ep.Kind == transport.KindWebSocket && auth == nil && !ep.Addr.Addr().IsLoopback() {
+		fmt.Fprintf(stderr, "Error: refusing to start non-loopback websocket listener %s without auth; configure `--ws-auth capability-token` or `--ws-auth signed-bearer-token`\n", ep.Addr)
+		return 1
+	}
+	srv := server.New(server.Options{Config: cfg, Logger: logger, ReloadConfig: func() (*config.Config, error) {
+		return config.Load(home, overrides)
+	}})
+	defer srv.Close()
+
+	// SIGHUP too: a listener killed with its terminal still removes its socket.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	switch ep.Kind {
+	case transport.KindUnix, transport.KindWebSocket:
+		if err := serveListener(ctx, ep, home, auth, srv, stderr, logger); err != nil {
+			fmt.Fprintf(stderr, "Error: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeConn(ctx, stdin, stdout) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			logger.Error("connection ended with an error", "error", err)
+		}
+	case <-ctx.Done():
+		logger.Info("signal received; shutting down")
+	}
+	return 0
+}
+
+// serveListener runs the WebSocket endpoint on a TCP or Unix socket until a signal arrives.
+func serveListener(ctx context.Context, ep transport.Endpoint, home string, auth transport.Authenticator, srv *server.Server, stderr io.Writer, logger *slog.Logger) error {
+	if ep.Kind == transport.KindUnix {
+		path := ep.Path
+		if path == "" {
+			path = transport.DefaultSocketPath(home)
+		}
+		ln, err := transport.ListenUnix(path)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		fmt.Fprintf(stderr, "codex app-server (WebSockets)\n  listening on: unix://%s\n", ln.Path)
+		// The 0600 control socket is not authenticated (the reference ignores --ws-auth there too).
+		h := transport.NewWSHandler(ctx, srv, transport.WSOptions{AnnounceMaxMessage: true, Logger: logger})
+		return transport.Serve(ctx, ln, h)
+	}
+	ln, err := listenTCP(ep)
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	fmt.Fprintf(stderr, "codex app-server (WebSockets)\n  listening on: ws://%s\n  readyz: http://%s/readyz\n  healthz: http://%s/healthz\n", addr, addr, addr)
+	if ep.Addr.Addr().IsLoopback() {
+		fmt.Fprintf(stderr, "  note: binds localhost only (use SSH port-forwarding for remote access)\n")
+	}
+	h := transport.NewWSHandler(ctx, srv, transport.WSOptions{Auth: auth, Health: true, Logger: logger})
+	return transport.Serve(ctx, ln, h)
+}
+
+// listenTCP binds the ws:// address.
+func listenTCP(ep transport.Endpoint) (net.Listener, error) {
+	ln, err := net.Listen("tcp", ep.Addr.String())
+	if err != nil {
+		return nil, fmt.Errorf("binding %s: %w", ep.Addr, err)
+	}
+	return ln, nil
+}
+
+// printConfigLoadError writes a configuration failure as --print-startup-config reports it: a JSON-RPC
+// style error object on stdout.
+func printConfigLoadError(stdout io.Writer, err error) {
+	data := map[string]any{"reason": "configLoad", "detail": err.Error()}
+	var ce *config.Error
+	var uk *unknownKeyError
+	switch {
+	case errors.As(err, &ce):
+		data["filePath"], data["line"], data["column"] = ce.File, ce.Line, ce.Column
+	case errors.As(err, &uk):
+		data["filePath"], data["line"], data["column"] = uk.File, uk.Line, 1
+	}
+	out, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"code": -32600, "data": data, "message": "failed to load configuration: " + err.Error(),
+	}})
+	fmt.Fprintf(stdout, "%s\n", out)
+}

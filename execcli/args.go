@@ -1,0 +1,255 @@
+package execcli
+
+import (
+	"fmt"
+	"strings"
+)
+
+// options are the parsed `exec` command line.
+type options struct {
+	json          bool
+	prompt        *string // nil: none given
+	resume        bool
+	resumeID      string
+	resumeLast    bool
+	resumeAll     bool
+	overrides     []string // -c key=value, --enable/--disable, in order
+	images        []string
+	model         string
+	sandbox       string // -s; --full-auto and --dangerously-bypass-… set it too
+	bypass        bool   // --dangerously-bypass-approvals-and-sandbox
+	cd            string
+	addDirs       []string
+	skipGitCheck  bool
+	ephemeral     bool
+	outputSchema  string
+	lastMessage   string
+	color         string
+	threadSource  string
+	fullAutoUsed  bool
+	help, version bool
+}
+
+// usageError is a command-line error: printed with the usage hint, exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErr(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+
+// unsupported are the reference's exec flags appserver does not implement: they fail loudly instead
+// of being ignored.
+var unsupported = map[string]bool{
+	"--oss": true, "--local-provider": true, "-p": true, "--profile": true, "--strict-config": true,
+	"--approve-for-me": true, "--dangerously-bypass-hook-trust": true, "--worktree": true,
+	"--cyber-access-program": true, "--trust": true, "--ignore-user-config": true, "--ignore-rules": true,
+}
+
+// valueFlags take a value (as the next argument or after '=').
+var valueFlags = map[string]bool{
+	"-c": true, "--config": true, "--enable": true, "--disable": true, "-i": true, "--image": true,
+	"-m": true, "--model": true, "-s": true, "--sandbox": true, "-C": true, "--cd": true, "--add-dir": true,
+	"--output-schema": true, "-o": true, "--output-last-message": true, "--color": true, "--thread-source": true,
+	"--local-provider": true, "-p": true, "--profile": true, "--cyber-access-program": true,
+}
+
+// parseArgs parses the arguments after `exec` the way the reference's command line does: flags may
+// come before or after `resume`, `--flag=value` and `--flag value` are equivalent, `--` ends flags.
+func parseArgs(args []string) (*options, error) {
+	o := &options{color: "auto"}
+	var positional []string
+	flagsDone := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if flagsDone || a == "-" || !strings.HasPrefix(a, "-") {
+			if len(positional) == 0 && !o.resume && a == "resume" && !flagsDone {
+				o.resume = true
+				continue
+			}
+			if len(positional) == 0 && !o.resume && !flagsDone && (a == "fork" || a == "review") {
+				return nil, usageErr("error: `exec %s` is not supported by appserver", a)
+			}
+			positional = append(positional, a)
+			continue
+		}
+		if a == "--" {
+			flagsDone = true
+			continue
+		}
+		name, inline, hasInline := strings.Cut(a, "=")
+		if !strings.HasPrefix(a, "--") {
+			// Short flags: -m value, -mvalue, -m=value.
+			name, inline, hasInline = a[:2], strings.TrimPrefix(a[2:], "="), len(a) > 2
+		}
+		value := func() (string, error) {
+			if hasInline {
+				return inline, nil
+			}
+			if i+1 >= len(args) {
+				return "", usageErr("error: a value is required for '%s' but none was supplied", name)
+			}
+			i++
+			return args[i], nil
+		}
+		if unsupported[name] {
+			return nil, usageErr("error: '%s' is not supported by appserver exec", name)
+		}
+		if !valueFlags[name] && hasInline && strings.HasPrefix(a, "--") {
+			return nil, usageErr("error: unexpected value '%s' for '%s' found; no more were expected", inline, name)
+		}
+		var v string
+		var err error
+		if valueFlags[name] {
+			if v, err = value(); err != nil {
+				return nil, err
+			}
+		} else if hasInline {
+			return nil, usageErr("error: unexpected argument '%s' found", a)
+		}
+		switch name {
+		case "--json", "--experimental-json":
+			o.json = true
+		case "-c", "--config":
+			o.overrides = append(o.overrides, v)
+		case "--enable", "--disable":
+			o.overrides = append(o.overrides, fmt.Sprintf("features.%s=%t", v, name == "--enable"))
+		case "-i", "--image":
+			// `-i a,b`, repeated -i, and (before `resume`, as the reference's `-i <FILE>...`) the
+			// following arguments up to the next flag.
+			vals := []string{v}
+			for !hasInline && !o.resume && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				i++
+				vals = append(vals, args[i])
+			}
+			for _, val := range vals {
+				for _, p := range strings.Split(val, ",") {
+					if p != "" {
+						o.images = append(o.images, p)
+					}
+				}
+			}
+		case "-m", "--model":
+			o.model = v
+		case "-s", "--sandbox":
+			switch v {
+			case "read-only", "workspace-write", "danger-full-access":
+				o.sandbox = v
+			default:
+				return nil, usageErr("error: invalid value '%s' for '--sandbox <SANDBOX_MODE>'\n  [possible values: read-only, workspace-write, danger-full-access]", v)
+			}
+		case "--full-auto":
+			o.fullAutoUsed = true
+		case "--dangerously-bypass-approvals-and-sandbox", "--yolo":
+			o.bypass = true
+		case "-C", "--cd":
+			o.cd = v
+		case "--add-dir":
+			o.addDirs = append(o.addDirs, v)
+		case "--skip-git-repo-check":
+			o.skipGitCheck = true
+		case "--ephemeral":
+			o.ephemeral = true
+		case "--output-schema":
+			o.outputSchema = v
+		case "-o", "--output-last-message":
+			o.lastMessage = v
+		case "--color":
+			switch v {
+			case "always", "never", "auto":
+				o.color = v
+			default:
+				return nil, usageErr("error: invalid value '%s' for '--color <COLOR>'\n  [possible values: always, never, auto]", v)
+			}
+		case "--thread-source":
+			o.threadSource = v
+		case "--last":
+			if !o.resume {
+				return nil, usageErr("error: unexpected argument '--last' found")
+			}
+			o.resumeLast = true
+		case "--all":
+			if !o.resume {
+				return nil, usageErr("error: unexpected argument '--all' found")
+			}
+			o.resumeAll = true
+		case "-h", "--help":
+			o.help = true
+		case "-V", "--version":
+			o.version = true
+		default:
+			return nil, usageErr("error: unexpected argument '%s' found", a)
+		}
+	}
+	if o.bypass && o.fullAutoUsed {
+		return nil, usageErr("error: the argument '--full-auto' cannot be used with '--dangerously-bypass-approvals-and-sandbox'")
+	}
+	if o.fullAutoUsed && o.sandbox == "" {
+		o.sandbox = "workspace-write"
+	}
+	if o.bypass {
+		o.sandbox = "danger-full-access"
+	}
+	if o.resume {
+		switch {
+		case o.resumeLast:
+			// `resume --last [PROMPT]`: the one positional is the prompt.
+			if len(positional) > 1 {
+				return nil, usageErr("error: unexpected argument '%s' found", positional[1])
+			}
+			if len(positional) == 1 {
+				o.prompt = &positional[0]
+			}
+		case len(positional) == 0:
+			return nil, usageErr("error: `exec resume` needs a SESSION_ID or --last")
+		default:
+			o.resumeID = positional[0]
+			if len(positional) > 2 {
+				return nil, usageErr("error: unexpected argument '%s' found", positional[2])
+			}
+			if len(positional) == 2 {
+				o.prompt = &positional[1]
+			}
+		}
+		return o, nil
+	}
+	if len(positional) > 1 {
+		return nil, usageErr("error: unexpected argument '%s' found", positional[1])
+	}
+	if len(positional) == 1 {
+		o.prompt = &positional[0]
+	}
+	return o, nil
+}
+
+const usage = `Run Codex non-interactively (appserver's in-process runner)
+
+Usage: appserver exec [OPTIONS] [PROMPT]
+       appserver exec [OPTIONS] resume [SESSION_ID|--last] [PROMPT]
+
+Arguments:
+  [PROMPT]  Initial instructions for the agent. Read from stdin when absent or '-'; with a prompt,
+            piped stdin is appended as a <stdin> block.
+
+Options:
+  -c, --config <key=value>         Override a config.toml value (TOML value)
+      --enable <FEATURE>           Equivalent to -c features.<name>=true
+      --disable <FEATURE>          Equivalent to -c features.<name>=false
+  -i, --image <FILE>...            Image(s) to attach to the prompt
+  -m, --model <MODEL>              Model the agent should use
+  -s, --sandbox <SANDBOX_MODE>     read-only | workspace-write | danger-full-access
+      --full-auto                  Alias for --sandbox workspace-write (older CLIs' flag)
+      --dangerously-bypass-approvals-and-sandbox
+                                   No sandbox at all (for externally sandboxed environments)
+  -C, --cd <DIR>                   Working root of the agent
+      --add-dir <DIR>              Additional writable directory (workspace-write)
+      --skip-git-repo-check        Allow running outside a Git repository or trusted project
+      --ephemeral                  Do not persist the session to disk
+      --output-schema <FILE>       JSON Schema the final response must follow
+      --color <COLOR>              always | never | auto
+      --json                       Print events to stdout as JSONL (alias: --experimental-json)
+  -o, --output-last-message <FILE> Write the agent's last message to FILE
+      --thread-source <SOURCE>     Source classification recorded for a new thread
+  -h, --help                       Print help
+
+Exec never asks for approval (approval policy "never"); MCP elicitations are cancelled.
+`

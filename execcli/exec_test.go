@@ -1,0 +1,528 @@
+package execcli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/mcptest"
+	"appserver/internal/mockmodel"
+)
+
+// binPath is appserver built once for the black-box tests.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "appserver-exec-bin")
+	if err != nil {
+		panic(err)
+	}
+	binPath = filepath.Join(dir, "appserver")
+	if out, err := exec.Command("go", "build", "-o", binPath, "appserver/cmd/appserver").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build failed: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is one CODEX_HOME with a mock-model config and a working directory.
+type env struct {
+	t    *testing.T
+	home string
+	work string
+	mm   *mockmodel.Server
+}
+
+func newEnv(t *testing.T, extraTOML string) *env {
+	t.Helper()
+	e := &env{t: t, home: t.TempDir(), work: t.TempDir(), mm: mockmodel.New(t)}
+	e.writeConfig(e.mm.URL(), extraTOML)
+	return e
+}
+
+func (e *env) writeConfig(baseURL, extra string) {
+	cfg := fmt.Sprintf(`model = "mock-model"
+model_provider = "mock"
+approval_policy = "on-request"
+sandbox_mode = "read-only"
+
+[model_providers.mock]
+name = "Mock Responses API"
+base_url = %q
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+%s`, baseURL, extra)
+	require.NoError(e.t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte(cfg), 0o644))
+}
+
+// result is a finished exec run.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) lines(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(r.stdout, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		require.True(t, json.Valid([]byte(l)), "not JSON: %s", l)
+		out = append(out, l)
+	}
+	return out
+}
+
+func (e *env) command(ctx context.Context, stdin string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, binPath, append([]string{"exec"}, args...)...)
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+e.home, "HOME="+e.t.TempDir(), "RUST_LOG=error")
+	cmd.Dir = e.work
+	cmd.Stdin = strings.NewReader(stdin)
+	return cmd
+}
+
+func (e *env) run(stdin string, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := e.command(ctx, stdin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(e.t, err)
+	}
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+var threadIDRE = regexp.MustCompile(`"thread_id":"[0-9a-f-]{36}"`)
+
+// normalize replaces the thread id so lines compare exactly.
+func normalize(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = threadIDRE.ReplaceAllString(l, `"thread_id":"ID"`)
+	}
+	return out
+}
+
+func threadID(t *testing.T, line string) string {
+	var ev struct {
+		Type     string `json:"type"`
+		ThreadID string `json:"thread_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(line), &ev))
+	require.Equal(t, "thread.started", ev.Type)
+	return ev.ThreadID
+}
+
+const metadataWarning = `{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata for ` + "`mock-model`" + ` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."}}`
+
+func TestExecToolCallJSON(t *testing.T) {
+	e := newEnv(t, "")
+	e.mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("exec_command", "call_1", map[string]any{"cmd": "echo hello-plain"})}},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Reasoning("checked the output"), mockmodel.Message("Tool said hello-plain", 2)},
+			Usage: map[string]any{"input_tokens": 200, "output_tokens": 40, "total_tokens": 240}},
+	)
+	r := e.run("", "--json", "--skip-git-repo-check", "run it")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, []string{
+		`{"type":"thread.started","thread_id":"ID"}`,
+		metadataWarning,
+		`{"type":"turn.started"}`,
+		`{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"/bin/bash -lc 'echo hello-plain'","aggregated_output":"","exit_code":null,"status":"in_progress"}}`,
+		`{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"/bin/bash -lc 'echo hello-plain'","aggregated_output":"hello-plain\n","exit_code":0,"status":"completed"}}`,
+		`{"type":"item.completed","item":{"id":"item_2","type":"reasoning","text":"checked the output"}}`,
+		`{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Tool said hello-plain"}}`,
+		`{"type":"turn.completed","usage":{"input_tokens":300,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":60,"reasoning_output_tokens":0}}`,
+	}, normalize(r.lines(t)))
+	require.Len(t, e.mm.ResponseRequests(), 2)
+	require.Contains(t, r.stderr, "Reading additional input from stdin...")
+	require.NotContains(t, r.stdout, "requestApproval", "exec never asks (approval policy never, though config says on-request)")
+}
+
+func TestExecHumanOutput(t *testing.T) {
+	e := newEnv(t, "")
+	e.mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("exec_command", "call_1", map[string]any{"cmd": "echo out; exit 3"})}},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("final answer", 1)}},
+	)
+	r := e.run("", "--skip-git-repo-check", "go")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "final answer\n", r.stdout, "stdout carries only the final message")
+	for _, want := range []string{"--------\nworkdir: ", "\napproval: never\nsandbox: read-only\n", "\nuser\ngo\n",
+		"warning: Model metadata for `mock-model` not found.", "exec\n/bin/bash -lc 'echo out; exit 3' in ", " exited 3 in ",
+		"\nout\n", "codex\nfinal answer\n", "tokens used\n240\n"} {
+		require.Contains(t, r.stderr, want)
+	}
+}
+
+func TestExecResume(t *testing.T) {
+	e := newEnv(t, "")
+	e.mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("one", 1)}},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("two", 1)}},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("three", 1)}},
+	)
+	first := e.run("", "--json", "--skip-git-repo-check", "first prompt")
+	require.Equal(t, 0, first.code, first.stderr)
+	id := threadID(t, first.lines(t)[0])
+
+	byID := e.run("", "--json", "--skip-git-repo-check", "resume", id, "second prompt")
+	require.Equal(t, 0, byID.code, byID.stderr)
+	require.Equal(t, []string{
+		`{"type":"thread.started","thread_id":"` + id + `"}`,
+		metadataWarning,
+		`{"type":"turn.started"}`,
+		`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"two"}}`,
+		`{"type":"turn.completed","usage":{"input_tokens":200,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":40,"reasoning_output_tokens":0}}`,
+	}, byID.lines(t))
+
+	// Flags after the subcommand, as the SDK passes them; --last picks the newest thread of this cwd.
+	last := e.run("", "--skip-git-repo-check", "resume", "--last", "--json", "third prompt")
+	require.Equal(t, 0, last.code, last.stderr)
+	require.Equal(t, `{"type":"thread.started","thread_id":"`+id+`"}`, last.lines(t)[0])
+
+	reqs := e.mm.ResponseRequests()
+	require.Len(t, reqs, 3)
+	for _, p := range []string{"first prompt", "two", "second prompt"} {
+		require.Contains(t, string(reqs[2].Raw), p, "the resumed request carries the history")
+	}
+}
+
+func TestExecOutputSchemaAndLastMessage(t *testing.T) {
+	e := newEnv(t, "")
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(`{"answer":"42"}`, 2)}})
+	schemaPath := filepath.Join(e.work, "schema.json")
+	schema := `{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"additionalProperties":false}`
+	require.NoError(t, os.WriteFile(schemaPath, []byte(schema), 0o644))
+	out := filepath.Join(t.TempDir(), "last.txt")
+	r := e.run("", "--json", "--skip-git-repo-check", "--output-schema", schemaPath, "-o", out, "answer")
+	require.Equal(t, 0, r.code, r.stderr)
+	got, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, `{"answer":"42"}`, string(got))
+
+	reqs := e.mm.ResponseRequests()
+	require.Len(t, reqs, 1)
+	var body struct {
+		Text json.RawMessage `json:"text"`
+	}
+	require.NoError(t, json.Unmarshal(reqs[0].Raw, &body))
+	require.JSONEq(t, `{"format":{"type":"json_schema","strict":true,"schema":`+schema+`,"name":"codex_output_schema"}}`, string(body.Text))
+	require.Contains(t, string(body.Text), `{"type":"json_schema","strict":true,"schema":`, "members in the reference's order")
+}
+
+func TestExecBadOutputSchema(t *testing.T) {
+	e := newEnv(t, "")
+	bad := filepath.Join(e.work, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte("{not json"), 0o644))
+	r := e.run("", "--json", "--skip-git-repo-check", "--output-schema", bad, "x")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "is not valid JSON")
+	r = e.run("", "--json", "--skip-git-repo-check", "--output-schema", filepath.Join(e.work, "missing.json"), "x")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "Failed to read output schema file")
+	require.Empty(t, e.mm.ResponseRequests())
+}
+
+func TestExecFailingModel(t *testing.T) {
+	e := newEnv(t, "")
+	fail := mockmodel.Response{HTTPStatus: 500, ErrorBody: map[string]any{"error": map[string]any{"message": "boom", "type": "server_error"}}}
+	e.mm.Enqueue(fail, fail)
+	r := e.run("", "--json", "--skip-git-repo-check", "x")
+	require.Equal(t, 1, r.code)
+	msg := "We’re currently experiencing high demand, which may cause temporary errors."
+	require.Equal(t, []string{
+		`{"type":"thread.started","thread_id":"ID"}`,
+		metadataWarning,
+		`{"type":"turn.started"}`,
+		`{"type":"error","message":"` + msg + `"}`,
+		`{"type":"turn.failed","error":{"message":"` + msg + `"}}`,
+	}, normalize(r.lines(t)))
+
+	out := filepath.Join(t.TempDir(), "last.txt")
+	h := e.run("", "--skip-git-repo-check", "-o", out, "x")
+	require.Equal(t, 1, h.code)
+	require.Empty(t, h.stdout)
+	require.Equal(t, 2, strings.Count(h.stderr, "ERROR: "+msg))
+	require.NoFileExists(t, out, "no last message is written for a failed turn")
+}
+
+func TestExecUnreachableModel(t *testing.T) {
+	e := newEnv(t, "")
+	// A port nothing listens on: the model client waits for the network; exec gives up.
+	l, err := closedLoopbackPort()
+	require.NoError(t, err)
+	e.writeConfig("http://"+l+"/v1", "")
+	r := e.run("", "--json", "--skip-git-repo-check", "x")
+	require.Equal(t, 1, r.code, r.stderr)
+	lines := normalize(r.lines(t))
+	require.Equal(t, `{"type":"turn.started"}`, lines[2])
+	waiting := `{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}`
+	require.Equal(t, []string{waiting, waiting,
+		`{"type":"turn.failed","error":{"message":"Connection failed: error sending request (model unreachable: gave up after 2 attempts)"}}`,
+	}, lines[3:])
+}
+
+func TestExecGitRepoCheck(t *testing.T) {
+	e := newEnv(t, "")
+	r := e.run("", "--json", "x")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "Not inside a trusted directory and --skip-git-repo-check was not specified.")
+	require.Empty(t, r.stdout)
+
+	// Inside a git repository (a .git entry in a parent) the check passes.
+	require.NoError(t, os.Mkdir(filepath.Join(e.work, ".git"), 0o755))
+	sub := filepath.Join(e.work, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
+	r = e.run("", "--json", "-C", sub, "x")
+	require.Equal(t, 0, r.code, r.stderr)
+}
+
+func TestExecPromptFromStdin(t *testing.T) {
+	e := newEnv(t, "")
+	e.mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("a", 1)}},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("b", 1)}},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("c", 1)}},
+	)
+	r := e.run("piped prompt\n", "--json", "--skip-git-repo-check")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "Reading prompt from stdin...")
+	r = e.run("extra", "--json", "--skip-git-repo-check", "arg prompt")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = e.run("dash prompt", "--json", "--skip-git-repo-check", "-")
+	require.Equal(t, 0, r.code, r.stderr)
+	reqs := e.mm.ResponseRequests()
+	require.Len(t, reqs, 3)
+	require.Contains(t, string(reqs[0].Raw), `"text":"piped prompt\n"`)
+	require.Contains(t, string(reqs[1].Raw), `"text":"arg prompt\n\n<stdin>\nextra\n</stdin>"`)
+	require.Contains(t, string(reqs[2].Raw), `"text":"dash prompt"`)
+
+	r = e.run("  \n", "--json", "--skip-git-repo-check")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "No prompt provided via stdin.")
+}
+
+func TestExecBadArguments(t *testing.T) {
+	e := newEnv(t, "")
+	for _, args := range [][]string{
+		{"--no-such-flag", "x"},
+		{"--sandbox", "everything", "x"},
+		{"--oss", "x"},
+		{"fork", "x"},
+		{"a", "b"},
+		{"--full-auto", "--dangerously-bypass-approvals-and-sandbox", "x"},
+		{"resume"},
+	} {
+		r := e.run("", args...)
+		require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "error: ", "%v", args)
+		require.Empty(t, r.stdout)
+	}
+	require.Empty(t, e.mm.ResponseRequests())
+}
+
+func TestExecSandboxFlags(t *testing.T) {
+	e := newEnv(t, "")
+	for i := 0; i < 3; i++ {
+		e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
+	}
+	extra := t.TempDir()
+	r := e.run("", "--skip-git-repo-check", "--full-auto", "--add-dir", extra, "x")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "sandbox: workspace-write [workdir, /tmp, $TMPDIR, "+extra+"]")
+	r = e.run("", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-m", "other-model", "x")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "sandbox: danger-full-access")
+	require.Contains(t, r.stderr, "model: other-model")
+	r = e.run("", "--skip-git-repo-check", "-s", "workspace-write", "--ephemeral", "-c", `model_reasoning_effort="high"`, "x")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "reasoning effort: high")
+	reqs := e.mm.ResponseRequests()
+	require.Contains(t, string(reqs[1].Raw), `"model":"other-model"`)
+}
+
+// mcpConfig is a [mcp_servers.<name>] table running the Go test MCP server in mode.
+func mcpConfig(t *testing.T, name, mode, extra string) string {
+	return fmt.Sprintf("\n[mcp_servers.%s]\ncommand = %q\n%s\n[mcp_servers.%s.env]\n%s = %q\n%s = %q\n",
+		name, mcptest.Binary(t), extra, name, mcptest.EnvMode, mode, mcptest.EnvName, name+"-mcp")
+}
+
+// streamRun starts exec and hands its stdout lines over a channel.
+type streamRun struct {
+	cmd    *exec.Cmd
+	lines  chan string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+func (e *env) start(args ...string) *streamRun {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	e.t.Cleanup(cancel)
+	cmd := e.command(ctx, "", args...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(e.t, err)
+	s := &streamRun{cmd: cmd, lines: make(chan string, 100), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = s.stderr
+	require.NoError(e.t, cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+		close(s.lines)
+		s.done <- cmd.Wait()
+	}()
+	return s
+}
+
+// until collects lines until one equals want.
+func (s *streamRun) until(t *testing.T, want string) []string {
+	t.Helper()
+	var got []string
+	for l := range s.lines {
+		got = append(got, l)
+		if l == want {
+			return got
+		}
+	}
+	t.Fatalf("exec ended before %s; got %v\nstderr: %s", want, got, s.stderr)
+	return nil
+}
+
+func (s *streamRun) rest(t *testing.T) ([]string, int) {
+	var got []string
+	for l := range s.lines {
+		got = append(got, l)
+	}
+	err := <-s.done
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return got, code
+}
+
+func indexOf(lines []string, want string) int {
+	for i, l := range lines {
+		if l == want {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestExecMCPServerLifecycle(t *testing.T) {
+	e := newEnv(t, mcpConfig(t, "good", "", "")+mcpConfig(t, "broken", "exit", "")+
+		mcpConfig(t, "slow", "noinit", "startup_timeout_sec = 1"))
+	// The model answers only after the three startups settled (the test releases it).
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(60)}})
+	s := e.start("--json", "--skip-git-repo-check", "x")
+	var got []string
+	pending := map[string]bool{
+		`{"type":"mcp.server.ready","name":"good"}`: true,
+		`{"type":"mcp.server.failed","name":"broken","error":"MCP client for ` + "`broken`" + ` failed to start: MCP startup failed: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response"}`: true,
+		`{"type":"mcp.server.failed","name":"slow","error":"MCP client for ` + "`slow`" + ` timed out after 1 seconds. Add or adjust ` + "`startup_timeout_sec`" + ` in your config.toml:\n[mcp_servers.slow]\nstartup_timeout_sec = XX"}`:                 true,
+	}
+	for l := range s.lines {
+		got = append(got, l)
+		delete(pending, l)
+		if len(pending) == 0 {
+			break
+		}
+	}
+	require.Empty(t, pending, "missing MCP events; got %v\nstderr: %s", got, s.stderr)
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGINT))
+	rest, code := s.rest(t)
+	got = append(got, rest...)
+	require.Equal(t, 130, code, "an interrupted turn exits like SIGINT")
+
+	turnStarted := indexOf(got, `{"type":"turn.started"}`)
+	require.Greater(t, turnStarted, 0)
+	for _, name := range []string{"broken", "good", "slow"} {
+		i := indexOf(got, `{"type":"mcp.server.init_started","name":"`+name+`"}`)
+		require.Greater(t, i, 0, "init_started %s in %v", name, got)
+		require.Less(t, i, turnStarted, "startup began before the turn")
+	}
+	require.Equal(t, 2, strings.Count(strings.Join(got, "\n"), `"name":"good"`), "one event per status change: init_started, ready")
+	for _, l := range got {
+		require.NotContains(t, l, "mcp.server.cancelled", "every server had settled")
+	}
+}
+
+func TestExecMCPServerCancelledByInterrupt(t *testing.T) {
+	e := newEnv(t, mcpConfig(t, "stuck", "noinit", "startup_timeout_sec = 600"))
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(60)}})
+	s := e.start("--json", "--skip-git-repo-check", "x")
+	head := s.until(t, `{"type":"turn.started"}`)
+	require.Equal(t, []string{
+		`{"type":"thread.started","thread_id":"ID"}`,
+		`{"type":"mcp.server.init_started","name":"stuck"}`,
+		metadataWarning,
+		`{"type":"turn.started"}`,
+	}, normalize(head))
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGINT))
+	rest, code := s.rest(t)
+	require.Equal(t, 130, code, s.stderr.String())
+	require.Equal(t, []string{`{"type":"mcp.server.cancelled","name":"stuck"}`}, rest)
+}
+
+func TestExecMCPToolCall(t *testing.T) {
+	e := newEnv(t, mcpConfig(t, "good", "", ""))
+	e.mm.Enqueue(
+		// The call is streamed once the test saw the server ready (tools resolve at call time).
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(60),
+			{Type: "function_call", Namespace: "mcp__good", Name: "echo", CallID: "call_m", Arguments: map[string]any{"text": "yo"}}}},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("echoed", 1)}},
+	)
+	s := e.start("--json", "--skip-git-repo-check", "x")
+	s.until(t, `{"type":"mcp.server.ready","name":"good"}`)
+	e.mm.Release()
+	rest, code := s.rest(t)
+	require.Equal(t, 0, code, s.stderr.String())
+	require.Contains(t, rest, `{"type":"item.started","item":{"id":"item_1","type":"mcp_tool_call","server":"good","tool":"echo","arguments":{"text":"yo"},"result":null,"error":null,"status":"in_progress"}}`, "%v", rest)
+	require.Contains(t, rest, `{"type":"item.completed","item":{"id":"item_1","type":"mcp_tool_call","server":"good","tool":"echo","arguments":{"text":"yo"},"result":{"content":[{"type":"text","text":"echo: yo"}],"structured_content":null},"error":null,"status":"completed"}}`, "%v", rest)
+	require.Equal(t, `{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"echoed"}}`, rest[len(rest)-2])
+}
+
+func TestExecImage(t *testing.T) {
+	e := newEnv(t, "")
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("seen", 1)}})
+	// A 1x1 PNG.
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
+	require.NoError(t, os.WriteFile(filepath.Join(e.work, "dot.png"), png, 0o644))
+	// -i takes several values, as the reference's `-i <FILE>...`: the prompt goes first.
+	r := e.run("", "--json", "--skip-git-repo-check", "describe", "-i", "dot.png")
+	require.Equal(t, 0, r.code, r.stderr)
+	reqs := e.mm.ResponseRequests()
+	require.Len(t, reqs, 1)
+	// How the engine renders the image for the model is its business; exec hands it over as a localImage.
+	require.Contains(t, string(reqs[0].Raw), filepath.Join(e.work, "dot.png"))
+	require.Contains(t, string(reqs[0].Raw), `"text":"describe"`)
+}

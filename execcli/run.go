@@ -1,0 +1,304 @@
+package execcli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
+
+	"appserver/config"
+	protocol "appserver/protocol/v2"
+	"appserver/server"
+)
+
+// MaxNetworkWaits is how many consecutive "waiting for network" notices of the model client exec
+// accepts before it interrupts the turn and reports it failed (exit 1); with the client's 5 s first
+// backoff that is about 5 s of an unreachable model. The reference waits forever.
+const MaxNetworkWaits = 2
+
+// interruptGrace bounds how long exec waits for an interrupted turn to end before it exits anyway.
+const interruptGrace = 10 * time.Second
+
+// IO is what a run reads and writes; Main uses the process's.
+type IO struct {
+	Stdin          io.Reader
+	StdinIsTerm    bool
+	Stdout, Stderr io.Writer
+}
+
+// Main runs `appserver exec` with the arguments after "exec" and returns the exit status. SIGINT and
+// SIGTERM interrupt the running turn.
+func Main(ctx context.Context, args []string) int {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, args, IO{Stdin: os.Stdin, StdinIsTerm: isTerminal(os.Stdin), Stdout: os.Stdout, Stderr: os.Stderr})
+}
+
+// Run is Main with explicit IO: it parses args, runs one turn on a new or resumed thread of an
+// in-process app-server and prints its events. ctx ending interrupts the turn.
+func Run(ctx context.Context, args []string, rio IO) int {
+	opts, err := parseArgs(args)
+	if err != nil {
+		fmt.Fprintf(rio.Stderr, "%v\n\nFor more information, try '--help'.\n", err)
+		return 2
+	}
+	if opts.help {
+		fmt.Fprint(rio.Stdout, usage)
+		return 0
+	}
+	if opts.version {
+		fmt.Fprintf(rio.Stdout, "appserver exec %s (codex-cli %s)\n", server.Version, server.CompatVersion)
+		return 0
+	}
+	r := &runner{opts: opts, io: rio, log: newLogger(rio.Stderr)}
+	return r.run(ctx)
+}
+
+type runner struct {
+	opts *options
+	io   IO
+	log  *slog.Logger
+	cfg  *config.Config
+	cwd  string
+	out  printer
+}
+
+// fail prints an error the way the reference does before a session exists (plain text on stderr).
+func (r *runner) fail(format string, a ...any) int {
+	fmt.Fprintf(r.io.Stderr, format+"\n", a...)
+	return 1
+}
+
+func (r *runner) run(ctx context.Context) int {
+	prompt, err := r.readPrompt()
+	if err != nil {
+		return r.fail("%v", err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return r.fail("Error: %v", err)
+	}
+	r.cwd = wd
+	if r.opts.cd != "" {
+		r.cwd = absPath(wd, r.opts.cd)
+		if st, err := os.Stat(r.cwd); err != nil || !st.IsDir() {
+			return r.fail("Error: --cd %s is not a directory", r.opts.cd)
+		}
+	}
+	if r.cfg, err = r.loadConfig(wd); err != nil {
+		return r.fail("Error loading config.toml: %v", err)
+	}
+	if !r.opts.skipGitCheck && !insideGitRepo(r.cwd) && !trustedProject(r.cfg, r.cwd) {
+		return r.fail("Not inside a trusted directory and --skip-git-repo-check was not specified.")
+	}
+	var schema json.RawMessage
+	if r.opts.outputSchema != "" {
+		if schema, err = readSchema(absPath(wd, r.opts.outputSchema)); err != nil {
+			return r.fail("%v", err)
+		}
+	}
+	input := make([]protocol.UserInput, 0, len(r.opts.images)+1)
+	for _, img := range r.opts.images {
+		input = append(input, protocol.UserInput{Value: protocol.UserInputLocalImage{Path: absPath(wd, img)}})
+	}
+	input = append(input, protocol.UserInput{Value: protocol.UserInputText{Text: prompt, TextElements: []protocol.TextElement{}}})
+
+	lastMessage := ""
+	if r.opts.lastMessage != "" {
+		lastMessage = absPath(wd, r.opts.lastMessage)
+	}
+	if r.opts.json {
+		r.out = newJSONPrinter(r.io.Stdout)
+	} else {
+		r.out = newHumanPrinter(r.io.Stdout, r.io.Stderr, r.opts.color == "always")
+	}
+
+	srv := server.New(server.Options{Config: r.cfg, Logger: r.log, SessionSource: string(protocol.ThreadSourceKindExec),
+		ReloadConfig: func() (*config.Config, error) { return r.loadConfig(wd) }})
+	e := startEngine(ctx, srv, r.log)
+	s := &session{r: r, e: e, m: newMapper()}
+	end := s.run(ctx, input, schema, prompt)
+	// Stopping the engine ends MCP startups still in flight: their `cancelled` statuses are printed too.
+	e.close()
+	s.drain()
+
+	switch end {
+	case completed:
+		if lastMessage != "" {
+			writeLastMessage(r.io.Stderr, lastMessage, s.m.final)
+		}
+		r.out.finish(s.m)
+		return 0
+	case interrupted:
+		return 130 // interrupted by a signal, like a shell reports SIGINT
+	}
+	return 1
+}
+
+// readPrompt takes the prompt from the argument and/or stdin as the reference does: no argument (or
+// "-") reads it from stdin; an argument with piped stdin gets stdin appended as a <stdin> block.
+func (r *runner) readPrompt() (string, error) {
+	p := r.opts.prompt
+	if p == nil || *p == "-" {
+		if p == nil && r.io.StdinIsTerm {
+			return "", errors.New("No prompt provided. Either specify one as an argument or pipe the prompt into stdin.")
+		}
+		fmt.Fprintln(r.io.Stderr, "Reading prompt from stdin...")
+		b, err := io.ReadAll(r.io.Stdin)
+		if err != nil {
+			return "", fmt.Errorf("Failed to read prompt from stdin: %v", err)
+		}
+		if strings.TrimSpace(string(b)) == "" {
+			return "", errors.New("No prompt provided via stdin.")
+		}
+		return string(b), nil
+	}
+	if r.io.StdinIsTerm || r.io.Stdin == nil {
+		return *p, nil
+	}
+	fmt.Fprintln(r.io.Stderr, "Reading additional input from stdin...")
+	b, err := io.ReadAll(r.io.Stdin)
+	if err != nil || strings.TrimSpace(string(b)) == "" {
+		return *p, nil
+	}
+	extra := string(b)
+	if !strings.HasSuffix(extra, "\n") {
+		extra += "\n"
+	}
+	return *p + "\n\n<stdin>\n" + extra + "</stdin>", nil
+}
+
+// loadConfig reads config.toml with the -c overrides; --add-dir extends the workspace-write roots.
+func (r *runner) loadConfig(wd string) (*config.Config, error) {
+	home, err := config.CodexHome()
+	if err != nil {
+		return nil, err
+	}
+	overrides := r.opts.overrides
+	if len(r.opts.addDirs) > 0 {
+		base, err := config.Load(home, overrides)
+		if err != nil {
+			return nil, err
+		}
+		roots := append([]string(nil), base.SandboxWorkspaceWrite.WritableRoots...)
+		for _, d := range r.opts.addDirs {
+			roots = append(roots, absPath(wd, d))
+		}
+		b, _ := json.Marshal(roots) // a JSON string array is a TOML array of basic strings
+		overrides = append(append([]string(nil), overrides...), "sandbox_workspace_write.writable_roots="+string(b))
+	}
+	return config.Load(home, overrides)
+}
+
+func absPath(base, p string) string {
+	if strings.HasPrefix(p, "~/") {
+		if h, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(h, p[2:])
+		}
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	return filepath.Clean(p)
+}
+
+// insideGitRepo reports whether dir or one of its parents holds a .git entry.
+func insideGitRepo(dir string) bool {
+	for {
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
+}
+
+// trustedProject reports whether dir or a parent is a project marked trusted in config.toml.
+func trustedProject(cfg *config.Config, dir string) bool {
+	for {
+		if p, ok := cfg.Projects[dir]; ok {
+			return p.TrustLevel == "trusted"
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
+}
+
+func readSchema(path string) (json.RawMessage, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("Failed to read output schema file %s: %v", path, err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("Output schema file %s is not valid JSON: %v", path, err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("Output schema file %s must contain a JSON object", path)
+	}
+	return json.RawMessage(b), nil
+}
+
+// writeLastMessage writes the final message for -o; with none it writes an empty file and says so.
+func writeLastMessage(stderr io.Writer, path string, msg *string) {
+	text := ""
+	if msg != nil {
+		text = *msg
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		fmt.Fprintf(stderr, "Failed to write last message file %s: %v\n", path, err)
+		return
+	}
+	if msg == nil {
+		fmt.Fprintf(stderr, "Warning: no last agent message; wrote empty content to %s\n", path)
+	}
+}
+
+// newLogger logs to stderr, errors only unless RUST_LOG / LOG_LEVEL asks for more (stdout carries
+// the events).
+func newLogger(w io.Writer) *slog.Logger {
+	level := slog.LevelError
+	spec := os.Getenv("RUST_LOG")
+	if spec == "" {
+		spec = os.Getenv("LOG_LEVEL")
+	}
+	for _, part := range strings.Split(spec, ",") {
+		switch strings.ToLower(strings.TrimSpace(part)) {
+		case "trace", "debug":
+			level = slog.LevelDebug
+		case "info":
+			level = slog.LevelInfo
+		case "warn", "warning":
+			level = slog.LevelWarn
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// isUUID reports whether s parses as a UUID (resume's SESSION_ID; anything else is a thread name).
+func isUUID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,178 @@
+package server_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
+)
+
+// toolNames lists the names (or types, for hosted tools) of a model request's tools.
+func toolNames(body map[string]any) []string {
+	names := []string{}
+	tools, _ := body["tools"].([]any)
+	for _, t := range tools {
+		m := t.(map[string]any)
+		if n, ok := m["name"].(string); ok {
+			names = append(names, n)
+		} else {
+			names = append(names, m["type"].(string))
+		}
+	}
+	return names
+}
+
+func okReply(text string) mockmodel.Response {
+	return mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(text, 1)}}
+}
+
+func TestOutputSchemaAppliesToItsTurnOnly(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply(`{"title":"Hi"}`), okReply("plain"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	schema := map[string]any{
+		"type": "object", "properties": map[string]any{"title": map[string]any{"type": "string"}},
+		"required": []string{"title"}, "additionalProperties": false,
+	}
+	c.Result("turn/start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "title please"}}, "outputSchema": schema}, nil)
+	c.WaitTurnCompleted()
+	c.StartTurn(tid, "again")
+	c.WaitTurnCompleted()
+
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 2)
+	format := reqs[0].Body["text"].(map[string]any)["format"].(map[string]any)
+	require.Equal(t, "json_schema", format["type"])
+	require.Equal(t, true, format["strict"])
+	require.Equal(t, "codex_output_schema", format["name"])
+	want, _ := json.Marshal(schema)
+	got, _ := json.Marshal(format["schema"])
+	require.JSONEq(t, string(want), string(got))
+	require.NotContains(t, reqs[1].Body, "text", "the schema applies to its own turn only")
+}
+
+// tuiTitleConfig is the `config` the official TUI sends on the thread/start of its title thread
+// (recorded from codex-cli 0.169.0): features and tools off, web search disabled.
+var tuiTitleConfig = map[string]any{
+	"tools.experimental_request_user_input.enabled": false, "features.memories": false,
+	"features.current_time_reminder": false, "features.code_mode": false, "features.shell_tool": false,
+	"features.unified_exec": false, "features.shell_snapshot": false, "features.token_budget": false,
+	"features.tool_suggest": false, "features.request_permissions_tool": false, "features.code_mode_only": false,
+	"cloud.skills.enabled": false, "features.enable_fanout": false, "mcp_servers": map[string]any{},
+	"features.view_image": false, "features.apps": false, "features.image_generation": false,
+	"features.hooks": false, "features.standalone_web_search": false, "default_permissions": ":read-only",
+	"features.deferred_executor": false, "features.context_management": false, "skills.include_instructions": false,
+	"features.multi_agent_v2": false, "tools.update_plan.enabled": false, "web_search": "disabled",
+	"features.goals": false, "features.multi_agent": false, "features.plugins": false,
+}
+
+func TestFeatureOverridesYieldToolLessRequest(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply(`{"title":"Greet"}`), okReply("hi"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+	title := c.StartThread(map[string]any{"ephemeral": true, "threadSource": "thread_title", "config": tuiTitleConfig})
+	c.StartTurn(title, "title for: hello")
+	c.WaitTurnCompleted()
+	plain := c.StartThread(nil)
+	c.StartTurn(plain, "hello")
+	c.WaitTurnCompleted()
+
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 2)
+	require.Empty(t, toolNames(reqs[0].Body), "the title thread offers no tools")
+	require.Equal(t, []string{"exec_command", "write_stdin", "request_user_input", "apply_patch", "view_image",
+		"get_goal", "create_goal", "update_goal", "web_search"}, toolNames(reqs[1].Body), "overrides apply to their thread only")
+}
+
+func TestFeatureOverridesPickTools(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config map[string]any
+		want   []string
+	}{
+		{"classic shell", map[string]any{"features.unified_exec": false}, []string{"shell_command", "apply_patch"}},
+		{"plan tool, live search", map[string]any{"tools.update_plan.enabled": true, "web_search": "live", "features.goals": false}, []string{"exec_command", "write_stdin", "update_plan", "apply_patch", "web_search"}},
+		{"no command tools keeps an explicit apply_patch", map[string]any{"features.unified_exec": false, "features.shell_tool": false, "include_apply_patch_tool": true}, []string{"apply_patch"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mm := mockmodel.New(t)
+			mm.Enqueue(okReply("ok"))
+			c := apptest.Start(t, apptest.Options{Model: mm})
+			c.Initialize(false)
+			cfg := map[string]any{"features.view_image": false, "tools.experimental_request_user_input.enabled": false, "features.goals": false, "web_search": "disabled"}
+			for k, v := range tc.config {
+				cfg[k] = v
+			}
+			tid := c.StartThread(map[string]any{"config": cfg})
+			c.StartTurn(tid, "go")
+			c.WaitTurnCompleted()
+			body := mm.ResponseRequests()[0].Body
+			require.Equal(t, tc.want, toolNames(body))
+			if tc.config["web_search"] == "live" {
+				tools := body["tools"].([]any)
+				require.Equal(t, true, tools[len(tools)-1].(map[string]any)["external_web_access"])
+			}
+		})
+	}
+}
+
+func TestProviderOverrideChoosesTheThreadsModelClient(t *testing.T) {
+	def := mockmodel.New(t)
+	other := mockmodel.New(t)
+	def.Enqueue(okReply("from default"))
+	other.Enqueue(okReply("from override"))
+	c := apptest.Start(t, apptest.Options{Model: def})
+	c.Initialize(false)
+	tid := c.StartThread(map[string]any{"config": map[string]any{"model_providers.mock.base_url": other.URL()}})
+	c.StartTurn(tid, "go")
+	c.WaitTurnCompleted()
+	require.Len(t, other.ResponseRequests(), 1, "the overridden provider settings get their own client")
+	require.Empty(t, def.ResponseRequests())
+	plain := c.StartThread(nil)
+	c.StartTurn(plain, "go")
+	c.WaitTurnCompleted()
+	require.Len(t, def.ResponseRequests(), 1)
+}
+
+func TestExperimentalFieldsGatedByValue(t *testing.T) {
+	mm := mockmodel.New(t)
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	for _, ok := range []map[string]any{{"experimentalRawEvents": false}, {"allowProviderModelFallback": false}, {"multiAgentMode": nil}} {
+		m := c.Request("thread/start", merge(map[string]any{"cwd": c.Work}, ok))
+		require.Nil(t, m.Error, "%v is a default value", ok)
+	}
+	for field, val := range map[string]any{"experimentalRawEvents": true, "dynamicTools": []any{}, "daybreakEnabled": false, "historyMode": "paginated"} {
+		m := c.Request("thread/start", map[string]any{"cwd": c.Work, field: val})
+		require.NotNil(t, m.Error, field)
+		require.Equal(t, -32600, m.Error.Code)
+		require.Equal(t, "thread/start."+field+" requires experimentalApi capability", m.Error.Message)
+	}
+}
+
+func merge(a, b map[string]any) map[string]any {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+func TestCatalogueModelKeepsApplyPatchWithoutCommandTools(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("ok"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+	tid := c.StartThread(map[string]any{"model": "gpt-5.5", "config": tuiTitleConfig})
+	c.StartTurn(tid, "go")
+	c.WaitTurnCompleted()
+	body := mm.ResponseRequests()[0].Body
+	require.Equal(t, []string{"apply_patch"}, toolNames(body), "the reference offers apply_patch by model")
+	require.Equal(t, map[string]any{"verbosity": "low"}, body["text"], "catalogue defaults")
+	require.Equal(t, map[string]any{"effort": "medium"}, body["reasoning"])
+}

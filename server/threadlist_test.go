@@ -1,0 +1,77 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	"appserver/rollout"
+)
+
+// storedThread writes a one-turn rollout into home.
+func storedThread(t *testing.T, home, id, provider string, source json.RawMessage, created time.Time, text string) {
+	t.Helper()
+	r, err := rollout.Create(home, rollout.SessionMeta{ID: id, Cwd: "/w", Originator: "x", CLIVersion: "0.169.0",
+		Source: source, ModelProvider: provider, HistoryMode: rollout.HistoryModePaginated}, created)
+	require.NoError(t, err)
+	require.NoError(t, r.AppendEvent(rollout.TaskStarted{TurnID: "t-" + id}))
+	require.NoError(t, r.AppendEvent(rollout.ItemCompleted{ThreadID: id, TurnID: "t-" + id,
+		Item: rollout.UserMessageItem{ID: "u-" + id, Content: []any{rollout.NewTextContent(text)}}}))
+	require.NoError(t, r.AppendEvent(rollout.TaskComplete{TurnID: "t-" + id}))
+	require.NoError(t, r.Close())
+}
+
+func TestThreadListFiltersAsTheReference(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "codex_home")
+	id := func(i int) string { return fmt.Sprintf("01f00000-0000-7000-8000-%012d", i) }
+	base := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	storedThread(t, home, id(1), "mock", rollout.StringSource("vscode"), base, "on the configured provider")
+	storedThread(t, home, id(2), "openai", rollout.StringSource("vscode"), base.Add(time.Hour), "on another provider")
+	storedThread(t, home, id(3), "mock", json.RawMessage(fmt.Sprintf(`{"subagent":{"thread_spawn":{"parent_thread_id":%q,"depth":1}}}`, id(1))), base.Add(2*time.Hour), "child")
+	storedThread(t, home, id(4), "mock", json.RawMessage(fmt.Sprintf(`{"subagent":{"thread_spawn":{"parent_thread_id":%q,"depth":2}}}`, id(3))), base.Add(3*time.Hour), "grandchild")
+	c := apptest.Start(t, apptest.Options{Home: home})
+	c.Initialize(true)
+
+	list := func(params map[string]any) []string {
+		var r struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		c.Result("thread/list", params, &r)
+		out := []string{}
+		for _, th := range r.Data {
+			out = append(out, th.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{id(1)}, list(map[string]any{}), "omitted modelProviders: the configured provider")
+	require.Equal(t, []string{id(2), id(1)}, list(map[string]any{"modelProviders": []string{}}), "empty: every provider")
+	require.Equal(t, []string{id(2)}, list(map[string]any{"modelProviders": []string{}, "excludedThreadIds": []string{id(1)}}))
+	require.Equal(t, []string{id(3)}, list(map[string]any{"parentThreadId": id(1)}))
+	require.Equal(t, []string{id(4), id(3)}, list(map[string]any{"ancestorThreadId": id(1)}))
+	require.Equal(t, []string{}, list(map[string]any{"sortKey": "section_position", "sectionId": "s1"}))
+	require.Equal(t, []string{id(1)}, list(map[string]any{"sortKey": "recency_at"}))
+
+	for _, bad := range []struct {
+		params map[string]any
+		code   int
+		msg    string
+	}{
+		{map[string]any{"sortKey": "section_position"}, -32600, "section-position sorting requires a section filter"},
+		{map[string]any{"originators": []string{"x"}}, -32602, "originator filtering is not supported by the local app-server"},
+		{map[string]any{"projectId": "p1"}, -32602, "project not found: p1"},
+		{map[string]any{"excludedThreadIds": []string{"nope"}}, -32602, "invalid excludedThreadIds entry: nope"},
+		{map[string]any{"parentThreadId": id(1), "ancestorThreadId": id(1)}, -32602, "parentThreadId and ancestorThreadId are mutually exclusive"},
+	} {
+		m := c.Request("thread/list", bad.params)
+		require.NotNil(t, m.Error, "%v", bad.params)
+		require.Equal(t, bad.code, m.Error.Code, "%v", bad.params)
+		require.Equal(t, bad.msg, m.Error.Message)
+	}
+}

@@ -1,0 +1,65 @@
+package thread
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	protocol "appserver/protocol/v2"
+)
+
+// ErrTurnInProgress refuses a task while the thread runs a turn.
+var ErrTurnInProgress = errors.New("thread already has an active turn")
+
+// TaskBody drives a turn that is not a model conversation (the user's shell command): it reports its
+// items through tc and returns the items it adds to the model's history.
+type TaskBody func(ctx context.Context, tc *ToolContext) (history []json.RawMessage)
+
+// BeginTask registers a turn driven by body instead of the model; RunTask starts it. Input that
+// turn/start folds into it meanwhile is recorded when the body ends, without a model request, as the
+// reference does for a user shell turn.
+func (t *Thread) BeginTask() (*Turn, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.active != nil {
+		return nil, ErrTurnInProgress
+	}
+	ctx, cancel := context.WithCancelCause(t.ctx)
+	tn := &Turn{ID: uuid.Must(uuid.NewV7()).String(), thread: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), task: true}
+	t.active = tn
+	return tn, nil
+}
+
+// RunTask runs body as the turn on its own goroutine.
+func (tn *Turn) RunTask(body TaskBody) {
+	go func() {
+		t := tn.thread
+		defer close(tn.done)
+		tn.mu.Lock()
+		tn.startedAt = time.Now()
+		tn.mu.Unlock()
+		t.emitStatus()
+		started := tn.snapshot(false)
+		started.ItemsView = ptr(protocol.TurnItemsViewNotLoaded)
+		t.emit(protocol.NotifyTurnStarted, protocol.TurnStartedNotification{ThreadID: t.ID, Turn: started})
+		s := t.Settings()
+		tn.recordStart(s)
+		hist := body(tn.ctx, &ToolContext{Thread: t, Turn: tn, Settings: s, Log: t.log})
+		t.appendHistory(hist...)
+		tn.mu.Lock()
+		pending := tn.pending
+		tn.pending = nil
+		tn.mu.Unlock()
+		for _, in := range pending {
+			tn.acceptInput(in.input, in.clientID)
+		}
+		status := protocol.TurnStatusCompleted
+		if tn.ctx.Err() != nil {
+			status = protocol.TurnStatusInterrupted
+		}
+		tn.finish(status, nil)
+	}()
+}
