@@ -78,7 +78,7 @@ func TestThreadSettingsUpdate(t *testing.T) {
 		{map[string]any{"threadId": "00000000-0000-0000-0000-000000000000", "model": "x"}, -32600, "thread not found: 00000000-0000-0000-0000-000000000000"},
 		{map[string]any{"threadId": "bogus"}, -32600, "invalid thread id: "},
 		{map[string]any{"threadId": id, "permissions": "nope"}, -32600, "failed to load configuration: default_permissions requires a `[permissions]` table"},
-		{map[string]any{"model": "x"}, -32602, ""},
+		{map[string]any{"model": "x"}, -32600, "Invalid request: missing field `threadId`"},
 	} {
 		m := c.Request("thread/settings/update", tc.params)
 		require.NotNil(t, m.Error, "%v", tc.params)
