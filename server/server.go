@@ -72,6 +72,7 @@ type Server struct {
 	logins   *auth.Logins     // pending ChatGPT browser login
 
 	rateLimits ratelimits.Tracker // from the last model response's headers
+	state      stateDB            // $CODEX_HOME/appserver_state.sqlite (thread/metadata/update)
 
 	nextConnID atomic.Int64
 	ctx        context.Context
