@@ -38,5 +38,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addProcessRoutes(r)
 	s.addThreadSettingsRoutes(r)
 	s.addMetadataRoutes(r)
+	s.addItemRoutes(r)
 	return r
 }
