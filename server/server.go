@@ -73,6 +73,7 @@ type Server struct {
 	logins   *auth.Logins     // pending ChatGPT browser login
 
 	rateLimits ratelimits.Tracker // from the last model response's headers
+	state      stateDB            // $CODEX_HOME/appserver_state.sqlite (thread/metadata/update)
 
 	envs    *environments.Registry // environment/*, built with the routes
 	samples sampleTable            // in-flight thread/sample requests, for thread/sample/cancel

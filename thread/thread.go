@@ -35,6 +35,10 @@ type Settings struct {
 	Sandbox               protocol.SandboxPolicy
 	Effort                *protocol.ReasoningEffort
 	Summary               *protocol.ReasoningSummary
+	ServiceTier           *string
+	Personality           *protocol.Personality
+	DisabledPluginIDs     []string
+	MultiAgentMode        *protocol.MultiAgentMode
 	BaseInstructions      string
 	DeveloperInstructions string
 	// Mode is the collaboration mode of the current turn ("default" unless turn/start chose "plan").
