@@ -66,8 +66,9 @@ func OpenHistory(ctx context.Context, codexHome string) (*History, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, ErrAbsent
 	}
-	// mode=rw: opening fails instead of creating the file if it vanished in between.
-	dsn := "file:" + path + "?mode=rw&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	// mode=rw: opening fails instead of creating the file if it vanished in between. The journal mode is
+	// checked, never set: the reference keeps its databases in WAL mode.
+	dsn := "file:" + path + "?mode=rw&_pragma=busy_timeout(5000)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("refstate: open: %w", err)
@@ -82,6 +83,13 @@ func OpenHistory(ctx context.Context, codexHome string) (*History, error) {
 }
 
 func (h *History) checkSchema(ctx context.Context) error {
+	var mode string
+	if err := h.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnknownSchema, err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("%w: journal mode %q, want wal", ErrUnknownSchema, mode)
+	}
 	var maxV, n, failed int64
 	err := h.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0), COUNT(*), COALESCE(SUM(success = 0), 0)
 		FROM _sqlx_migrations`).Scan(&maxV, &n, &failed)
