@@ -40,7 +40,7 @@ func i64(v int64) *int64 { return &v }
 
 func sampleTurn(id string, ord int64) Turn {
 	user, err := ItemFromMap(map[string]any{"type": "userMessage", "id": id + "-u", "clientId": nil,
-		"content": []any{map[string]any{"type": "text", "text": "hi", "text_elements": []any{}}},
+		"content":     []any{map[string]any{"type": "text", "text": "hi", "text_elements": []any{}}},
 		"startedAtMs": int64(1000), "completedAtMs": int64(1000)}, ord+1, 0)
 	if err != nil {
 		panic(err)
