@@ -158,10 +158,10 @@ func TestFormatTurnLine(t *testing.T) {
 	base := &turnRun{c: command{text: "ref app-server"}, lat: ms(10, 20, 30, 40), rssKiB: 102400, hwmKiB: 204800}
 	r := &turnRun{c: command{text: "./ours"}, lat: ms(1, 2, 3, 4), rssKiB: 10240, hwmKiB: 10240}
 	require.Equal(t, `server="ref app-server" turns=4 ok=4 turn_p50=20.0ms turn_p90=40.0ms turn_max=40.0ms rss_after=100.0MiB rss_peak=200.0MiB`,
-		formatTurnLine(base, 4, nil))
+		formatTurnLine(base, 4, 0, nil))
 	require.Equal(t, `server=./ours turns=5 ok=4 turn_p50=2.0ms turn_p90=4.0ms turn_max=4.0ms rss_after=10.0MiB rss_peak=10.0MiB turn_p50_x=0.10 turn_p90_x=0.10 rss_after_x=0.10`,
-		formatTurnLine(r, 5, base))
-	require.Equal(t, `server=./ours turns=5 ok=0`, formatTurnLine(&turnRun{c: command{text: "./ours"}}, 5, base))
+		formatTurnLine(r, 5, 0, base))
+	require.Equal(t, `server=./ours turns=5 ok=0`, formatTurnLine(&turnRun{c: command{text: "./ours"}}, 5, 0, base))
 	for _, c := range []struct {
 		a, b float64
 		want string
