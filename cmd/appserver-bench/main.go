@@ -72,6 +72,7 @@ var subcommands = map[string]subcommand{
 	"turn":      {summary: "turn/start → turn/completed latency against a mock model, and RSS", run: runTurn},
 	"exec":      {summary: "command/exec spawn latency and 256 MiB throughput vs a raw pipe", run: runExec},
 	"list":      {summary: "thread/list over N stored threads: first start, second start, next page, search", run: runList},
+	"scale":     {summary: "1 000 idle threads RSS, resume of a 10 000-item thread, 20 concurrent turns without cross-talk", run: runScale},
 }
 
 func main() {

@@ -83,7 +83,11 @@ func (m *mockResponses) handle(w http.ResponseWriter, r *http.Request) {
 			_ = m.streamTools(w, seq)
 			return
 		}
-		_ = m.stream(w, seq, "ok: "+lastUserText(body))
+		text := "ok"
+		if u := lastUserText(body); u != "" {
+			text += ": " + u
+		}
+		_ = m.stream(w, seq, text)
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

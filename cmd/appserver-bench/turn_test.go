@@ -169,3 +169,14 @@ func TestFormatTurnLine(t *testing.T) {
 		require.Equal(t, c.want, ratio(c.a, c.b), "%v/%v", c.a, c.b)
 	}
 }
+
+func TestMockRequestParsing(t *testing.T) {
+	body := []byte(`{"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"first"}]},` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x"}]},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"scale turn 3"}]}]}`)
+	require.Equal(t, "scale turn 3", lastUserText(body))
+	require.False(t, endsWithToolOutput(body))
+	require.Equal(t, "", lastUserText([]byte(`not json`)))
+	require.True(t, endsWithToolOutput([]byte(`{"input":[{"type":"function_call"},{"type":"function_call_output"}]}`)))
+	require.False(t, endsWithToolOutput([]byte(`{"input":[{"type":"function_call_output"},{"type":"message"}]}`)))
+}
