@@ -36,5 +36,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addCompactionRoutes(r)
 	s.addWorkspaceMiscRoutes(r)
 	s.addProcessRoutes(r)
+	s.addReviewRoutes(r)
 	return r
 }
