@@ -7,6 +7,7 @@ package review
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -47,7 +48,13 @@ type Request struct {
 }
 
 // ErrEmpty marks a target with a required field left empty.
-var ErrEmpty = fmt.Errorf("review target is incomplete")
+var ErrEmpty = errors.New("review target is incomplete")
+
+// emptyError names the empty field, in the reference's words ("branch must not be empty").
+type emptyError string
+
+func (e emptyError) Error() string        { return string(e) + " must not be empty" }
+func (e emptyError) Is(target error) bool { return target == ErrEmpty }
 
 // Resolve builds the prompt and hint for target; cwd is where git runs to find a merge base.
 func Resolve(ctx context.Context, cwd string, target protocol.ReviewTarget) (Request, error) {
@@ -59,7 +66,7 @@ func Resolve(ctx context.Context, cwd string, target protocol.ReviewTarget) (Req
 		}, nil
 	case protocol.ReviewTargetBaseBranch:
 		if strings.TrimSpace(v.Branch) == "" {
-			return Request{}, fmt.Errorf("%w: branch must not be empty", ErrEmpty)
+			return Request{}, emptyError("branch")
 		}
 		hint := "changes against '" + v.Branch + "'"
 		if base := mergeBase(ctx, cwd, v.Branch); base != "" {
@@ -68,7 +75,7 @@ func Resolve(ctx context.Context, cwd string, target protocol.ReviewTarget) (Req
 		return Request{Prompt: fmt.Sprintf("Review the changes of this branch against the base branch '%s'. Find the merge base with the upstream of '%s' (for example `git merge-base HEAD %s`), diff against it, then report prioritized findings.", v.Branch, v.Branch, v.Branch), Hint: hint}, nil
 	case protocol.ReviewTargetCommit:
 		if strings.TrimSpace(v.Sha) == "" {
-			return Request{}, fmt.Errorf("%w: sha must not be empty", ErrEmpty)
+			return Request{}, emptyError("sha")
 		}
 		short := v.Sha
 		if len(short) > 7 {
@@ -81,11 +88,11 @@ func Resolve(ctx context.Context, cwd string, target protocol.ReviewTarget) (Req
 	case protocol.ReviewTargetCustom:
 		in := strings.TrimSpace(v.Instructions)
 		if in == "" {
-			return Request{}, fmt.Errorf("%w: instructions must not be empty", ErrEmpty)
+			return Request{}, emptyError("instructions")
 		}
 		return Request{Prompt: in, Hint: in}, nil
 	}
-	return Request{}, fmt.Errorf("%w: unknown target", ErrEmpty)
+	return Request{}, emptyError("target")
 }
 
 // mergeBase is the merge base of HEAD and branch (its upstream when that is ahead), or "".
@@ -184,7 +191,10 @@ func Render(out Output) string {
 		}
 		var b strings.Builder
 		b.WriteString(head + "\n")
-		for _, f := range out.Findings {
+		for i, f := range out.Findings {
+			if i > 0 {
+				b.WriteString("\n")
+			}
 			fmt.Fprintf(&b, "\n- %s — %s:%d-%d", f.Title, f.CodeLocation.AbsoluteFilePath, f.CodeLocation.LineRange.Start, f.CodeLocation.LineRange.End)
 			for _, line := range strings.Split(strings.TrimSpace(f.Body), "\n") {
 				b.WriteString("\n  " + line)
