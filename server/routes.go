@@ -37,5 +37,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addWorkspaceMiscRoutes(r)
 	s.addProcessRoutes(r)
 	s.addReviewRoutes(r)
+	s.addRevertRoutes(r)
 	return r
 }
