@@ -350,6 +350,7 @@ func readProvider(r *reader, p []string, id string, t tree) ModelProvider {
 		EnvHTTPHeaders:          r.stringMap(t, p, "env_http_headers"),
 		RequestMaxRetries:       retries(r, t, p, "request_max_retries", DefaultRequestMaxRetries),
 		StreamMaxRetries:        retries(r, t, p, "stream_max_retries", DefaultStreamMaxRetries),
+		NetworkWaitMaxRetries:   retries(r, t, p, "network_wait_max_retries", DefaultNetworkWaitMaxRetries),
 		StreamIdleTimeout: time.Duration(r.integer(t, p, "stream_idle_timeout_ms",
 			DefaultStreamIdleTimeout.Milliseconds())) * time.Millisecond,
 		RequiresOpenAIAuth: r.boolean(t, p, "requires_openai_auth", false),
@@ -369,7 +370,8 @@ func builtinProviders(openaiBaseURL string) map[string]ModelProvider {
 		return ModelProvider{
 			ID: id, Name: name, BaseURL: url, WireAPI: "responses",
 			RequestMaxRetries: DefaultRequestMaxRetries, StreamMaxRetries: DefaultStreamMaxRetries,
-			StreamIdleTimeout: DefaultStreamIdleTimeout, RequiresOpenAIAuth: openaiAuth,
+			NetworkWaitMaxRetries: DefaultNetworkWaitMaxRetries,
+			StreamIdleTimeout:     DefaultStreamIdleTimeout, RequiresOpenAIAuth: openaiAuth,
 		}
 	}
 	return map[string]ModelProvider{

@@ -10,10 +10,13 @@ const (
 	DefaultBackgroundTerminalMaxTimeout = 300000 * time.Millisecond
 	DefaultRequestMaxRetries            = 4
 	DefaultStreamMaxRetries             = 5
-	DefaultStreamIdleTimeout            = 300 * time.Second
-	DefaultMCPStartupTimeout            = 30 * time.Second
-	DefaultMCPToolTimeout               = 60 * time.Second
-	DefaultOpenAIBaseURL                = "https://api.openai.com/v1"
+	// DefaultNetworkWaitMaxRetries bounds "Reconnecting... waiting for network": with waits of 5, 10, 20,
+	// 40 and 80 s a turn against an unreachable provider fails after about 2.5 minutes.
+	DefaultNetworkWaitMaxRetries = 5
+	DefaultStreamIdleTimeout     = 300 * time.Second
+	DefaultMCPStartupTimeout     = 30 * time.Second
+	DefaultMCPToolTimeout        = 60 * time.Second
+	DefaultOpenAIBaseURL         = "https://api.openai.com/v1"
 	// MaxRetries caps request_max_retries and stream_max_retries.
 	MaxRetries = 100
 )
@@ -34,6 +37,7 @@ type ModelProvider struct {
 	RequestMaxRetries       int               // HTTP-level retries (default 4, max 100)
 	StreamMaxRetries        int               // stream reconnects (default 5, max 100)
 	StreamIdleTimeout       time.Duration     // default 300s
+	NetworkWaitMaxRetries   int               // waits for an unreachable provider (default 5, max 100)
 	RequiresOpenAIAuth      bool              // uses the OpenAI login/API key flow
 }
 

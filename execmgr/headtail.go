@@ -92,6 +92,15 @@ func (b *HeadTailBuffer) Drain() []byte {
 	return out
 }
 
+// DrainTotal is Drain that also reports how many bytes were written since the last reset, kept or not.
+func (b *HeadTailBuffer) DrainTotal() ([]byte, int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out, total := b.renderLocked(), b.total
+	b.head, b.tail, b.total = nil, nil, 0
+	return out, total
+}
+
 func (b *HeadTailBuffer) renderLocked() []byte {
 	tail := b.tail
 	if len(tail) > b.tailCap {

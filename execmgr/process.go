@@ -74,6 +74,9 @@ type SpawnRequest struct {
 	// OnOutput receives every chunk as it is read, from reader goroutines (stdout and stderr may be
 	// concurrent). The chunk is reused afterwards and must not be retained.
 	OnOutput func(stream Stream, chunk []byte)
+	// Owner groups commands (a thread id): descendants a finished command left running are killed by
+	// Manager.KillOwner(Owner) or Manager.Close.
+	Owner string
 }
 
 // SpawnError says why a child could not be started.
@@ -92,6 +95,9 @@ type ManagerOptions struct {
 	KillGrace    time.Duration // SIGTERM → SIGKILL grace (DefaultKillGrace)
 	DrainTimeout time.Duration // output read limit after exit (DefaultDrainTimeout)
 	Logger       *slog.Logger
+	// NoCgroups tracks descendants by process group and ScopeEnv token only, even where a cgroup v2
+	// per command could be created.
+	NoCgroups bool
 }
 
 // Manager owns every child process it spawns; Close kills them all.
@@ -99,6 +105,7 @@ type Manager struct {
 	grace  time.Duration
 	drain  time.Duration
 	log    *slog.Logger
+	tr     *tracker
 	mu     sync.Mutex
 	closed bool
 	procs  map[*Process]struct{}
@@ -116,6 +123,8 @@ func NewManager(opts ManagerOptions) *Manager {
 	if m.log == nil {
 		m.log = slog.Default()
 	}
+	m.tr = newTracker(m.log)
+	m.tr.cgInit = opts.NoCgroups
 	return m
 }
 
@@ -130,9 +139,27 @@ func (m *Manager) Live() []*Process {
 	return out
 }
 
-// Close kills every live process group and waits, bounded by grace+drain+2s, for them to finish.
-// Later Spawn calls fail with ErrClosed.
+// KillOwner kills every live process of owner and whatever its finished commands left running
+// (background jobs, setsid daemons): their cgroups, or the processes carrying their ScopeEnv token.
+func (m *Manager) KillOwner(owner string) {
+	m.mu.Lock()
+	var procs []*Process
+	for p := range m.procs {
+		if p.owner == owner {
+			procs = append(procs, p)
+		}
+	}
+	m.mu.Unlock()
+	for _, p := range procs {
+		p.Kill()
+	}
+	m.tr.killOwner(owner)
+}
+
+// Close kills every live process group and waits, bounded by grace+drain+2s, for them to finish; then
+// it kills every descendant any command left running. Later Spawn calls fail with ErrClosed.
 func (m *Manager) Close() error {
+	defer m.tr.close()
 	m.mu.Lock()
 	m.closed = true
 	procs := make([]*Process, 0, len(m.procs))
@@ -193,8 +220,12 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 	if env == nil {
 		env = os.Environ()
 	}
+	sc := m.tr.open(req.Owner)
+	env = MergeEnv(env, ScopeEnv+"="+sc.token)
 	p := &Process{
 		m:        m,
+		owner:    req.Owner,
+		scope:    sc,
 		tty:      req.TTY,
 		onOut:    req.OnOutput,
 		subs:     map[int]func(Stream, []byte){},
@@ -217,9 +248,11 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 		}
 	}
 	if err != nil {
+		m.tr.release(sc)
 		p.failSpawn(err)
 		return p, nil
 	}
+	sc.started(p.pid)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -275,6 +308,8 @@ func lookPath(argv0 string, env []string, cwd string) (string, error) {
 // Process is one child (and its process group) owned by a Manager.
 type Process struct {
 	m       *Manager
+	owner   string
+	scope   *scope
 	cmd     *exec.Cmd
 	pid     int
 	tty     bool
@@ -314,7 +349,7 @@ func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) 
 	}
 	childEnds := []*os.File{outW, errW}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: req.Cwd, Stdout: outW, Stderr: errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
 	var inW *os.File
 	if req.Stdin {
 		inR, w, err := os.Pipe()
@@ -325,7 +360,7 @@ func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) 
 		cmd.Stdin, inW = inR, w
 		childEnds = append(childEnds, inR)
 	}
-	err = cmd.Start()
+	err = p.start(cmd)
 	closeAll(childEnds...)
 	if err != nil {
 		closeAll(outR, errR, inW)
@@ -350,8 +385,8 @@ func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) er
 		return err
 	}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: req.Cwd, Stdin: slave, Stdout: slave, Stderr: slave,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}}
-	err = cmd.Start()
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}}
+	err = p.start(cmd)
 	slave.Close()
 	if err != nil {
 		master.Close()
@@ -371,6 +406,30 @@ func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) er
 	}
 	p.cmd, p.pid, p.master, p.stdin = cmd, cmd.Process.Pid, master, master
 	p.startReaders(map[Stream]*os.File{Stdout: master})
+	return nil
+}
+
+// start starts cmd in the process's cgroup when it has one. Pdeathsig (set by the callers) kills the
+// child if the server dies; the watchdog and the cgroup take care of its descendants. A kernel that
+// refuses CLONE_INTO_CGROUP turns cgroups off for the Manager.
+func (p *Process) start(cmd *exec.Cmd) error {
+	sc := p.scope
+	if sc.cgFD < 0 {
+		return cmd.Start()
+	}
+	attr := *cmd.SysProcAttr
+	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, sc.cgFD
+	err := cmd.Start()
+	if err == nil {
+		return nil
+	}
+	retry := &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Stdin: cmd.Stdin, Stdout: cmd.Stdout,
+		Stderr: cmd.Stderr, SysProcAttr: &attr}
+	if rerr := retry.Start(); rerr != nil {
+		return err
+	}
+	p.m.tr.disableCgroups(sc, err)
+	*cmd = *retry // cmd was never started; the copy is the started one
 	return nil
 }
 
@@ -483,6 +542,7 @@ func (p *Process) wait() {
 	p.stdin = nil
 	p.stdinMu.Unlock()
 	closeAll(p.readers...)
+	p.m.tr.finished(p.scope)
 	p.m.forget(p) // before done, so that Close's waiters see an empty table
 	close(p.done)
 }
@@ -687,6 +747,7 @@ func (p *Process) Kill() {
 			if err := unix.Kill(-p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
 				p.m.log.Debug("execmgr: kill group", "pgid", p.pid, "err", err)
 			}
+			p.m.tr.kill(p.scope) // descendants that left the group (setsid, double fork)
 		}()
 	})
 }
@@ -700,7 +761,10 @@ func (p *Process) isDone() bool {
 	}
 }
 
-// KillNow sends SIGKILL to the whole process group at once.
+// KillNow sends SIGKILL to the whole process group, and every descendant that left it, at once.
 func (p *Process) KillNow() {
 	p.signalGroup(syscall.SIGKILL)
+	if p.pid > 0 {
+		p.m.tr.kill(p.scope)
+	}
 }

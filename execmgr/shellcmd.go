@@ -28,6 +28,7 @@ type ShellCommandRequest struct {
 	Observer        Observer                              // Started gets processID ""; all output is streamed (≤10 000 deltas); may be nil
 	WrapArgv        func(argv []string) ([]string, error) // sandbox hook, may be nil
 	MaxOutputTokens int                                   // model text budget (DefaultMaxOutputTokens when 0)
+	Owner           string                                // Manager.KillOwner group (the thread id)
 }
 
 // ShellCommandResult is the outcome of a shell_command call.
@@ -61,7 +62,7 @@ func (m *Manager) ShellCommand(ctx context.Context, req ShellCommandRequest) (Sh
 	}
 	var emitMu sync.Mutex // serializes deltas from the two reader goroutines
 	deltas := 0
-	p, err := m.Spawn(ctx, SpawnRequest{Argv: argv, Cwd: cwd, Env: req.Env, WrapArgv: req.WrapArgv,
+	p, err := m.Spawn(ctx, SpawnRequest{Owner: req.Owner, Argv: argv, Cwd: cwd, Env: req.Env, WrapArgv: req.WrapArgv,
 		OnOutput: func(_ Stream, chunk []byte) {
 			emitMu.Lock()
 			defer emitMu.Unlock()

@@ -3,8 +3,11 @@ package execmgr
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,13 +52,22 @@ func TestShellCommandTimeoutPausedByController(t *testing.T) {
 	m := newTestManager(t)
 	ctrl := stopwatch.NewController()
 	ctrl.SetPaused(true)
+	// The command runs 3 s while paused, then is released and ends: longer than its 2 s budget in
+	// wall time, but only the time after the resume is charged.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	go func() {
-		time.Sleep(time.Second)
+		time.Sleep(3 * time.Second)
 		ctrl.SetPaused(false)
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			_, _ = f.WriteString("go\n")
+			f.Close()
+		}
 	}()
-	// Paused for the first second: a 1.1 s command is charged ~0.1 s of its 500 ms budget.
-	res, err := m.ShellCommand(context.Background(), ShellCommandRequest{Args: ShellCommandArgs{Command: "sleep 1.1; echo ok", TimeoutMs: u64(500), Login: bptr(false)}, Env: testEnv(t), Controller: ctrl})
+	start0 := time.Now()
+	res, err := m.ShellCommand(context.Background(), ShellCommandRequest{Args: ShellCommandArgs{Command: "read x < " + fifo + "; echo ok", TimeoutMs: u64(2000), Login: bptr(false)}, Env: testEnv(t), Controller: ctrl})
 	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start0), 3*time.Second)
 	require.False(t, res.TimedOut)
 	require.Equal(t, 0, res.ExitCode)
 	require.Equal(t, "ok\n", res.Output)

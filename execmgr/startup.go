@@ -5,6 +5,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"appserver/stopwatch"
 )
 
 // StartupWindow is how long exec_command waits after spawning before it announces the process, as the
@@ -36,15 +38,19 @@ func LikelySandboxDenial(exitCode int, output string) bool {
 	return false
 }
 
-// waitStartup waits for the startup window, the process's end (exit and output closed) or ctx; it
-// reports whether the process ended.
-func waitStartup(ctx context.Context, p *Process) bool {
-	t := time.NewTimer(StartupWindow)
-	defer t.Stop()
+// waitStartup waits for the startup window (a stopwatch of ctrl, so a paused thread freezes it like
+// the yield deadline), the process's end (exit and output closed) or ctx; it reports whether the
+// process ended.
+func waitStartup(ctx context.Context, p *Process, ctrl *stopwatch.Controller) bool {
+	if ctrl == nil {
+		ctrl = stopwatch.NewController()
+	}
+	sw, release := ctrl.NewStopwatch(StartupWindow)
+	defer release()
 	select {
 	case <-p.Done():
 		return true
-	case <-t.C:
+	case <-sw.Done():
 	case <-ctx.Done():
 	}
 	return false

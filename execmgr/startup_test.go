@@ -2,6 +2,9 @@ package execmgr
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,7 +42,10 @@ func identityWrap(argv []string) ([]string, error) { return argv, nil }
 func TestSandboxDenialWithinStartupIsSilent(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), WrapArgv: identityWrap, Observer: rec,
+	// A paused controller freezes the startup window: the command ends inside it whatever the load.
+	ctrl := stopwatch.NewController()
+	ctrl.SetPaused(true)
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), WrapArgv: identityWrap, Observer: rec, Controller: ctrl,
 		Args: ExecCommandArgs{Cmd: "echo 'x: Read-only file system' >&2; exit 1", Login: bptr(false)}})
 	require.NoError(t, err)
 	require.True(t, res.SandboxDenied)
@@ -58,7 +64,6 @@ func TestStartupWindowAnnouncesOtherFailures(t *testing.T) {
 	for name, req := range map[string]ExecCommandRequest{
 		"unsandboxed denial text": {Args: ExecCommandArgs{Cmd: "echo 'Permission denied'; exit 1"}},
 		"sandboxed other failure": {Args: ExecCommandArgs{Cmd: "echo nope; exit 1"}, WrapArgv: identityWrap},
-		"sandboxed late denial":   {Args: ExecCommandArgs{Cmd: "sleep 0.5; echo 'Permission denied'; exit 1"}, WrapArgv: identityWrap},
 	} {
 		t.Run(name, func(t *testing.T) {
 			x, _ := newTestSessions(t)
@@ -77,11 +82,61 @@ func TestStartupWindowAnnouncesOtherFailures(t *testing.T) {
 	}
 }
 
+// TestLateSandboxDenialIsStillADenial: a sandboxed command denied after the startup window (a slow
+// machine, or a command that fails late) is a denial too; its item was announced and is left open for
+// the caller, which may retry unsandboxed under it.
+func TestLateSandboxDenialIsStillADenial(t *testing.T) {
+	x, _ := newTestSessions(t)
+	rec := newRecorder()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	go func() { // release the command once it was announced
+		rec.waitStarted(t)
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			_, _ = f.WriteString("go\n")
+			f.Close()
+		}
+	}()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), WrapArgv: identityWrap, Observer: rec,
+		Args: ExecCommandArgs{Cmd: "read x < " + fifo + "; echo 'Permission denied'; exit 1", Login: bptr(false), YieldTimeMs: u64(30000)}})
+	require.NoError(t, err)
+	require.True(t, res.SandboxDenied)
+	require.True(t, res.Exited)
+	require.Equal(t, 1, res.ExitCode)
+	require.Empty(t, x.SessionIDs())
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Equal(t, "started", rec.events[0])
+	require.NotContains(t, rec.events, "exited", "the item's end is the caller's")
+}
+
 func TestOutputAfterStartupStreamsDuringFirstCall(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Observer: rec,
-		Args: ExecCommandArgs{Cmd: "echo early; sleep 0.6; echo late", YieldTimeMs: u64(5000)}})
+	dir := t.TempDir()
+	fifo, marker := filepath.Join(dir, "fifo"), filepath.Join(dir, "marker")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	// The startup window (a stopwatch of the paused controller) only runs once "early" was written;
+	// "late" is only written once the process was announced.
+	ctrl := stopwatch.NewController()
+	ctrl.SetPaused(true)
+	go func() {
+		for {
+			if _, err := os.Stat(marker); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		ctrl.SetPaused(false)
+		rec.waitStarted(t)
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			_, _ = f.WriteString("go\n")
+			f.Close()
+		}
+	}()
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Observer: rec, Controller: ctrl,
+		Args: ExecCommandArgs{Cmd: "echo early; touch " + marker + "; read x < " + fifo + "; echo late", YieldTimeMs: u64(30000)}})
 	require.NoError(t, err)
 	require.True(t, res.Exited)
 	require.Equal(t, "early\nlate\n", res.Output)

@@ -131,11 +131,14 @@ type SessionsOptions struct {
 	Shell            string        // default shell (DefaultShell when "")
 	DeterministicIDs bool          // ids 1000, 1001, … instead of random ones (tests)
 	MaxPollWait      time.Duration // ceiling of an empty write_stdin poll (DefaultMaxBackgroundTimeoutMs)
+	// Owner tags the processes (the thread id): TerminateAll also kills what their commands left running.
+	Owner string
 }
 
 // Sessions is the unified-exec session table of one thread (`exec_command` / `write_stdin`).
 type Sessions struct {
 	m       *Manager
+	owner   string
 	shell   string
 	det     bool
 	maxPoll time.Duration
@@ -149,7 +152,7 @@ type Sessions struct {
 
 // NewSessions returns an empty session table.
 func NewSessions(opts SessionsOptions) *Sessions {
-	s := &Sessions{m: opts.Manager, shell: opts.Shell, det: opts.DeterministicIDs, maxPoll: opts.MaxPollWait,
+	s := &Sessions{m: opts.Manager, owner: opts.Owner, shell: opts.Shell, det: opts.DeterministicIDs, maxPoll: opts.MaxPollWait,
 		nextID: minSessionID, reserved: map[int]bool{}, store: map[int]*session{}}
 	if s.shell == "" {
 		s.shell = DefaultShell
@@ -302,7 +305,7 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 	id := x.reserve()
 	s := &session{id: id, argv: argv, command: ShellJoin(argv), cwd: cwd, itemID: req.ItemID, obs: req.Observer,
 		pending: NewHeadTailBuffer(DefaultOutputCap), agg: NewHeadTailBuffer(DefaultOutputCap)}
-	p, err := x.m.Spawn(ctx, SpawnRequest{Argv: argv, Cwd: cwd, Env: MergeEnv(base, ForcedEnv...), TTY: a.TTY,
+	p, err := x.m.Spawn(ctx, SpawnRequest{Owner: x.owner, Argv: argv, Cwd: cwd, Env: MergeEnv(base, ForcedEnv...), TTY: a.TTY,
 		WrapArgv: req.WrapArgv, OutputCap: -1, OnOutput: s.onOutput})
 	if err != nil {
 		x.release(id)
@@ -314,7 +317,7 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 		return ExecResult{}, createProcessError(serr)
 	}
 	s.proc = p
-	if waitStartup(ctx, p) && req.WrapArgv != nil && LikelySandboxDenial(p.ExitCode(), s.agg.String()) {
+	if waitStartup(ctx, p, req.Controller) && req.WrapArgv != nil && LikelySandboxDenial(p.ExitCode(), s.agg.String()) {
 		s.emitMu.Lock()
 		s.obs = nil // never announced: no item events at all
 		s.emitMu.Unlock()
@@ -353,8 +356,29 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 	var warning string
 	if !exited {
 		warning = x.keep(s)
+	} else if req.WrapArgv != nil && x.withholdDenial(s) {
+		// Denied after the startup window (a slow machine, or a command that fails late): still a
+		// denial. The item stays open for the caller, which may retry unsandboxed under the same item.
+		res := x.respond(s, true, start, tokensOr(a.MaxOutputTokens), "")
+		res.SandboxDenied = true
+		return res, nil
 	}
 	return x.respond(s, exited, start, tokensOr(a.MaxOutputTokens), warning), nil
+}
+
+// withholdDenial reports whether the exited session looks refused by the sandbox and, if its end was
+// not reported yet, keeps it from being reported: the caller decides what the item becomes.
+func (x *Sessions) withholdDenial(s *session) bool {
+	if !LikelySandboxDenial(s.proc.ExitCode(), s.agg.String()) {
+		return false
+	}
+	s.emitMu.Lock()
+	defer s.emitMu.Unlock()
+	if s.finished {
+		return false
+	}
+	s.obs = nil
+	return true
 }
 
 // WriteStdin runs `write_stdin`: optionally write chars (then settle 100 ms) and collect like ExecCommand.
@@ -487,9 +511,11 @@ func (x *Sessions) respond(s *session, exited bool, start time.Time, maxTokens i
 		s.finish()
 		x.release(s.id)
 	}
-	out := string(s.pending.Drain())
+	kept, produced := s.pending.DrainTotal()
+	out := string(kept)
+	// The count is of what the command produced, not of the 1 MiB kept of it.
 	r := ExecResult{ChunkID: chunkID(), WallTime: time.Since(start), Exited: exited, SessionID: s.id,
-		Output: out, OriginalTokenCount: ApproxTokens(len(out)), Warning: warning}
+		Output: out, OriginalTokenCount: ApproxTokens(int(produced)), Warning: warning}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Chunk ID: %s\nWall time: %.4f seconds\n", r.ChunkID, r.WallTime.Seconds())
 	if exited {
@@ -602,8 +628,12 @@ func (x *Sessions) Terminate(id int) bool {
 	return true
 }
 
-// TerminateAll kills every stored session (thread end / background-terminal cleanup).
+// TerminateAll kills every stored session (thread end / background-terminal cleanup) and, with an
+// Owner, everything the owner's commands left running.
 func (x *Sessions) TerminateAll() {
+	if x.owner != "" {
+		defer x.m.KillOwner(x.owner)
+	}
 	x.mu.Lock()
 	victims := make([]*session, 0, len(x.store))
 	for id, s := range x.store {

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// conformanceServer is the shared harness's tiny stdio MCP server (outside the module).
-const conformanceServer = "/work/shared/conformance/mcp_server.py"
+// conformanceServer is a copy of the shared harness's tiny stdio MCP server (conformance/mcp_server.py).
+const conformanceServer = "testdata/mcp_server.py"
 
 // TestAgainstConformanceServer checks the wire against the reference transcript's server: the
 // initialize request, the raw tool and capability echo, and the tool output format.
@@ -22,9 +22,7 @@ func TestAgainstConformanceServer(t *testing.T) {
 	if err != nil {
 		t.Skip("python3 not installed")
 	}
-	if _, err := os.Stat(conformanceServer); err != nil {
-		t.Skip("conformance server not available")
-	}
+	require.FileExists(t, conformanceServer)
 	logPath := filepath.Join(t.TempDir(), "tiny.log")
 	rec := &recorder{}
 	m := startAndWait(t, []ServerConfig{

@@ -230,6 +230,9 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Event)) (*Com
 		var ev RetryEvent
 		if me.network {
 			netWaits++
+			if netWaits > c.p.EffectiveNetworkWaitMaxRetries() {
+				return nil, me
+			}
 			ev = RetryEvent{Attempt: netWaits, Max: 0, Err: me, Delay: min(c.net<<min(netWaits-1, 10), 5*time.Minute)}
 		} else {
 			retries++
@@ -359,7 +362,7 @@ func (c *Client) post(ctx context.Context, u string, h http.Header, payload []by
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			last = connectError(err)
+			last = transportError(err)
 		case resp.StatusCode >= 200 && resp.StatusCode < 300:
 			return resp, nil
 		default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -630,4 +631,79 @@ func TestListModelsErrors(t *testing.T) {
 	_, err = model.NewClient(model.Provider{BaseURL: srv + "/v1", QueryParams: map[string]string{"slow": "1"}}, model.Options{}).ListModels(testCtx(t))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(start), 20*time.Second)
+}
+
+func TestNetworkWaitsAreBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	for _, tc := range []struct {
+		name  string
+		limit *int64
+		want  int
+	}{{"default", nil, model.DefaultNetworkWaitMaxRetries}, {"configured", i64(2), 2}, {"zero", i64(0), 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := model.NewClient(model.Provider{ID: "x", BaseURL: "http://" + addr + "/v1", RequestMaxRetries: i64(0),
+				StreamMaxRetries: i64(0), NetworkWaitMaxRetries: tc.limit},
+				model.Options{BaseBackoff: time.Microsecond, NetworkBackoff: time.Microsecond})
+			var rec recorder
+			_, err := c.Stream(testCtx(t), simpleRequest(), rec.on)
+			var me *model.Error
+			require.ErrorAs(t, err, &me, "the turn fails once the network waits are used up")
+			require.Equal(t, "Connection failed: error sending request", me.Message)
+			require.Len(t, rec.retries(), tc.want)
+		})
+	}
+}
+
+// resetServer accepts connections, reads the request and resets the connection before any response.
+func resetServer(t *testing.T) (url string, accepted func() int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	n := 0
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			n++
+			mu.Unlock()
+			buf := make([]byte, 64<<10)
+			_, _ = c.Read(buf)
+			_ = c.(*net.TCPConn).SetLinger(0)
+			_ = c.Close()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/v1", func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// TestResetBeforeHeadersFailsWithinRetries: a connection reset after the request was sent is a stream
+// disconnect, retried (request_max_retries+1)·(stream_max_retries+1) times in all, then the turn fails — as
+// the reference (it used to wait for the network forever).
+func TestResetBeforeHeadersFailsWithinRetries(t *testing.T) {
+	for _, tc := range []struct{ req, stream int64 }{{0, 0}, {2, 1}} {
+		t.Run(fmt.Sprintf("request=%d,stream=%d", tc.req, tc.stream), func(t *testing.T) {
+			url, accepted := resetServer(t)
+			c := model.NewClient(model.Provider{ID: "x", BaseURL: url, RequestMaxRetries: i64(tc.req), StreamMaxRetries: i64(tc.stream)},
+				model.Options{BaseBackoff: time.Microsecond, NetworkBackoff: time.Microsecond})
+			var rec recorder
+			_, err := c.Stream(testCtx(t), simpleRequest(), rec.on)
+			var me *model.Error
+			require.ErrorAs(t, err, &me)
+			require.Equal(t, "stream disconnected before completion: error sending request", me.Message)
+			require.Equal(t, model.InfoString(model.InfoOther), me.CodexErrorInfo)
+			re := rec.retries()
+			require.Len(t, re, int(tc.stream))
+			for i, r := range re {
+				require.Equal(t, fmt.Sprintf("Reconnecting... %d/%d", i+1, tc.stream), r.Message())
+			}
+			require.Equal(t, int((tc.req+1)*(tc.stream+1)), accepted())
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -120,9 +121,24 @@ func streamError(msg string, cause error) *Error {
 	return &Error{Message: msgStreamPrefix + msg, CodexErrorInfo: InfoString(InfoOther), Retryable: true, Err: cause}
 }
 
-// connectError is a transport failure before any response arrived.
+// connectError is a failure to reach the provider (no connection): retried as "waiting for network".
 func connectError(cause error) *Error {
 	return &Error{Message: msgConnectionFailed, CodexErrorInfo: InfoString(InfoOther), Retryable: true, Err: cause, network: true}
+}
+
+// transportError maps a transport failure before the response headers: a failed connect waits for
+// the network; a connection that was made and then reset or closed is a stream disconnect, retried
+// within stream_max_retries like the reference.
+func transportError(cause error) *Error {
+	var oe *net.OpError
+	if errors.As(cause, &oe) && oe.Op == "dial" {
+		return connectError(cause)
+	}
+	var de *net.DNSError
+	if errors.As(cause, &de) {
+		return connectError(cause)
+	}
+	return &Error{Message: msgStreamPrefix + "error sending request", CodexErrorInfo: InfoString(InfoOther), Retryable: true, Err: cause}
 }
 
 // failedError maps the error object of a response.failed event.

@@ -7,10 +7,12 @@ import (
 
 // Retry and timeout defaults of a provider when its config leaves them unset.
 const (
-	DefaultRequestMaxRetries   = 4
-	DefaultStreamMaxRetries    = 5
-	MaxRetriesCap              = 100
-	DefaultStreamIdleTimeoutMs = 300_000
+	DefaultRequestMaxRetries = 4
+	DefaultStreamMaxRetries  = 5
+	// DefaultNetworkWaitMaxRetries bounds the "waiting for network" retries (the reference has no bound).
+	DefaultNetworkWaitMaxRetries = 5
+	MaxRetriesCap                = 100
+	DefaultStreamIdleTimeoutMs   = 300_000
 )
 
 // WireAPIResponses is the only wire protocol the client speaks.
@@ -32,6 +34,7 @@ type Provider struct {
 	RequestMaxRetries       *int64            // HTTP-level retries (5xx, transport errors)
 	StreamMaxRetries        *int64            // stream-level retries (disconnects, idle, retryable statuses)
 	StreamIdleTimeoutMs     *int64            // max silence on an open stream
+	NetworkWaitMaxRetries   *int64            // retries while the provider cannot be reached (connect fails)
 	RequiresOpenAIAuth      bool              // the provider authenticates with the OpenAI account
 }
 
@@ -45,6 +48,11 @@ func clampRetries(p *int64, def int) int {
 // EffectiveRequestMaxRetries returns request_max_retries or its default 4, capped at 100.
 func (p Provider) EffectiveRequestMaxRetries() int {
 	return clampRetries(p.RequestMaxRetries, DefaultRequestMaxRetries)
+}
+
+// EffectiveNetworkWaitMaxRetries returns network_wait_max_retries or its default 5, capped at 100.
+func (p Provider) EffectiveNetworkWaitMaxRetries() int {
+	return clampRetries(p.NetworkWaitMaxRetries, DefaultNetworkWaitMaxRetries)
 }
 
 // EffectiveStreamMaxRetries returns stream_max_retries or its default 5, capped at 100.

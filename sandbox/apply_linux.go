@@ -28,7 +28,11 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 	if ok, reason := Available(); !ok {
 		return ExitCannotExecute, fmt.Errorf("%w: %s", ErrUnavailable, reason)
 	}
-	if err := os.Chdir(pl.Cwd); err != nil {
+	dir := pl.Cwd
+	if pl.Dir != "" {
+		dir = pl.Dir
+	}
+	if err := os.Chdir(dir); err != nil {
 		return ExitCannotExecute, fmt.Errorf("cwd: %w", err)
 	}
 	path, err := exec.LookPath(argv[0])
@@ -37,6 +41,14 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 			return ExitNotFound, fmt.Errorf("%s: command not found", argv[0])
 		}
 		return ExitCannotExecute, err
+	}
+	if !pl.Init && !pl.NoPIDNS {
+		// Only returns when no PID namespace can be had: then the command runs without one.
+		_ = runInPIDNS(pl, argv)
+	}
+	if pl.Init {
+		// Without our own /proc the namespace still ends the command's leftovers with it.
+		_ = mountOwnProc()
 	}
 
 	var grants []grant
@@ -81,8 +93,11 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 	if err := restrictLandlock(LandlockABI(), probeOnce().scopeOK, grants, pl.Policy.NetworkAccess); err != nil {
 		return ExitCannotExecute, err
 	}
-	if err := installSeccomp(pl.Policy.NetworkAccess); err != nil {
+	if err := installSeccomp(pl.Policy.NetworkAccess, pl.Policy.Kind == ReadOnly); err != nil {
 		return ExitCannotExecute, err
+	}
+	if pl.Init {
+		return runAsInit(path, argv)
 	}
 	err = syscall.Exec(path, argv, os.Environ())
 	if errors.Is(err, unix.ENOENT) {

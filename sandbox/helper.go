@@ -25,12 +25,19 @@ var ErrUnavailable = errors.New("sandbox unavailable")
 // payload is what WrapArgv hands to the helper as one JSON argument.
 type payload struct {
 	Policy Policy `json:"policy"`
-	Cwd    string `json:"cwd"`
+	// Cwd is the policy's working directory: the workspace root and the base of relative roots.
+	Cwd string `json:"cwd"`
+	// Dir is the command's working directory when it differs from Cwd; it gains no write access.
+	Dir string `json:"dir,omitempty"`
 	// Protect forces how .git/.codex are protected: "" picks the best available, "userns" skips
 	// the direct mount namespace, "landlock" uses Landlock alone (tests cover each path with it).
 	Protect string `json:"protect,omitempty"`
 	// Stage2 marks the helper re-executed inside a new user namespace.
 	Stage2 bool `json:"stage2,omitempty"`
+	// Init marks the helper re-executed as process 1 of a new PID namespace (with its own /proc);
+	// NoPIDNS skips that stage (tests).
+	Init    bool `json:"init,omitempty"`
+	NoPIDNS bool `json:"noPidns,omitempty"`
 }
 
 // Values of payload.Protect.
@@ -45,10 +52,20 @@ const (
 // as the helper; for DangerFullAccess and External it is a copy of argv. The command must be
 // started with its working directory set to cwd, which must be absolute.
 func WrapArgv(self string, p Policy, cwd string, argv []string) ([]string, error) {
-	return wrapArgv(self, p, cwd, argv, protectAuto)
+	return wrapArgv(self, p, cwd, "", argv, protectAuto)
 }
 
-func wrapArgv(self string, p Policy, cwd string, argv []string, protect string) ([]string, error) {
+// WrapArgvIn is WrapArgv for a command that runs in dir rather than in the policy's cwd (a tool
+// call's workdir): writable roots still come from cwd, so dir gains nothing by being the command's
+// working directory. dir must be absolute; "" means cwd.
+func WrapArgvIn(self string, p Policy, cwd, dir string, argv []string) ([]string, error) {
+	if dir != "" && !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("sandbox: dir %q is not absolute", dir)
+	}
+	return wrapArgv(self, p, cwd, dir, argv, protectAuto)
+}
+
+func wrapArgv(self string, p Policy, cwd, dir string, argv []string, protect string) ([]string, error) {
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, errors.New("sandbox: empty command")
 	}
@@ -68,6 +85,9 @@ func wrapArgv(self string, p Policy, cwd string, argv []string, protect string) 
 		return nil, fmt.Errorf("%w: %s", ErrUnavailable, reason)
 	}
 	pl := payload{Policy: p, Cwd: filepath.Clean(cwd), Protect: protect}
+	if dir != "" && filepath.Clean(dir) != pl.Cwd {
+		pl.Dir = filepath.Clean(dir)
+	}
 	if p.Kind == WorkspaceWrite {
 		roots := make([]string, 0, len(p.WritableRoots))
 		for _, r := range p.WritableRoots {
@@ -117,6 +137,9 @@ func runHelper(args []string) (int, error) {
 	}
 	if !filepath.IsAbs(pl.Cwd) {
 		return ExitCannotExecute, fmt.Errorf("cwd %q is not absolute", pl.Cwd)
+	}
+	if pl.Dir != "" && !filepath.IsAbs(pl.Dir) {
+		return ExitCannotExecute, fmt.Errorf("dir %q is not absolute", pl.Dir)
 	}
 	switch pl.Protect {
 	case protectAuto, protectUserNS, protectLandlock:

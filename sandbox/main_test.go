@@ -60,6 +60,14 @@ func runAction(action string) int {
 		}
 		_ = c.Close()
 		return 0
+	case "unixdial":
+		c, err := net.DialTimeout("unix", arg, 20*time.Second)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dial: %v\n", err)
+			return 3
+		}
+		_ = c.Close()
+		return 0
 	case "write":
 		if err := os.WriteFile(arg, []byte("pwned\n"), 0o644); err != nil {
 			fmt.Fprintf(os.Stderr, "write: %v\n", err)

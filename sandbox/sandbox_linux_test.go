@@ -57,7 +57,7 @@ func run(t *testing.T, p Policy, protect string, cwd string, env []string, argv 
 	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
-	args, err := wrapArgv(self, p, cwd, argv, protect)
+	args, err := wrapArgv(self, p, cwd, "", argv, protect)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -417,7 +417,8 @@ func TestCannotSignalOutside(t *testing.T) {
 	f := newFixture(t)
 	code, out := sh(t, Policy{Kind: ReadOnly}, protectAuto, f, "kill -TERM "+strconv.Itoa(victim.Process.Pid))
 	require.NotZero(t, code, out)
-	require.Contains(t, out, "Operation not permitted")
+	// EPERM from Landlock's signal scope, or ESRCH where the command has its own PID namespace.
+	require.Regexp(t, `Operation not permitted|No such process`, out)
 	select {
 	case err := <-exited:
 		t.Fatalf("victim died: %v", err)
@@ -530,9 +531,11 @@ func TestSeccompAssembleRejectsBadJumps(t *testing.T) {
 	_, err = assemble([]bpfInsn{{label: "back", code: 0}, {code: 0, jt: "back"}})
 	require.Error(t, err)
 	for _, network := range []bool{false, true} {
-		prog, err := seccompProgram(network)
-		require.NoError(t, err)
-		require.NotEmpty(t, prog)
+		for _, ro := range []bool{false, true} {
+			prog, err := seccompProgram(network, ro)
+			require.NoError(t, err)
+			require.NotEmpty(t, prog)
+		}
 	}
 }
 
@@ -617,7 +620,7 @@ func TestUnderPTY(t *testing.T) {
 	for _, c := range confined {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
-			args, err := wrapArgv(self, c.p, f.ws, []string{"sh", "-c", `test -t 0 && echo via-tty > /dev/tty && stty size && echo x > .git/config`}, c.protect)
+			args, err := wrapArgv(self, c.p, f.ws, "", []string{"sh", "-c", `test -t 0 && echo via-tty > /dev/tty && stty size && echo x > .git/config`}, c.protect)
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -644,7 +647,7 @@ func TestUserNSStageRelaysSignals(t *testing.T) {
 	self, err := os.Executable()
 	require.NoError(t, err)
 	f := newFixture(t)
-	args, err := wrapArgv(self, confined[2].p, f.ws, []string{"sleep", "300"}, protectUserNS)
+	args, err := wrapArgv(self, confined[2].p, f.ws, "", []string{"sleep", "300"}, protectUserNS)
 	require.NoError(t, err)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = f.ws
@@ -655,26 +658,44 @@ func TestUserNSStageRelaysSignals(t *testing.T) {
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	childrenFile := fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)
 	var child int
 	direct := false
+	// The sleep is a descendant: below the PID-namespace stage and the user-namespace stage.
+	var findSleep func(pid, depth int) int
+	findSleep = func(pid, depth int) int {
+		if depth > 4 {
+			return 0
+		}
+		// Children are listed per thread (the one that forked them), so read every task's list.
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+		var kids []string
+		for _, tf := range tasks {
+			if b, err := os.ReadFile(tf); err == nil {
+				kids = append(kids, strings.Fields(string(b))...)
+			}
+		}
+		for _, f := range kids {
+			c, _ := strconv.Atoi(f)
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", c)); strings.HasSuffix(exe, "/sleep") {
+				return c
+			}
+			if d := findSleep(c, depth+1); d != 0 {
+				return d
+			}
+		}
+		return 0
+	}
 	require.Eventually(t, func() bool {
 		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid)); strings.HasSuffix(exe, "/sleep") {
 			direct = true // no second stage: user namespaces are unavailable
 			return true
 		}
-		b, err := os.ReadFile(childrenFile)
-		if err != nil {
-			return false
-		}
-		fields := strings.Fields(string(b))
-		if len(fields) == 0 {
-			return false
-		}
-		child, _ = strconv.Atoi(fields[0])
-		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", child))
-		return strings.HasSuffix(exe, "/sleep")
-	}, time.Minute, 20*time.Millisecond, "sandboxed sleep never started")
+		child = findSleep(cmd.Process.Pid, 0)
+		return child != 0
+	}, time.Minute, 20*time.Millisecond, "sandboxed sleep never started: %s", func() string {
+		out, _ := exec.Command("ps", "-e", "-o", "pid,ppid,uid,stat,args", "--forest").CombinedOutput()
+		return string(out)
+	}())
 	if direct {
 		t.Skip("user namespaces unavailable: no second stage")
 	}
@@ -720,4 +741,102 @@ func TestPrivilegedSyscallsDenied(t *testing.T) {
 	}
 	code, out := run(t, Policy{Kind: DangerFullAccess}, protectAuto, f.ws, nil, "hostname", name)
 	require.Zero(t, code, out)
+}
+
+// TestReadOnlyRefusesMetadataAndUnixSockets: under read-only, chmod/chown/utimes/xattrs of files the
+// command can reach fail, and so does connecting to a unix socket (docker.sock, agents).
+func TestReadOnlyRefusesMetadataAndUnixSockets(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	target := filepath.Join(f.outside, "readme")
+	before, err := os.Stat(target)
+	require.NoError(t, err)
+	for _, script := range []string{
+		`chmod 600 "$OUT/readme"`,
+		`chown 65534 "$OUT/readme"`,
+		`touch -d 2000-01-01 "$OUT/readme"`,
+		`touch -m "$OUT/readme"`,
+	} {
+		code, out := sh(t, Policy{Kind: ReadOnly}, protectAuto, f, script)
+		t.Logf("%s: exit %d: %s", script, code, strings.TrimSpace(out))
+		require.NotZero(t, code, script)
+		require.Regexp(t, `Operation not permitted|Permission denied`, out, script)
+	}
+	after, err := os.Stat(target)
+	require.NoError(t, err)
+	require.Equal(t, before.Mode(), after.Mode())
+	require.Equal(t, before.ModTime(), after.ModTime())
+	require.Equal(t, before.Sys().(*syscall.Stat_t).Uid, after.Sys().(*syscall.Stat_t).Uid)
+
+	sock := filepath.Join(f.outside, "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	defer ln.Close()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	code, out := run(t, Policy{Kind: ReadOnly}, protectAuto, f.ws, []string{actionEnv + "=unixdial " + sock}, self)
+	require.Equal(t, 3, code, out)
+	require.Contains(t, out, "operation not permitted")
+	// With the network allowed, unix sockets work as well.
+	code, out = run(t, Policy{Kind: ReadOnly, NetworkAccess: true}, protectAuto, f.ws, []string{actionEnv + "=unixdial " + sock}, self)
+	require.Equal(t, 0, code, out)
+	// Pipes and socketpairs are not sockets one connects to: a shell pipeline still works.
+	code, out = sh(t, Policy{Kind: ReadOnly}, protectAuto, f, `echo hi | cat`)
+	require.Equal(t, 0, code, out)
+}
+
+// TestWorkdirOutsideWorkspaceGainsNothing: a command run in a directory outside the workspace (a
+// tool call's workdir) may not write there; the roots come from the policy's cwd.
+func TestWorkdirOutsideWorkspaceGainsNothing(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	p := Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}
+	args, err := WrapArgvIn(self, p, f.ws, f.outside, []string{"sh", "-c", `pwd; echo pwned > new; echo ok > "$WS/inside"`})
+	require.NoError(t, err)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = f.outside
+	cmd.Env = append(os.Environ(), "WS="+f.ws)
+	out, _ := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	require.Contains(t, string(out), f.outside+"\n", "the command runs in its workdir")
+	require.Contains(t, string(out), "Permission denied")
+	requireAbsent(t, filepath.Join(f.outside, "new"))
+	require.Equal(t, "ok\n", readFile(t, filepath.Join(f.ws, "inside")), "the workspace stays writable")
+}
+
+// TestOtherProcessesInvisible: the command has its own PID namespace and /proc, so another process's
+// /proc/<pid>/environ (the server's secrets) cannot be read, under every confined configuration.
+func TestOtherProcessesInvisible(t *testing.T) {
+	requireSandbox(t)
+	victim := exec.Command("sleep", "300")
+	victim.Env = append(os.Environ(), "VICTIM_SECRET=hunter2")
+	require.NoError(t, victim.Start())
+	t.Cleanup(func() { _ = victim.Process.Kill(); _ = victim.Wait() })
+	for _, c := range confined {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			script := fmt.Sprintf(`cat /proc/%d/environ; cat /proc/%d/environ; ls /proc | grep -c '^[0-9]'`, victim.Process.Pid, os.Getpid())
+			_, out := sh(t, c.p, c.protect, f, script)
+			t.Logf("%s", out)
+			require.NotContains(t, out, "VICTIM_SECRET")
+			require.NotContains(t, out, "PATH=", "the test process's environment is not readable either")
+			require.Contains(t, out, "No such file or directory")
+		})
+	}
+}
+
+// TestLeftoversDieWithTheCommand: what a sandboxed command leaves in the background (even detached
+// with setsid) is killed by the kernel when the command exits.
+func TestLeftoversDieWithTheCommand(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	n := strconv.Itoa(300000 + os.Getpid()%100000)
+	code, out := sh(t, Policy{Kind: ReadOnly}, protectAuto, f, fmt.Sprintf(`sleep %s >/dev/null 2>&1 & setsid sleep %s >/dev/null 2>&1 & echo started`, n, n))
+	require.Equal(t, 0, code, out)
+	require.Eventually(t, func() bool {
+		b, _ := exec.Command("pgrep", "-f", "^sleep "+n+"$").Output()
+		return len(strings.TrimSpace(string(b))) == 0
+	}, 10*time.Second, 10*time.Millisecond, "a leftover of the sandboxed command is still running")
 }

@@ -9,3 +9,6 @@ const (
 	seccompAuditArch = unix.AUDIT_ARCH_AARCH64
 	seccompX32Bit    = 0 // no second ABI on arm64
 )
+
+// metadataSyscallsArch is empty: arm64 has only the *at forms.
+var metadataSyscallsArch []uintptr

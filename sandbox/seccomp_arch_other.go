@@ -7,3 +7,5 @@ const (
 	seccompAuditArch = 0
 	seccompX32Bit    = 0
 )
+
+var metadataSyscallsArch []uintptr

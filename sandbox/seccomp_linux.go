@@ -69,10 +69,21 @@ var deniedSyscalls = []uintptr{
 	unix.SYS_SETHOSTNAME, unix.SYS_SETDOMAINNAME, unix.SYS_BPF, unix.SYS_ACCT,
 }
 
+// metadataSyscalls change a file's mode, owner, times or extended attributes. Landlock (up to ABI 7)
+// has no right for them, so under read-only, where nothing outside the devices is writable, they
+// fail with EPERM. (Arch-specific legacy calls are in metadataSyscallsArch.)
+var metadataSyscalls = []uintptr{
+	unix.SYS_FCHMOD, unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2, unix.SYS_FCHOWN, unix.SYS_FCHOWNAT,
+	unix.SYS_UTIMENSAT, unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR, unix.SYS_REMOVEXATTR,
+	unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR, unix.SYS_SETXATTRAT, unix.SYS_REMOVEXATTRAT,
+}
+
 // seccompProgram builds the filter: foreign-architecture calls kill the process, deniedSyscalls
 // fail with EPERM, and without network every socket(2) whose domain is not AF_UNIX fails with
-// EPERM.
-func seccompProgram(network bool) ([]unix.SockFilter, error) {
+// EPERM. Under read-only (readOnly) the metadata calls fail with EPERM too, and without network so
+// does socket(AF_UNIX): there is no writable root whose sockets the command could mean to use, and a
+// socket elsewhere (docker.sock, an agent) is a way out. socketpair(2) stays allowed.
+func seccompProgram(network, readOnly bool) ([]unix.SockFilter, error) {
 	const (
 		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
@@ -89,10 +100,17 @@ func seccompProgram(network bool) ([]unix.SockFilter, error) {
 	if seccompX32Bit != 0 {
 		prog = append(prog, bpfInsn{code: jge, k: seccompX32Bit, jt: "deny"})
 	}
-	for _, nr := range deniedSyscalls {
+	denied := deniedSyscalls
+	if readOnly {
+		denied = append(append(append([]uintptr(nil), denied...), metadataSyscalls...), metadataSyscallsArch...)
+	}
+	for _, nr := range denied {
 		prog = append(prog, bpfInsn{code: jeq, k: uint32(nr), jt: "deny"})
 	}
-	if !network {
+	switch {
+	case !network && readOnly:
+		prog = append(prog, bpfInsn{code: jeq, k: unix.SYS_SOCKET, jt: "deny"})
+	case !network:
 		prog = append(prog,
 			bpfInsn{code: jeq, k: unix.SYS_SOCKET, jt: "socket"},
 			bpfInsn{code: ret, k: unix.SECCOMP_RET_ALLOW},
@@ -108,8 +126,8 @@ func seccompProgram(network bool) ([]unix.SockFilter, error) {
 }
 
 // installSeccomp loads the filter on the calling thread; no_new_privs must already be set.
-func installSeccomp(network bool) error {
-	filter, err := seccompProgram(network)
+func installSeccomp(network, readOnly bool) error {
+	filter, err := seccompProgram(network, readOnly)
 	if err != nil {
 		return err
 	}

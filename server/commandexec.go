@@ -71,7 +71,7 @@ func (s *Server) commandExec(ctx context.Context, c *connection, req *jsonrpc.Re
 	if p.Cwd != nil && *p.Cwd != "" {
 		cwd = *p.Cwd
 	}
-	wrap, err := tools.SandboxWrapper("", policy, cwd)
+	wrap, err := tools.SandboxWrapper("", policy, cwd, cwd)
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
 	}

@@ -15,13 +15,20 @@ import (
 // TestSandboxDenialAsksToRetryUnsandboxed: under on-request, a command the sandbox refuses leads to an
 // approval request; accepting reruns it outside the sandbox, declining leaves it refused.
 func TestSandboxDenialAsksToRetryUnsandboxed(t *testing.T) {
+	// The denial counts whenever the command exits within the call, not only inside the startup window:
+	// "late" fails well after it (a slow machine looks the same).
 	for _, tc := range []struct {
-		decision string
-		written  bool
-	}{{"accept", true}, {"decline", false}} {
-		t.Run(tc.decision, func(t *testing.T) {
+		name, cmd, decision string
+		written             bool
+	}{
+		{"accept", "echo hi > made.txt", "accept", true},
+		{"decline", "echo hi > made.txt", "decline", false},
+		{"late/accept", "sleep 0.5; echo hi > made.txt", "accept", true},
+		{"late/decline", "sleep 0.5; echo hi > made.txt", "decline", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			mm := mockmodel.New(t)
-			mm.Enqueue(execCall("call_w", map[string]any{"cmd": "echo hi > made.txt", "yield_time_ms": 10000}))
+			mm.Enqueue(execCall("call_w", map[string]any{"cmd": tc.cmd, "yield_time_ms": 10000}))
 			mm.Enqueue(finalMessage("done"))
 			c := startIsolated(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", SandboxMode: "read-only"})
 			var reasons []string
@@ -48,4 +55,28 @@ func TestSandboxDenialAsksToRetryUnsandboxed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWorkdirOutsideWorkspaceIsNotWritable: under workspace-write, exec_command with a workdir outside the
+// workspace runs there but may not write there (it used to become a writable root).
+func TestWorkdirOutsideWorkspaceIsNotWritable(t *testing.T) {
+	// Not under /tmp, which workspace-write allows anyway.
+	outside, err := os.MkdirTemp(".", "outside-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	outside, err = filepath.Abs(outside)
+	require.NoError(t, err)
+	mm := mockmodel.New(t)
+	mm.Enqueue(execCall("call_w", map[string]any{"cmd": "pwd; echo hi > made.txt", "workdir": outside, "yield_time_ms": 10000}))
+	mm.Enqueue(finalMessage("done"))
+	c := startIsolated(t, apptest.Options{Model: mm, ApprovalPolicy: "never", SandboxMode: "workspace-write"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "write a file")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	out := callOutput(t, mm, "call_w")
+	require.Contains(t, out, outside+"\n", "the command ran in its workdir")
+	require.NotEqual(t, 0, execExitCode(t, out))
+	_, err = os.Stat(filepath.Join(outside, "made.txt"))
+	require.True(t, os.IsNotExist(err), "nothing written outside the workspace")
 }

@@ -205,13 +205,14 @@ func (m *Manager) modelClient(cfg *config.Config, providerID string) (*model.Cli
 
 // ModelProvider converts a configured provider into the model package's form.
 func ModelProvider(p config.ModelProvider) model.Provider {
-	req, str := int64(p.RequestMaxRetries), int64(p.StreamMaxRetries)
+	req, str, nw := int64(p.RequestMaxRetries), int64(p.StreamMaxRetries), int64(p.NetworkWaitMaxRetries)
 	idle := p.StreamIdleTimeout.Milliseconds()
 	return model.Provider{
 		ID: p.ID, Name: p.Name, BaseURL: p.BaseURL, EnvKey: p.EnvKey, EnvKeyInstructions: p.EnvKeyInstructions,
 		ExperimentalBearerToken: p.ExperimentalBearerToken, WireAPI: p.WireAPI, QueryParams: p.QueryParams,
 		HTTPHeaders: p.HTTPHeaders, EnvHTTPHeaders: p.EnvHTTPHeaders,
 		RequestMaxRetries: &req, StreamMaxRetries: &str, StreamIdleTimeoutMs: &idle, RequiresOpenAIAuth: p.RequiresOpenAIAuth,
+		NetworkWaitMaxRetries: &nw,
 	}
 }
 

@@ -67,7 +67,7 @@ func (st *threadState) authorize(ctx context.Context, tc *thread.ToolContext, ci
 	if approved {
 		return nil, "", true
 	}
-	w, err := SandboxWrapper(self, tc.Settings.Sandbox, c.cwd)
+	w, err := SandboxWrapper(self, tc.Settings.Sandbox, tc.Settings.Cwd, c.cwd)
 	if err != nil {
 		return nil, c.tool + " failed: " + err.Error(), false
 	}

@@ -80,7 +80,8 @@ type threadState struct {
 func state(t *thread.Thread, d *Deps) *threadState {
 	return t.AttachOnce(stateKey{}, func() any {
 		st := &threadState{
-			sessions:  execmgr.NewSessions(execmgr.SessionsOptions{Manager: d.Exec, MaxPollWait: d.Config.BackgroundTerminalMaxTimeout}),
+			sessions: execmgr.NewSessions(execmgr.SessionsOptions{Manager: d.Exec, MaxPollWait: d.Config.BackgroundTerminalMaxTimeout,
+				Owner: t.ID}),
 			approvals: newApprovalCache(),
 		}
 		t.OnClose(st.sessions.TerminateAll)
@@ -114,9 +115,10 @@ func (d *Deps) self() string {
 	return selfPath
 }
 
-// SandboxWrapper returns the argv hook that runs a command under the sandbox policy, or nil when the
-// policy does not restrict anything.
-func SandboxWrapper(self string, policy protocol.SandboxPolicy, cwd string) (func(argv []string) ([]string, error), error) {
+// SandboxWrapper returns the argv hook that runs a command in dir under the sandbox policy of cwd (the
+// turn's cwd: the workspace), or nil when the policy does not restrict anything. A dir outside the
+// workspace gains no write access by being the command's working directory.
+func SandboxWrapper(self string, policy protocol.SandboxPolicy, cwd, dir string) (func(argv []string) ([]string, error), error) {
 	raw, err := json.Marshal(policy)
 	if err != nil {
 		return nil, err
@@ -137,6 +139,6 @@ func SandboxWrapper(self string, policy protocol.SandboxPolicy, cwd string) (fun
 		return nil, fmt.Errorf("sandbox unavailable: %s", reason)
 	}
 	return func(argv []string) ([]string, error) {
-		return sandbox.WrapArgv(self, p, cwd, argv)
+		return sandbox.WrapArgvIn(self, p, cwd, dir, argv)
 	}, nil
 }

@@ -11,11 +11,13 @@ import (
 	"os"
 	"strings"
 
+	"appserver/execmgr"
 	"appserver/sandbox"
 )
 
 func main() {
 	sandbox.RunHelperIfRequested()
+	execmgr.RunReaperIfRequested()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
