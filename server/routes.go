@@ -30,6 +30,11 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addHooksRoutes(r)
 	s.addAccountRoutes(r)
 	s.addPluginRoutes(r)
+	s.addEnvironmentRoutes(r)
+	s.addSamplingRoutes(r)
+	s.addThreadExtraRoutes(r)
+	s.addMaintenanceRoutes(r)
+	s.addMCPExtraRoutes(r)
 	s.addFileSearchRoutes(r)
 	s.addFSRoutes(r)
 	s.addUserShellRoutes(r)
@@ -38,5 +43,8 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addProcessRoutes(r)
 	s.addReviewRoutes(r)
 	s.addRevertRoutes(r)
+	s.addThreadSettingsRoutes(r)
+	s.addMetadataRoutes(r)
+	s.addItemRoutes(r)
 	return r
 }

@@ -45,6 +45,9 @@ type Deps struct {
 	// SkillsPrompt renders the skills offered to the model for a working directory ("" = none); a new
 	// thread's context gets it as one developer message after the initial context.
 	SkillsPrompt func(cwd string) string
+	// Broadcast sends a notification to every connection, subscribed or not (nil: to the thread's
+	// subscribers only). The server-wide thread notifications (ServerWide) go through it.
+	Broadcast func(method string, params any)
 }
 
 // Manager owns the loaded threads.
