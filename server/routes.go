@@ -41,6 +41,8 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addCompactionRoutes(r)
 	s.addWorkspaceMiscRoutes(r)
 	s.addProcessRoutes(r)
+	s.addReviewRoutes(r)
+	s.addRevertRoutes(r)
 	s.addThreadSettingsRoutes(r)
 	s.addMetadataRoutes(r)
 	s.addItemRoutes(r)

@@ -391,6 +391,7 @@ func (tn *Turn) run() {
 	t.emit(protocol.NotifyTurnStarted, protocol.TurnStartedNotification{ThreadID: t.ID, Turn: started})
 	s := t.Settings()
 	tn.recordStart(s)
+	t.markHistory(tn.ID) // where thread/revert cuts the history
 	if wasInterrupted {
 		t.appendHistory(messageItem("user", interruptedNotice))
 	}
