@@ -101,6 +101,7 @@ env_http_headers = { X-B = "B_ENV" }
 request_max_retries = 0
 stream_max_retries = 1000
 stream_idle_timeout_ms = 1500
+network_wait_max_retries = 7
 requires_openai_auth = true
 
 [sandbox_workspace_write]
@@ -158,7 +159,7 @@ trust_level = "trusted"
 		EnvKeyInstructions: "set MOCK_KEY", ExperimentalBearerToken: "tok", WireAPI: "responses",
 		QueryParams: map[string]string{"api-version": "2025"}, HTTPHeaders: map[string]string{"X-A": "a"},
 		EnvHTTPHeaders: map[string]string{"X-B": "B_ENV"}, RequestMaxRetries: 0, StreamMaxRetries: 100,
-		StreamIdleTimeout: 1500 * time.Millisecond, RequiresOpenAIAuth: true,
+		StreamIdleTimeout: 1500 * time.Millisecond, NetworkWaitMaxRetries: 7, RequiresOpenAIAuth: true,
 	}, p)
 
 	require.Equal(t, SandboxWorkspaceWrite{WritableRoots: []string{"/a", "/b"}, NetworkAccess: true,

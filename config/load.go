@@ -52,15 +52,42 @@ func CodexHome() (string, error) {
 // fails, taken as a plain string. Errors are *Error values naming the file
 // (or override), line and key.
 func Load(codexHome string, overrides []string) (*Config, error) {
+	return LoadWith(codexHome, overrides, LoadOptions{})
+}
+
+// LoadOptions change which files Load reads (the exec command line's --ignore-user-config and -p).
+type LoadOptions struct {
+	// IgnoreUser skips $CODEX_HOME/config.toml (auth still uses CODEX_HOME).
+	IgnoreUser bool
+	// ProfileFile is a config file layered on top of the user config, below the -c overrides
+	// ("" = none); a missing file is an error.
+	ProfileFile string
+}
+
+// LoadWith is Load with options.
+func LoadWith(codexHome string, overrides []string, o LoadOptions) (*Config, error) {
 	sys, err := readFileLayer(SourceSystem, systemConfigPath)
 	if err != nil {
 		return nil, err
 	}
-	user, err := readFileLayer(SourceUser, filepath.Join(codexHome, ConfigFileName))
-	if err != nil {
-		return nil, err
+	layers := []*layer{sys}
+	if !o.IgnoreUser {
+		user, err := readFileLayer(SourceUser, filepath.Join(codexHome, ConfigFileName))
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, user)
 	}
-	layers := []*layer{sys, user}
+	if o.ProfileFile != "" {
+		if _, err := os.Stat(o.ProfileFile); err != nil {
+			return nil, &Error{File: o.ProfileFile, Msg: "config profile file not found"}
+		}
+		pl, err := readFileLayer(SourceUser, o.ProfileFile)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, pl)
+	}
 	if len(overrides) > 0 {
 		flags, err := parseOverrides(overrides)
 		if err != nil {

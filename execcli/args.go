@@ -27,6 +27,12 @@ type options struct {
 	color         string
 	threadSource  string
 	fullAutoUsed  bool
+	profile       string // -p: $CODEX_HOME/<profile>.config.toml layered on the user config
+	strictConfig  bool
+	ignoreUser    bool // --ignore-user-config
+	ignoreRules   bool // --ignore-rules: appserver loads no execpolicy .rules files anyway
+	oss           bool
+	localProvider string // --local-provider: ollama or lmstudio
 	help, version bool
 }
 
@@ -40,9 +46,8 @@ func usageErr(format string, a ...any) error { return &usageError{msg: fmt.Sprin
 // unsupported are the reference's exec flags appserver does not implement: they fail loudly instead
 // of being ignored.
 var unsupported = map[string]bool{
-	"--oss": true, "--local-provider": true, "-p": true, "--profile": true, "--strict-config": true,
 	"--approve-for-me": true, "--dangerously-bypass-hook-trust": true, "--worktree": true,
-	"--cyber-access-program": true, "--trust": true, "--ignore-user-config": true, "--ignore-rules": true,
+	"--cyber-access-program": true, "--trust": true,
 }
 
 // valueFlags take a value (as the next argument or after '=').
@@ -107,6 +112,23 @@ func parseArgs(args []string) (*options, error) {
 			return nil, usageErr("error: unexpected argument '%s' found", a)
 		}
 		switch name {
+		case "-p", "--profile":
+			o.profile = v
+		case "--strict-config":
+			o.strictConfig = true
+		case "--ignore-user-config":
+			o.ignoreUser = true
+		case "--ignore-rules":
+			o.ignoreRules = true
+		case "--oss":
+			o.oss = true
+		case "--local-provider":
+			switch v {
+			case "ollama", "lmstudio":
+				o.localProvider = v
+			default:
+				return nil, usageErr("error: invalid value '%s' for '--local-provider <OSS_PROVIDER>'\n  [possible values: lmstudio, ollama]", v)
+			}
 		case "--json", "--experimental-json":
 			o.json = true
 		case "-c", "--config":
@@ -249,7 +271,16 @@ Options:
       --json                       Print events to stdout as JSONL (alias: --experimental-json)
   -o, --output-last-message <FILE> Write the agent's last message to FILE
       --thread-source <SOURCE>     Source classification recorded for a new thread
+  -p, --profile <NAME>             Layer $CODEX_HOME/<NAME>.config.toml on top of config.toml
+      --strict-config              Error out on config.toml fields this version does not recognize
+      --ignore-user-config         Do not load $CODEX_HOME/config.toml (auth still uses CODEX_HOME)
+      --ignore-rules               Accepted: appserver loads no execpolicy .rules files
+      --oss                        Use the local open-source provider (--local-provider or oss_provider)
+      --local-provider <PROVIDER>  lmstudio | ollama
   -h, --help                       Print help
+
+Not supported (exit 2): --approve-for-me, --dangerously-bypass-hook-trust, --worktree, --trust,
+--cyber-access-program, and the review and fork subcommands.
 
 Exec never asks for approval (approval policy "never"); MCP elicitations are cancelled.
 `

@@ -39,7 +39,7 @@ func TestParseArgsErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--nope"}, {"-Z"}, {"--json=yes"}, {"--sandbox", "all"}, {"--color", "pink"}, {"-m"}, {"a", "b"},
 		{"--last"}, {"resume"}, {"resume", "id", "p", "extra"}, {"resume", "--last", "p", "extra"}, {"review"}, {"fork", "x"},
-		{"--oss"}, {"-p", "prof"}, {"--profile=prof"}, {"--cyber-access-program", "standard"}, {"--worktree"},
+		{"--local-provider", "foo"}, {"-p"}, {"--trust"}, {"--approve-for-me"}, {"--dangerously-bypass-hook-trust"}, {"--cyber-access-program", "standard"}, {"--worktree"},
 		{"--full-auto", "--dangerously-bypass-approvals-and-sandbox"},
 	} {
 		_, err := parseArgs(args)

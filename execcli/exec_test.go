@@ -331,7 +331,7 @@ func TestExecBadArguments(t *testing.T) {
 	for _, args := range [][]string{
 		{"--no-such-flag", "x"},
 		{"--sandbox", "everything", "x"},
-		{"--oss", "x"},
+		{"--worktree", "x"},
 		{"fork", "x"},
 		{"a", "b"},
 		{"--full-auto", "--dangerously-bypass-approvals-and-sandbox", "x"},
@@ -525,4 +525,41 @@ func TestExecImage(t *testing.T) {
 	// How the engine renders the image for the model is its business; exec hands it over as a localImage.
 	require.Contains(t, string(reqs[0].Raw), filepath.Join(e.work, "dot.png"))
 	require.Contains(t, string(reqs[0].Raw), `"text":"describe"`)
+}
+
+// TestExecConfigFlags: -p layers $CODEX_HOME/<name>.config.toml, --ignore-user-config skips config.toml,
+// --strict-config refuses nested unknown keys, --oss needs a local provider; none is ignored.
+func TestExecConfigFlags(t *testing.T) {
+	e := newEnv(t, "")
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "pp.config.toml"), []byte("model = \"profile-model\"\n"), 0o644))
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
+	r := e.run("", "-p", "pp", "--ignore-rules", "--json", "--skip-git-repo-check", "hi")
+	require.Equal(t, 0, r.code, r.stderr)
+	reqs := e.mm.ResponseRequests()
+	require.Len(t, reqs, 1)
+	require.Equal(t, "profile-model", reqs[0].Body["model"], "the profile file is layered on config.toml")
+
+	r = e.run("", "--profile", "missing", "--json", "--skip-git-repo-check", "hi")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "missing.config.toml: config profile file not found")
+
+	// --ignore-user-config: a broken config.toml is not read; the profile supplies everything.
+	full, err := os.ReadFile(filepath.Join(e.home, "config.toml"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "full.config.toml"), full, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("model = \n[features]\nx = true\n"), 0o644))
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
+	r = e.run("", "--ignore-user-config", "--strict-config", "-p", "full", "--json", "--skip-git-repo-check", "hi")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Len(t, e.mm.ResponseRequests(), 2)
+
+	// --strict-config: a nested unknown key fails before any model request.
+	e.writeConfig(e.mm.URL(), "[features]\nx = true\n")
+	r = e.run("", "--strict-config", "--json", "--skip-git-repo-check", "hi")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "unknown configuration field `features.x`")
+	r = e.run("", "--oss", "--json", "--skip-git-repo-check", "hi")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "No default OSS provider configured")
+	require.Len(t, e.mm.ResponseRequests(), 2)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -185,9 +186,34 @@ func (r *runner) loadConfig(wd string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	overrides := r.opts.overrides
+	if r.opts.strictConfig && !r.opts.ignoreUser {
+		unknown, err := config.UserConfigUnknownKeys(home)
+		if err != nil {
+			return nil, err
+		}
+		if len(unknown) > 0 {
+			return nil, &config.UnknownKeyError{UnknownKey: unknown[0]}
+		}
+	}
+	lo := config.LoadOptions{IgnoreUser: r.opts.ignoreUser}
+	if r.opts.profile != "" {
+		lo.ProfileFile = filepath.Join(home, r.opts.profile+".config.toml")
+		if r.opts.strictConfig {
+			unknown, err := config.UnknownKeys(lo.ProfileFile)
+			if err != nil {
+				return nil, err
+			}
+			if len(unknown) > 0 {
+				return nil, &config.UnknownKeyError{UnknownKey: unknown[0]}
+			}
+		}
+	}
+	overrides, err := r.ossOverrides(home, lo)
+	if err != nil {
+		return nil, err
+	}
 	if len(r.opts.addDirs) > 0 {
-		base, err := config.Load(home, overrides)
+		base, err := config.LoadWith(home, overrides, lo)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +224,39 @@ func (r *runner) loadConfig(wd string) (*config.Config, error) {
 		b, _ := json.Marshal(roots) // a JSON string array is a TOML array of basic strings
 		overrides = append(append([]string(nil), overrides...), "sandbox_workspace_write.writable_roots="+string(b))
 	}
-	return config.Load(home, overrides)
+	return config.LoadWith(home, overrides, lo)
+}
+
+// defaultOSSModel is the model --oss selects when -m is not given (the reference's default).
+const defaultOSSModel = "gpt-oss:20b"
+
+// ossOverrides adds the -c overrides of --oss/--local-provider: the local provider (the flag, else
+// config's oss_provider) and, without -m, the default open-source model.
+func (r *runner) ossOverrides(home string, lo config.LoadOptions) ([]string, error) {
+	overrides := r.opts.overrides
+	if !r.opts.oss && r.opts.localProvider == "" {
+		return overrides, nil
+	}
+	provider := r.opts.localProvider
+	if provider == "" {
+		base, err := config.LoadWith(home, overrides, lo)
+		if err != nil {
+			return nil, err
+		}
+		provider, _ = base.Raw()["oss_provider"].(string)
+	}
+	switch provider {
+	case "ollama", "lmstudio":
+	case "":
+		return nil, fmt.Errorf("No default OSS provider configured. Use --local-provider=provider or set oss_provider to one of: lmstudio, ollama in config.toml")
+	default:
+		return nil, fmt.Errorf("Unknown OSS provider '%s'. Supported providers: lmstudio, ollama", provider)
+	}
+	out := append(append([]string(nil), overrides...), "model_provider="+strconv.Quote(provider))
+	if r.opts.model == "" {
+		out = append(out, "model="+strconv.Quote(defaultOSSModel))
+	}
+	return out, nil
 }
 
 func absPath(base, p string) string {

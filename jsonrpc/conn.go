@@ -91,7 +91,8 @@ type Conn struct {
 	maxLine   int
 	largeLine int
 
-	egress chan []byte
+	egress chan outLine // replies, requests and notifications, in order
+	bulk   chan outLine // bulk notifications (NotifyBulk), written when egress lets them
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -148,7 +149,8 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 	return &Conn{
 		r: r, w: w, handler: h, orderer: o, log: opts.Logger, now: opts.Now, laneLimit: opts.LaneLimit,
 		maxLine: opts.MaxLineBytes, largeLine: opts.LargeLineBytes,
-		egress:     make(chan []byte, opts.QueueSize),
+		egress:     make(chan outLine, opts.QueueSize),
+		bulk:       make(chan outLine, bulkQueueSize),
 		pending:    map[int64]chan *Message{},
 		slots:      make(chan struct{}, opts.MaxInFlight),
 		large:      make(chan struct{}, 1),
@@ -411,64 +413,11 @@ func (c *Conn) safeNotification(msg *Message) {
 	c.handler.HandleNotification(c.ctx, msg.Method, msg.Params)
 }
 
-func (c *Conn) writeLoop() {
-	defer close(c.writerDone)
-	bw := bufio.NewWriterSize(c.w, 64<<10)
-	broken := false
-	put := func(line []byte) {
-		if broken {
-			return
-		}
-		_, err := bw.Write(line)
-		if err == nil {
-			err = bw.WriteByte('\n')
-		}
-		if err == nil && len(c.egress) == 0 {
-			err = bw.Flush()
-		}
-		if err != nil {
-			broken = true
-			c.log.Warn("output closed; dropping further messages", "error", err)
-			c.cancel(ErrClosed)
-		}
-	}
-	for {
-		select {
-		case line := <-c.egress:
-			put(line)
-		case <-c.stopWriter:
-			for {
-				select {
-				case line := <-c.egress:
-					put(line)
-				default:
-					if !broken {
-						_ = bw.Flush()
-					}
-					return
-				}
-			}
-		}
-	}
-}
-
-// write queues one line, blocking while the queue is full, as stdio does in the reference.
-func (c *Conn) write(line []byte) error {
-	select {
-	case <-c.writerDone:
-		return ErrClosed
-	default:
-	}
-	select {
-	case c.egress <- line:
-		return nil
-	case <-c.writerDone:
-		return ErrClosed
-	}
-}
-
 // Notify sends a notification with a top-level emittedAtMs.
 func (c *Conn) Notify(method string, params any) error {
+	if a, ok := params.(Appender); ok {
+		return c.write(c.appendNotification(method, a))
+	}
 	var raw json.RawMessage
 	if params != nil {
 		b, err := Marshal(params)
@@ -477,7 +426,7 @@ func (c *Conn) Notify(method string, params any) error {
 		}
 		raw = b
 	}
-	return c.write(encodeNotification(method, raw, c.now().UnixMilli()))
+	return c.write(outLine{b: encodeNotification(method, raw, c.now().UnixMilli())})
 }
 
 // Call sends a server→client request and waits for its answer until ctx ends or the connection closes.
@@ -510,7 +459,7 @@ func (c *Conn) Send(method string, params any) (int64, <-chan *Message, error) {
 	}
 	c.pending[id] = ch
 	c.mu.Unlock()
-	if err := c.write(encodeRequest(id, method, raw)); err != nil {
+	if err := c.write(outLine{b: encodeRequest(id, method, raw)}); err != nil {
 		c.forget(id)
 		return 0, nil, err
 	}
@@ -679,7 +628,7 @@ func (r *Request) Reply(result any, err error) {
 		return
 	}
 	defer r.conn.settle(r)
-	_ = r.conn.write(encodeReply(r.ID, result, err))
+	_ = r.conn.write(outLine{b: encodeReply(r.ID, result, err)})
 }
 
 func encodeReply(id json.RawMessage, result any, err error) []byte {

@@ -35,6 +35,11 @@ type Turn struct {
 	StartedAt   *int64           `json:"startedAt"`
 	CompletedAt *int64           `json:"completedAt"`
 	DurationMs  *int64           `json:"durationMs"`
+	// Ordinal is the rollout ordinal of the record that opened the turn and ItemOrdinals the ordinal of the
+	// record that first produced each item (parallel to Items); both are set by ReadFile for the thread's own
+	// file and feed the reference's history projection (package refstate).
+	Ordinal      int64   `json:"-"`
+	ItemOrdinals []int64 `json:"-"`
 }
 
 // Thread is a whole rollout read back.
@@ -86,6 +91,7 @@ type builder struct {
 	legacyN   int
 	implicitN int
 	haveMeta  bool
+	ord       int64 // ordinal of the record being added
 }
 
 // readFile feeds one file's records to the builder; limit < 0 reads everything.
@@ -155,6 +161,10 @@ func (b *builder) readFile(path string, limit int64, depth int, top bool) error 
 			continue
 		}
 		first = false
+		b.ord = b.th.NextOrdinal
+		if rec.Ordinal != nil {
+			b.ord = *rec.Ordinal
+		}
 		b.bumpOrdinal(rec, top)
 		if top {
 			if t := parseTime(rec.Timestamp); !t.IsZero() {
@@ -352,7 +362,8 @@ func (b *builder) openTurn(id string, implicit bool) *Turn {
 		b.implicitN++
 		id = fmt.Sprintf("turn-%d", b.implicitN)
 	}
-	b.th.Turns = append(b.th.Turns, Turn{ID: id, Items: []map[string]any{}, ItemsView: "full", Status: TurnInProgress})
+	b.th.Turns = append(b.th.Turns, Turn{ID: id, Items: []map[string]any{}, ItemsView: "full", Status: TurnInProgress,
+		Ordinal: b.ord})
 	b.cur = len(b.th.Turns) - 1
 	b.curOpen = true
 	b.implicit = implicit
@@ -521,6 +532,7 @@ func (b *builder) putItem(t *Turn, item map[string]any) {
 		}
 	}
 	t.Items = append(t.Items, item)
+	t.ItemOrdinals = append(t.ItemOrdinals, b.ord)
 }
 
 func (b *builder) legacyID() string {

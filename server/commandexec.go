@@ -2,16 +2,20 @@ package server
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
+	"strconv"
+	"sync/atomic"
 
 	"appserver/execmgr"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
 	"appserver/tools"
+
+	fastb64 "github.com/segmentio/asm/base64"
 )
 
 func (s *Server) addCommandExecRoutes(r map[string]route) {
@@ -77,21 +81,74 @@ func (s *Server) commandExec(ctx context.Context, c *connection, req *jsonrpc.Re
 	}
 	reg := c.execRegistry()
 	req.Go(func() (any, error) {
+		id := ""
+		if p.ProcessID != nil {
+			id = *p.ProcessID
+		}
+		pid := jsonrpc.AppendString(nil, id)
+		var streamed atomic.Bool
 		resp, err := reg.Exec(c.rpc.Context(), execmgr.CommandExecRequest{
 			Params: p, Cwd: wd, WrapArgv: wrap,
-			OnOutputDelta: func(processID string, stream execmgr.Stream, chunk []byte, capReached bool) {
-				c.notify(protocol.NotifyCommandExecOutputDelta, protocol.CommandExecOutputDeltaNotification{
-					ProcessID: processID, Stream: protocol.CommandExecOutputStream(stream.String()),
-					DeltaBase64: base64.StdEncoding.EncodeToString(chunk), CapReached: capReached,
-				})
+			OnOutputDelta: func(_ string, stream execmgr.Stream, chunk []byte, capReached bool) {
+				streamed.Store(true)
+				c.notifyBulk(protocol.NotifyCommandExecOutputDelta, execOutputDelta{
+					processID: pid, stream: stream, chunk: chunk, capReached: capReached})
 			},
 		})
+		if streamed.Load() { // the reply follows every delta of the command (they wait in the bulk queue)
+			_ = c.rpc.FlushBulk(context.Background()) // bounded by the writer, which outlives this request
+		}
 		if err != nil {
 			return nil, requestError(err)
 		}
 		return resp, nil
 	})
 	return nil, nil
+}
+
+// notifyBulk sends a high-volume notification (streamed output) through the connection's bulk
+// queue, so that other replies and notifications are not held up behind it; like notify, it
+// honours the opt-outs and the initialize gate.
+func (c *connection) notifyBulk(method string, params jsonrpc.Appender) {
+	c.mu.Lock()
+	skip := c.optOut[method] || !c.initialized
+	c.mu.Unlock()
+	if skip {
+		return
+	}
+	if err := c.rpc.NotifyBulk(method, params); err != nil {
+		c.log.Debug("notification dropped", "method", method, "error", err)
+	}
+}
+
+// execOutputDelta is a command/exec/outputDelta's params, encoded straight from the read buffer
+// into the outgoing line: the same bytes as protocol.CommandExecOutputDeltaNotification marshals to.
+type execOutputDelta struct {
+	processID  []byte // JSON-encoded
+	stream     execmgr.Stream
+	chunk      []byte
+	capReached bool
+}
+
+// AppendJSON implements jsonrpc.Appender.
+func (d execOutputDelta) AppendJSON(b []byte) []byte {
+	b = append(b, `{"capReached":`...)
+	b = strconv.AppendBool(b, d.capReached)
+	b = append(b, `,"deltaBase64":"`...)
+	b = appendBase64(b, d.chunk)
+	b = append(b, `","processId":`...)
+	b = append(b, d.processID...)
+	b = append(b, `,"stream":"`...)
+	b = append(b, d.stream.String()...)
+	return append(b, `"}`...)
+}
+
+// appendBase64 appends the padded standard base64 of src, with the SIMD encoder where the CPU has one.
+func appendBase64(b, src []byte) []byte {
+	n := fastb64.StdEncoding.EncodedLen(len(src))
+	b = slices.Grow(b, n)
+	fastb64.StdEncoding.Encode(b[len(b):len(b)+n], src)
+	return b[:len(b)+n]
 }
 
 func (s *Server) commandExecWrite(ctx context.Context, c *connection, req *jsonrpc.Request, _ any) (any, error) {

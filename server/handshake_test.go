@@ -78,7 +78,7 @@ func TestRequestErrors(t *testing.T) {
 		{name: "experimental method gated", method: "mock/experimentalMethod", params: map[string]any{}, code: -32600, message: "mock/experimentalMethod requires experimentalApi capability"},
 		{name: "experimental counter gated", method: "thread/increment_elicitation", params: map[string]any{"threadId": "x"}, code: -32600, message: "thread/increment_elicitation requires experimentalApi capability"},
 		{name: "experimental field gated", method: "thread/start", params: map[string]any{"mockExperimentalField": "x"}, code: -32600, message: "thread/start.mockExperimentalField requires experimentalApi capability"},
-		{name: "not implemented", method: "feedback/upload", params: map[string]any{"classification": "bug", "includeLogs": false}, code: -32600, message: "feedback/upload is not supported by appserver"},
+		{name: "not implemented", method: "windowsSandbox/readiness", code: -32600, message: "windowsSandbox/readiness is not supported by appserver"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

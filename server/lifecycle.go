@@ -87,7 +87,7 @@ func (s *Server) broadcast(method string, params any) {
 	}
 }
 
-func (s *Server) threadList(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadListParams) (any, error) {
+func (s *Server) threadList(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadListParams) (any, error) {
 	q := rollout.ListQuery{Cursor: deref(p.Cursor), ModelProviders: p.ModelProviders, SearchTerm: deref(p.SearchTerm)}
 	if p.ModelProviders == nil {
 		// Omitted: the configured provider's threads, as the reference; present but empty: every provider.
@@ -159,6 +159,9 @@ func (s *Server) threadList(_ context.Context, _ *connection, _ *jsonrpc.Request
 		return nil, storeError(err)
 	}
 	states := make(map[string]protocol.ThreadReadState, len(data))
+	for i := range data {
+		s.overlayThreadMeta(ctx, &data[i])
+	}
 	for _, th := range data {
 		if rs := s.threads.ReadState(th.ID, true); rs != nil {
 			states[th.ID] = *rs
@@ -186,7 +189,7 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func (s *Server) threadRead(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ThreadReadParams) (any, error) {
+func (s *Server) threadRead(ctx context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ThreadReadParams) (any, error) {
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
@@ -218,6 +221,7 @@ func (s *Server) threadRead(_ context.Context, c *connection, _ *jsonrpc.Request
 		}
 		info = th
 	}
+	s.overlayThreadMeta(ctx, &info)
 	if include {
 		c.notify(protocol.NotifyDeprecationNotice, deprecationHydration())
 	}
@@ -448,7 +452,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	}
 	req.Reply(protocol.ThreadForkResponse(startResponse(info, t.Settings())), nil)
 	sendUsage(t, c)
-	t.EmitTo(c, protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: t.Info()})
+	t.Emit(protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: t.Info()}) // every connection
 	s.releaseThreadMCP(t)
 	return nil, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"appserver/auth"
 	"appserver/config"
+	"appserver/environments"
 	"appserver/execmgr"
 	"appserver/features"
 	"appserver/jsonrpc"
@@ -72,6 +73,10 @@ type Server struct {
 	logins   *auth.Logins     // pending ChatGPT browser login
 
 	rateLimits ratelimits.Tracker // from the last model response's headers
+	state      stateDB            // $CODEX_HOME/appserver_state.sqlite (thread/metadata/update)
+
+	envs    *environments.Registry // environment/*, built with the routes
+	samples sampleTable            // in-flight thread/sample requests, for thread/sample/cancel
 
 	nextConnID atomic.Int64
 	ctx        context.Context
@@ -95,6 +100,7 @@ func New(opts Options) *Server {
 		InstallationID: s.installationID,
 		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil), OnResponseHeaders: s.rateLimits.Observe},
 		SkillsPrompt:   s.skillsPrompt,
+		Broadcast:      s.broadcast,
 		UserAgent:      func(o string) string { return userAgent(protocol.ClientInfo{Name: o, Version: Version}) },
 	})
 	s.routes = s.buildRoutes()
@@ -119,6 +125,9 @@ func (s *Server) ServeConn(ctx context.Context, r io.Reader, w io.Writer) error 
 
 // Close stops everything the server owns: threads, their turns and every child process.
 func (s *Server) Close() {
+	if s.envs != nil {
+		s.envs.Close()
+	}
 	if s.logins != nil {
 		s.logins.Close()
 	}

@@ -19,10 +19,8 @@ func (s *Server) addThreadRoutes(r map[string]route) {
 	r[protocol.MethodTurnInterrupt] = handle(s.turnInterrupt)
 	r[protocol.MethodTurnSteer] = handle(s.turnSteer)
 	r[protocol.MethodThreadLoadedList] = handle(s.threadLoadedList)
-	r[protocol.MethodThreadRead] = handle(s.threadRead)
 	r[protocol.MethodThreadIncrementElicitation] = handle(s.incrementElicitation)
 	r[protocol.MethodThreadDecrementElicitation] = handle(s.decrementElicitation)
-	r[protocol.MethodThreadNameSet] = handle(s.threadNameSet)
 	r[protocol.MethodModelList] = handle(s.modelList)
 	r[protocol.MethodConfigRead] = handle(s.configRead)
 }
@@ -58,7 +56,7 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 	}
 	info := t.Info()
 	req.Reply(startResponse(info, st), nil)
-	t.EmitTo(c, protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: info})
+	t.Emit(protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: info}) // every connection, as the reference
 	s.afterThreadStart(t, c)
 	return nil, nil
 }

@@ -796,7 +796,11 @@ func (m *Manager) unloadIdle(t *Thread, tm *unloadTimer, last Subscriber) {
 		return
 	}
 	m.Unload(t.ID)
-	last.Notify(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: notLoaded()})
+	if m.deps.Broadcast != nil {
+		m.deps.Broadcast(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: notLoaded()})
+	} else {
+		last.Notify(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: notLoaded()})
+	}
 	last.Notify(protocol.NotifyThreadClosed, protocol.ThreadClosedNotification{ThreadID: t.ID})
 }
 

@@ -45,6 +45,9 @@ type Deps struct {
 	// SkillsPrompt renders the skills offered to the model for a working directory ("" = none); a new
 	// thread's context gets it as one developer message after the initial context.
 	SkillsPrompt func(cwd string) string
+	// Broadcast sends a notification to every connection, subscribed or not (nil: to the thread's
+	// subscribers only). The server-wide thread notifications (ServerWide) go through it.
+	Broadcast func(method string, params any)
 }
 
 // Manager owns the loaded threads.
@@ -63,6 +66,8 @@ type Manager struct {
 	// store indexes CODEX_HOME's rollouts; opened on first use (storeMu serialises the opening).
 	storeMu sync.Mutex
 	store   *rollout.Store
+	// refHist mirrors paginated turns into the reference's history database, if CODEX_HOME has one.
+	refHist *rollout.RefHistory
 	// cfg is the current configuration (deps.Config until SetConfig swaps it after a config write).
 	cfg atomic.Pointer[config.Config]
 	// pendingContext holds a new thread's initial context items until its first turn records them.
@@ -178,6 +183,11 @@ func (m *Manager) Close() {
 		}()
 	}
 	wg.Wait()
+	m.storeMu.Lock()
+	if m.refHist != nil {
+		m.refHist.Close()
+	}
+	m.storeMu.Unlock()
 }
 
 // modelClient returns the client of a provider as cfg defines it. Clients are shared between threads
@@ -401,6 +411,16 @@ func (m *Manager) openStore() *rollout.Store {
 	return m.store
 }
 
+// refHistory returns the manager's mirror into the reference's history database, created on first use.
+func (m *Manager) refHistory() *rollout.RefHistory {
+	m.storeMu.Lock()
+	defer m.storeMu.Unlock()
+	if m.refHist == nil {
+		m.refHist = rollout.NewRefHistory(m.Config().CodexHome)
+	}
+	return m.refHist
+}
+
 // takePendingContext returns (once) the initial context a new thread's first turn records.
 func (m *Manager) takePendingContext(id string) []json.RawMessage {
 	m.mu.Lock()
@@ -414,10 +434,15 @@ func (m *Manager) takePendingContext(id string) []json.RawMessage {
 func (m *Manager) touch(t *Thread) {
 	t.mu.Lock()
 	persisted := t.recorder != nil
+	var path string
+	if persisted {
+		path = t.recorder.Path()
+	}
 	t.mu.Unlock()
 	if !persisted {
 		return
 	}
+	m.refHistory().Project(m.rootCtx, t.ID, path)
 	st := m.openStore()
 	if st == nil {
 		return

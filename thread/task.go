@@ -47,6 +47,7 @@ func (tn *Turn) RunTask(body TaskBody) {
 		t.emit(protocol.NotifyTurnStarted, protocol.TurnStartedNotification{ThreadID: t.ID, Turn: started})
 		s := t.Settings()
 		tn.recordStart(s)
+		t.markHistory(tn.ID) // where thread/revert cuts the history
 		hist := body(tn.ctx, &ToolContext{Thread: t, Turn: tn, Settings: s, Log: t.log})
 		t.appendHistory(hist...)
 		tn.mu.Lock()

@@ -35,6 +35,10 @@ type Settings struct {
 	Sandbox               protocol.SandboxPolicy
 	Effort                *protocol.ReasoningEffort
 	Summary               *protocol.ReasoningSummary
+	ServiceTier           *string
+	Personality           *protocol.Personality
+	DisabledPluginIDs     []string
+	MultiAgentMode        *protocol.MultiAgentMode
 	BaseInstructions      string
 	DeveloperInstructions string
 	// Mode is the collaboration mode of the current turn ("default" unless turn/start chose "plan").
@@ -199,6 +203,10 @@ func (t *Thread) subscribersLocked() []Subscriber {
 func (t *Thread) emit(method string, params any) {
 	t.emitMu.Lock()
 	defer t.emitMu.Unlock()
+	if ServerWide(method) && t.mgr != nil && t.mgr.deps.Broadcast != nil {
+		t.mgr.deps.Broadcast(method, params)
+		return
+	}
 	t.mu.Lock()
 	subs := t.subscribersLocked()
 	t.mu.Unlock()
@@ -206,6 +214,19 @@ func (t *Thread) emit(method string, params any) {
 		s.Notify(method, params)
 	}
 }
+
+// serverWide are the thread notifications the reference sends to every connection, whether or not it is
+// subscribed to the thread (observed with two connections on codex-cli 0.169.0).
+var serverWide = map[string]bool{
+	protocol.NotifyThreadStarted:       true,
+	protocol.NotifyThreadStatusChanged: true,
+	protocol.NotifyThreadNameUpdated:   true,
+	protocol.NotifyThreadGoalUpdated:   true,
+	protocol.NotifyThreadGoalCleared:   true,
+}
+
+// ServerWide reports whether a thread notification goes to every connection rather than to subscribers.
+func ServerWide(method string) bool { return serverWide[method] }
 
 // EmitTo sends a notification to one subscriber, ordered with the thread's other notifications.
 func (t *Thread) EmitTo(s Subscriber, method string, params any) {
@@ -354,4 +375,17 @@ func (t *Thread) SetWaitingOnApproval(on bool) {
 // SetWaitingOnUserInput raises or lowers the waitingOnUserInput flag and announces it.
 func (t *Thread) SetWaitingOnUserInput(on bool) {
 	t.setFlag(protocol.ThreadActiveFlagWaitingOnUserInput, on)
+}
+
+// notifyStatus announces st with emitMu already held: to every connection when the manager broadcasts,
+// else to subs.
+func (t *Thread) notifyStatus(subs []Subscriber, st protocol.ThreadStatus) {
+	n := protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: st}
+	if t.mgr != nil && t.mgr.deps.Broadcast != nil {
+		t.mgr.deps.Broadcast(protocol.NotifyThreadStatusChanged, n)
+		return
+	}
+	for _, s := range subs {
+		s.Notify(protocol.NotifyThreadStatusChanged, n)
+	}
 }

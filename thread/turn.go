@@ -166,6 +166,12 @@ type TurnOverrides struct {
 	// Collaboration is turn/start's collaborationMode: its mode persists, and its settings override the
 	// model and effort as the reference applies them.
 	Collaboration *protocol.CollaborationMode
+	// ApprovalsReviewer, ServiceTier and Personality come from thread/settings/update.
+	ApprovalsReviewer *protocol.ApprovalsReviewer
+	ServiceTier       *string
+	Personality       *protocol.Personality
+	DisabledPluginIDs []string // nil leaves them
+	MultiAgentMode    *protocol.MultiAgentMode
 }
 
 // ApplyOverrides applies turn/start's settings overrides (they persist for later turns) and, when they
@@ -187,6 +193,21 @@ func (t *Thread) ApplyOverrides(o TurnOverrides) {
 	}
 	if o.Sandbox != nil {
 		s.Sandbox = *o.Sandbox
+	}
+	if o.ApprovalsReviewer != nil {
+		s.ApprovalsReviewer = *o.ApprovalsReviewer
+	}
+	if o.ServiceTier != nil {
+		s.ServiceTier = o.ServiceTier
+	}
+	if o.Personality != nil {
+		s.Personality = o.Personality
+	}
+	if o.DisabledPluginIDs != nil {
+		s.DisabledPluginIDs = o.DisabledPluginIDs
+	}
+	if o.MultiAgentMode != nil {
+		s.MultiAgentMode = o.MultiAgentMode
 	}
 	if o.Model != nil && *o.Model != "" {
 		s.Model = *o.Model
@@ -240,11 +261,20 @@ func (t *Thread) threadSettingsLocked() protocol.ThreadSettings {
 	} else {
 		cm = protocol.CollaborationMode{Mode: protocol.ModeKindDefault, Settings: protocol.Settings{Model: s.Model, ReasoningEffort: s.Effort}}
 	}
+	disabled := s.DisabledPluginIDs
+	if disabled == nil {
+		disabled = []string{}
+	}
+	mam := s.MultiAgentMode
+	if mam == nil {
+		mam = &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly}
+	}
 	return protocol.ThreadSettings{
-		DisabledPluginIds: []string{}, Cwd: protocol.AbsolutePathBuf(s.Cwd), Environments: t.meta.Environments,
+		DisabledPluginIds: disabled, Cwd: protocol.AbsolutePathBuf(s.Cwd), Environments: t.meta.Environments,
 		ApprovalPolicy: s.ApprovalPolicy, ApprovalsReviewer: s.ApprovalsReviewer, SandboxPolicy: s.Sandbox,
 		Model: s.Model, ModelProvider: s.ModelProvider, Effort: s.Effort, Summary: s.Summary, CollaborationMode: cm,
-		MultiAgentMode: &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
+		ServiceTier: s.ServiceTier, Personality: s.Personality,
+		MultiAgentMode: mam,
 	}
 }
 
@@ -361,6 +391,7 @@ func (tn *Turn) run() {
 	t.emit(protocol.NotifyTurnStarted, protocol.TurnStartedNotification{ThreadID: t.ID, Turn: started})
 	s := t.Settings()
 	tn.recordStart(s)
+	t.markHistory(tn.ID) // where thread/revert cuts the history
 	if wasInterrupted {
 		t.appendHistory(messageItem("user", interruptedNotice))
 	}
@@ -853,9 +884,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	if status == protocol.TurnStatusFailed {
 		st = protocol.ThreadStatus{Value: protocol.ThreadStatusSystemError{}}
 	}
-	for _, s := range subs {
-		s.Notify(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: st})
-	}
+	t.notifyStatus(subs, st)
 	if status == protocol.TurnStatusFailed && turnErr != nil {
 		for _, s := range subs {
 			s.Notify(protocol.NotifyError, protocol.ErrorNotification{Error: *turnErr, ThreadID: t.ID, TurnID: tn.ID, WillRetry: false})

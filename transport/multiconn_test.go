@@ -144,3 +144,38 @@ func TestStalledConnectionIsDroppedWithoutDelayingOthers(t *testing.T) {
 	require.Error(t, a.waitClosed())
 	require.Less(t, a.count(isNotification("item/agentMessage/delta")), 50)
 }
+
+// TestServerWideThreadNotificationsReachUnsubscribedConnections: as the reference, thread/started,
+// thread/status/changed, thread/name/updated and thread/goal/updated go to every connection, while the
+// turn's own notifications go to subscribers only.
+func TestServerWideThreadNotificationsReachUnsubscribedConnections(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("one", 1)}})
+	ts := startServer(t, serverOpts{Model: mm})
+	a := ts.mustDial(t)
+	a.initialize()
+	b := ts.mustDial(t)
+	b.initialize()
+	tid := threadID(a.result("thread/start", map[string]any{"cwd": ts.Work}))
+	started := b.notification("thread/started")
+	require.Equal(t, tid, threadID(started["params"].(map[string]any)))
+
+	turnStart(a, tid)
+	a.notification("turn/completed")
+	status := func(m map[string]any) string {
+		return m["params"].(map[string]any)["status"].(map[string]any)["type"].(string)
+	}
+	require.Equal(t, "active", status(b.notification("thread/status/changed")))
+	idle := b.waitFor(func(m map[string]any) bool { return m["method"] == "thread/status/changed" && status(m) == "idle" })
+	require.Equal(t, tid, idle["params"].(map[string]any)["threadId"])
+
+	a.result("thread/name/set", map[string]any{"threadId": tid, "name": "shared name"})
+	named := b.notification("thread/name/updated")
+	require.Equal(t, "shared name", named["params"].(map[string]any)["threadName"])
+	a.result("thread/goal/set", map[string]any{"threadId": tid, "objective": "g", "status": "paused"})
+	b.notification("thread/goal/updated")
+
+	b.result("thread/loaded/list", map[string]any{})
+	require.Zero(t, b.count(isNotification("turn/started")), "turn notifications stay with subscribers")
+	require.Zero(t, b.count(isNotification("item/completed")))
+}

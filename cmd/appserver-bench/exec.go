@@ -17,6 +17,8 @@ type execOpts struct {
 	benchOpts
 	n, warmup, runs int
 	bytes           int64
+	// buffered and streamed say which throughput modes run (--modes).
+	buffered, streamed bool
 }
 
 func parseExecFlags(args []string, stderr io.Writer) (execOpts, error) {
@@ -30,8 +32,20 @@ func parseExecFlags(args []string, stderr io.Writer) (execOpts, error) {
 	warmup := fs.Int("warmup", 2, "unmeasured [\"true\"] runs per server before measuring")
 	runs := fs.Int("runs", 3, "throughput runs per server and mode (the median counts)")
 	size := fs.Int64("bytes", 256<<20, "bytes the throughput command writes (head -c BYTES /dev/zero)")
+	modes := fs.String("modes", "buffered,streamed", "throughput modes to run: buffered, streamed or both (comma-separated)")
 	if err := parseFlagSet(fs, args); err != nil {
 		return execOpts{}, err
+	}
+	var buffered, streamed bool
+	for _, m := range strings.Split(*modes, ",") {
+		switch strings.TrimSpace(m) {
+		case "buffered":
+			buffered = true
+		case "streamed":
+			streamed = true
+		default:
+			return execOpts{}, fmt.Errorf("%w: --modes takes buffered and/or streamed, not %q", errUsage, m)
+		}
 	}
 	if *n < 1 || *warmup < 0 || *runs < 1 || *size < 1 {
 		return execOpts{}, fmt.Errorf("%w: --n, --runs and --bytes must be ≥ 1, --warmup ≥ 0", errUsage)
@@ -40,7 +54,7 @@ func parseExecFlags(args []string, stderr io.Writer) (execOpts, error) {
 	if err != nil {
 		return execOpts{}, err
 	}
-	return execOpts{benchOpts: bo, n: *n, warmup: *warmup, runs: *runs, bytes: *size}, nil
+	return execOpts{benchOpts: bo, n: *n, warmup: *warmup, runs: *runs, bytes: *size, buffered: buffered, streamed: streamed}, nil
 }
 
 // execRun is the state of one server during an exec benchmark.
@@ -106,12 +120,14 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			if !alive(r) {
 				continue
 			}
-			if d, err := r.exec(thr, "", o.bytes); err != nil {
-				r.fail("buffered", err)
-			} else {
-				r.buffered = append(r.buffered, d)
+			if o.buffered {
+				if d, err := r.exec(thr, "", o.bytes); err != nil {
+					r.fail("buffered", err)
+				} else {
+					r.buffered = append(r.buffered, d)
+				}
 			}
-			if !alive(r) {
+			if !o.streamed || !alive(r) {
 				continue
 			}
 			if d, err := r.exec(thr, fmt.Sprintf("bench-%d", k), o.bytes); err != nil {
@@ -262,7 +278,12 @@ func formatExecLine(r *execRun, o execOpts, pipeRate float64, base *execRun) str
 	for _, m := range []struct {
 		name string
 		rate float64
-	}{{"buffered", bufRate}, {"streamed", strRate}} {
+		on   bool
+	}{{"buffered", bufRate, o.buffered}, {"streamed", strRate, o.streamed}} {
+		if !m.on {
+			fmt.Fprintf(&b, " %s=skipped", m.name)
+			continue
+		}
 		if m.rate == 0 {
 			fmt.Fprintf(&b, " %s=fail", m.name)
 			continue

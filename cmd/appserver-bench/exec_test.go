@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -88,7 +89,7 @@ func TestExecFailures(t *testing.T) {
 }
 
 func TestFormatExecLine(t *testing.T) {
-	o := execOpts{n: 3, bytes: 1 << 20}
+	o := execOpts{n: 3, bytes: 1 << 20, buffered: true, streamed: true}
 	base := &execRun{c: command{text: "ref"}, spawn: []time.Duration{2 * time.Millisecond},
 		buffered: []time.Duration{time.Second}, streamed: []time.Duration{500 * time.Millisecond}}
 	r := &execRun{c: command{text: "ours"}, spawn: []time.Duration{time.Millisecond},
@@ -97,6 +98,35 @@ func TestFormatExecLine(t *testing.T) {
 		formatExecLine(base, o, 4<<20, nil))
 	require.Equal(t, "server=ours n=3 ok=1 spawn_p50=1.0ms spawn_p90=1.0ms buffered=fail streamed=4.0MiB/s streamed_vs_pipe=1.00 spawn_p50_x=0.50 buffered_x=na streamed_x=2.00",
 		formatExecLine(r, o, 4<<20, base))
+	o.buffered = false
+	require.Equal(t, "server=ref n=3 ok=1 spawn_p50=2.0ms spawn_p90=2.0ms buffered=skipped streamed=2.0MiB/s streamed_vs_pipe=0.50",
+		formatExecLine(base, o, 4<<20, nil))
 	require.Equal(t, "1.0MiB/s", mibps(1<<20))
 	require.Zero(t, rate(10, nil))
+}
+
+func TestParseExecModes(t *testing.T) {
+	for _, tc := range []struct {
+		modes              string
+		buffered, streamed bool
+		bad                bool
+	}{
+		{"", false, false, true},
+		{"streamed", false, true, false},
+		{"buffered", true, false, false},
+		{"buffered, streamed", true, true, false},
+		{"streamed,nope", false, false, true},
+	} {
+		o, err := parseExecFlags([]string{"--server", "x", "--modes", tc.modes}, io.Discard)
+		if tc.bad {
+			require.ErrorIs(t, err, errUsage, tc.modes)
+			continue
+		}
+		require.NoError(t, err, tc.modes)
+		require.Equal(t, tc.buffered, o.buffered, tc.modes)
+		require.Equal(t, tc.streamed, o.streamed, tc.modes)
+	}
+	o, err := parseExecFlags([]string{"--server", "x"}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, o.buffered && o.streamed)
 }

@@ -30,6 +30,16 @@
 // interleaved turn by turn), timing turn/start request → turn/completed
 // notification. It prints turn_p50/p90/max and the server's VmRSS (and
 // VmHWM) from /proc after the turns, with ratios to the first server.
+// With --tools N the mock answers each turn's first request with N
+// exec_command calls (`true`) and the follow-up with the message.
+//
+//	appserver-bench scale --server "<command line>" [--server ...] [--threads 1000]
+//	                      [--items 10000] [--concurrent 20] [--timeout 120s] [--workdir DIR]
+//
+// scale times thread/resume of a stored thread of --items items, reads
+// VmRSS with --threads idle threads loaded, and runs --concurrent turns at
+// once on one connection, failing when a notification names another
+// turn's thread, turn id or text.
 //
 //	appserver-bench exec --server "<command line>" [--server ...] [--n 50] [--warmup 2]
 //	                     [--runs 3] [--bytes 268435456] [--timeout 5m] [--workdir DIR]
@@ -72,6 +82,7 @@ var subcommands = map[string]subcommand{
 	"turn":      {summary: "turn/start → turn/completed latency against a mock model, and RSS", run: runTurn},
 	"exec":      {summary: "command/exec spawn latency and 256 MiB throughput vs a raw pipe", run: runExec},
 	"list":      {summary: "thread/list over N stored threads: first start, second start, next page, search", run: runList},
+	"scale":     {summary: "1 000 idle threads RSS, resume of a 10 000-item thread, 20 concurrent turns without cross-talk", run: runScale},
 }
 
 func main() {

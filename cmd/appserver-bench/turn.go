@@ -119,6 +119,7 @@ func parseFlagSet(fs *flag.FlagSet, args []string) error {
 type turnOpts struct {
 	benchOpts
 	turns, warmup int
+	tools         int // exec_command calls the model makes in each turn (0: a one-message turn)
 }
 
 func parseTurnFlags(args []string, stderr io.Writer) (turnOpts, error) {
@@ -130,17 +131,18 @@ func parseTurnFlags(args []string, stderr io.Writer) (turnOpts, error) {
 	newBenchFlags(fs, &servers, &timeout, &workdir, 60*time.Second)
 	turns := fs.Int("turns", 200, "measured turns per server, all on one thread")
 	warmup := fs.Int("warmup", 2, "unmeasured turns per server before measuring")
+	tools := fs.Int("tools", 0, "exec_command calls (`true`) the mock model makes per turn before its answer (0: one message)")
 	if err := parseFlagSet(fs, args); err != nil {
 		return turnOpts{}, err
 	}
-	if *turns < 1 || *warmup < 0 {
-		return turnOpts{}, fmt.Errorf("%w: --turns must be ≥ 1 and --warmup ≥ 0", errUsage)
+	if *turns < 1 || *warmup < 0 || *tools < 0 {
+		return turnOpts{}, fmt.Errorf("%w: --turns must be ≥ 1, --warmup and --tools ≥ 0", errUsage)
 	}
 	bo, err := finishBenchFlags(fs, servers, timeout, workdir)
 	if err != nil {
 		return turnOpts{}, err
 	}
-	return turnOpts{benchOpts: bo, turns: *turns, warmup: *warmup}, nil
+	return turnOpts{benchOpts: bo, turns: *turns, warmup: *warmup, tools: *tools}, nil
 }
 
 // turnRun is the state of one server during a turn benchmark.
@@ -166,6 +168,7 @@ func runTurn(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer mock.close()
+	mock.tools = o.tools
 	config := fmt.Sprintf(turnConfig, mock.baseURL())
 
 	runs := make([]*turnRun, len(o.servers))
@@ -195,6 +198,9 @@ func runTurn(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			if err == nil && mock.served.Load() == before {
 				err = &turnFailed{status: "completed", detail: "without a model request"}
 			}
+			if err == nil && o.tools > 0 && mock.served.Load()-before < 2 {
+				err = &turnFailed{status: "completed", detail: "without a model request after the tool calls"}
+			}
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -218,7 +224,7 @@ func runTurn(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var base *turnRun
 	failed := 0
 	for j, r := range runs {
-		if _, err := fmt.Fprintln(stdout, formatTurnLine(r, o.turns, base)); err != nil {
+		if _, err := fmt.Fprintln(stdout, formatTurnLine(r, o.turns, o.tools, base)); err != nil {
 			return err
 		}
 		if j == 0 {
@@ -355,9 +361,12 @@ func durationStats(ds []time.Duration) durStats {
 }
 
 // formatTurnLine renders a server's turn result, with ratios when base is set.
-func formatTurnLine(r *turnRun, turns int, base *turnRun) string {
+func formatTurnLine(r *turnRun, turns, tools int, base *turnRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server=%s turns=%d ok=%d", quoteIfNeeded(r.c.text), turns, len(r.lat))
+	if tools > 0 {
+		fmt.Fprintf(&b, " tools=%d", tools)
+	}
 	if len(r.lat) == 0 {
 		return b.String()
 	}

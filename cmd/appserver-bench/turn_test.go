@@ -158,14 +158,25 @@ func TestFormatTurnLine(t *testing.T) {
 	base := &turnRun{c: command{text: "ref app-server"}, lat: ms(10, 20, 30, 40), rssKiB: 102400, hwmKiB: 204800}
 	r := &turnRun{c: command{text: "./ours"}, lat: ms(1, 2, 3, 4), rssKiB: 10240, hwmKiB: 10240}
 	require.Equal(t, `server="ref app-server" turns=4 ok=4 turn_p50=20.0ms turn_p90=40.0ms turn_max=40.0ms rss_after=100.0MiB rss_peak=200.0MiB`,
-		formatTurnLine(base, 4, nil))
+		formatTurnLine(base, 4, 0, nil))
 	require.Equal(t, `server=./ours turns=5 ok=4 turn_p50=2.0ms turn_p90=4.0ms turn_max=4.0ms rss_after=10.0MiB rss_peak=10.0MiB turn_p50_x=0.10 turn_p90_x=0.10 rss_after_x=0.10`,
-		formatTurnLine(r, 5, base))
-	require.Equal(t, `server=./ours turns=5 ok=0`, formatTurnLine(&turnRun{c: command{text: "./ours"}}, 5, base))
+		formatTurnLine(r, 5, 0, base))
+	require.Equal(t, `server=./ours turns=5 ok=0`, formatTurnLine(&turnRun{c: command{text: "./ours"}}, 5, 0, base))
 	for _, c := range []struct {
 		a, b float64
 		want string
 	}{{1, 0, "na"}, {0, 1, "0.00"}, {1, 3, "0.33"}, {1, 8, "0.12"}, {1, 256, "0.0039"}, {346, 10, "34.6"}, {3, 1, "3.00"}} {
 		require.Equal(t, c.want, ratio(c.a, c.b), "%v/%v", c.a, c.b)
 	}
+}
+
+func TestMockRequestParsing(t *testing.T) {
+	body := []byte(`{"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"first"}]},` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x"}]},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"scale turn 3"}]}]}`)
+	require.Equal(t, "scale turn 3", lastUserText(body))
+	require.False(t, endsWithToolOutput(body))
+	require.Equal(t, "", lastUserText([]byte(`not json`)))
+	require.True(t, endsWithToolOutput([]byte(`{"input":[{"type":"function_call"},{"type":"function_call_output"}]}`)))
+	require.False(t, endsWithToolOutput([]byte(`{"input":[{"type":"function_call_output"},{"type":"message"}]}`)))
 }

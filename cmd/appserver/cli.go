@@ -153,6 +153,9 @@ func (c *command) printHelp(w io.Writer) {
 	fmt.Fprintf(w, "%s\n\nUsage: %s\n", c.about, c.usage)
 	if len(c.subs) > 0 {
 		fmt.Fprintf(w, "\nCommands:\n")
+		if c.name == "app-server" { // dispatched before this parser (run.go), listed here for discovery
+			fmt.Fprintf(w, "  %-22s%s\n", "exec", "Run Codex non-interactively (`appserver exec --help`) [aliases: e]")
+		}
 		for _, s := range c.subs {
 			n := s.name[strings.LastIndexByte(s.name, ' ')+1:]
 			fmt.Fprintf(w, "  %-22s%s\n", n, s.about)

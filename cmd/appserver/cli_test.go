@@ -48,7 +48,7 @@ func TestCLIHelp(t *testing.T) {
 		require.Equal(t, 0, code, "%v", args)
 		require.Empty(t, errOut)
 		require.Contains(t, out, "Usage: appserver [app-server] [OPTIONS] [COMMAND]", "%v", args)
-		for _, want := range []string{"proxy", "generate-json-schema", "generate-ts", "--listen <URL>", "--ws-auth <MODE>", "--strict-config", "--print-startup-config"} {
+		for _, want := range []string{"exec", "proxy", "generate-json-schema", "generate-ts", "--listen <URL>", "--ws-auth <MODE>", "--strict-config", "--print-startup-config"} {
 			require.Contains(t, out, want)
 		}
 		// The reference flags accepted and ignored on purpose are listed as such.
@@ -269,4 +269,28 @@ func TestCLIListenUnixAndProxy(t *testing.T) {
 	require.NoError(t, cmd.Wait())
 	_, err = os.Lstat(sock)
 	require.True(t, os.IsNotExist(err), "socket removed on exit")
+}
+
+// TestCLIStrictConfigNestedKeys: as the reference, --strict-config also refuses unknown keys inside
+// tables (messages observed on codex-cli 0.169.0); known nested keys pass.
+func TestCLIStrictConfigNestedKeys(t *testing.T) {
+	for _, tc := range []struct{ toml, want string }{
+		{"[features]\nx = true\n", "config.toml:2:1: unknown configuration field `features.x`"},
+		{"[mcp_servers.s]\ncommand = \"true\"\nwhat = 2\n", "config.toml:3:1: unknown configuration field `mcp_servers.s.what`"},
+		{"[model_providers.mock]\nname = \"M\"\nbase_url = \"http://x\"\nbogus_key = 1\n", "config.toml:4:1: unknown configuration field `model_providers.mock.bogus_key`"},
+		{"bogus = 1\n[mcp_servers.s]\ncommand = \"true\"\nwhat = 2\n", "config.toml:1:1: unknown configuration field `bogus`"},
+		{"[profiles.p]\nfoo = 1\n", "config.toml:2:1: unknown configuration field `profiles.p.foo`"},
+		{"[history]\nfoo = 1\n", "config.toml:2:1: unknown configuration field `history.foo`"},
+		{"[shell_environment_policy]\nfoo = 1\n", "config.toml:2:1: unknown configuration field `shell_environment_policy.foo`"},
+		{"[sandbox_workspace_write]\nfoo = 1\n", "config.toml:2:1: unknown configuration field `sandbox_workspace_write.foo`"},
+		{"[projects.\"/x\"]\nfoo = 1\n", "config.toml:2:1: unknown configuration field `projects./x.foo`"},
+	} {
+		_, errOut, code := runCLI(t, writeConfig(t, tc.toml), "--strict-config", "--listen", "off")
+		require.Equal(t, 1, code, tc.toml)
+		require.Contains(t, errOut, tc.want, tc.toml)
+	}
+	ok := "model = \"m\"\n[features]\nshell_tool = true\n[mcp_servers.s]\ncommand = \"true\"\nstartup_timeout_sec = 5\n[mcp_servers.s.env]\nANY = \"x\"\n" +
+		"[model_providers.mock]\nname = \"M\"\nbase_url = \"http://x\"\nrequest_max_retries = 0\n[model_providers.mock.http_headers]\nX-Any = \"1\"\n[profiles.p]\nmodel = \"n\"\n"
+	_, errOut, _ := runCLI(t, writeConfig(t, ok), "--strict-config", "--listen", "off")
+	require.NotContains(t, errOut, "unknown configuration field", "known nested keys pass")
 }

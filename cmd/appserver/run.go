@@ -277,7 +277,7 @@ func listenTCP(ep transport.Endpoint) (net.Listener, error) {
 func printConfigLoadError(stdout io.Writer, err error) {
 	data := map[string]any{"reason": "configLoad", "detail": err.Error()}
 	var ce *config.Error
-	var uk *unknownKeyError
+	var uk *config.UnknownKeyError
 	switch {
 	case errors.As(err, &ce):
 		data["filePath"], data["line"], data["column"] = ce.File, ce.Line, ce.Column

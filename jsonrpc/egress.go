@@ -1,0 +1,248 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"context"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// The write path: one writer goroutine drains two queues. The ordinary queue (egress) holds replies,
+// server requests and notifications in the order they were produced. The bulk queue holds the
+// high-volume notifications of NotifyBulk (a process's streamed output), in their own order. The
+// writer prefers the ordinary queue, taking at most maxEgressBurst ordinary lines in a row while
+// bulk lines wait, so a long stream never holds up the rest of the connection and a busy
+// connection never starves a stream.
+const (
+	// bulkQueueSize bounds the bulk queue: enough for the producer to encode the next lines while
+	// the writer writes, small enough that an ordinary line never waits behind many of them.
+	bulkQueueSize = 4
+	// maxEgressBurst is how many ordinary lines may be written in a row while bulk lines wait.
+	maxEgressBurst = 64
+	// directWriteMin is the length from which a line bypasses the write buffer (no copy).
+	directWriteMin = 32 << 10
+	// maxPooledLine is the largest line buffer kept for reuse.
+	maxPooledLine = 1 << 20
+)
+
+// Appender is implemented by params that append their own compact JSON encoding to a buffer, byte
+// for byte what Marshal would produce. Notify and NotifyBulk then encode the whole line into a
+// reused buffer, with no intermediate values or copies.
+type Appender interface {
+	AppendJSON(dst []byte) []byte
+}
+
+// outLine is one queued line, or a flush marker.
+type outLine struct {
+	b      []byte        // the line, without its newline unless nl
+	nl     bool          // b ends with its '\n'
+	pooled *[]byte       // returned to linePool once written
+	marker chan struct{} // flush marker: closed when the writer reaches it
+}
+
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func (l outLine) release() {
+	if l.pooled != nil && cap(*l.pooled) <= maxPooledLine {
+		linePool.Put(l.pooled)
+	}
+}
+
+// appendNotification encodes a notification line into a pooled buffer, newline included.
+func (c *Conn) appendNotification(method string, params Appender) outLine {
+	bp := linePool.Get().(*[]byte)
+	b := append((*bp)[:0], `{"method":`...)
+	b = AppendString(b, method)
+	b = append(b, `,"params":`...)
+	b = params.AppendJSON(b)
+	b = append(b, `,"emittedAtMs":`...)
+	b = strconv.AppendInt(b, c.now().UnixMilli(), 10)
+	b = append(b, '}', '\n')
+	*bp = b
+	return outLine{b: b, nl: true, pooled: bp}
+}
+
+// write queues one ordinary line, blocking while the queue is full, as stdio does in the reference.
+func (c *Conn) write(l outLine) error { return c.enqueue(c.egress, l) }
+
+func (c *Conn) enqueue(q chan outLine, l outLine) error {
+	select {
+	case <-c.writerDone:
+		l.release()
+		return ErrClosed
+	default:
+	}
+	select {
+	case q <- l:
+		return nil
+	case <-c.writerDone:
+		l.release()
+		return ErrClosed
+	}
+}
+
+// NotifyBulk queues a notification (with a top-level emittedAtMs, as Notify) on the bulk queue,
+// for high-volume output such as a process's streamed output. Bulk notifications are written in the
+// order they were queued, but ordinary messages overtake the ones still waiting, so call FlushBulk
+// before a message that must follow them. It blocks while the bulk queue is full.
+func (c *Conn) NotifyBulk(method string, params Appender) error {
+	return c.enqueue(c.bulk, c.appendNotification(method, params))
+}
+
+// FlushBulk waits until every bulk notification queued before the call has been handed to the
+// output (so a message written afterwards follows them), the connection's output ends, or ctx ends.
+func (c *Conn) FlushBulk(ctx context.Context) error {
+	m := make(chan struct{})
+	if err := c.enqueue(c.bulk, outLine{marker: m}); err != nil {
+		return err
+	}
+	select {
+	case <-m:
+		return nil
+	case <-c.writerDone:
+		return ErrClosed
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (c *Conn) writeLoop() {
+	defer close(c.writerDone)
+	bw := bufio.NewWriterSize(c.w, 64<<10)
+	broken := false
+	put := func(l outLine) {
+		if l.marker != nil {
+			close(l.marker)
+			return
+		}
+		defer l.release()
+		if broken {
+			return
+		}
+		var err error
+		if len(l.b) >= directWriteMin {
+			if bw.Buffered() > 0 {
+				err = bw.Flush()
+			}
+			if err == nil {
+				_, err = c.w.Write(l.b)
+			}
+		} else {
+			_, err = bw.Write(l.b)
+		}
+		if err == nil && !l.nl {
+			err = bw.WriteByte('\n')
+		}
+		if err == nil && len(c.egress) == 0 && len(c.bulk) == 0 {
+			err = bw.Flush()
+		}
+		if err != nil {
+			broken = true
+			c.log.Warn("output closed; dropping further messages", "error", err)
+			c.cancel(ErrClosed)
+		}
+	}
+	burst := 0
+	for {
+		if burst < maxEgressBurst {
+			select {
+			case l := <-c.egress:
+				put(l)
+				burst++
+				continue
+			default:
+			}
+		}
+		select {
+		case l := <-c.bulk:
+			put(l)
+			burst = 0
+			continue
+		default:
+		}
+		burst = 0
+		select {
+		case l := <-c.egress:
+			put(l)
+			burst++
+		case l := <-c.bulk:
+			put(l)
+		case <-c.stopWriter:
+			for {
+				select {
+				case l := <-c.egress:
+					put(l)
+				case l := <-c.bulk:
+					put(l)
+				default:
+					if !broken {
+						_ = bw.Flush()
+					}
+					return
+				}
+			}
+		}
+	}
+}
+
+// AppendString appends s as a JSON string, byte for byte as Marshal encodes it (no HTML escaping;
+// invalid UTF-8 becomes \ufffd; U+2028 and U+2029 are escaped).
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
+// AppendBytesString is AppendString for a byte slice, without converting it to a string first.
+func AppendBytesString(dst []byte, s []byte) []byte { return appendString(dst, s) }
+
+const hexDigits = "0123456789abcdef"
+
+func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		n := min(len(s)-i, utf8.UTFMax)
+		r, size := utf8.DecodeRune([]byte(s[i : i+n]))
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

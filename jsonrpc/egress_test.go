@@ -1,0 +1,260 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestAppendStringMatchesMarshal(t *testing.T) {
+	cases := []string{
+		"", "plain", `quote " and \ backslash`, "<a&b>", "tab\tnl\ncr\rbs\bff\f", "\x00\x01\x1f\x7f",
+		"héllo wörld", "emoji 😀", "\u2028 and \u2029", "bad \xff utf8 \xc3", "\xe2\x82", "trailing \xf0\x9f\x98",
+		strings.Repeat("x", 100) + "\n",
+	}
+	for _, s := range cases {
+		want, err := Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(AppendString(nil, s)), "%q", s)
+		require.Equal(t, string(want), string(AppendBytesString([]byte("prefix"), []byte(s))[len("prefix"):]), "%q", s)
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "a\"b", "\xff", "\u2028", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(AppendString(nil, s)))
+	})
+}
+
+// testDelta is an Appender with a payload big enough to be written directly.
+type testDelta struct {
+	Seq  int    `json:"seq"`
+	Data string `json:"data"`
+}
+
+func (d testDelta) AppendJSON(b []byte) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, int64(d.Seq), 10)
+	b = append(b, `,"data":`...)
+	b = AppendString(b, d.Data)
+	return append(b, '}')
+}
+
+func TestAppenderNotificationMatchesMarshalledOne(t *testing.T) {
+	now := func() time.Time { return time.UnixMilli(1234) }
+	c := NewConn(strings.NewReader(""), io.Discard, &funcHandler{}, Options{Now: now})
+	d := testDelta{Seq: 7, Data: "x\n\"y\"\xff"}
+	raw, err := Marshal(d)
+	require.NoError(t, err)
+	l := c.appendNotification("a/b", d)
+	require.True(t, l.nl)
+	require.Equal(t, string(encodeNotification("a/b", raw, 1234))+"\n", string(l.b))
+	l.release()
+}
+
+// rawPeer drives a Conn whose output the test reads only when it wants to, over synchronous pipes:
+// while it does not read, the connection's writer is blocked.
+type rawPeer struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	out  *bufio.Reader
+	conn *Conn
+}
+
+func newRawPeer(t *testing.T, h Handler) *rawPeer {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := &rawPeer{t: t, in: inW, out: bufio.NewReaderSize(outR, 512), conn: NewConn(inR, outW, h, Options{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = p.conn.Run(context.Background())
+		_ = outW.Close()
+	}()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		go func() { _, _ = io.Copy(io.Discard, outR) }()
+		<-done
+	})
+	return p
+}
+
+// send writes a line; over io.Pipe it returns once the connection has read it.
+func (p *rawPeer) send(line string) {
+	p.t.Helper()
+	_, err := io.WriteString(p.in, line+"\n")
+	require.NoError(p.t, err)
+}
+
+// sendAndSettle sends a request and waits until its reply is queued: the connection dispatches each
+// line before reading the next, so once the notification after it was read, the request is in
+// flight or answered.
+func (p *rawPeer) sendAndSettle(line string, inFlightAfter int) {
+	p.t.Helper()
+	p.send(line)
+	p.send(`{"method":"sync"}`)
+	require.Eventually(p.t, func() bool { return p.conn.InFlight() == inFlightAfter }, 30*time.Second, time.Millisecond,
+		"%s was never answered into the queue", line)
+}
+
+type rawMsg struct {
+	ID     *int            `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+}
+
+func (p *rawPeer) next() rawMsg {
+	p.t.Helper()
+	line, err := p.out.ReadBytes('\n')
+	require.NoError(p.t, err)
+	var m rawMsg
+	require.NoError(p.t, json.Unmarshal(line, &m), "%.200s", line)
+	return m
+}
+
+// streamHandler streams n bulk notifications of size bytes on "stream", flushes them and replies;
+// "ping" answers at once, and "noisy" sends an ordinary notification first.
+func streamHandler(n, size int) *funcHandler {
+	return &funcHandler{req: func(ctx context.Context, r *Request) (any, error) {
+		switch r.Method {
+		case "stream":
+			data := strings.Repeat("z", size)
+			for i := range n {
+				if err := r.Conn().NotifyBulk("delta", testDelta{Seq: i, Data: data}); err != nil {
+					return nil, err
+				}
+			}
+			if err := r.Conn().FlushBulk(ctx); err != nil {
+				return nil, err
+			}
+			return map[string]int{"sent": n}, nil
+		case "noisy":
+			if err := r.Conn().Notify("other/thread", map[string]string{"x": "y"}); err != nil {
+				return nil, err
+			}
+		}
+		return map[string]string{"pong": r.Method}, nil
+	}}
+}
+
+// A reply queued while a long stream is waiting to be written overtakes the stream: with the
+// reader paused, the reply is queued (the request has settled), and when reading resumes at most the
+// one delta the writer was already writing comes first. With a single FIFO it would follow every
+// delta queued before it.
+func TestReplyOvertakesQueuedBulkStream(t *testing.T) {
+	const n, size = 200, 40 << 10
+	p := newRawPeer(t, streamHandler(n, size))
+	p.send(`{"id":1,"method":"stream"}`)
+	first := p.next()
+	require.Equal(t, "delta", first.Method)
+
+	// Output is not read now: the writer blocks on the pipe and the bulk queue fills up.
+	p.sendAndSettle(`{"id":2,"method":"noisy"}`, 1)
+
+	var before int
+	var sawOther bool
+	seq := 1
+	for {
+		m := p.next()
+		if m.Method == "delta" {
+			var d testDelta
+			require.NoError(t, json.Unmarshal(m.Params, &d))
+			require.Equal(t, seq, d.Seq, "deltas stay in order")
+			seq++
+			before++
+			continue
+		}
+		if m.Method == "other/thread" {
+			sawOther = true
+			continue
+		}
+		require.NotNil(t, m.ID)
+		require.Equal(t, 2, *m.ID)
+		break
+	}
+	require.True(t, sawOther, "the other notification comes before its reply")
+	require.LessOrEqual(t, before, 1, "the reply waited behind %d queued deltas", before)
+
+	// The stream then completes, in order, and its reply follows its last delta.
+	for {
+		m := p.next()
+		if m.Method == "delta" {
+			var d testDelta
+			require.NoError(t, json.Unmarshal(m.Params, &d))
+			require.Equal(t, seq, d.Seq)
+			seq++
+			continue
+		}
+		require.NotNil(t, m.ID)
+		require.Equal(t, 1, *m.ID)
+		require.Equal(t, n, seq, "the stream's reply came before all its deltas")
+		require.JSONEq(t, fmt.Sprintf(`{"sent":%d}`, n), string(m.Result))
+		break
+	}
+}
+
+// A flood of ordinary notifications does not starve a bulk stream: bulk lines get a turn at least
+// every maxEgressBurst ordinary lines.
+func TestBulkStreamIsNotStarvedByOrdinaryTraffic(t *testing.T) {
+	const n = 1 + 1 + bulkQueueSize + 1 // read, being written, queued, waiting to be queued
+	data := strings.Repeat("d", directWriteMin)
+	h := &funcHandler{req: func(ctx context.Context, r *Request) (any, error) {
+		switch r.Method {
+		case "flood":
+			for i := range 1000 {
+				if err := r.Conn().Notify("flood", map[string]int{"i": i}); err != nil {
+					return nil, err
+				}
+			}
+		case "stream":
+			for i := range n {
+				if err := r.Conn().NotifyBulk("delta", testDelta{Seq: i, Data: data}); err != nil {
+					return nil, err
+				}
+			}
+			return nil, r.Conn().FlushBulk(ctx)
+		}
+		return nil, nil
+	}}
+	p := newRawPeer(t, h)
+	p.send(`{"id":1,"method":"stream"}`)
+	require.Equal(t, "delta", p.next().Method)
+	// Output is not read now: the bulk queue fills, then the flood fills the ordinary queue.
+	p.send(`{"id":2,"method":"flood"}`)
+	require.Eventually(t, func() bool {
+		return len(p.conn.egress) == cap(p.conn.egress) && len(p.conn.bulk) == cap(p.conn.bulk)
+	}, 30*time.Second, time.Millisecond)
+	run, deltas := 0, 1
+	for deltas < n-1 { // the queued deltas need no help from their producer to be written
+		switch p.next().Method {
+		case "delta":
+			deltas++
+			run = 0
+		case "flood":
+			run++
+			require.LessOrEqual(t, run, maxEgressBurst, "ordinary lines starved the stream")
+		}
+	}
+	require.Equal(t, 0, run)
+}
+
+func TestFlushBulkAfterCloseFails(t *testing.T) {
+	c := NewConn(strings.NewReader(""), io.Discard, &funcHandler{}, Options{})
+	require.NoError(t, c.Run(context.Background()))
+	require.ErrorIs(t, c.FlushBulk(context.Background()), ErrClosed)
+	require.ErrorIs(t, c.NotifyBulk("x", testDelta{}), ErrClosed)
+}

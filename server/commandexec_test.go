@@ -1,0 +1,272 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/config"
+	"appserver/internal/schematest"
+	"appserver/jsonrpc"
+	protocol "appserver/protocol/v2"
+	"appserver/server"
+)
+
+// rawServer is an in-process server with a client that reads lines itself, when it wants to (no
+// schema validation: it would dominate at streaming rates). Over OS pipes the server writes into
+// the kernel's pipe buffer as stdio does; over io.Pipe every write waits for the client to read it.
+type rawServer struct {
+	in   io.Writer
+	out  *bufio.Reader
+	srv  *server.Server
+	done chan error
+	next int
+}
+
+func startRawServer(tb testing.TB, osPipes bool) *rawServer {
+	tb.Helper()
+	home := filepath.Join(tb.TempDir(), "codex_home")
+	require.NoError(tb, os.MkdirAll(home, 0o755))
+	require.NoError(tb, os.WriteFile(filepath.Join(home, "config.toml"), []byte("approval_policy = \"never\"\n"), 0o644))
+	cfg, err := config.Load(home, nil)
+	require.NoError(tb, err)
+	srv := server.New(server.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	var inR, outR io.ReadCloser
+	var inW, outW io.WriteCloser
+	if osPipes {
+		var err error
+		inR, inW, err = os.Pipe()
+		require.NoError(tb, err)
+		outR, outW, err = os.Pipe()
+		require.NoError(tb, err)
+	} else {
+		inR, inW = io.Pipe()
+		outR, outW = io.Pipe()
+	}
+	rs := &rawServer{in: inW, out: bufio.NewReaderSize(outR, 1<<20), srv: srv, done: make(chan error, 1)}
+	go func() {
+		rs.done <- srv.ServeConn(context.Background(), inR, outW)
+		_ = outW.Close()
+		_ = inR.Close()
+	}()
+	tb.Cleanup(func() {
+		_ = inW.Close()
+		go func() { _, _ = io.Copy(io.Discard, outR) }() // let the server finish writing
+		<-rs.done
+		srv.Close()
+		_ = outR.Close()
+	})
+	rs.call(tb, "initialize", map[string]any{"clientInfo": map[string]any{"name": "bench", "version": "0"}}, nil)
+	return rs
+}
+
+// send writes one request and returns its id.
+func (rs *rawServer) send(tb testing.TB, method string, params any) int {
+	tb.Helper()
+	id := rs.next
+	rs.next++
+	line, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
+	require.NoError(tb, err)
+	_, err = rs.in.Write(append(line, '\n'))
+	require.NoError(tb, err)
+	return id
+}
+
+// call sends a request and reads lines until its response, passing every other line to other.
+func (rs *rawServer) call(tb testing.TB, method string, params any, other func(line []byte)) json.RawMessage {
+	tb.Helper()
+	return rs.await(tb, rs.send(tb, method, params), other)
+}
+
+// await reads lines until the response to id, passing every other line to other.
+func (rs *rawServer) await(tb testing.TB, id int, other func(line []byte)) json.RawMessage {
+	tb.Helper()
+	prefix := fmt.Appendf(nil, `{"id":%d,`, id)
+	for {
+		line, err := readFullLine(rs.out)
+		require.NoError(tb, err)
+		if bytes.HasPrefix(line, prefix) {
+			var m struct {
+				Result json.RawMessage `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			require.NoError(tb, json.Unmarshal(line, &m))
+			require.Nil(tb, m.Error, "%s failed: %s", method(line), m.Error)
+			return m.Result
+		}
+		if other != nil {
+			other(line)
+		}
+	}
+}
+
+func method(line []byte) string {
+	var m struct{ Method string }
+	_ = json.Unmarshal(line, &m)
+	return m.Method
+}
+
+// readFullLine returns the next line without its newline; the slice is valid until the next read.
+func readFullLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		long := append([]byte(nil), line...)
+		for err == bufio.ErrBufferFull {
+			line, err = br.ReadSlice('\n')
+			long = append(long, line...)
+		}
+		line = long
+	}
+	if err != nil {
+		return nil, err
+	}
+	return line[:len(line)-1], nil
+}
+
+var deltaKey = []byte(`"deltaBase64":"`)
+
+// deltaLen returns the decoded size of a command/exec/outputDelta line's chunk (0 for other lines).
+func deltaLen(line []byte) int {
+	i := bytes.Index(line, deltaKey)
+	if i < 0 {
+		return 0
+	}
+	rest := line[i+len(deltaKey):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return 0
+	}
+	n := j / 4 * 3
+	if j >= 2 && rest[j-1] == '=' {
+		n--
+		if rest[j-2] == '=' {
+			n--
+		}
+	}
+	return n
+}
+
+var deltaLinePrefix = []byte(`{"method":"command/exec/outputDelta","params":`)
+
+// The deltas of a streamed command/exec are byte for byte what marshalling the protocol type gives,
+// with emittedAtMs last, valid against the schema, in order per stream, with capReached on the
+// chunk that reached the cap, and all before the command's reply.
+func TestCommandExecStreamedDeltasWire(t *testing.T) {
+	v, err := schematest.Default()
+	require.NoError(t, err)
+	rs := startRawServer(t, true)
+	const processID = "p\"1 é\u2028<&>"
+	const limit = 100_000
+	var out, errOut []byte
+	var capped int
+	script := `printf 'a\000b'; printf err >&2; head -c 300000 /dev/zero`
+	id := rs.send(t, "command/exec", map[string]any{
+		"command": []string{"sh", "-c", script}, "processId": processID, "streamStdoutStderr": true,
+		"outputBytesCap": limit, "sandboxPolicy": map[string]any{"type": "dangerFullAccess"},
+	})
+	res := rs.await(t, id, func(line []byte) {
+		require.NoError(t, v.ServerMessage(line, func(any) string { return "command/exec" }), "%.300s", line)
+		if !bytes.Contains(line, []byte(`"method":"command/exec`)) {
+			return // not about this command (remoteControl/status/changed after initialize)
+		}
+		require.True(t, bytes.HasPrefix(line, deltaLinePrefix), "%.300s", line)
+		rest := line[len(deltaLinePrefix):]
+		k := bytes.LastIndex(rest, []byte(`,"emittedAtMs":`))
+		require.Positive(t, k)
+		_, err := strconv.ParseInt(string(rest[k+len(`,"emittedAtMs":`):len(rest)-1]), 10, 64)
+		require.NoError(t, err, "%s", rest[k:])
+		require.Equal(t, byte('}'), rest[len(rest)-1])
+
+		var p protocol.CommandExecOutputDeltaNotification
+		require.NoError(t, json.Unmarshal(rest[:k], &p))
+		want, err := jsonrpc.Marshal(p)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(rest[:k]))
+		require.Equal(t, processID, p.ProcessID)
+		chunk, err := base64.StdEncoding.DecodeString(p.DeltaBase64)
+		require.NoError(t, err)
+		require.NotEmpty(t, chunk)
+		switch p.Stream {
+		case protocol.CommandExecOutputStreamStdout:
+			require.Zero(t, capped, "a stdout delta after the cap")
+			out = append(out, chunk...)
+			if p.CapReached {
+				capped++
+			}
+		case protocol.CommandExecOutputStreamStderr:
+			require.False(t, p.CapReached)
+			errOut = append(errOut, chunk...)
+		default:
+			t.Fatalf("stream %q", p.Stream)
+		}
+	})
+	require.JSONEq(t, `{"exitCode":0,"stdout":"","stderr":""}`, string(res))
+	require.Equal(t, 1, capped)
+	require.Len(t, out, limit)
+	require.Equal(t, []byte("a\x00b"), out[:3])
+	require.Equal(t, make([]byte, limit-3), out[3:])
+	require.Equal(t, "err", string(errOut))
+	// Nothing of the command follows its reply.
+	rs.call(t, "thread/loaded/list", map[string]any{}, func(line []byte) {
+		require.NotContains(t, string(line), "command/exec", "after the reply")
+	})
+}
+
+// A request answered while a 256 MiB stream is running is not queued behind the stream's output:
+// with the client not reading, the stream fills every queue; once the request's reply is queued,
+// at most the one delta being written when the client stopped comes before it.
+func TestCommandExecStreamLeavesRoomForOtherReplies(t *testing.T) {
+	rs := startRawServer(t, false) // every write waits for the client: nothing is buffered out of sight
+	const total = 256 << 20
+	execID := rs.send(t, "command/exec", map[string]any{
+		"command": []string{"head", "-c", strconv.Itoa(total), "/dev/zero"}, "processId": "big",
+		"streamStdoutStderr": true, "disableOutputCap": true, "disableTimeout": true,
+		"sandboxPolicy": map[string]any{"type": "dangerFullAccess"},
+	})
+	streamed := 0
+	for streamed == 0 {
+		line, err := readFullLine(rs.out)
+		require.NoError(t, err)
+		streamed += deltaLen(line)
+	}
+	// Not reading: the writer blocks and the stream's deltas pile up in front of the server.
+	listID := rs.send(t, "thread/loaded/list", map[string]any{})
+	// Over io.Pipe a write returns once the server has read it, and the server dispatches each line
+	// before reading the next: after this notification is read, the request above is in flight or
+	// already answered.
+	_, err := io.WriteString(rs.in, `{"method":"initialized"}`+"\n")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return rs.srv.InFlightForTest() == 1 }, 60*time.Second, time.Millisecond,
+		"thread/loaded/list was not answered while the stream ran")
+	before := 0
+	rs.await(t, listID, func(line []byte) {
+		require.True(t, bytes.HasPrefix(line, deltaLinePrefix), "%.200s", line)
+		before++
+		streamed += deltaLen(line)
+	})
+	t.Logf("before=%d", before)
+	require.LessOrEqual(t, before, 1, "the reply waited behind %d deltas", before)
+
+	// The stream was still running; stop it. Its reply (137) follows its last delta.
+	require.Less(t, streamed, total/2)
+	termID := rs.send(t, "command/exec/terminate", map[string]any{"processId": "big"})
+	rs.await(t, termID, func(line []byte) { streamed += deltaLen(line) })
+	res := rs.await(t, execID, func(line []byte) {
+		require.True(t, bytes.HasPrefix(line, deltaLinePrefix), "%.200s", line)
+		streamed += deltaLen(line)
+	})
+	require.JSONEq(t, `{"exitCode":137,"stdout":"","stderr":""}`, string(res))
+	require.Less(t, streamed, total)
+}

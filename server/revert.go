@@ -1,0 +1,40 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"appserver/jsonrpc"
+	protocol "appserver/protocol/v2"
+	"appserver/thread"
+)
+
+func (s *Server) addRevertRoutes(r map[string]route) {
+	r[protocol.MethodThreadRevert] = handle(s.threadRevert)
+}
+
+// threadRevert drops a turn and every later one, answers with the thread (turns empty, backwards
+// cursors at the newest kept turn and item) and then announces thread/reverted.
+func (s *Server) threadRevert(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadRevertParams) (any, error) {
+	t, err := s.loadedThread(p.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Revert(p.BeforeTurnID); err != nil {
+		if errors.Is(err, thread.ErrTurnNotFound) || errors.Is(err, thread.ErrTurnInProgress) {
+			return nil, jsonrpc.InvalidRequest(err.Error())
+		}
+		return nil, err
+	}
+	t.Subscribe(c)
+	resp := protocol.ThreadRevertResponse{Thread: t.Info()}
+	if nTurns, nItems := t.HistoryCounts(); nTurns > 0 {
+		resp.TurnsBackwardsCursor = cursorString(t.ID, scopeTurns, &historyAnchor{pos: nTurns - 1, include: true})
+		if nItems > 0 {
+			resp.ItemsBackwardsCursor = cursorString(t.ID, scopeItems, &historyAnchor{pos: nItems - 1, include: true})
+		}
+	}
+	req.Reply(resp, nil)
+	t.Emit(protocol.NotifyThreadReverted, protocol.ThreadRevertedNotification{ThreadID: t.ID})
+	return nil, nil
+}

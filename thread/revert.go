@@ -1,0 +1,113 @@
+package thread
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	protocol "appserver/protocol/v2"
+	"appserver/rollout"
+)
+
+// ErrTurnNotFound is thread/revert's answer for a turn the thread does not have.
+var ErrTurnNotFound = errors.New("turn not found")
+
+// historyMarksKey holds, per turn started in this process, the history length when it started.
+type historyMarksKey struct{}
+
+func (t *Thread) markHistory(turnID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.attached == nil {
+		t.attached = map[any]any{}
+	}
+	marks, _ := t.attached[historyMarksKey{}].(map[string]int)
+	if marks == nil {
+		marks = map[string]int{}
+		t.attached[historyMarksKey{}] = marks
+	}
+	marks[turnID] = len(t.history)
+}
+
+// Revert drops the turn beforeTurnID and every later one: their turns and what they added to the
+// model's history. The rollout records the cut (a `thread_rolled_back` event for the turns and the
+// kept history as a `compacted` replacement), so a resumed thread continues from it. Files the turns
+// changed are left as they are.
+func (t *Thread) Revert(beforeTurnID string) error {
+	t.mu.Lock()
+	if t.active != nil {
+		t.mu.Unlock()
+		return ErrTurnInProgress
+	}
+	t.materializeTurnsLocked()
+	idx := -1
+	for i, tu := range t.turns {
+		if tu.ID == beforeTurnID {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		t.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrTurnNotFound, beforeTurnID)
+	}
+	cut, ok := -1, false
+	if marks, _ := t.attached[historyMarksKey{}].(map[string]int); marks != nil {
+		cut, ok = marks[beforeTurnID]
+	}
+	if !ok {
+		cut = userMessageIndex(t.history, t.turns[idx])
+	}
+	if cut >= 0 && cut <= len(t.history) {
+		t.history = t.history[:cut:cut]
+	}
+	dropped := len(t.turns) - idx
+	for _, tu := range t.turns[idx:] {
+		if marks, _ := t.attached[historyMarksKey{}].(map[string]int); marks != nil {
+			delete(marks, tu.ID)
+		}
+	}
+	t.turns = t.turns[:idx:idx]
+	kept := append([]json.RawMessage{}, t.history...)
+	t.mu.Unlock()
+	t.record(func(r *rollout.Recorder) error {
+		if err := r.Append(rollout.TypeEventMsg, map[string]any{"type": "thread_rolled_back", "num_turns": dropped}); err != nil {
+			return err
+		}
+		return r.Append(rollout.TypeCompacted, rollout.Compacted{ReplacementHistory: kept})
+	})
+	return nil
+}
+
+// userMessageIndex finds, for a turn from an earlier session, the last history message holding its
+// user text (-1 when none does).
+func userMessageIndex(history []json.RawMessage, tu protocol.Turn) int {
+	var text string
+	for _, it := range tu.Items {
+		if um, ok := it.Value.(protocol.ThreadItemUserMessage); ok {
+			text = strings.TrimSpace(userText(um.Content))
+			break
+		}
+	}
+	if text == "" {
+		return -1
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		var m struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if json.Unmarshal(history[i], &m) != nil || m.Role != "user" {
+			continue
+		}
+		for _, c := range m.Content {
+			if strings.TrimSpace(c.Text) == text {
+				return i
+			}
+		}
+	}
+	return -1
+}
