@@ -239,7 +239,8 @@ func TestCommandExecUnknownProcess(t *testing.T) {
 func TestCommandExecIDErrors(t *testing.T) {
 	r := newRegistry(t)
 	wait := runAsync(t, r, CommandExecRequest{Params: CommandExecParams{Command: []string{"sleep", "30"}, ProcessID: sptr("dup")}})
-	require.Eventually(t, func() bool { return len(r.m.Live()) == 1 }, 5*time.Second, 10*time.Millisecond)
+	// Registered and attached to its process (Live alone can be seen a moment before the registry has it).
+	require.Eventually(t, func() bool { _, err := r.lookup("dup"); return err == nil }, time.Minute, 10*time.Millisecond)
 	_, err := r.Exec(context.Background(), CommandExecRequest{Params: CommandExecParams{Command: []string{"true"}, ProcessID: sptr("dup")}})
 	require.Equal(t, &RequestError{Code: -32600, Message: `duplicate active command/exec process id: "dup"`}, err)
 	require.Equal(t, &RequestError{Code: -32600, Message: "stdin streaming is not enabled for this command/exec"},
