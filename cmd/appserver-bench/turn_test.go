@@ -59,7 +59,7 @@ func TestTurnFailures(t *testing.T) {
 	}{
 		{"turnfail", "60s", "turn ended failed", "0"},
 		{"nomodel", "60s", "without a model request", "0"},
-		{"turnhang", "2s", "awaiting turn/completed: timed out", "0"},
+		{"turnhang", "8s", "awaiting turn/completed: timed out", "0"}, // 8s: --timeout also bounds initialize of the race-built fake
 		{"approval", "60s", "unexpected server request item/commandExecution/requestApproval", "0"},
 		{"threaderr", "60s", "thread/start failed", "0"},
 		{"silent", "2s", "awaiting initialize response: timed out", "0"},
