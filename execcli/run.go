@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"appserver/config"
+	"appserver/internal/logenv"
 	protocol "appserver/protocol/v2"
 	"appserver/server"
 )
@@ -329,26 +330,9 @@ func writeLastMessage(stderr io.Writer, path string, msg *string) {
 	}
 }
 
-// newLogger logs to stderr, errors only unless RUST_LOG / LOG_LEVEL asks for more (stdout carries
-// the events).
-func newLogger(w io.Writer) *slog.Logger {
-	level := slog.LevelError
-	spec := os.Getenv("RUST_LOG")
-	if spec == "" {
-		spec = os.Getenv("LOG_LEVEL")
-	}
-	for _, part := range strings.Split(spec, ",") {
-		switch strings.ToLower(strings.TrimSpace(part)) {
-		case "trace", "debug":
-			level = slog.LevelDebug
-		case "info":
-			level = slog.LevelInfo
-		case "warn", "warning":
-			level = slog.LevelWarn
-		}
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
+// newLogger logs to stderr, errors only unless the environment asks for more (stdout carries the
+// events).
+func newLogger(w io.Writer) *slog.Logger { return logenv.New(w, slog.LevelError) }
 
 // isUUID reports whether s parses as a UUID (resume's SESSION_ID; anything else is a thread name).
 func isUUID(s string) bool {
