@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -30,7 +31,10 @@ func TestAgainstConformanceServer(t *testing.T) {
 		{Name: "broken", Command: python, Args: []string{conformanceServer, "--exit-immediately"}, Enabled: true},
 	}, rec.hooks())
 
-	_, errs := rec.snapshot()
+	// The failed status is reported by the server's own goroutine; wait for it rather than assume it
+	// precedes WaitReady's return.
+	var errs map[string]string
+	require.Eventually(t, func() bool { _, errs = rec.snapshot(); return errs["broken"] != "" }, time.Minute, 10*time.Millisecond)
 	require.Equal(t, "MCP client for `broken` failed to start: MCP startup failed: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response", errs["broken"])
 
 	st := m.Statuses(context.Background())
