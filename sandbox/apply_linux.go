@@ -56,16 +56,25 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 		roots := canonicalRoots(pl.Policy.EffectiveRoots(pl.Cwd, os.Getenv("TMPDIR")))
 		protected := protectedPaths(roots)
 		mounted := false
-		if len(protected) > 0 && pl.Protect != protectLandlock {
+		if pl.Protect != protectLandlock {
 			tryUserNS := pl.Protect == protectUserNS && !pl.Stage2
 			if !tryUserNS {
-				err := protectWithMountNS(protected)
+				err := confineMounts(roots, protected, pl.Protect == protectRemount)
+				if err != nil && !errors.Is(err, errNoMountNS) {
+					return ExitCannotExecute, fmt.Errorf("mount namespace: %w", err)
+				}
 				mounted = err == nil
-				tryUserNS = errors.Is(err, errNoMountNS) && !pl.Stage2
+				tryUserNS = !mounted && !pl.Stage2
 			}
 			if tryUserNS {
 				// Only returns when the user namespace cannot be created.
 				_ = runInUserNS(pl, argv)
+			}
+		}
+		if mounted {
+			// The working directory still refers to the tree as it was before the mounts.
+			if err := os.Chdir(dir); err != nil {
+				return ExitCannotExecute, fmt.Errorf("cwd: %w", err)
 			}
 		}
 		if mounted || len(protected) == 0 {
@@ -149,43 +158,6 @@ func protectedPaths(roots []string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// errNoMountNS reports that the calling thread may not create a mount namespace.
-var errNoMountNS = errors.New("cannot create a mount namespace")
-
-// protectWithMountNS gives the calling thread a private mount namespace in which every protected
-// path is a read-only bind mount of itself; it needs CAP_SYS_ADMIN.
-func protectWithMountNS(protected []string) error {
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("%w: %w", errNoMountNS, err)
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
-	}
-	for _, p := range protected {
-		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", p, err)
-		}
-		var st unix.Statfs_t
-		if err := unix.Statfs(p, &st); err != nil {
-			return fmt.Errorf("statfs %s: %w", p, err)
-		}
-		// Keep the flags of the underlying mount: an unprivileged remount may not clear them.
-		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
-		for _, f := range [...]struct{ st, ms int64 }{
-			{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
-			{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
-		} {
-			if st.Flags&f.st != 0 {
-				flags |= uintptr(f.ms)
-			}
-		}
-		if err := unix.Mount("", p, "", flags, ""); err != nil {
-			return fmt.Errorf("remount %s read-only: %w", p, err)
-		}
-	}
-	return nil
 }
 
 // grantsExcluding covers the roots with Landlock grants that leave out the protected paths.

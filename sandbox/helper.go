@@ -29,8 +29,9 @@ type payload struct {
 	Cwd string `json:"cwd"`
 	// Dir is the command's working directory when it differs from Cwd; it gains no write access.
 	Dir string `json:"dir,omitempty"`
-	// Protect forces how .git/.codex are protected: "" picks the best available, "userns" skips
-	// the direct mount namespace, "landlock" uses Landlock alone (tests cover each path with it).
+	// Protect forces how the file system is confined: "" picks the best available, "userns" skips
+	// the direct mount namespace, "remount" builds the read-only tree with per-mount remounts
+	// instead of mount_setattr, "landlock" uses Landlock alone (tests cover each path with it).
 	Protect string `json:"protect,omitempty"`
 	// Stage2 marks the helper re-executed inside a new user namespace.
 	Stage2 bool `json:"stage2,omitempty"`
@@ -45,6 +46,7 @@ const (
 	protectAuto     = ""
 	protectUserNS   = "userns"
 	protectLandlock = "landlock"
+	protectRemount  = "remount"
 )
 
 // WrapArgv returns the argv that runs argv under p: for ReadOnly and WorkspaceWrite it is
@@ -142,7 +144,7 @@ func runHelper(args []string) (int, error) {
 		return ExitCannotExecute, fmt.Errorf("dir %q is not absolute", pl.Dir)
 	}
 	switch pl.Protect {
-	case protectAuto, protectUserNS, protectLandlock:
+	case protectAuto, protectUserNS, protectLandlock, protectRemount:
 	default:
 		return ExitCannotExecute, fmt.Errorf("unknown protection %q", pl.Protect)
 	}

@@ -33,6 +33,12 @@ func runAction(action string) int {
 		fmt.Fprintf(os.Stderr, "bad action %q: %v\n", action, err)
 		return 2
 	}
+	if code, ok := runSocketAction(verb, arg); ok {
+		return code
+	}
+	if code, ok := runXattrAction(verb, arg); ok {
+		return code
+	}
 	switch verb {
 	case "dial":
 		c, err := net.DialTimeout("tcp", arg, 20*time.Second)
@@ -92,4 +98,61 @@ func runAction(action string) int {
 	}
 	fmt.Fprintf(os.Stderr, "unknown action %q\n", verb)
 	return 2
+}
+
+// xattrName is the extended attribute the xattr actions set and remove.
+const xattrName = "user.sandboxtest"
+
+// runSocketAction performs the socket-related actions (split out to keep runAction short).
+func runSocketAction(verb, arg string) (int, bool) {
+	switch verb {
+	case "socketpair":
+		// arg is the socket type: stream, seqpacket or dgram.
+		typ := map[string]int{"stream": unix.SOCK_STREAM, "seqpacket": unix.SOCK_SEQPACKET, "dgram": unix.SOCK_DGRAM}[arg]
+		fds, err := unix.Socketpair(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "socketpair: %v\n", err)
+			return 3, true
+		}
+		defer unix.Close(fds[0])
+		defer unix.Close(fds[1])
+		if _, err := unix.Write(fds[0], []byte("hi")); err != nil {
+			fmt.Fprintf(os.Stderr, "write: %v\n", err)
+			return 4, true
+		}
+		buf := make([]byte, 2)
+		if n, err := unix.Read(fds[1], buf); err != nil || string(buf[:n]) != "hi" {
+			fmt.Fprintf(os.Stderr, "read: %q %v\n", buf[:n], err)
+			return 4, true
+		}
+		return 0, true
+	case "unixsocket":
+		// Creating a unix socket at all (what a client of docker.sock does first).
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "socket: %v\n", err)
+			return 3, true
+		}
+		_ = unix.Close(fd)
+		return 0, true
+	}
+	return 0, false
+}
+
+// runXattrAction sets or removes xattrName on arg.
+func runXattrAction(verb, arg string) (int, bool) {
+	var err error
+	switch verb {
+	case "setxattr":
+		err = unix.Setxattr(arg, xattrName, []byte("1"), 0)
+	case "removexattr":
+		err = unix.Removexattr(arg, xattrName)
+	default:
+		return 0, false
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", verb, err)
+		return 5, true
+	}
+	return 0, true
 }

@@ -14,6 +14,7 @@ const (
 	seccompDataNr   = 0
 	seccompDataArch = 4
 	seccompDataArg0 = 16 // low 32 bits of args[0] on little-endian machines
+	seccompDataArg1 = 24 // low 32 bits of args[1]
 )
 
 // bpfInsn is one classic-BPF instruction with symbolic jump targets ("" means the next one).
@@ -78,18 +79,24 @@ var metadataSyscalls = []uintptr{
 	unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR, unix.SYS_SETXATTRAT, unix.SYS_REMOVEXATTRAT,
 }
 
-// seccompProgram builds the filter: foreign-architecture calls kill the process, deniedSyscalls
-// fail with EPERM, and without network every socket(2) whose domain is not AF_UNIX fails with
-// EPERM. Under read-only (readOnly) the metadata calls fail with EPERM too, and without network so
-// does socket(AF_UNIX): there is no writable root whose sockets the command could mean to use, and a
-// socket elsewhere (docker.sock, an agent) is a way out. socketpair(2) stays allowed.
+// seccompProgram builds the filter: foreign-architecture calls kill the process and deniedSyscalls
+// fail with EPERM. Under read-only (readOnly) the metadata calls fail with EPERM too. Without
+// network, socket(2) fails with EPERM for every domain, AF_UNIX included: a unix socket could
+// connect to docker.sock or an agent outside the sandbox (Landlock below ABI 9 cannot tell), and
+// the reference refuses unix connect/bind/listen there as well. socketpair(2) stays allowed for
+// AF_UNIX stream and seqpacket pairs (pipelines, Python multiprocessing): such a pair is connected
+// for good, while a datagram pair could be re-addressed with connect or sendmsg, so it fails too.
 func seccompProgram(network, readOnly bool) ([]unix.SockFilter, error) {
 	const (
-		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		ret  = unix.BPF_RET | unix.BPF_K
-		deny = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ret = unix.BPF_RET | unix.BPF_K
+		and = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
+		// sockTypeMask selects the socket type from socketpair's type argument (SOCK_TYPE_MASK),
+		// dropping SOCK_NONBLOCK and SOCK_CLOEXEC.
+		sockTypeMask = 0xf
+		deny         = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 	)
 	prog := []bpfInsn{
 		{code: ld, k: seccompDataArch},
@@ -107,19 +114,20 @@ func seccompProgram(network, readOnly bool) ([]unix.SockFilter, error) {
 	for _, nr := range denied {
 		prog = append(prog, bpfInsn{code: jeq, k: uint32(nr), jt: "deny"})
 	}
-	switch {
-	case !network && readOnly:
-		prog = append(prog, bpfInsn{code: jeq, k: unix.SYS_SOCKET, jt: "deny"})
-	case !network:
+	if !network {
 		prog = append(prog,
-			bpfInsn{code: jeq, k: unix.SYS_SOCKET, jt: "socket"},
-			bpfInsn{code: ret, k: unix.SECCOMP_RET_ALLOW},
-			bpfInsn{label: "socket", code: ld, k: seccompDataArg0},
+			bpfInsn{code: jeq, k: unix.SYS_SOCKET, jt: "deny"},
+			bpfInsn{code: jeq, k: unix.SYS_SOCKETPAIR, jf: "allow"},
+			bpfInsn{code: ld, k: seccompDataArg0},
 			bpfInsn{code: jeq, k: unix.AF_UNIX, jf: "deny"},
+			bpfInsn{code: ld, k: seccompDataArg1},
+			bpfInsn{code: and, k: sockTypeMask},
+			bpfInsn{code: jeq, k: unix.SOCK_STREAM, jt: "allow"},
+			bpfInsn{code: jeq, k: unix.SOCK_SEQPACKET, jf: "deny"},
 		)
 	}
 	prog = append(prog,
-		bpfInsn{code: ret, k: unix.SECCOMP_RET_ALLOW},
+		bpfInsn{label: "allow", code: ret, k: unix.SECCOMP_RET_ALLOW},
 		bpfInsn{label: "deny", code: ret, k: deny},
 	)
 	return assemble(prog)
