@@ -633,7 +633,11 @@ func TestUnderPTY(t *testing.T) {
 	for _, c := range confined {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
-			args, err := wrapArgv(self, c.p, f.ws, "", []string{"sh", "-c", `test -t 0 && echo via-tty > /dev/tty && stty size && echo x > .git/config`}, c.protect)
+			newPTY := `script -qec "echo new-pty" /dev/null`
+			if _, err := exec.LookPath("script"); err != nil {
+				newPTY = "echo new-pty" // no util-linux script(1) here
+			}
+			args, err := wrapArgv(self, c.p, f.ws, "", []string{"sh", "-c", `test -t 0 && echo via-tty > /dev/tty && stty size && ` + newPTY + ` && echo x > .git/config`}, c.protect)
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -648,6 +652,7 @@ func TestUnderPTY(t *testing.T) {
 			require.Equal(t, 2, cmd.ProcessState.ExitCode(), "%s", out)
 			require.Contains(t, string(out), "via-tty")
 			require.Contains(t, string(out), "33 77")
+			require.Contains(t, string(out), "new-pty", "a new PTY can be opened through /dev/ptmx")
 			require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".git/config")))
 		})
 	}
@@ -1144,4 +1149,40 @@ func TestPreexistingHardLinkHole(t *testing.T) {
 			require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 		})
 	}
+}
+
+func TestOutermostAndMountInfo(t *testing.T) {
+	require.Equal(t, []string{"/a", "/ab", "/tmp"}, outermost([]string{"/tmp/x", "/tmp", "/a/b", "/ab", "/a"}))
+	require.Equal(t, []string{"/"}, outermost([]string{"/w", "/"}))
+	require.Empty(t, outermost(nil))
+
+	m, err := parseMountInfo("26 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n" +
+		"27 26 0:24 / /mnt/a\\040b ro,nosuid,nodev shared:1 master:2 - tmpfs tmpfs ro,size=4k\n")
+	require.NoError(t, err)
+	require.Len(t, m, 2)
+	require.Equal(t, "/", m[0].point)
+	require.True(t, m[0].opts["rw"])
+	require.Equal(t, "/mnt/a b", m[1].point)
+	require.Equal(t, "tmpfs", m[1].fstype)
+	require.True(t, m[1].opts["nosuid"] && m[1].opts["nodev"] && m[1].opts["ro"])
+	require.Equal(t, uintptr(unix.MS_NOSUID|unix.MS_NODEV|unix.MS_STRICTATIME), mountFlags(m[1].opts))
+	require.Equal(t, uintptr(unix.MS_RELATIME), mountFlags(m[0].opts))
+	for _, bad := range []string{"1 2 3", "1 2 0:1 / / rw shared:1", "1 2 0:1 / /x\\04 rw - t s o", "1 2 0:1 / /x\\999 rw - t s o"} {
+		_, err := parseMountInfo(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+// TestWholeTreeWritableRoot: a writable root of "/" leaves the tree writable (no read-only pass),
+// and .git stays protected.
+func TestWholeTreeWritableRoot(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	p := Policy{Kind: WorkspaceWrite, WritableRoots: []string{"/"}, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}
+	code, out := sh(t, p, protectAuto, f, `echo ok > "$OUT/new" && chmod 600 "$OUT/new"`)
+	require.Zero(t, code, out)
+	require.Equal(t, "ok\n", readFile(t, filepath.Join(f.outside, "new")))
+	code, out = sh(t, p, protectAuto, f, `echo x > .git/config`)
+	require.NotZero(t, code, out)
+	require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".git/config")))
 }
