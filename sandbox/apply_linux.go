@@ -46,9 +46,11 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 		// Only returns when no PID namespace can be had: then the command runs without one.
 		_ = runInPIDNS(pl, argv)
 	}
+	// ownMountNS: this process already has a private mount namespace of its own.
+	ownMountNS := false
 	if pl.Init {
 		// Without our own /proc the namespace still ends the command's leftovers with it.
-		_ = mountOwnProc()
+		ownMountNS = mountOwnProc() == nil
 	}
 
 	var grants []grant
@@ -59,7 +61,7 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 		if pl.Protect != protectLandlock {
 			tryUserNS := pl.Protect == protectUserNS && !pl.Stage2
 			if !tryUserNS {
-				err := confineMounts(roots, protected, pl.Protect == protectRemount)
+				err := confineMounts(roots, protected, ownMountNS, pl.Protect == protectRemount)
 				if err != nil && !errors.Is(err, errNoMountNS) {
 					return ExitCannotExecute, fmt.Errorf("mount namespace: %w", err)
 				}

@@ -27,14 +27,17 @@ var errNewMountAPI = errors.New("new mount API unavailable")
 // read-only except the writable roots, which are mounted back over themselves as they were, and
 // the protected paths are read-only binds of themselves on top. Metadata changes (chmod, chown,
 // utimes, xattrs) outside the roots then fail with EROFS, which Landlock alone cannot refuse. It
-// needs CAP_SYS_ADMIN (directly or in the thread's user namespace); remount forces the per-mount
-// fallback (tests). Devices, FIFOs and sockets stay usable on read-only mounts.
-func confineMounts(roots, protected []string, remount bool) error {
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("%w: %w", errNoMountNS, err)
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
+// needs CAP_SYS_ADMIN (directly or in the thread's user namespace). ownNS says the thread already
+// has a private mount namespace (process 1 of the PID namespace), which is then reused; remount
+// forces the per-mount fallback (tests). Devices, FIFOs and sockets stay usable on read-only mounts.
+func confineMounts(roots, protected []string, ownNS, remount bool) error {
+	if !ownNS {
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			return fmt.Errorf("%w: %w", errNoMountNS, err)
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("make mounts private: %w", err)
+		}
 	}
 	if err := readOnlyTree(outermost(roots), remount); err != nil {
 		return err
