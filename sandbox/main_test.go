@@ -147,6 +147,10 @@ func runXattrAction(verb, arg string) (int, bool) {
 		err = unix.Setxattr(arg, xattrName, []byte("1"), 0)
 	case "removexattr":
 		err = unix.Removexattr(arg, xattrName)
+	case "handlechmod":
+		// Reopen arg by file handle through the working directory's mount (same file system),
+		// then chmod the descriptor: a way around the read-only mount of arg's own path.
+		err = handleChmod(arg)
 	default:
 		return 0, false
 	}
@@ -155,4 +159,22 @@ func runXattrAction(verb, arg string) (int, bool) {
 		return 5, true
 	}
 	return 0, true
+}
+
+func handleChmod(path string) error {
+	h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, path, 0)
+	if err != nil {
+		return fmt.Errorf("name_to_handle_at: %w", err)
+	}
+	dir, err := unix.Open(".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	fd, err := unix.OpenByHandleAt(dir, h, unix.O_RDONLY|unix.O_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("open_by_handle_at: %w", err)
+	}
+	defer unix.Close(fd)
+	return unix.Fchmod(fd, 0o600)
 }

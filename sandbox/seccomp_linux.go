@@ -60,7 +60,8 @@ func assemble(prog []bpfInsn) ([]unix.SockFilter, error) {
 
 // deniedSyscalls always fail with EPERM under the sandbox: io_uring (its requests bypass seccomp)
 // and privileged operations that a command run by a root server could otherwise use to leave the
-// sandbox or disturb the host (kernel modules, kexec, reboot, swap, clock, hostname, BPF, acct).
+// sandbox or disturb the host (kernel modules, kexec, reboot, swap, clock, hostname, BPF, acct,
+// and open_by_handle_at, which reopens any inode of a file system through a writable mount of it).
 var deniedSyscalls = []uintptr{
 	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
 	unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,
@@ -68,6 +69,7 @@ var deniedSyscalls = []uintptr{
 	unix.SYS_SWAPON, unix.SYS_SWAPOFF,
 	unix.SYS_SETTIMEOFDAY, unix.SYS_CLOCK_SETTIME, unix.SYS_ADJTIMEX, unix.SYS_CLOCK_ADJTIME,
 	unix.SYS_SETHOSTNAME, unix.SYS_SETDOMAINNAME, unix.SYS_BPF, unix.SYS_ACCT,
+	unix.SYS_OPEN_BY_HANDLE_AT,
 }
 
 // metadataSyscalls change a file's mode, owner, times or extended attributes. Landlock (up to ABI 7)
