@@ -399,7 +399,9 @@ func (b *builder) turnFor(turnID string) *Turn {
 
 func (b *builder) event(payload json.RawMessage) {
 	var h eventHead
-	if json.Unmarshal(payload, &h) != nil {
+	if typ, ok := leadingType(payload); ok {
+		h.Type = typ
+	} else if json.Unmarshal(payload, &h) != nil {
 		return
 	}
 	switch h.Type {

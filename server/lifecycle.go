@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -340,8 +341,9 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: t.Info().Status})
 	}
 	info := t.Info()
+	var turns []protocol.Turn
 	if !exclude {
-		info.Turns = t.TurnsSnapshot()
+		turns = t.TurnsSnapshot()
 	}
 	resp := resumeResponse(info, t.Settings())
 	// The backwards cursors anchor at the newest turn and item, included: paging from them (descending) starts
@@ -352,7 +354,7 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 			resp.ItemsBackwardsCursor = cursorString(t.ID, scopeItems, &historyAnchor{pos: nItems - 1, include: true})
 		}
 	}
-	req.Reply(resp, nil)
+	req.Reply(withTurns(resp, &resp.Thread, turns))
 	if loadedNow || newSubscriber {
 		// A connection that already follows the thread is not told its usage again (the reference's
 		// behaviour); one that (re)subscribes is.
@@ -362,6 +364,45 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	// Goals are not supported: a resumed thread never has one, which the reference announces.
 	t.EmitTo(c, protocol.NotifyThreadGoalCleared, protocol.ThreadGoalClearedNotification{ThreadID: t.ID})
 	return nil, nil
+}
+
+// withTurns encodes resp as jsonrpc.Marshal would once *thread holds turns, for Reply. The turns are encoded
+// once and spliced in: marshalled as part of resp, every turn's bytes would be re-validated and copied at each
+// level of nesting (thread, response), most of a large thread's resume time.
+func withTurns(resp any, thread *protocol.Thread, turns []protocol.Turn) (json.RawMessage, error) {
+	thread.Turns = nil // encoded as "turns":[]
+	head, err := jsonrpc.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	if len(turns) == 0 {
+		return head, nil
+	}
+	const empty = `"turns":[]`
+	at := bytes.Index(head, []byte(empty))
+	if at < 0 || bytes.Count(head, []byte(empty)) != 1 {
+		thread.Turns = turns
+		return jsonrpc.Marshal(resp)
+	}
+	// A Turn's MarshalJSON output is already compact and HTML-escaped, as the encoder would have embedded it.
+	parts := make([][]byte, len(turns))
+	size := len(head) + len(turns)
+	for i := range turns {
+		if parts[i], err = turns[i].MarshalJSON(); err != nil {
+			return nil, err
+		}
+		size += len(parts[i])
+	}
+	split := at + len(empty) - 1
+	out := make([]byte, 0, size)
+	out = append(out, head[:split]...)
+	for i, p := range parts {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, p...)
+	}
+	return append(out, head[split:]...), nil
 }
 
 // Cursor scopes of thread/turns/list and thread/items/list, as the reference names them.
