@@ -137,6 +137,7 @@ func (b *builder) readFile(path string, limit int64, depth int, top bool) error 
 		r = io.LimitReader(f, limit)
 	}
 	lr := newLineReader(r)
+	defer lr.release()
 	first := true
 	lineNo := 0
 	for {
