@@ -234,6 +234,8 @@ func TestIndexRebuildAndBehindOurBack(t *testing.T) {
 	s, err := Open(home)
 	require.NoError(t, err)
 	require.FileExists(t, filepath.Join(home, IndexFileName))
+	// While the start-up reconcile runs, a page does not rescan (it answers from the index as it is).
+	require.NoError(t, s.WaitReconciled(context.Background()))
 
 	// A rollout written by another process appears without reopening (after the refresh interval).
 	old := refreshInterval
