@@ -92,6 +92,33 @@ type Index struct {
 	path string
 	db   *sql.DB
 	wmu  sync.Mutex
+
+	smu   sync.Mutex
+	stmts map[string]*sql.Stmt // prepared page queries by text: a page does not parse its SQL again
+}
+
+// maxStmts bounds the prepared page queries kept (their text varies with the number of filter values).
+const maxStmts = 64
+
+// prepared returns the prepared statement for a page query, preparing it on first use.
+func (ix *Index) prepared(ctx context.Context, query string) (*sql.Stmt, bool, error) {
+	ix.smu.Lock()
+	defer ix.smu.Unlock()
+	if st, ok := ix.stmts[query]; ok {
+		return st, true, nil
+	}
+	st, err := ix.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(ix.stmts) >= maxStmts {
+		return st, false, nil // the caller closes it
+	}
+	if ix.stmts == nil {
+		ix.stmts = map[string]*sql.Stmt{}
+	}
+	ix.stmts[query] = st
+	return st, true, nil
 }
 
 // Open opens (creating if needed) the index at path. A file that is not an index of SchemaVersion gives
@@ -197,7 +224,15 @@ func OpenOrRebuild(path string) (ix *Index, fresh bool, err error) {
 }
 
 // Close closes the database.
-func (ix *Index) Close() error { return ix.db.Close() }
+func (ix *Index) Close() error {
+	ix.smu.Lock()
+	for _, st := range ix.stmts {
+		_ = st.Close()
+	}
+	ix.stmts = nil
+	ix.smu.Unlock()
+	return ix.db.Close()
+}
 
 // Get returns a key of the kv table ("" when unset).
 func (ix *Index) Get(ctx context.Context, key string) string {
@@ -545,7 +580,14 @@ func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 	args = append(args, limit+1)
 	stmt := "SELECT " + rowColumns + rowJoins + " WHERE " + strings.Join(where, " AND ") +
 		fmt.Sprintf(" ORDER BY t.archived, %s %s, t.id %s LIMIT ?", col, order, order)
-	rows, err := ix.db.QueryContext(ctx, stmt, args...)
+	st, kept, err := ix.prepared(ctx, stmt)
+	if err != nil {
+		return nil, fmt.Errorf("threadindex: list: %w", err)
+	}
+	if !kept {
+		defer st.Close()
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("threadindex: list: %w", err)
 	}
