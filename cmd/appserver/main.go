@@ -12,11 +12,13 @@ import (
 
 	"appserver/execmgr"
 	"appserver/internal/logenv"
-	"appserver/sandbox"
+
+	// The sandbox helper runs from this package's initializer, before the server's heavier
+	// packages are initialised (see internal/reexec); it never returns to main.
+	_ "appserver/internal/reexec"
 )
 
 func main() {
-	sandbox.RunHelperIfRequested()
 	execmgr.RunReaperIfRequested()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
