@@ -10,7 +10,8 @@ import (
 )
 
 // matcherEvents are the hook events whose groups keep a tool-name matcher.
-var matcherEvents = map[string]bool{"PreToolUse": true, "PermissionRequest": true, "PostToolUse": true, "SessionStart": true}
+var matcherEvents = map[string]bool{"PreToolUse": true, "PermissionRequest": true, "PostToolUse": true, "PreCompact": true,
+	"PostCompact": true, "SessionStart": true, "SessionEnd": true, "SubagentStart": true, "SubagentStop": true}
 
 // hookMigration converts the command hooks of sourceDir's settings.json and settings.local.json to
 // hooks.json's {event: [groups]} form; scripts referenced under .claude/hooks/ are pointed at targetDir/hooks.
