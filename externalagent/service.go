@@ -199,3 +199,18 @@ func (e *invalidData) Error() string { return e.msg }
 func invalidf(format string, args ...any) error {
 	return &invalidData{msg: fmt.Sprintf(format, args...)}
 }
+
+// wireOrder is the item types in the schema's order (serde names them in this order in its errors).
+var wireOrder = []ItemType{TypeAgentsMD, TypeConfig, TypeSkills, TypePlugins, TypeMCP, TypeSubagents, TypeHooks, TypeCommands, TypeMemory, TypeSessions}
+
+// CheckItemType refuses a value outside the item type enum with serde's wording.
+func CheckItemType(t ItemType) error {
+	quoted := make([]string, len(wireOrder))
+	for i, w := range wireOrder {
+		if w == t {
+			return nil
+		}
+		quoted[i] = "`" + string(w) + "`"
+	}
+	return fmt.Errorf("unknown variant `%s`, expected one of %s", t, strings.Join(quoted, ", "))
+}

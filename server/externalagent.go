@@ -51,6 +51,11 @@ func (s *Server) externalAgentDetect(_ context.Context, _ *connection, _ *jsonrp
 
 func (s *Server) externalAgentImport(_ context.Context, _ *connection, req *jsonrpc.Request, p *protocol.ExternalAgentConfigImportParams) (any, error) {
 	for _, it := range p.MigrationItems {
+		if err := externalagent.CheckItemType(it.ItemType); err != nil {
+			return nil, invalidParams("%v", err)
+		}
+	}
+	for _, it := range p.MigrationItems {
 		if it.ItemType != protocol.ExternalAgentConfigMigrationItemTypeMEMORY {
 			continue
 		}
@@ -101,6 +106,20 @@ func (s *Server) externalAgentReadHistories(ctx context.Context, _ *connection, 
 func (s *Server) externalAgentRecordHistory(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ExternalAgentConfigImportHistoryRecordParams) (any, error) {
 	var succ []protocol.ExternalAgentConfigImportItemTypeSuccess
 	var fail []protocol.ExternalAgentConfigImportItemTypeFailure
+	for _, g := range p.ItemTypeResults {
+		types := []protocol.ExternalAgentConfigMigrationItemType{g.ItemType}
+		for _, x := range g.Successes {
+			types = append(types, x.ItemType)
+		}
+		for _, x := range g.Failures {
+			types = append(types, x.ItemType)
+		}
+		for _, t := range types {
+			if err := externalagent.CheckItemType(t); err != nil {
+				return nil, invalidParams("%v", err)
+			}
+		}
+	}
 	for _, g := range p.ItemTypeResults {
 		for _, x := range g.Successes {
 			succ = append(succ, protocol.ExternalAgentConfigImportItemTypeSuccess(x))
