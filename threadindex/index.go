@@ -463,10 +463,10 @@ type Query struct {
 	Ancestor       *string  // descendants of this thread at any depth
 	Excluded       []string // ids left out before the limit
 	// Members, when not nil, keeps only the threads it lists (Outside: only those it does not); a project's.
-	Members *Members
-	SearchTerm     string   // lower-case substring of preview or name
-	InContent      bool     // SearchTerm also matches the messages (thread/search)
-	RequirePreview bool     // only threads with a first user message
+	Members        *Members
+	SearchTerm     string // lower-case substring of preview or name
+	InContent      bool   // SearchTerm also matches the messages (thread/search)
+	RequirePreview bool   // only threads with a first user message
 	Limit          int
 }
 
