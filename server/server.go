@@ -74,6 +74,7 @@ type Server struct {
 
 	rateLimits ratelimits.Tracker // from the last model response's headers
 	state      stateDB            // $CODEX_HOME/appserver_state.sqlite (thread/metadata/update)
+	org        orgStores          // projects, attachments and queues in the state database (organization.go)
 
 	envs    *environments.Registry // environment/*, built with the routes
 	samples sampleTable            // in-flight thread/sample requests, for thread/sample/cancel
