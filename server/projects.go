@@ -150,7 +150,7 @@ func (s *Server) projectImport(ctx context.Context, _ *connection, _ *jsonrpc.Re
 }
 
 func (s *Server) projectUpdate(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ProjectUpdateParams) (any, error) {
-	o := projects.UpdateOptions{Name: p.Name, Metadata: p.Metadata}
+	o := projects.UpdateOptions{Name: p.Name, Metadata: p.Metadata} // {} decodes to an empty map: it replaces
 	if p.Roots != nil {
 		paths, err := rootPaths(p.Roots)
 		if err != nil {
