@@ -47,5 +47,6 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addThreadSettingsRoutes(r)
 	s.addMetadataRoutes(r)
 	s.addItemRoutes(r)
+	s.addOrganizationRoutes(r)
 	return r
 }

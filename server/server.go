@@ -75,6 +75,7 @@ type Server struct {
 
 	rateLimits    ratelimits.Tracker     // from the last model response's headers
 	state         stateDB                // $CODEX_HOME/appserver_state.sqlite (thread/metadata/update)
+	org           orgStores              // projects, attachments and queues in the state database (organization.go)
 	importHistory *externalagent.History // externalAgentConfig/import history (created on first use)
 
 	envs    *environments.Registry // environment/*, built with the routes
