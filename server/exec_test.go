@@ -275,7 +275,7 @@ func TestExecTTYWriteStdinAnswersRead(t *testing.T) {
 	mm.Enqueue(
 		execCall("call_1", map[string]any{"cmd": "read x; echo got:$x", "tty": true, "yield_time_ms": 500}),
 		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("write_stdin", "call_2",
-			map[string]any{"session_id": "{{capture_int:session ID (\\d+)}}", "chars": "hi\n", "yield_time_ms": 3000})}},
+			map[string]any{"session_id": "{{capture_int:session ID (\\d+)}}", "chars": "hi\n", "yield_time_ms": 30000})}},
 		finalMessage("finished"),
 	)
 	c := startIsolated(t, apptest.Options{Model: mm})
