@@ -147,7 +147,7 @@ var sessionIDRE = regexp.MustCompile(`Process running with session ID (\d+)\n`)
 
 func TestExecCommandItemAndOutput(t *testing.T) {
 	mm := mockmodel.New(t)
-	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "echo hello", "yield_time_ms": 5000}), finalMessage("ok"))
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "echo hello", "yield_time_ms": 30000}), finalMessage("ok"))
 	c := startIsolated(t, apptest.Options{Model: mm})
 	c.Initialize(false)
 	tid := c.StartThread(nil)
