@@ -40,6 +40,7 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addUserShellRoutes(r)
 	s.addCompactionRoutes(r)
 	s.addWorkspaceMiscRoutes(r)
+	s.addExternalAgentRoutes(r)
 	s.addProcessRoutes(r)
 	s.addReviewRoutes(r)
 	s.addRevertRoutes(r)
