@@ -105,6 +105,8 @@ type ListQuery struct {
 	AncestorID     *string  // only threads spawned, at any depth, from this one
 	Excluded       []string // ids left out before the limit
 	SectionID      string   // only threads of this section ("" = any)
+	// Members, when not nil, keeps only (or, Outside, leaves out) the threads it lists: a project's members.
+	Members *threadindex.Members
 	// IncludeEmpty lists threads without a first user message too (the reference hides them).
 	IncludeEmpty bool
 }
@@ -807,7 +809,7 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 		Cwds: q.Cwds, ModelProviders: q.ModelProviders, SourceKinds: q.SourceKinds, ForkedFrom: q.ForkedFrom,
 		SearchTerm: strings.ToLower(q.SearchTerm), InContent: q.InContent, RequirePreview: !q.IncludeEmpty, Limit: limit,
 		Parent: q.ParentThreadID, Ancestor: q.AncestorID, Excluded: q.Excluded,
-		BySection: key == SortSectionPosition, Section: q.SectionID}
+		BySection: key == SortSectionPosition, Section: q.SectionID, Members: q.Members}
 	if len(iq.SourceKinds) == 0 && q.ParentThreadID == nil && q.AncestorID == nil {
 		iq.SourceKinds = InteractiveSourceKinds
 	}

@@ -88,7 +88,7 @@ func (s *Server) broadcast(method string, params any) {
 	}
 }
 
-func (s *Server) threadList(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadListParams) (any, error) {
+func (s *Server) threadList(ctx context.Context, _ *connection, req *jsonrpc.Request, p *protocol.ThreadListParams) (any, error) {
 	q := rollout.ListQuery{Cursor: deref(p.Cursor), ModelProviders: p.ModelProviders, SearchTerm: deref(p.SearchTerm)}
 	if p.ModelProviders == nil {
 		// Omitted: the configured provider's threads, as the reference; present but empty: every provider.
@@ -112,10 +112,11 @@ func (s *Server) threadList(ctx context.Context, _ *connection, _ *jsonrpc.Reque
 		}
 	}
 	q.Excluded = p.ExcludedThreadIds
-	if p.ProjectID != nil {
-		// No project exists until project/* creates one: every project id is unknown.
-		return nil, paramsError("project not found: " + *p.ProjectID)
+	members, err := s.projectFilter(ctx, req, p.ProjectID)
+	if err != nil {
+		return nil, err
 	}
+	q.Members = members
 	if p.Limit != nil {
 		q.Limit = int(*p.Limit)
 	}
@@ -340,6 +341,7 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	if loadedNow {
 		t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: t.Info().Status})
 	}
+	s.loadProject(ctx, t)
 	info := t.Info()
 	var turns []protocol.Turn
 	if !exclude {
@@ -485,6 +487,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 		return nil, err
 	}
 	req.Claim(threadLane(t.ID))
+	s.inheritProject(ctx, p.ThreadID, t)
 	exclude := excludeTurns(c, p.ExcludeTurns)
 	t.Subscribe(c)
 	info := t.Info()
@@ -517,7 +520,7 @@ func (s *Server) threadArchive(_ context.Context, c *connection, req *jsonrpc.Re
 	return nil, nil
 }
 
-func (s *Server) threadUnarchive(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadUnarchiveParams) (any, error) {
+func (s *Server) threadUnarchive(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadUnarchiveParams) (any, error) {
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
@@ -525,18 +528,20 @@ func (s *Server) threadUnarchive(_ context.Context, c *connection, req *jsonrpc.
 	if err != nil {
 		return nil, storeError(err)
 	}
+	s.overlayProject(ctx, &th)
 	req.Reply(protocol.ThreadUnarchiveResponse{Thread: th}, nil)
 	s.broadcast(protocol.NotifyThreadUnarchived, protocol.ThreadUnarchivedNotification{ThreadID: p.ThreadID})
 	return nil, nil
 }
 
-func (s *Server) threadDelete(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadDeleteParams) (any, error) {
+func (s *Server) threadDelete(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadDeleteParams) (any, error) {
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
 	if err := s.threads.Delete(p.ThreadID); err != nil {
 		return nil, storeError(err)
 	}
+	s.forgetThreadOrg(ctx, p.ThreadID)
 	req.Reply(protocol.ThreadDeleteResponse{}, nil)
 	s.broadcast(protocol.NotifyThreadDeleted, protocol.ThreadDeletedNotification{ThreadID: p.ThreadID})
 	return nil, nil

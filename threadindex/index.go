@@ -6,6 +6,7 @@ package threadindex
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -496,10 +497,42 @@ type Query struct {
 	Parent         *string  // direct children of this thread
 	Ancestor       *string  // descendants of this thread at any depth
 	Excluded       []string // ids left out before the limit
-	SearchTerm     string   // lower-case substring of preview or name
-	InContent      bool     // SearchTerm also matches the messages (thread/search)
-	RequirePreview bool     // only threads with a first user message
+	// Members, when not nil, keeps only the threads it lists (Outside: only those it does not); a project's.
+	Members        *Members
+	SearchTerm     string // lower-case substring of preview or name
+	InContent      bool   // SearchTerm also matches the messages (thread/search)
+	RequirePreview bool   // only threads with a first user message
 	Limit          int
+}
+
+// Members is a set of thread ids a listing keeps (or, Outside, leaves out).
+type Members struct {
+	IDs     []string
+	Outside bool
+}
+
+// Recency returns the updated time (Unix ms) of the listed threads that are indexed, not archived and have
+// a first user message (as listings show them).
+func (ix *Index) Recency(ctx context.Context, ids []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	b, _ := json.Marshal(ids)
+	rows, err := ix.db.QueryContext(ctx, "SELECT id, updated_ms FROM threads WHERE archived = 0 AND preview <> '' AND id IN (SELECT value FROM json_each(?))", string(b))
+	if err != nil {
+		return nil, fmt.Errorf("threadindex: recency: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var ms int64
+		if err := rows.Scan(&id, &ms); err != nil {
+			return nil, err
+		}
+		out[id] = ms
+	}
+	return out, rows.Err()
 }
 
 // List returns up to q.Limit+1 rows (the extra one tells the caller a next page exists).
@@ -561,6 +594,18 @@ func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 		for _, v := range q.Excluded {
 			args = append(args, v)
 		}
+	}
+	if q.Members != nil {
+		not := ""
+		if q.Members.Outside {
+			not = "NOT "
+		}
+		ids, _ := json.Marshal(q.Members.IDs)
+		if q.Members.IDs == nil {
+			ids = []byte("[]")
+		}
+		where = append(where, "t.id "+not+"IN (SELECT value FROM json_each(?))")
+		args = append(args, string(ids))
 	}
 	if q.RequirePreview {
 		where = append(where, "t.preview <> ''")
