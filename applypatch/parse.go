@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Kind is the kind of a file operation, spelled as on the wire (PatchChangeKind.type).
@@ -73,7 +74,9 @@ type Chunk struct {
 	EndOfFile bool // the chunk is anchored at the end of the file
 }
 
-var heredocStart = regexp.MustCompile(`^(?:apply_patch\s+|applypatch\s+)?<<\s*(['"]?)(\w+)(['"]?)$`)
+var heredocStart = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:apply_patch\s+|applypatch\s+)?<<\s*(['"]?)(\w+)(['"]?)$`)
+})
 
 // Parse parses a patch. It tolerates surrounding whitespace, CRLF line
 // endings and a shell heredoc wrapper (`<<'EOF'` … `EOF`, optionally preceded
@@ -122,7 +125,7 @@ func stripHeredoc(lines []string) []string {
 	if len(lines) < 2 {
 		return lines
 	}
-	m := heredocStart.FindStringSubmatch(strings.TrimSpace(lines[0]))
+	m := heredocStart().FindStringSubmatch(strings.TrimSpace(lines[0]))
 	if m == nil || m[1] != m[3] || strings.TrimSpace(lines[len(lines)-1]) != m[2] {
 		return lines
 	}

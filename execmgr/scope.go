@@ -93,6 +93,9 @@ type tracker struct {
 
 var managerSeq atomic.Int64
 
+// sweeps counts process-table sweeps (tests).
+var sweeps atomic.Int64
+
 func newTracker(log *slog.Logger) *tracker {
 	return &tracker{
 		log:       log,
@@ -214,6 +217,8 @@ func (t *tracker) close() {
 	t.leftovers = map[string][]*scope{}
 	base, wd := t.cgBase, t.wd
 	t.wd = nil
+	// Without a single command no process carries our token: skip reading every /proc/*/environ.
+	opened := t.seq > 0
 	t.mu.Unlock()
 	for _, s := range all {
 		t.kill(s)
@@ -221,7 +226,9 @@ func (t *tracker) close() {
 	if base != "" {
 		killCgroupTree(base)
 	}
-	sweepTokens(func(tok string) bool { return strings.HasPrefix(tok, t.prefix) })
+	if opened {
+		sweepTokens(func(tok string) bool { return strings.HasPrefix(tok, t.prefix) })
+	}
 	if base != "" {
 		removeCgroupTree(base)
 	}
@@ -264,6 +271,7 @@ func (t *tracker) startWatchdog() {
 // sweepTokens SIGKILLs every process whose ScopeEnv token matches, repeating while new ones appear
 // (a process may fork while the sweep runs).
 func sweepTokens(match func(string) bool) {
+	sweeps.Add(1)
 	self := os.Getpid()
 	for round := 0; round < 20; round++ {
 		killed := 0

@@ -147,3 +147,18 @@ func TestSIGKILLChild(t *testing.T) {
 	require.NoError(t, err)
 	select {} // until SIGKILLed
 }
+
+func TestCloseSweepsOnlyAfterACommand(t *testing.T) {
+	idle := NewManager(ManagerOptions{})
+	before := sweeps.Load()
+	require.NoError(t, idle.Close())
+	require.Equal(t, before, sweeps.Load(), "a Manager that never started a command has nothing to sweep")
+
+	m := NewManager(ManagerOptions{})
+	p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"true"}, OnOutput: func(Stream, []byte) {}})
+	require.NoError(t, err)
+	require.Equal(t, 0, waitDone(t, p, 10*time.Second))
+	before = sweeps.Load()
+	require.NoError(t, m.Close())
+	require.Greater(t, sweeps.Load(), before, "closing after a command sweeps for its descendants")
+}

@@ -207,10 +207,11 @@ type session struct {
 	pending *HeadTailBuffer // output not yet returned to the model
 	agg     *HeadTailBuffer // whole transcript for the item
 
-	emitMu    sync.Mutex
-	streaming bool // deltas flow once the process was announced (after the startup window)
-	finished  bool
-	deltas    int
+	emitMu     sync.Mutex
+	streaming  bool // deltas flow once the process was announced (after the startup window)
+	finished   bool
+	terminated bool // ended by Terminate / TerminateAll: the item reports exit code -1, as the reference's
+	deltas     int
 
 	callMu   sync.Mutex // one tool call at a time per session
 	lastUsed uint64     // guarded by Sessions.mu
@@ -236,8 +237,20 @@ func (s *session) finish() {
 	}
 	s.finished = true
 	if s.obs != nil {
-		s.obs.Exited(s.proc.ExitCode(), s.agg.String(), s.proc.Duration())
+		code := s.proc.ExitCode()
+		if s.terminated {
+			code = -1
+		}
+		s.obs.Exited(code, s.agg.String(), s.proc.Duration())
 	}
+}
+
+// terminate kills the session's process on a client's or the thread's behalf.
+func (s *session) terminate() {
+	s.emitMu.Lock()
+	s.terminated = true
+	s.emitMu.Unlock()
+	s.proc.Kill()
 }
 
 func (x *Sessions) reserve() int {
@@ -624,7 +637,7 @@ func (x *Sessions) Terminate(id int) bool {
 	if s == nil {
 		return false
 	}
-	s.proc.Kill()
+	s.terminate()
 	return true
 }
 
@@ -643,7 +656,7 @@ func (x *Sessions) TerminateAll() {
 	clear(x.store)
 	x.mu.Unlock()
 	for _, s := range victims {
-		s.proc.Kill()
+		s.terminate()
 	}
 }
 

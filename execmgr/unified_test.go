@@ -599,3 +599,25 @@ func TestExecCommandExitWithoutOutputClose(t *testing.T) {
 	rec.waitExited(t)
 	require.Empty(t, x.SessionIDs())
 }
+
+func TestTerminatedSessionReportsExitCodeMinusOne(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		x, _ := newTestSessions(t)
+		rec := newRecorder()
+		res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "echo up; sleep 100", YieldTimeMs: u64(250)}, Observer: rec})
+		require.NoError(t, err)
+		require.False(t, res.Exited)
+		if all {
+			x.TerminateAll()
+		} else {
+			require.True(t, x.Terminate(res.SessionID))
+		}
+		rec.waitExited(t)
+		rec.mu.Lock()
+		require.Equal(t, -1, rec.code, "a terminated session is not reported with the signal's exit status")
+		require.Equal(t, "up\n", rec.agg)
+		rec.mu.Unlock()
+		require.Empty(t, x.SessionIDs())
+		require.False(t, x.Terminate(res.SessionID), "a terminated session is forgotten")
+	}
+}

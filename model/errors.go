@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -190,11 +191,13 @@ func (e *Error) retryNotice() json.RawMessage {
 	return InfoWithStatus(InfoResponseStreamDisconnected, status)
 }
 
-var tryAgainRE = regexp.MustCompile(`(?i)try again in\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|sec|secs|seconds?)\b`)
+var tryAgainRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)try again in\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|sec|secs|seconds?)\b`)
+})
 
 // tryAgainIn parses a "try again in 1.5s" / "try again in 200ms" hint; 0 if absent.
 func tryAgainIn(msg string) time.Duration {
-	m := tryAgainRE.FindStringSubmatch(msg)
+	m := tryAgainRE().FindStringSubmatch(msg)
 	if m == nil {
 		return 0
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // RemoteError is the failure of a remote-catalogue operation (op names it, e.g. "read remote plugin details").
@@ -52,7 +53,7 @@ const (
 	SourceLocal              // an absolute or ./ path
 )
 
-var ownerRepo = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+var ownerRepo = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`) })
 
 // ClassifySource tells what kind of marketplace source s is.
 func ClassifySource(s string) SourceKind {
@@ -61,7 +62,7 @@ func ClassifySource(s string) SourceKind {
 		return SourceLocal
 	case strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "ssh://") || strings.HasPrefix(s, "git@") || strings.HasSuffix(s, ".git"):
 		return SourceGitURL
-	case ownerRepo.MatchString(s):
+	case ownerRepo().MatchString(s):
 		return SourceGitHub
 	}
 	return SourceInvalid

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -123,4 +125,80 @@ func BenchmarkStore50k(b *testing.B) {
 			}
 		}
 	})
+}
+
+// writeTurns writes a rollout of items/2 one-message turns (a user and an agent message each) and returns its
+// path: legacy (user_message/agent_message events, as `appserver-bench scale` writes) or paginated
+// (item_completed events, as the reference 0.169 writes).
+func writeTurns(b *testing.B, home string, items int, paginated bool) string {
+	b.Helper()
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	dir := filepath.Join(home, "sessions", "2026", "01", "02")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	id := "01e00000-0000-7000-8000-5ca1e0000001"
+	mode := "legacy"
+	if paginated {
+		mode = HistoryModePaginated
+	}
+	ts := created.Format("2006-01-02T15:04:05.000Z")
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `{"timestamp":"%[1]s","type":"session_meta","payload":{"id":"%[2]s","session_id":"%[2]s","timestamp":"%[1]s","cwd":"/w","originator":"codex_vscode","cli_version":"0.169.0","source":"vscode","model_provider":"mock","history_mode":"%[3]s"}}`+"\n", ts, id, mode)
+	for t := 0; t < (items+1)/2; t++ {
+		fmt.Fprintf(&sb, `{"timestamp":"%[1]s","type":"event_msg","payload":{"type":"task_started","turn_id":"t%[2]d","started_at":1,"model_context_window":null,"collaboration_mode_kind":"default"}}
+{"timestamp":"%[1]s","type":"turn_context","payload":{"turn_id":"t%[2]d","cwd":"/w","approval_policy":"never","sandbox_policy":{"type":"read-only"},"model":"mock-model","summary":"auto"}}
+{"timestamp":"%[1]s","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"question number %[2]d"}]}}
+`, ts, t)
+		if paginated {
+			fmt.Fprintf(&sb, `{"timestamp":"%[1]s","type":"event_msg","payload":{"type":"item_completed","thread_id":"%[3]s","turn_id":"t%[2]d","item":{"type":"UserMessage","id":"u%[2]d","content":[{"type":"text","text":"question number %[2]d","text_elements":[]}]},"started_at_ms":1767323045000,"completed_at_ms":1767323045000}}
+{"timestamp":"%[1]s","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"answer %[2]d"}]}}
+{"timestamp":"%[1]s","type":"event_msg","payload":{"type":"item_completed","thread_id":"%[3]s","turn_id":"t%[2]d","item":{"type":"AgentMessage","id":"a%[2]d","content":[{"type":"Text","text":"answer %[2]d"}],"phase":"final_answer"},"started_at_ms":1767323045000,"completed_at_ms":1767323045001}}
+`, ts, t, id)
+		} else {
+			fmt.Fprintf(&sb, `{"timestamp":"%[1]s","type":"event_msg","payload":{"type":"user_message","message":"question number %[2]d","images":[],"local_images":[],"text_elements":[]}}
+{"timestamp":"%[1]s","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"answer %[2]d"}]}}
+{"timestamp":"%[1]s","type":"event_msg","payload":{"type":"agent_message","message":"answer %[2]d"}}
+`, ts, t)
+		}
+		fmt.Fprintf(&sb, `{"timestamp":"%[1]s","type":"event_msg","payload":{"type":"task_complete","turn_id":"t%[2]d","last_agent_message":"answer %[2]d"}}
+`, ts, t)
+	}
+	p := filepath.Join(dir, "rollout-"+created.Format("2006-01-02T15-04-05")+"-"+id+".jsonl")
+	if err := os.WriteFile(p, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// BenchmarkReadFile10kItems reads back a thread of 10 000 items (5 000 turns), in the legacy and the paginated
+// shape: the first step of thread/resume.
+func BenchmarkReadFile10kItems(b *testing.B) {
+	for _, paginated := range []bool{false, true} {
+		name := "legacy"
+		if paginated {
+			name = "paginated"
+		}
+		b.Run(name, func(b *testing.B) {
+			p := writeTurns(b, b.TempDir(), 10_000, paginated)
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				th, err := ReadFile(p)
+				if err != nil || len(th.Turns) != 5000 || len(th.Turns[4999].Items) != 2 || len(th.ResponseItems) != 10_000 {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// cpuTime returns the process's user and system CPU time: steadier than wall time on a shared machine.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

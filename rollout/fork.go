@@ -20,6 +20,7 @@ func ForkBase(path, threadID, beforeTurnID string) (HistoryBase, error) {
 	defer f.Close()
 	hb := HistoryBase{ThreadID: threadID}
 	lr := newLineReader(f)
+	defer lr.release()
 	var lines int64
 	for {
 		start := lr.off

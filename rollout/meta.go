@@ -61,6 +61,7 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 	}
 	m := &Meta{Path: path}
 	lr := newLineReader(r)
+	defer lr.release()
 	haveMeta := false
 	havePreview := false
 	textBytes := 0

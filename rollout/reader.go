@@ -92,6 +92,37 @@ type builder struct {
 	implicitN int
 	haveMeta  bool
 	ord       int64 // ordinal of the record being added
+	// tcArena holds every turn_context payload read, tcEnds their [start, end) in it, oldest first.
+	tcArena []byte
+	tcEnds  [][2]int
+}
+
+// turnContexts sets the thread's model (the newest non-empty one), reasoning effort and last turn context from
+// the turn_context records read, decoding them newest first only as far as needed; the result is that of
+// applying every record in order.
+func (b *builder) turnContexts() {
+	n := len(b.tcEnds)
+	if n == 0 {
+		return
+	}
+	last := b.tcEnds[n-1]
+	b.th.LastTurnContext = append(json.RawMessage(nil), b.tcArena[last[0]:last[1]]...)
+	haveEffort := false
+	for i := n - 1; i >= 0; i-- {
+		e := b.tcEnds[i]
+		model, effort, ok := turnContextSettings(b.tcArena[e[0]:e[1]])
+		if !ok {
+			continue
+		}
+		if !haveEffort {
+			b.th.ReasoningEffort = effort
+			haveEffort = true
+		}
+		if model != "" {
+			b.th.Model = model
+			return
+		}
+	}
 }
 
 // readFile feeds one file's records to the builder; limit < 0 reads everything.
@@ -106,6 +137,7 @@ func (b *builder) readFile(path string, limit int64, depth int, top bool) error 
 		r = io.LimitReader(f, limit)
 	}
 	lr := newLineReader(r)
+	defer lr.release()
 	first := true
 	lineNo := 0
 	for {
@@ -135,7 +167,7 @@ func (b *builder) readFile(path string, limit int64, depth int, top bool) error 
 		}
 		if rec.Type == TypeSessionMeta {
 			var meta SessionMeta
-			if err := json.Unmarshal(rec.Payload, &meta); err != nil {
+			if err := unmarshal(rec.Payload, &meta); err != nil {
 				slog.Warn("rollout: bad session_meta", "path", path, "line", lineNo, "err", err)
 				continue
 			}
@@ -286,7 +318,7 @@ func turnContextSettings(payload json.RawMessage) (model, effort string, ok bool
 			} `json:"settings"`
 		} `json:"collaboration_mode"`
 	}
-	if json.Unmarshal(payload, &tc) != nil {
+	if unmarshal(payload, &tc) != nil {
 		return "", "", false
 	}
 	effort = tc.Effort
@@ -303,13 +335,10 @@ func (b *builder) add(rec line) {
 	case TypeCompacted:
 		b.compacted(rec.Payload)
 	case TypeTurnContext:
-		b.th.LastTurnContext = append(json.RawMessage(nil), rec.Payload...)
-		if model, effort, ok := turnContextSettings(rec.Payload); ok {
-			if model != "" {
-				b.th.Model = model
-			}
-			b.th.ReasoningEffort = effort
-		}
+		// Decoded at the end, newest first: usually only the last one is.
+		start := len(b.tcArena)
+		b.tcArena = append(b.tcArena, rec.Payload...)
+		b.tcEnds = append(b.tcEnds, [2]int{start, len(b.tcArena)})
 	case TypeEventMsg:
 		b.event(rec.Payload)
 	}
@@ -339,7 +368,7 @@ func (b *builder) compacted(payload json.RawMessage) {
 		Message            string            `json:"message"`
 		ReplacementHistory []json.RawMessage `json:"replacement_history"`
 	}
-	if json.Unmarshal(payload, &c) != nil {
+	if unmarshal(payload, &c) != nil {
 		return
 	}
 	if c.ReplacementHistory != nil {
@@ -399,13 +428,15 @@ func (b *builder) turnFor(turnID string) *Turn {
 
 func (b *builder) event(payload json.RawMessage) {
 	var h eventHead
-	if json.Unmarshal(payload, &h) != nil {
+	if typ, ok := leadingType(payload); ok {
+		h.Type = typ
+	} else if unmarshal(payload, &h) != nil {
 		return
 	}
 	switch h.Type {
 	case "task_started":
 		var ev TaskStarted
-		_ = json.Unmarshal(payload, &ev)
+		_ = unmarshal(payload, &ev)
 		t := b.openTurn(ev.TurnID, false)
 		if ev.RootTurnID != "" {
 			root := ev.RootTurnID
@@ -440,7 +471,7 @@ func (b *builder) event(payload json.RawMessage) {
 		b.endTurn(t)
 	case "turn_aborted":
 		var ev TurnAborted
-		_ = json.Unmarshal(payload, &ev)
+		_ = unmarshal(payload, &ev)
 		var t *Turn
 		if ev.TurnID == "" && !b.curOpen {
 			return
@@ -459,7 +490,7 @@ func (b *builder) event(payload json.RawMessage) {
 			StartedAtMs   *int64          `json:"started_at_ms"`
 			CompletedAtMs *int64          `json:"completed_at_ms"`
 		}
-		if json.Unmarshal(payload, &ev) != nil {
+		if unmarshal(payload, &ev) != nil {
 			return
 		}
 		item := convertCoreItem(ev.Item)
@@ -471,19 +502,19 @@ func (b *builder) event(payload json.RawMessage) {
 		b.putItem(b.turnFor(ev.TurnID), item)
 	case "thread_name_updated":
 		var ev ThreadNameUpdated
-		if json.Unmarshal(payload, &ev) == nil {
+		if unmarshal(payload, &ev) == nil {
 			b.th.Name = ev.ThreadName
 		}
 	case "token_count":
 		var ev TokenCount
-		if json.Unmarshal(payload, &ev) == nil && ev.Info != nil {
+		if unmarshal(payload, &ev) == nil && ev.Info != nil {
 			b.th.TokenUsage = ev.Info
 		}
 	case "thread_rolled_back":
 		var ev struct {
 			NumTurns int `json:"num_turns"`
 		}
-		if json.Unmarshal(payload, &ev) == nil && ev.NumTurns > 0 {
+		if unmarshal(payload, &ev) == nil && ev.NumTurns > 0 {
 			b.closeOpen(TurnInterrupted)
 			n := len(b.th.Turns) - ev.NumTurns
 			if n < 0 {
@@ -545,12 +576,17 @@ func (b *builder) legacyEvent(typ string, payload json.RawMessage) {
 	switch typ {
 	case "user_message":
 		var ev struct {
-			Message      string   `json:"message"`
-			Images       []string `json:"images"`
-			LocalImages  []string `json:"local_images"`
-			TextElements []any    `json:"text_elements"`
+			Message     string   `json:"message"`
+			Images      []string `json:"images"`
+			LocalImages []string `json:"local_images"`
+			// Decoded apart, by the standard library (it holds maps): see unmarshal.
+			TextElements json.RawMessage `json:"text_elements"`
 		}
-		if json.Unmarshal(payload, &ev) != nil {
+		if unmarshal(payload, &ev) != nil {
+			return
+		}
+		var textElements []any
+		if len(ev.TextElements) > 0 && json.Unmarshal(ev.TextElements, &textElements) != nil {
 			return
 		}
 		if b.curOpen && b.implicit && len(b.th.Turns[b.cur].Items) > 0 {
@@ -559,7 +595,7 @@ func (b *builder) legacyEvent(typ string, payload json.RawMessage) {
 		t := b.turnFor("")
 		content := []any{}
 		if ev.Message != "" || (len(ev.Images) == 0 && len(ev.LocalImages) == 0) {
-			te := ev.TextElements
+			te := textElements
 			if te == nil {
 				te = []any{}
 			}
@@ -575,7 +611,7 @@ func (b *builder) legacyEvent(typ string, payload json.RawMessage) {
 			"startedAtMs": nil, "completedAtMs": nil})
 	case "agent_message":
 		var ev AgentMessage
-		if json.Unmarshal(payload, &ev) != nil {
+		if unmarshal(payload, &ev) != nil {
 			return
 		}
 		var phase any
@@ -587,7 +623,7 @@ func (b *builder) legacyEvent(typ string, payload json.RawMessage) {
 			"startedAtMs": nil, "completedAtMs": nil})
 	case "agent_reasoning", "agent_reasoning_raw_content":
 		var ev AgentReasoning
-		if json.Unmarshal(payload, &ev) != nil {
+		if unmarshal(payload, &ev) != nil {
 			return
 		}
 		t := b.turnFor("")
@@ -618,7 +654,7 @@ func (b *builder) legacyEvent(typ string, payload json.RawMessage) {
 			Duration         *Duration       `json:"duration"`
 			Status           string          `json:"status"`
 		}
-		if json.Unmarshal(payload, &ev) != nil || ev.CallID == "" {
+		if unmarshal(payload, &ev) != nil || ev.CallID == "" {
 			return
 		}
 		status := ev.Status
@@ -637,7 +673,7 @@ func (b *builder) legacyEvent(typ string, payload json.RawMessage) {
 			Status  string          `json:"status"`
 			Changes json.RawMessage `json:"changes"`
 		}
-		if json.Unmarshal(payload, &ev) != nil || ev.CallID == "" {
+		if unmarshal(payload, &ev) != nil || ev.CallID == "" {
 			return
 		}
 		status := ev.Status
@@ -676,7 +712,7 @@ func (b *builder) legacyEvent(typ string, payload json.RawMessage) {
 			}
 		} else if e, has := ev.Result["Err"]; has {
 			var msg string
-			_ = json.Unmarshal(e, &msg)
+			_ = unmarshal(e, &msg)
 			it["status"] = "failed"
 			it["error"] = map[string]any{"message": msg}
 		}
@@ -685,6 +721,7 @@ func (b *builder) legacyEvent(typ string, payload json.RawMessage) {
 }
 
 func (b *builder) finish() {
+	b.turnContexts()
 	if b.curOpen && b.implicit {
 		// Files without task events (very old versions) never mark turns complete.
 		b.closeOpen(TurnCompleted)
@@ -743,7 +780,7 @@ func PreviewFromResponseItems(items []json.RawMessage) string {
 				Text string `json:"text"`
 			} `json:"content"`
 		}
-		if json.Unmarshal(raw, &m) != nil || m.Type != "message" || m.Role != "user" {
+		if unmarshal(raw, &m) != nil || m.Type != "message" || m.Role != "user" {
 			continue
 		}
 		for _, c := range m.Content {

@@ -150,6 +150,7 @@ func scanNextOrdinal(path string) (int64, bool, error) {
 	}
 	defer f.Close()
 	lr := newLineReader(f)
+	defer lr.release()
 	var next, lines int64
 	endsWithNewline := true
 	for {

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"appserver/threadindex"
@@ -104,6 +105,8 @@ type ListQuery struct {
 	AncestorID     *string  // only threads spawned, at any depth, from this one
 	Excluded       []string // ids left out before the limit
 	SectionID      string   // only threads of this section ("" = any)
+	// Members, when not nil, keeps only (or, Outside, leaves out) the threads it lists: a project's members.
+	Members *threadindex.Members
 	// IncludeEmpty lists threads without a first user message too (the reference hides them).
 	IncludeEmpty bool
 }
@@ -128,6 +131,26 @@ type Store struct {
 	lastSweep time.Time
 	sweeping  bool
 	namesOff  int64
+
+	// requests counts index queries in progress (pages, lookups); background reads give way to them.
+	requests atomic.Int32
+}
+
+// maxYield bounds how long background index work waits for requests in one go, so that it always progresses.
+const maxYield = 50 * time.Millisecond
+
+// serving marks an index query in progress until the returned func is called.
+func (s *Store) serving() func() {
+	s.requests.Add(1)
+	return func() { s.requests.Add(-1) }
+}
+
+// yield waits, up to maxYield, while index queries are in progress: a page asked for during a reconcile does
+// not share the CPU (and the garbage collector) with rollout reading.
+func (s *Store) yield() {
+	for waited := time.Duration(0); waited < maxYield && s.requests.Load() > 0 && s.ctx.Err() == nil; waited += time.Millisecond {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Open opens the index of codexHome (creating it, or replacing a corrupt one) and starts reconciling it with
@@ -242,6 +265,7 @@ func (s *Store) syncNames() {
 	type rec struct{ id, name string }
 	var recs []rec
 	lr := newLineReader(f)
+	defer lr.release()
 	consumed := off
 	for {
 		ln, truncated, complete, err := lr.next(1 << 20)
@@ -412,6 +436,7 @@ func (s *Store) readAndPut(ids []string, disk map[string]diskFile, workers int) 
 		go func() {
 			defer wg.Done()
 			for id := range jobs {
+				s.yield()
 				out <- s.readRow(id, disk[id])
 			}
 		}()
@@ -784,7 +809,7 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 		Cwds: q.Cwds, ModelProviders: q.ModelProviders, SourceKinds: q.SourceKinds, ForkedFrom: q.ForkedFrom,
 		SearchTerm: strings.ToLower(q.SearchTerm), InContent: q.InContent, RequirePreview: !q.IncludeEmpty, Limit: limit,
 		Parent: q.ParentThreadID, Ancestor: q.AncestorID, Excluded: q.Excluded,
-		BySection: key == SortSectionPosition, Section: q.SectionID}
+		BySection: key == SortSectionPosition, Section: q.SectionID, Members: q.Members}
 	if len(iq.SourceKinds) == 0 && q.ParentThreadID == nil && q.AncestorID == nil {
 		iq.SourceKinds = InteractiveSourceKinds
 	}
@@ -803,7 +828,8 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 		}
 	}
 	s.waitReady()
-	s.maybeRefresh()
+	s.maybeRefresh() // in this goroutine: its reads must not wait for the page they serve
+	defer s.serving()()
 	rows, err := s.ix.List(s.ctx, iq)
 	if err != nil {
 		return Page{}, err
@@ -858,6 +884,7 @@ func (s *Store) lookup(threadID string) (*threadindex.Row, error) {
 	if !validThreadID(threadID) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, threadID)
 	}
+	defer s.serving()()
 	if r, err := s.ix.Row(s.ctx, threadID); err == nil {
 		if _, err := os.Stat(s.abs(r.Rel)); err == nil {
 			return &r, nil

@@ -234,6 +234,8 @@ func TestIndexRebuildAndBehindOurBack(t *testing.T) {
 	s, err := Open(home)
 	require.NoError(t, err)
 	require.FileExists(t, filepath.Join(home, IndexFileName))
+	// While the start-up reconcile runs, a page does not rescan (it answers from the index as it is).
+	require.NoError(t, s.WaitReconciled(context.Background()))
 
 	// A rollout written by another process appears without reopening (after the refresh interval).
 	old := refreshInterval
@@ -427,6 +429,9 @@ func TestTouch(t *testing.T) {
 	require.NoError(t, err)
 	s, err := Open(home)
 	require.NoError(t, err)
+	// The start-up reconcile stats the file once: were that before a Chtimes below and its write after the
+	// Touch that follows, the row would hold the older mtime until the next sweep.
+	require.NoError(t, s.WaitReconciled(context.Background()))
 	sum, err := s.Get(tid(1))
 	require.NoError(t, err)
 	require.Empty(t, sum.Preview)

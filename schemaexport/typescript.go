@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // bundleFile is the all-definitions bundle the TypeScript generator reads: root definitions plus a
@@ -110,11 +111,11 @@ type tsGen struct {
 	used        map[string]bool  // local names taken
 }
 
-var refRE = regexp.MustCompile(`^#/definitions/(?:(v2)/)?([^/]+)$`)
+var refRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^#/definitions/(?:(v2)/)?([^/]+)$`) })
 
 // ref returns the local name of a referenced definition, importing it when needed.
 func (g *tsGen) ref(ref string) string {
-	m := refRE.FindStringSubmatch(ref)
+	m := refRE().FindStringSubmatch(ref)
 	if m == nil {
 		return "unknown"
 	}
@@ -333,17 +334,17 @@ func tsLiteral(v any) string {
 	return string(b)
 }
 
-var identRE = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+var identRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`) })
 
 func tsKey(name string) string {
-	if identRE.MatchString(name) {
+	if identRE().MatchString(name) {
 		return name
 	}
 	return tsLiteral(name)
 }
 
 func tsIdent(name string) string {
-	if identRE.MatchString(name) {
+	if identRE().MatchString(name) {
 		return name
 	}
 	return regexp.MustCompile(`[^A-Za-z0-9_$]`).ReplaceAllString(name, "_")

@@ -72,7 +72,7 @@ func turnFlow(middle ...string) []string {
 
 func TestApprovalAccept(t *testing.T) {
 	mm := mockmodel.New(t)
-	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "echo hello", "yield_time_ms": 5000, "sandbox_permissions": "require_escalated", "justification": "to greet"}), finalMessage("done"))
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "echo hello", "yield_time_ms": 30000, "sandbox_permissions": "require_escalated", "justification": "to greet"}), finalMessage("done"))
 	c := startIsolated(t, apptest.Options{Model: mm})
 	c.Initialize(true)
 	tid := c.StartThread(map[string]any{"approvalPolicy": "untrusted"})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"appserver/config"
 	"appserver/configedit"
@@ -217,11 +218,11 @@ func (s *Server) modelProviderConfigWrite(_ context.Context, _ *connection, _ *j
 	return protocol.ModelProviderConfigWriteResponse{Provider: providerSummary(prov)}, nil
 }
 
-var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
+var nonSlug = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9]+`) })
 
 // providerSlug derives a provider id from its display name ("My GW" → "my-gw").
 func providerSlug(name string) string {
-	s := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	s := strings.Trim(nonSlug().ReplaceAllString(strings.ToLower(name), "-"), "-")
 	if s == "" {
 		return "custom"
 	}

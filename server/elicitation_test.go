@@ -124,32 +124,60 @@ func pausesExecYield(t *testing.T, yieldMS int) (pausedInTime bool) {
 
 func TestElicitationControlYieldsSessionID(t *testing.T) {
 	mm := mockmodel.New(t)
-	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "sleep 1.5; echo done", "yield_time_ms": 700}), finalMessage("ok"))
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "sleep 30; echo done", "yield_time_ms": 700}), finalMessage("ok"))
 	c, tid := elicitClient(t, mm, "")
 	c.StartTurn(tid, "run")
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 	out := callOutput(t, mm, "call_1")
-	require.Regexp(t, sessionIDRE, out, "without a pause the call yields at 0.7 s")
-	require.Less(t, wallTime(t, out), 1.5)
+	require.Regexp(t, sessionIDRE, out, "without a pause the call yields (at 0.7 s of charged time)")
+	require.Less(t, wallTime(t, out), 30.0, "yielded before the command could end")
 }
 
+// TestElicitationOverlappingIncrementsNeedTwoDecrements: with two increments outstanding, one
+// decrement still holds the tool result; the second releases it. Load-independent as
+// TestElicitationPausesExecYield: the command waits on a FIFO released only once the thread is paused.
 func TestElicitationOverlappingIncrementsNeedTwoDecrements(t *testing.T) {
+	for yield := 700; ; yield *= 2 {
+		if overlappingIncrements(t, yield) {
+			return
+		}
+		require.Less(t, yield, 20000, "the pause never landed before the yield deadline")
+		t.Logf("the yield of %d ms ran out before the pause landed; again with a longer one", yield)
+	}
+}
+
+func overlappingIncrements(t *testing.T, yieldMS int) (pausedInTime bool) {
+	fifo, marker := fifoAndMarker(t)
 	mm := mockmodel.New(t)
-	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "sleep 1.5; echo done", "yield_time_ms": 700}), finalMessage("ok"))
-	c, tid := elicitClient(t, mm, "")
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": fmt.Sprintf("touch %s; read x < %s; echo done", marker, fifo), "yield_time_ms": yieldMS}), finalMessage("ok"))
+	c := startIsolated(t, apptest.Options{Model: mm, SandboxMode: "danger-full-access"})
+	c.Initialize(true)
+	tid := c.StartThread(nil)
 	c.StartTurn(tid, "run")
 	waitCommandStarted(c, "call_1")
-	time.Sleep(200 * time.Millisecond)
 	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
 	require.Equal(t, counterResult{2, true}, elicit(t, c, "thread/increment_elicitation", tid))
-	require.Equal(t, 1, holdAndCount(mm, 2*time.Second))
+	releaseFIFO(t, fifo) // the process exits while paused
+	c.WaitNotification("item/completed", func(p json.RawMessage) bool {
+		var n struct{ Item struct{ ID string } }
+		return json.Unmarshal(p, &n) == nil && n.Item.ID == "call_1"
+	})
+	hold := max(2*time.Second, time.Duration(yieldMS)*time.Millisecond+time.Second)
+	if holdAndCount(mm, hold) > 1 {
+		require.Regexp(t, sessionIDRE, callOutput(t, mm, "call_1"), "the result came while paused: it must have yielded before the pause landed")
+		require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/decrement_elicitation", tid))
+		require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
+		c.WaitTurnCompleted()
+		return false
+	}
 	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/decrement_elicitation", tid))
-	require.Equal(t, 1, holdAndCount(mm, time.Second), "one outstanding elicitation still pauses")
+	require.Equal(t, 1, holdAndCount(mm, hold), "one outstanding elicitation still pauses")
 	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 	out := callOutput(t, mm, "call_1")
 	require.Contains(t, out, "\nProcess exited with code 0\n")
 	require.True(t, strings.HasSuffix(out, "Output:\ndone\n"), out)
+	return true
 }
 
 func TestElicitationPausedBeforeCommandStarts(t *testing.T) {
@@ -208,7 +236,7 @@ func TestShellTimeoutControlWithoutPause(t *testing.T) {
 
 func TestElicitationPauseIsPerThread(t *testing.T) {
 	mm := mockmodel.New(t)
-	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "sleep 1.5; echo done", "yield_time_ms": 700}), finalMessage("ok"))
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "sleep 30; echo done", "yield_time_ms": 700}), finalMessage("ok"))
 	c, paused := elicitClient(t, mm, "")
 	other := c.StartThread(nil)
 	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", paused))
@@ -216,7 +244,7 @@ func TestElicitationPauseIsPerThread(t *testing.T) {
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 	out := callOutput(t, mm, "call_1")
 	require.Regexp(t, sessionIDRE, out, "the other thread's pause does not hold this one")
-	require.Less(t, wallTime(t, out), 1.5)
+	require.Less(t, wallTime(t, out), 30.0, "yielded before the command could end")
 	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", paused))
 }
 

@@ -147,7 +147,7 @@ var sessionIDRE = regexp.MustCompile(`Process running with session ID (\d+)\n`)
 
 func TestExecCommandItemAndOutput(t *testing.T) {
 	mm := mockmodel.New(t)
-	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "echo hello", "yield_time_ms": 5000}), finalMessage("ok"))
+	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "echo hello", "yield_time_ms": 30000}), finalMessage("ok"))
 	c := startIsolated(t, apptest.Options{Model: mm})
 	c.Initialize(false)
 	tid := c.StartThread(nil)
@@ -275,7 +275,7 @@ func TestExecTTYWriteStdinAnswersRead(t *testing.T) {
 	mm.Enqueue(
 		execCall("call_1", map[string]any{"cmd": "read x; echo got:$x", "tty": true, "yield_time_ms": 500}),
 		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("write_stdin", "call_2",
-			map[string]any{"session_id": "{{capture_int:session ID (\\d+)}}", "chars": "hi\n", "yield_time_ms": 3000})}},
+			map[string]any{"session_id": "{{capture_int:session ID (\\d+)}}", "chars": "hi\n", "yield_time_ms": 30000})}},
 		finalMessage("finished"),
 	)
 	c := startIsolated(t, apptest.Options{Model: mm})

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,7 +88,7 @@ func (s *Server) broadcast(method string, params any) {
 	}
 }
 
-func (s *Server) threadList(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadListParams) (any, error) {
+func (s *Server) threadList(ctx context.Context, _ *connection, req *jsonrpc.Request, p *protocol.ThreadListParams) (any, error) {
 	q := rollout.ListQuery{Cursor: deref(p.Cursor), ModelProviders: p.ModelProviders, SearchTerm: deref(p.SearchTerm)}
 	if p.ModelProviders == nil {
 		// Omitted: the configured provider's threads, as the reference; present but empty: every provider.
@@ -111,10 +112,11 @@ func (s *Server) threadList(ctx context.Context, _ *connection, _ *jsonrpc.Reque
 		}
 	}
 	q.Excluded = p.ExcludedThreadIds
-	if p.ProjectID != nil {
-		// No project exists until project/* creates one: every project id is unknown.
-		return nil, paramsError("project not found: " + *p.ProjectID)
+	members, err := s.projectFilter(ctx, req, p.ProjectID)
+	if err != nil {
+		return nil, err
 	}
+	q.Members = members
 	if p.Limit != nil {
 		q.Limit = int(*p.Limit)
 	}
@@ -339,9 +341,11 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	if loadedNow {
 		t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: t.Info().Status})
 	}
+	s.loadProject(ctx, t)
 	info := t.Info()
+	var turns []protocol.Turn
 	if !exclude {
-		info.Turns = t.TurnsSnapshot()
+		turns = t.TurnsSnapshot()
 	}
 	resp := resumeResponse(info, t.Settings())
 	// The backwards cursors anchor at the newest turn and item, included: paging from them (descending) starts
@@ -352,7 +356,7 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 			resp.ItemsBackwardsCursor = cursorString(t.ID, scopeItems, &historyAnchor{pos: nItems - 1, include: true})
 		}
 	}
-	req.Reply(resp, nil)
+	req.Reply(withTurns(resp, &resp.Thread, turns))
 	if loadedNow || newSubscriber {
 		// A connection that already follows the thread is not told its usage again (the reference's
 		// behaviour); one that (re)subscribes is.
@@ -362,6 +366,45 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	// Goals are not supported: a resumed thread never has one, which the reference announces.
 	t.EmitTo(c, protocol.NotifyThreadGoalCleared, protocol.ThreadGoalClearedNotification{ThreadID: t.ID})
 	return nil, nil
+}
+
+// withTurns encodes resp as jsonrpc.Marshal would once *thread holds turns, for Reply. The turns are encoded
+// once and spliced in: marshalled as part of resp, every turn's bytes would be re-validated and copied at each
+// level of nesting (thread, response), most of a large thread's resume time.
+func withTurns(resp any, thread *protocol.Thread, turns []protocol.Turn) (json.RawMessage, error) {
+	thread.Turns = nil // encoded as "turns":[]
+	head, err := jsonrpc.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	if len(turns) == 0 {
+		return head, nil
+	}
+	const empty = `"turns":[]`
+	at := bytes.Index(head, []byte(empty))
+	if at < 0 || bytes.Count(head, []byte(empty)) != 1 {
+		thread.Turns = turns
+		return jsonrpc.Marshal(resp)
+	}
+	// A Turn's MarshalJSON output is already compact and HTML-escaped, as the encoder would have embedded it.
+	parts := make([][]byte, len(turns))
+	size := len(head) + len(turns)
+	for i := range turns {
+		if parts[i], err = turns[i].MarshalJSON(); err != nil {
+			return nil, err
+		}
+		size += len(parts[i])
+	}
+	split := at + len(empty) - 1
+	out := make([]byte, 0, size)
+	out = append(out, head[:split]...)
+	for i, p := range parts {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, p...)
+	}
+	return append(out, head[split:]...), nil
 }
 
 // Cursor scopes of thread/turns/list and thread/items/list, as the reference names them.
@@ -444,6 +487,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 		return nil, err
 	}
 	req.Claim(threadLane(t.ID))
+	s.inheritProject(ctx, p.ThreadID, t)
 	exclude := excludeTurns(c, p.ExcludeTurns)
 	t.Subscribe(c)
 	info := t.Info()
@@ -476,7 +520,7 @@ func (s *Server) threadArchive(_ context.Context, c *connection, req *jsonrpc.Re
 	return nil, nil
 }
 
-func (s *Server) threadUnarchive(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadUnarchiveParams) (any, error) {
+func (s *Server) threadUnarchive(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadUnarchiveParams) (any, error) {
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
@@ -484,18 +528,20 @@ func (s *Server) threadUnarchive(_ context.Context, c *connection, req *jsonrpc.
 	if err != nil {
 		return nil, storeError(err)
 	}
+	s.overlayProject(ctx, &th)
 	req.Reply(protocol.ThreadUnarchiveResponse{Thread: th}, nil)
 	s.broadcast(protocol.NotifyThreadUnarchived, protocol.ThreadUnarchivedNotification{ThreadID: p.ThreadID})
 	return nil, nil
 }
 
-func (s *Server) threadDelete(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadDeleteParams) (any, error) {
+func (s *Server) threadDelete(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadDeleteParams) (any, error) {
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
 	if err := s.threads.Delete(p.ThreadID); err != nil {
 		return nil, storeError(err)
 	}
+	s.forgetThreadOrg(ctx, p.ThreadID)
 	req.Reply(protocol.ThreadDeleteResponse{}, nil)
 	s.broadcast(protocol.NotifyThreadDeleted, protocol.ThreadDeletedNotification{ThreadID: p.ThreadID})
 	return nil, nil

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,6 +105,48 @@ func BenchmarkThreadList(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			listFirstPage(c)
 		}
+	})
+	// Pages after the first, by cursor, over the wire with a bare client (issue 17 item 2: < 20 ms).
+	nextPages := func(b *testing.B, w *wireClient) {
+		var first struct {
+			NextCursor *string `json:"nextCursor"`
+		}
+		require.NoError(b, json.Unmarshal(w.call("thread/list", map[string]any{"limit": 50, "modelProviders": []string{}}), &first))
+		require.NotNil(b, first.NextCursor)
+		cpu0 := cpuTime(b)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			var res struct {
+				Data       []json.RawMessage `json:"data"`
+				NextCursor *string           `json:"nextCursor"`
+			}
+			require.NoError(b, json.Unmarshal(w.call("thread/list", map[string]any{"limit": 50, "modelProviders": []string{}, "cursor": *first.NextCursor}), &res))
+			if len(res.Data) != 50 || res.NextCursor == nil {
+				b.Fatalf("page of %d", len(res.Data))
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	}
+	b.Run("next_page", func(b *testing.B) {
+		w := startWire(b, home, mm)
+		defer w.close()
+		nextPages(b, w)
+	})
+	b.Run("next_page_during_reconcile", func(b *testing.B) {
+		// A start on a home whose rollouts all changed since the index was written (as after a first start
+		// seeded from the reference's database): the background reconcile re-reads every rollout while pages
+		// are asked for. cpu-ms/op counts the reconcile's CPU too.
+		later := time.Now().Add(time.Duration(b.N) * time.Minute)
+		require.NoError(b, filepath.WalkDir(filepath.Join(home, "sessions"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				err = os.Chtimes(p, later, later)
+			}
+			return err
+		}))
+		w := startWire(b, home, mm)
+		defer w.close()
+		nextPages(b, w)
 	})
 	b.Run("read_one", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {

@@ -65,6 +65,7 @@ func (s *Server) overlayThreadMeta(ctx context.Context, th *protocol.Thread) {
 	if m.Daybreak != nil {
 		th.DaybreakEnabled = m.Daybreak
 	}
+	s.overlayProject(ctx, th)
 }
 
 func (s *Server) threadMetadataUpdate(ctx context.Context, _ *connection, req *jsonrpc.Request, p *protocol.ThreadMetadataUpdateParams) (any, error) {
@@ -79,9 +80,8 @@ func (s *Server) threadMetadataUpdate(ctx context.Context, _ *connection, req *j
 	if p.GitInfo == nil && p.DaybreakEnabled == nil && p.ProjectID == nil {
 		return nil, jsonrpc.InvalidRequest("thread metadata update must include at least one field")
 	}
-	if p.ProjectID != nil {
-		// Projects do not exist here (project/* is not implemented), so every id is unknown, as on a fresh home.
-		return nil, jsonrpc.InvalidRequest("project not found: " + *p.ProjectID)
+	if err := s.checkThreadProject(ctx, p.ProjectID); err != nil {
+		return nil, err
 	}
 	var info protocol.Thread
 	t, loaded := s.threads.Get(p.ThreadID)
@@ -131,6 +131,11 @@ func (s *Server) threadMetadataUpdate(ctx context.Context, _ *connection, req *j
 	}
 	if err := st.SetThreadMeta(ctx, p.ThreadID, m); err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to update thread metadata: %v", err)
+	}
+	if p.ProjectID != nil {
+		if info.ProjectID, err = s.setThreadProject(ctx, p.ThreadID, p.ProjectID); err != nil {
+			return nil, err
+		}
 	}
 	if loaded {
 		t.SetMetadata(info.GitInfo, info.DaybreakEnabled)

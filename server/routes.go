@@ -40,11 +40,13 @@ func (s *Server) buildRoutes() map[string]route {
 	s.addUserShellRoutes(r)
 	s.addCompactionRoutes(r)
 	s.addWorkspaceMiscRoutes(r)
+	s.addExternalAgentRoutes(r)
 	s.addProcessRoutes(r)
 	s.addReviewRoutes(r)
 	s.addRevertRoutes(r)
 	s.addThreadSettingsRoutes(r)
 	s.addMetadataRoutes(r)
 	s.addItemRoutes(r)
+	s.addOrganizationRoutes(r)
 	return r
 }

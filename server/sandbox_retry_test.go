@@ -72,16 +72,15 @@ func TestSandboxDenialAsksToRetryUnsandboxed(t *testing.T) {
 // TestWorkdirOutsideWorkspaceIsNotWritable: under workspace-write, exec_command with a workdir outside the
 // workspace runs there but may not write there (it used to become a writable root).
 func TestWorkdirOutsideWorkspaceIsNotWritable(t *testing.T) {
-	// Not under /tmp, which workspace-write allows anyway.
-	outside, err := os.MkdirTemp(".", "outside-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(outside) })
-	outside, err = filepath.Abs(outside)
+	// /tmp and $TMPDIR are excluded from the writable roots, so a temporary directory is "outside"
+	// wherever the checkout and the test's temporary directories live.
+	outside, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	mm := mockmodel.New(t)
 	mm.Enqueue(execCall("call_w", map[string]any{"cmd": "pwd; echo hi > made.txt", "workdir": outside, "yield_time_ms": 10000}))
 	mm.Enqueue(finalMessage("done"))
-	c := startIsolated(t, apptest.Options{Model: mm, ApprovalPolicy: "never", SandboxMode: "workspace-write"})
+	c := startIsolated(t, apptest.Options{Model: mm, ApprovalPolicy: "never", SandboxMode: "workspace-write",
+		Config: "[sandbox_workspace_write]\nexclude_slash_tmp = true\nexclude_tmpdir_env_var = true\n"})
 	c.Initialize(false)
 	tid := c.StartThread(nil)
 	c.StartTurn(tid, "write a file")

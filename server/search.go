@@ -6,8 +6,10 @@ import (
 	"fmt"
 
 	"appserver/jsonrpc"
+	"appserver/occurrence"
 	protocol "appserver/protocol/v2"
 	"appserver/rollout"
+	"appserver/thread"
 )
 
 // addSearchRoutes routes thread/search (the thread index's messages) and thread/searchOccurrences.
@@ -65,7 +67,49 @@ func (s *Server) threadSearch(_ context.Context, _ *connection, _ *jsonrpc.Reque
 	return resp, nil
 }
 
-func (s *Server) threadSearchOccurrences(_ context.Context, _ *connection, _ *jsonrpc.Request, _ *protocol.ThreadSearchOccurrencesParams) (any, error) {
-	// The reference does not implement it either, and says so with this error.
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "thread/searchOccurrences is not supported yet"}
+// errSearchOccurrencesUnsupported is the reference's answer for a thread without a rollout (unknown,
+// ephemeral, or loaded with no turn yet).
+var errSearchOccurrencesUnsupported = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+	Message: protocol.MethodThreadSearchOccurrences + " is not supported yet"}
+
+// threadSearchOccurrences pages through a thread's user and agent messages for searchTerm (package
+// occurrence); each hit's turnCursor is the thread/turns/list cursor that starts at its turn.
+func (s *Server) threadSearchOccurrences(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadSearchOccurrencesParams) (any, error) {
+	if err := validateThreadID(p.ThreadID); err != nil {
+		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	if p.SearchTerm == "" {
+		return nil, jsonrpc.InvalidRequest(protocol.MethodThreadSearchOccurrences + " requires a non-empty searchTerm")
+	}
+	if t, ok := s.threads.Get(p.ThreadID); ok {
+		info := t.Info()
+		if nTurns, _ := t.HistoryCounts(); info.Ephemeral || (nTurns == 0 && info.ForkedFromID == nil) {
+			return nil, errSearchOccurrencesUnsupported
+		}
+	}
+	turns, err := s.threads.Turns(p.ThreadID)
+	if errors.Is(err, thread.ErrNoRollout) {
+		return nil, errSearchOccurrencesUnsupported
+	}
+	if err != nil {
+		return nil, storeError(err)
+	}
+	var from occurrence.Position
+	if p.Cursor != nil {
+		if from, err = occurrence.DecodeCursor(*p.Cursor, p.ThreadID, p.SearchTerm); err != nil {
+			return nil, jsonrpc.InvalidRequest("invalid cursor: " + *p.Cursor)
+		}
+	}
+	hits, next := occurrence.Search(turns, p.SearchTerm, from, occurrence.Limit(p.Limit))
+	resp := protocol.ThreadSearchOccurrencesResponse{Data: make([]protocol.ThreadSearchOccurrence, 0, len(hits))}
+	for _, h := range hits {
+		resp.Data = append(resp.Data, protocol.ThreadSearchOccurrence{ItemID: h.ItemID, TurnID: h.TurnID, Snippet: h.Snippet,
+			SnippetMatchRange: protocol.ThreadSearchTextRange{Start: uint32(h.Start), End: uint32(h.End)},
+			TurnCursor:        historyCursor(p.ThreadID, scopeTurns, h.TurnIndex, true)})
+	}
+	if next != nil {
+		c := occurrence.EncodeCursor(p.ThreadID, p.SearchTerm, *next)
+		resp.NextCursor = &c
+	}
+	return resp, nil
 }

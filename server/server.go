@@ -5,6 +5,7 @@
 package server
 
 import (
+	"appserver/externalagent"
 	"context"
 	"encoding/json"
 	"io"
@@ -72,8 +73,10 @@ type Server struct {
 	auth     *auth.Store      // $CODEX_HOME/auth.json
 	logins   *auth.Logins     // pending ChatGPT browser login
 
-	rateLimits ratelimits.Tracker // from the last model response's headers
-	state      stateDB            // $CODEX_HOME/appserver_state.sqlite (thread/metadata/update)
+	rateLimits    ratelimits.Tracker     // from the last model response's headers
+	state         stateDB                // $CODEX_HOME/appserver_state.sqlite (thread/metadata/update)
+	org           orgStores              // projects, attachments and queues in the state database (organization.go)
+	importHistory *externalagent.History // externalAgentConfig/import history (created on first use)
 
 	envs    *environments.Registry // environment/*, built with the routes
 	samples sampleTable            // in-flight thread/sample requests, for thread/sample/cancel

@@ -17,6 +17,7 @@ import (
 func (s *Server) addTerminalRoutes(r map[string]route) {
 	r[protocol.MethodThreadBackgroundTerminalsList] = handle(s.backgroundTerminalsList)
 	r[protocol.MethodThreadBackgroundTerminalsClean] = handle(s.backgroundTerminalsClean)
+	r[protocol.MethodThreadBackgroundTerminalsTerminate] = handle(s.backgroundTerminalsTerminate)
 }
 
 // defaultTerminalLimit is the page size of thread/backgroundTerminals/list without a limit.
@@ -86,6 +87,24 @@ func (s *Server) backgroundTerminalsClean(_ context.Context, _ *connection, _ *j
 		sessions.TerminateAll()
 	}
 	return protocol.ThreadBackgroundTerminalsCleanResponse{}, nil
+}
+
+// backgroundTerminalsTerminate ends one unified-exec session of a loaded thread: the process id is the
+// session number (parsed before the thread is looked up, as the reference does); an unknown session is
+// {terminated: false}.
+func (s *Server) backgroundTerminalsTerminate(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadBackgroundTerminalsTerminateParams) (any, error) {
+	if err := validateThreadID(p.ThreadID); err != nil {
+		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	id, err := execmgr.ParseSessionID(p.ProcessID)
+	if err != nil {
+		return nil, jsonrpc.InvalidRequest("invalid background terminal process id: " + err.Error())
+	}
+	sessions, err := s.loadedThreadTerminals(p.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	return protocol.ThreadBackgroundTerminalsTerminateResponse{Terminated: sessions != nil && sessions.Terminate(id)}, nil
 }
 
 // rssKB reads a process's resident set size from /proc.

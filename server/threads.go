@@ -38,6 +38,9 @@ func (s *Server) loadedThread(id string) (*thread.Thread, error) {
 }
 
 func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadStartParams) (any, error) {
+	if err := s.checkProject(ctx, p.ProjectID); err != nil {
+		return nil, err
+	}
 	t, err := s.threads.Start(ctx, thread.StartOptions{Params: *p, Originator: c.originator(), Source: s.opts.SessionSource})
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error creating thread: %v", err)
@@ -54,6 +57,7 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 			s.log.Warn("could not record project trust", "error", err)
 		}
 	}
+	s.joinProject(ctx, t, p.ProjectID)
 	info := t.Info()
 	req.Reply(startResponse(info, st), nil)
 	t.Emit(protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: info}) // every connection, as the reference

@@ -13,8 +13,7 @@ import (
 )
 
 // addWorkspaceMiscRoutes registers the small local methods: server/diagnostics, feedback/save, the
-// memory methods (no memory store: empty answers as the reference gives without one) and
-// externalAgentConfig detection (no other agent's config is imported).
+// memory methods (no memory store: empty answers as the reference gives without one).
 func (s *Server) addWorkspaceMiscRoutes(r map[string]route) {
 	r[protocol.MethodServerDiagnostics] = handle(s.serverDiagnostics)
 	r[protocol.MethodFeedbackSave] = handle(s.feedbackSave)
@@ -35,12 +34,6 @@ func (s *Server) addWorkspaceMiscRoutes(r map[string]route) {
 			return nil, err
 		}
 		return protocol.ThreadMemoryModeSetResponse{}, nil
-	})
-	r[protocol.MethodExternalAgentConfigDetect] = handle(func(context.Context, *connection, *jsonrpc.Request, *protocol.ExternalAgentConfigDetectParams) (any, error) {
-		return protocol.ExternalAgentConfigDetectResponse{Connectors: []protocol.ExternalAgentDetectedConnectorCandidate{}}, nil
-	})
-	r[protocol.MethodExternalAgentConfigImportReadHistories] = handle(func(context.Context, *connection, *jsonrpc.Request, *struct{}) (any, error) {
-		return protocol.ExternalAgentConfigImportHistoriesReadResponse{}, nil
 	})
 }
 

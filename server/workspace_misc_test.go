@@ -31,8 +31,6 @@ func TestWorkspaceMiscMethods(t *testing.T) {
 	require.JSONEq(t, `{}`, string(c.Request("thread/memoryMode/set", map[string]any{"threadId": tid, "mode": "disabled"}).Result))
 	requireError(t, c.Request("thread/memory/read", map[string]any{"threadId": "00000000-0000-0000-0000-000000000000"}), -32600,
 		"thread not found: 00000000-0000-0000-0000-000000000000")
-	require.JSONEq(t, `{"items":[],"connectors":[]}`, string(c.Request("externalAgentConfig/detect", map[string]any{}).Result))
-	require.JSONEq(t, `{"data":[],"connectors":[]}`, string(c.Request("externalAgentConfig/import/readHistories", map[string]any{}).Result))
 
 	requireError(t, c.Request("feedback/save", map[string]any{"classification": "bug"}), -32600, "Invalid request: missing field `savePath`")
 	out := filepath.Join(t.TempDir(), "feedback.zip")

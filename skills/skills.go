@@ -274,7 +274,7 @@ func splitFrontMatter(data []byte) ([]byte, error) {
 	return nil, errors.New("missing YAML frontmatter delimited by ---")
 }
 
-var hexColor = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
+var hexColor = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`) })
 
 // readInterface reads <skillDir>/agents/openai.yaml; nil when absent or unreadable.
 func readInterface(skillDir string) *Interface {
@@ -317,7 +317,7 @@ func readInterface(skillDir string) *Interface {
 	}
 	out := &Interface{DisplayName: opt(in.DisplayName), ShortDescription: opt(in.ShortDescription), DefaultPrompt: opt(in.DefaultPrompt),
 		IconSmall: icon(in.IconSmall), IconLarge: icon(in.IconLarge)}
-	if hexColor.MatchString(in.BrandColor) {
+	if hexColor().MatchString(in.BrandColor) {
 		out.BrandColor = opt(in.BrandColor)
 	}
 	return out

@@ -130,39 +130,6 @@ func (m *Manager) ListPage(q rollout.ListQuery) ([]protocol.Thread, rollout.Page
 	return out, pg, nil
 }
 
-// ConvertTurns turns the reader's JSON-ready turns into protocol turns; undecodable items are dropped.
-func ConvertTurns(in []rollout.Turn) []protocol.Turn {
-	out := make([]protocol.Turn, 0, len(in))
-	for _, rt := range in {
-		items := rt.Items
-		rt.Items = nil
-		b, err := json.Marshal(rt)
-		if err != nil {
-			continue
-		}
-		var pt protocol.Turn
-		if err := json.Unmarshal(b, &pt); err != nil {
-			continue
-		}
-		pt.Items = make([]protocol.ThreadItem, 0, len(items))
-		for _, it := range items {
-			ib, err := json.Marshal(it)
-			if err != nil {
-				continue
-			}
-			var ti protocol.ThreadItem
-			if json.Unmarshal(ib, &ti) == nil {
-				pt.Items = append(pt.Items, ti)
-			}
-		}
-		if pt.ItemsView == nil {
-			pt.ItemsView = ptr(protocol.TurnItemsViewFull)
-		}
-		out = append(out, pt)
-	}
-	return out
-}
-
 // ReadStored reads a thread that is not loaded from its rollout (status notLoaded); turns are included on
 // request.
 func (m *Manager) ReadStored(id string, includeTurns bool) (protocol.Thread, error) {

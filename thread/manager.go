@@ -59,6 +59,7 @@ type Manager struct {
 	threads  map[string]*Thread
 	clients  map[string]*model.Client
 	onPause  PauseListener
+	onTurn   TurnEndListener
 	closed   bool
 	rootCtx  context.Context
 	shutdown context.CancelFunc
@@ -109,6 +110,26 @@ func (m *Manager) notifyPause(ctx context.Context, t *Thread, paused bool) error
 		return nil
 	}
 	return l(ctx, t, paused)
+}
+
+// TurnEndListener is told, after turn/completed went out, that a thread's turn ended with status; the
+// thread is idle then (unless someone started another turn meanwhile). It runs on the turn's goroutine.
+type TurnEndListener func(t *Thread, status protocol.TurnStatus)
+
+// SetTurnEndListener installs the seam told about every turn's end (the server drains thread queues).
+func (m *Manager) SetTurnEndListener(l TurnEndListener) {
+	m.mu.Lock()
+	m.onTurn = l
+	m.mu.Unlock()
+}
+
+func (m *Manager) notifyTurnEnd(t *Thread, status protocol.TurnStatus) {
+	m.mu.Lock()
+	l := m.onTurn
+	m.mu.Unlock()
+	if l != nil {
+		l(t, status)
+	}
 }
 
 // Config returns the current server-wide configuration.

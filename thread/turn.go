@@ -296,6 +296,20 @@ func (t *Thread) BeginTurn(input []protocol.UserInput, opts TurnOptions) (tn *Tu
 	return tn, false
 }
 
+// BeginIdleTurn creates a turn like BeginTurn when the thread has none running; with one running it
+// returns nil and changes nothing.
+func (t *Thread) BeginIdleTurn(input []protocol.UserInput, opts TurnOptions) *Turn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.active != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancelCause(t.ctx)
+	tn := &Turn{ID: uuid.Must(uuid.NewV7()).String(), thread: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), firstIn: input, opts: opts}
+	t.active = tn
+	return tn
+}
+
 // pendingInput is input waiting for the running turn's next model request.
 type pendingInput struct {
 	input    []protocol.UserInput
@@ -861,6 +875,9 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 		Status: status, Error: turnErr, StartedAt: ptr(tn.startedAt.Unix()), CompletedAt: ptr(completedAt.Unix()), DurationMs: ptr(dur),
 	}
 	tn.recordEnd(status, turnErr, lastText, completedAt, dur)
+	if t.mgr != nil {
+		defer t.mgr.notifyTurnEnd(t, status) // runs last, after turn/completed and the emit lock's release
+	}
 	t.emitMu.Lock()
 	defer t.emitMu.Unlock()
 	t.mu.Lock()

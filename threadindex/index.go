@@ -6,6 +6,7 @@ package threadindex
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -92,6 +93,33 @@ type Index struct {
 	path string
 	db   *sql.DB
 	wmu  sync.Mutex
+
+	smu   sync.Mutex
+	stmts map[string]*sql.Stmt // prepared page queries by text: a page does not parse its SQL again
+}
+
+// maxStmts bounds the prepared page queries kept (their text varies with the number of filter values).
+const maxStmts = 64
+
+// prepared returns the prepared statement for a page query, preparing it on first use.
+func (ix *Index) prepared(ctx context.Context, query string) (*sql.Stmt, bool, error) {
+	ix.smu.Lock()
+	defer ix.smu.Unlock()
+	if st, ok := ix.stmts[query]; ok {
+		return st, true, nil
+	}
+	st, err := ix.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(ix.stmts) >= maxStmts {
+		return st, false, nil // the caller closes it
+	}
+	if ix.stmts == nil {
+		ix.stmts = map[string]*sql.Stmt{}
+	}
+	ix.stmts[query] = st
+	return st, true, nil
 }
 
 // Open opens (creating if needed) the index at path. A file that is not an index of SchemaVersion gives
@@ -197,7 +225,15 @@ func OpenOrRebuild(path string) (ix *Index, fresh bool, err error) {
 }
 
 // Close closes the database.
-func (ix *Index) Close() error { return ix.db.Close() }
+func (ix *Index) Close() error {
+	ix.smu.Lock()
+	for _, st := range ix.stmts {
+		_ = st.Close()
+	}
+	ix.stmts = nil
+	ix.smu.Unlock()
+	return ix.db.Close()
+}
 
 // Get returns a key of the kv table ("" when unset).
 func (ix *Index) Get(ctx context.Context, key string) string {
@@ -461,10 +497,42 @@ type Query struct {
 	Parent         *string  // direct children of this thread
 	Ancestor       *string  // descendants of this thread at any depth
 	Excluded       []string // ids left out before the limit
-	SearchTerm     string   // lower-case substring of preview or name
-	InContent      bool     // SearchTerm also matches the messages (thread/search)
-	RequirePreview bool     // only threads with a first user message
+	// Members, when not nil, keeps only the threads it lists (Outside: only those it does not); a project's.
+	Members        *Members
+	SearchTerm     string // lower-case substring of preview or name
+	InContent      bool   // SearchTerm also matches the messages (thread/search)
+	RequirePreview bool   // only threads with a first user message
 	Limit          int
+}
+
+// Members is a set of thread ids a listing keeps (or, Outside, leaves out).
+type Members struct {
+	IDs     []string
+	Outside bool
+}
+
+// Recency returns the updated time (Unix ms) of the listed threads that are indexed, not archived and have
+// a first user message (as listings show them).
+func (ix *Index) Recency(ctx context.Context, ids []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	b, _ := json.Marshal(ids)
+	rows, err := ix.db.QueryContext(ctx, "SELECT id, updated_ms FROM threads WHERE archived = 0 AND preview <> '' AND id IN (SELECT value FROM json_each(?))", string(b))
+	if err != nil {
+		return nil, fmt.Errorf("threadindex: recency: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var ms int64
+		if err := rows.Scan(&id, &ms); err != nil {
+			return nil, err
+		}
+		out[id] = ms
+	}
+	return out, rows.Err()
 }
 
 // List returns up to q.Limit+1 rows (the extra one tells the caller a next page exists).
@@ -527,6 +595,18 @@ func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 			args = append(args, v)
 		}
 	}
+	if q.Members != nil {
+		not := ""
+		if q.Members.Outside {
+			not = "NOT "
+		}
+		ids, _ := json.Marshal(q.Members.IDs)
+		if q.Members.IDs == nil {
+			ids = []byte("[]")
+		}
+		where = append(where, "t.id "+not+"IN (SELECT value FROM json_each(?))")
+		args = append(args, string(ids))
+	}
 	if q.RequirePreview {
 		where = append(where, "t.preview <> ''")
 	}
@@ -545,7 +625,14 @@ func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 	args = append(args, limit+1)
 	stmt := "SELECT " + rowColumns + rowJoins + " WHERE " + strings.Join(where, " AND ") +
 		fmt.Sprintf(" ORDER BY t.archived, %s %s, t.id %s LIMIT ?", col, order, order)
-	rows, err := ix.db.QueryContext(ctx, stmt, args...)
+	st, kept, err := ix.prepared(ctx, stmt)
+	if err != nil {
+		return nil, fmt.Errorf("threadindex: list: %w", err)
+	}
+	if !kept {
+		defer st.Close()
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("threadindex: list: %w", err)
 	}

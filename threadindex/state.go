@@ -19,6 +19,10 @@ var stateMigrations = []string{
   git_info TEXT,         -- JSON object replacing the rollout's git info; NULL: the rollout's
   daybreak INTEGER       -- thread/metadata/update daybreakEnabled; NULL: unset
 ) WITHOUT ROWID;`,
+	`CREATE TABLE domain_versions (
+  domain TEXT PRIMARY KEY, -- a package keeping its tables here (projects, attachments, turnqueue)
+  version INTEGER NOT NULL -- how many of its steps are applied
+) WITHOUT ROWID;`,
 }
 
 // State is the durable per-thread state set by clients (thread/metadata/update). Unlike Index it is not a
@@ -100,6 +104,38 @@ func (st *State) SetThreadMeta(ctx context.Context, id string, m ThreadMeta) err
 	defer st.wmu.Unlock()
 	_, err := st.db.ExecContext(ctx, "INSERT INTO thread_meta(thread_id, git_info, daybreak) VALUES(?, ?, ?) ON CONFLICT(thread_id) DO UPDATE SET git_info = excluded.git_info, daybreak = excluded.daybreak", id, m.GitInfo, m.Daybreak)
 	return err
+}
+
+// DB is the state database, for the domain packages that keep their own tables here (created with Migrate).
+func (st *State) DB() *sql.DB { return st.db }
+
+// Migrate applies, in one transaction, the steps of domain not applied yet (counted per domain). Like the
+// state's own migrations, a domain's steps are only ever appended.
+func (st *State) Migrate(ctx context.Context, domain string, steps []string) error {
+	st.wmu.Lock()
+	defer st.wmu.Unlock()
+	tx, err := st.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("threadindex: %s: %w", domain, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var v int
+	err = tx.QueryRowContext(ctx, "SELECT version FROM domain_versions WHERE domain = ?", domain).Scan(&v)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("threadindex: %s: %w", domain, err)
+	}
+	if v > len(steps) {
+		return fmt.Errorf("threadindex: %s tables version %d are newer than this server's %d", domain, v, len(steps))
+	}
+	for i := v; i < len(steps); i++ {
+		if _, err := tx.ExecContext(ctx, steps[i]); err != nil {
+			return fmt.Errorf("threadindex: %s migration %d: %w", domain, i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO domain_versions(domain, version) VALUES(?, ?) ON CONFLICT(domain) DO UPDATE SET version = excluded.version", domain, len(steps)); err != nil {
+		return fmt.Errorf("threadindex: %s: %w", domain, err)
+	}
+	return tx.Commit()
 }
 
 // Close closes the database.

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"appserver/execmgr"
 	protocol "appserver/protocol/v2"
@@ -116,7 +117,7 @@ func listPath(ps []string) *string {
 	return &p
 }
 
-var sedPrintRE = regexp.MustCompile(`^\d+(,\d+)?p$`)
+var sedPrintRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+(,\d+)?p$`) })
 
 // classify maps one simple command to its action; known is false for commands shown as unknown.
 func classify(argv []string, dir string) (protocol.CommandActionVariant, bool) {
@@ -141,7 +142,7 @@ func classify(argv []string, dir string) (protocol.CommandActionVariant, bool) {
 		}
 	case "sed":
 		ps := positionals(args, valueFlags["sed"])
-		if hasFlag(args, "-n") && len(ps) == 2 && sedPrintRE.MatchString(ps[0]) {
+		if hasFlag(args, "-n") && len(ps) == 2 && sedPrintRE().MatchString(ps[0]) {
 			return read(ps[1])
 		}
 	case "awk":

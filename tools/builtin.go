@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"appserver/config"
@@ -99,20 +100,22 @@ func str(desc string) map[string]any { return map[string]any{"type": "string", "
 
 type planSet struct{}
 
-var planSpec = functionSpec("update_plan",
-	"Record or revise your step-by-step plan for the task. Send the whole plan each time; keep at most one step in_progress.",
-	map[string]any{
-		"explanation": str("Optional note on why the plan changed."),
-		"plan": map[string]any{"type": "array", "description": "Every step of the plan, in order.", "items": map[string]any{
-			"type": "object", "additionalProperties": false, "required": []string{"step", "status"},
-			"properties": map[string]any{
-				"step":   str("What the step does."),
-				"status": map[string]any{"type": "string", "description": "Where the step stands.", "enum": []string{"pending", "in_progress", "completed"}},
-			},
-		}},
-	}, []string{"plan"})
+var planSpec = sync.OnceValue(func() json.RawMessage {
+	return functionSpec("update_plan",
+		"Record or revise your step-by-step plan for the task. Send the whole plan each time; keep at most one step in_progress.",
+		map[string]any{
+			"explanation": str("Optional note on why the plan changed."),
+			"plan": map[string]any{"type": "array", "description": "Every step of the plan, in order.", "items": map[string]any{
+				"type": "object", "additionalProperties": false, "required": []string{"step", "status"},
+				"properties": map[string]any{
+					"step":   str("What the step does."),
+					"status": map[string]any{"type": "string", "description": "Where the step stands.", "enum": []string{"pending", "in_progress", "completed"}},
+				},
+			}},
+		}, []string{"plan"})
+})
 
-func (planSet) Specs() []json.RawMessage { return []json.RawMessage{planSpec} }
+func (planSet) Specs() []json.RawMessage { return []json.RawMessage{planSpec()} }
 
 func (planSet) Call(_ context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
 	if call.Name != "update_plan" || call.Namespace != "" {
@@ -147,24 +150,26 @@ func (planSet) Call(_ context.Context, tc *thread.ToolContext, call thread.ToolC
 
 type userInputSet struct{}
 
-var userInputSpec = functionSpec("request_user_input",
-	"Ask the user one to three short multiple-choice questions and wait for the answers. Only works in Plan mode.",
-	map[string]any{
-		"questions": map[string]any{"type": "array", "description": "The questions, ideally one and never more than three.", "items": map[string]any{
-			"type": "object", "additionalProperties": false, "required": []string{"id", "header", "question", "options"},
-			"properties": map[string]any{
-				"id":       str("Stable snake_case key for the answer."),
-				"header":   str("Short label for the UI, 12 characters at most."),
-				"question": str("The question, in one sentence."),
-				"options": map[string]any{"type": "array", "description": "Two or three exclusive choices, the recommended one first; the client adds a free-form choice itself.", "items": map[string]any{
-					"type": "object", "additionalProperties": false, "required": []string{"label", "description"},
-					"properties": map[string]any{"label": str("Choice label, one to five words."), "description": str("One sentence on what choosing it means.")},
-				}},
-			},
-		}},
-	}, []string{"questions"})
+var userInputSpec = sync.OnceValue(func() json.RawMessage {
+	return functionSpec("request_user_input",
+		"Ask the user one to three short multiple-choice questions and wait for the answers. Only works in Plan mode.",
+		map[string]any{
+			"questions": map[string]any{"type": "array", "description": "The questions, ideally one and never more than three.", "items": map[string]any{
+				"type": "object", "additionalProperties": false, "required": []string{"id", "header", "question", "options"},
+				"properties": map[string]any{
+					"id":       str("Stable snake_case key for the answer."),
+					"header":   str("Short label for the UI, 12 characters at most."),
+					"question": str("The question, in one sentence."),
+					"options": map[string]any{"type": "array", "description": "Two or three exclusive choices, the recommended one first; the client adds a free-form choice itself.", "items": map[string]any{
+						"type": "object", "additionalProperties": false, "required": []string{"label", "description"},
+						"properties": map[string]any{"label": str("Choice label, one to five words."), "description": str("One sentence on what choosing it means.")},
+					}},
+				},
+			}},
+		}, []string{"questions"})
+})
 
-func (userInputSet) Specs() []json.RawMessage { return []json.RawMessage{userInputSpec} }
+func (userInputSet) Specs() []json.RawMessage { return []json.RawMessage{userInputSpec()} }
 
 func (userInputSet) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
 	if call.Name != "request_user_input" || call.Namespace != "" {
@@ -212,11 +217,13 @@ func (userInputSet) Call(ctx context.Context, tc *thread.ToolContext, call threa
 
 type viewImageSet struct{}
 
-var viewImageSpec = functionSpec("view_image",
-	"Look at an image file on the local disk (a screenshot, a diagram, a rendered chart).",
-	map[string]any{"path": str("Path of the image file, absolute or relative to the working directory.")}, []string{"path"})
+var viewImageSpec = sync.OnceValue(func() json.RawMessage {
+	return functionSpec("view_image",
+		"Look at an image file on the local disk (a screenshot, a diagram, a rendered chart).",
+		map[string]any{"path": str("Path of the image file, absolute or relative to the working directory.")}, []string{"path"})
+})
 
-func (viewImageSet) Specs() []json.RawMessage { return []json.RawMessage{viewImageSpec} }
+func (viewImageSet) Specs() []json.RawMessage { return []json.RawMessage{viewImageSpec()} }
 
 func (viewImageSet) Call(_ context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
 	if call.Name != "view_image" || call.Namespace != "" {

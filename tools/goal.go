@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
@@ -11,21 +12,23 @@ import (
 // goalSet offers get_goal, create_goal and update_goal over the thread's goal (thread/goal/*).
 type goalSet struct{}
 
-var goalSpecs = []json.RawMessage{
-	functionSpec("get_goal", "Read this thread's goal: objective, status, token budget and usage so far.", map[string]any{}, nil),
-	functionSpec("create_goal",
-		"Start a goal for this thread, only when the user or the instructions ask for one. Give a token_budget only when one was asked for. Fails while an unfinished goal exists.",
-		map[string]any{
-			"objective":    str("The concrete objective to pursue."),
-			"token_budget": map[string]any{"type": "integer", "description": "A positive token budget, only when one was requested."},
-		}, []string{"objective"}),
-	functionSpec("update_goal",
-		"Change the status of this thread's goal: complete once the objective is met, blocked after the same obstacle stopped progress repeatedly, paused only when the user asks.",
-		map[string]any{"status": map[string]any{"type": "string", "description": "The new status.", "enum": []string{"complete", "blocked", "paused"}}},
-		[]string{"status"}),
-}
+var goalSpecs = sync.OnceValue(func() []json.RawMessage {
+	return []json.RawMessage{
+		functionSpec("get_goal", "Read this thread's goal: objective, status, token budget and usage so far.", map[string]any{}, nil),
+		functionSpec("create_goal",
+			"Start a goal for this thread, only when the user or the instructions ask for one. Give a token_budget only when one was asked for. Fails while an unfinished goal exists.",
+			map[string]any{
+				"objective":    str("The concrete objective to pursue."),
+				"token_budget": map[string]any{"type": "integer", "description": "A positive token budget, only when one was requested."},
+			}, []string{"objective"}),
+		functionSpec("update_goal",
+			"Change the status of this thread's goal: complete once the objective is met, blocked after the same obstacle stopped progress repeatedly, paused only when the user asks.",
+			map[string]any{"status": map[string]any{"type": "string", "description": "The new status.", "enum": []string{"complete", "blocked", "paused"}}},
+			[]string{"status"}),
+	}
+})
 
-func (goalSet) Specs() []json.RawMessage { return goalSpecs }
+func (goalSet) Specs() []json.RawMessage { return goalSpecs() }
 
 // goalResult is the JSON the goal tools answer with (the reference's field names and order).
 type goalResult struct {

@@ -5,7 +5,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sort"
 )
+
+// requiredEntry is one row of the generated requiredFields table.
+type requiredEntry struct {
+	typeName string
+	fields   []string
+}
+
+// requiredOf returns the required non-null properties of the named generated type.
+func requiredOf(typeName string) []string {
+	i := sort.Search(len(requiredFields), func(i int) bool { return requiredFields[i].typeName >= typeName })
+	if i < len(requiredFields) && requiredFields[i].typeName == typeName {
+		return requiredFields[i].fields
+	}
+	return nil
+}
 
 // Decode unmarshals raw into v (a pointer to a generated type) and then checks that raw's top-level object
 // has every required non-null property of v's type, reporting the first missing one as "missing field
@@ -29,7 +45,7 @@ func Decode(raw []byte, v any) error {
 // from the JSON object raw, as "missing field `name`". Types without required properties, and raw values
 // that are not objects, pass.
 func CheckRequired(typeName string, raw []byte) error {
-	req := requiredFields[typeName]
+	req := requiredOf(typeName)
 	if len(req) == 0 {
 		return nil
 	}

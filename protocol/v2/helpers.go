@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -11,6 +12,13 @@ import (
 func marshalUnion(union string, v any) ([]byte, error) {
 	if v == nil {
 		return nil, emptyUnion(union)
+	}
+	// A variant's own MarshalJSON output is already what json.Marshal would return (compact, HTML-escaped):
+	// calling it directly saves json.Marshal re-validating it, once per level of nesting.
+	if m, ok := v.(json.Marshaler); ok {
+		if rv := reflect.ValueOf(v); rv.Kind() != reflect.Pointer || !rv.IsNil() {
+			return m.MarshalJSON()
+		}
 	}
 	return json.Marshal(v)
 }

@@ -1,5 +1,7 @@
 package protocol
 
+import "sync"
+
 // MethodSpec describes one JSON-RPC method: its name and the Go types of its params and result.
 type MethodSpec struct {
 	// Name is the wire method name, e.g. "thread/start".
@@ -22,10 +24,11 @@ type MethodSpec struct {
 	ExperimentalFields []string
 }
 
+// The indexes are built on first use, not at program start (the sandbox helper never needs them).
 var (
-	clientRequestIndex      = index(ClientRequests)
-	serverRequestIndex      = index(ServerRequests)
-	serverNotificationIndex = index(ServerNotifications)
+	clientRequestIndex      = sync.OnceValue(func() map[string]*MethodSpec { return index(ClientRequests) })
+	serverRequestIndex      = sync.OnceValue(func() map[string]*MethodSpec { return index(ServerRequests) })
+	serverNotificationIndex = sync.OnceValue(func() map[string]*MethodSpec { return index(ServerNotifications) })
 )
 
 func index(specs []MethodSpec) map[string]*MethodSpec {
@@ -38,19 +41,19 @@ func index(specs []MethodSpec) map[string]*MethodSpec {
 
 // LookupClientRequest returns the spec of a client → server request method.
 func LookupClientRequest(method string) (*MethodSpec, bool) {
-	s, ok := clientRequestIndex[method]
+	s, ok := clientRequestIndex()[method]
 	return s, ok
 }
 
 // LookupServerRequest returns the spec of a server → client request method.
 func LookupServerRequest(method string) (*MethodSpec, bool) {
-	s, ok := serverRequestIndex[method]
+	s, ok := serverRequestIndex()[method]
 	return s, ok
 }
 
 // LookupServerNotification returns the spec of a server → client notification method.
 func LookupServerNotification(method string) (*MethodSpec, bool) {
-	s, ok := serverNotificationIndex[method]
+	s, ok := serverNotificationIndex()[method]
 	return s, ok
 }
 

@@ -1,0 +1,129 @@
+package rollout
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// envelopeSeeds are lines the quick envelope parser must read exactly as json.Unmarshal does, or leave to it.
+var envelopeSeeds = []string{
+	`{"timestamp":"2026-01-02T03:04:05.000Z","ordinal":3,"type":"event_msg","payload":{"type":"agent_message","message":"hi"}}`,
+	`{"timestamp":"2026-01-02T03:04:05.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[]}}`,
+	`{"type":"compacted","timestamp":"t","payload":{"message":"x"}}`,
+	`{"timestamp":"t","type":"event_msg","payload":null}`,
+	`{"timestamp":"t","type":"event_msg","payload":{"a":1},"extra":2}`,
+	`{"timestamp":"t","type":"event_msg","payload":{"a":1} }`,
+	`{"timestamp":"t","type":"event_msg","payload": {"a":1}}`,
+	`{"timestamp":"t","type":"event_msg","payload":{"a":1}`,
+	`{"timestamp":"t","type":"event_msg","payload":{"a":}}`,
+	`{"timestamp":"t","type":"event_msg","payload":{"a":1}}}`,
+	`{"timestamp":"t","type":"","payload":{}}`,
+	`{"timestamp":"t","payload":{}}`,
+	`{"timestamp":"t","type":"a","type":"b","payload":{}}`,
+	`{"timestamp":"t\u0041","type":"event_msg","payload":{}}`,
+	`{"timestamp":"t","type":"ev\"x","payload":{}}`,
+	`{"timestamp":"t","ordinal":01,"type":"x","payload":{}}`,
+	`{"timestamp":"t","ordinal":-1,"type":"x","payload":{}}`,
+	`{"timestamp":"t","ordinal":1.5,"type":"x","payload":{}}`,
+	`{"timestamp":"t","ordinal":99999999999999999999,"type":"x","payload":{}}`,
+	`{"timestamp":"t","ordinal":null,"type":"x","payload":{}}`,
+	`{"Type":"x","payload":{}}`,
+	`{"timestamp":"é","type":"x","payload":{}}`,
+	`{"timestamp":"t","type":"x","payload":"\xff"}`,
+	`{"timestamp":"t","type":"x","payload":[1,2]}`,
+	`{}`,
+	`[]`,
+	`{"type":"x","payload":{}}` + "\r",
+}
+
+// FuzzQuickEnvelope checks that whenever quickEnvelope accepts a line, json.Unmarshal accepts it too and reads
+// the same envelope (the seeds run with every `go test`).
+func FuzzQuickEnvelope(f *testing.F) {
+	for _, s := range envelopeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, ln []byte) {
+		got, ok := quickEnvelope(ln)
+		if !ok {
+			return
+		}
+		var want line
+		require.NoError(t, json.Unmarshal(ln, &want), "%q", ln)
+		require.NotEmpty(t, want.Type)
+		require.Equal(t, want.Timestamp, got.Timestamp)
+		require.Equal(t, want.Type, got.Type)
+		require.Equal(t, want.Ordinal, got.Ordinal)
+		require.Equal(t, string(want.Payload), string(got.Payload))
+	})
+}
+
+func TestQuickEnvelopeTakesOurLines(t *testing.T) {
+	for _, s := range envelopeSeeds[:4] {
+		_, ok := quickEnvelope([]byte(s))
+		require.True(t, ok, s)
+	}
+	for _, s := range envelopeSeeds[4:] {
+		if _, ok := quickEnvelope([]byte(s)); ok {
+			var rec line
+			require.NoError(t, json.Unmarshal([]byte(s), &rec), s)
+		}
+	}
+}
+
+func TestLeadingType(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string
+		ok   bool
+	}{
+		{`{"type":"task_started","turn_id":"t"}`, "task_started", true},
+		{`{"turn_id":"t","type":"task_started"}`, "", false},
+		{`{"type":"a\"b"}`, "", false},
+		{`{"type": "x"}`, "", false},
+		{`{"type":1}`, "", false},
+	} {
+		got, ok := leadingType([]byte(tc.in))
+		require.Equal(t, tc.ok, ok, tc.in)
+		require.Equal(t, tc.want, got, tc.in)
+	}
+}
+
+func TestValidJSONMatchesStandardLibrary(t *testing.T) {
+	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
+	ok := strings.Repeat("[", 9999) + strings.Repeat("]", 9999)
+	for _, s := range []string{`{"a":[1,{"b":null}]}`, `{"a":"\xff"}`, `{"a":1,}`, `[1e999]`, `{"a":01}`, `nul`, deep, ok,
+		`{"a":"x` + "\x01" + `"}`, `"\ud800"`, `{"a":1}x`} {
+		require.Equal(t, json.Valid([]byte(s)), validJSON([]byte(s)), "%.40q", s)
+	}
+}
+
+// TestUnmarshalMatchesStandardLibrary checks the decoder used for rollout records against encoding/json, also
+// where decoding fails part-way (the standard library keeps what it decoded, which callers read).
+func TestUnmarshalMatchesStandardLibrary(t *testing.T) {
+	type rec struct {
+		Type      string          `json:"type"`
+		TurnID    string          `json:"turn_id"`
+		StartedAt int64           `json:"started_at"`
+		Item      json.RawMessage `json:"item"`
+		Ms        *int64          `json:"started_at_ms"`
+		Images    []string        `json:"images"`
+	}
+	for _, s := range []string{
+		`{"type":"task_started","turn_id":"t","started_at":5,"item":{"a":[1]},"started_at_ms":null,"images":["x"]}`,
+		`{"type":"task_started","started_at":"x","turn_id":"t"}`,
+		`{"turn_id":5,"type":"x","started_at":3}`,
+		`{"TYPE":"x","Turn_Id":"y"}`,
+		`{"type":"a","type":"b"}`,
+		`{"type":"bad \xff"}`,
+		`[1]`,
+	} {
+		var want, got rec
+		wantErr := json.Unmarshal([]byte(s), &want)
+		gotErr := unmarshal([]byte(s), &got)
+		require.Equal(t, wantErr == nil, gotErr == nil, s)
+		require.Equal(t, want, got, s)
+	}
+}

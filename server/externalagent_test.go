@@ -1,0 +1,168 @@
+package server_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	protocol "appserver/protocol/v2"
+)
+
+// claudeHome points HOME at a fresh directory with a small Claude Code layout and returns it.
+func claudeHome(t *testing.T) string {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	files := map[string]string{
+		".claude/settings.json":      `{"env":{"FOO":"bar"},"hooks":{"Stop":[{"hooks":[{"type":"command","command":"echo stop"}]}]}}`,
+		".claude/CLAUDE.md":          "Use Claude Code.\n",
+		".claude/skills/s1/SKILL.md": "---\nname: s1\ndescription: d\n---\nb\n",
+		".claude/commands/review.md": "---\ndescription: Review\n---\nReview it.\n",
+		".claude/agents/helper.md":   "---\nname: helper\ndescription: Helps\n---\nHelp.\n",
+		".claude.json":               `{"mcpServers":{"docs":{"command":"docs-mcp"}}}`,
+	}
+	for rel, content := range files {
+		p := filepath.Join(home, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	return home
+}
+
+func TestExternalAgentDetectAndImport(t *testing.T) {
+	home := claudeHome(t)
+	c := apptest.Start(t, apptest.Options{Config: "# keep me\n"})
+	c.Initialize(true)
+
+	var empty protocol.ExternalAgentConfigDetectResponse
+	raw := c.Result("externalAgentConfig/detect", map[string]any{}, &empty)
+	require.JSONEq(t, `{"items":[],"connectors":[]}`, string(raw))
+
+	var det protocol.ExternalAgentConfigDetectResponse
+	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true, "cwds": []string{c.Work}}, &det)
+	var types []protocol.ExternalAgentConfigMigrationItemType
+	for _, it := range det.Items {
+		types = append(types, it.ItemType)
+	}
+	require.Equal(t, []protocol.ExternalAgentConfigMigrationItemType{"CONFIG", "MCP_SERVER_CONFIG", "HOOKS", "SKILLS", "COMMANDS", "SUBAGENTS", "AGENTS_MD"}, types)
+	require.Equal(t, "Migrate "+filepath.Join(home, ".claude", "CLAUDE.md")+" to "+filepath.Join(c.Home, "AGENTS.md"), det.Items[6].Description)
+
+	mark := c.Mark()
+	var resp protocol.ExternalAgentConfigImportResponse
+	c.Result("externalAgentConfig/import", map[string]any{"migrationItems": det.Items}, &resp)
+	require.Regexp(t, `^[0-9a-f-]{36}$`, resp.ImportID)
+	done := c.WaitNotification("externalAgentConfig/import/completed", nil)
+	var progress []string
+	for _, m := range c.Since(mark) {
+		if m.Method == "externalAgentConfig/import/progress" {
+			var p protocol.ExternalAgentConfigImportProgressNotification
+			require.NoError(t, json.Unmarshal(m.Params, &p))
+			require.Equal(t, resp.ImportID, p.ImportID)
+			require.Len(t, p.ItemTypeResults, 1)
+			require.Len(t, p.ItemTypeResults[0].Successes, 1)
+			progress = append(progress, string(p.ItemTypeResults[0].ItemType))
+		}
+	}
+	require.Equal(t, []string{"CONFIG", "MCP_SERVER_CONFIG", "HOOKS", "SKILLS", "COMMANDS", "SUBAGENTS", "AGENTS_MD"}, progress)
+	var completed protocol.ExternalAgentConfigImportCompletedNotification
+	require.NoError(t, json.Unmarshal(done.Params, &completed))
+	var grouped []string
+	for _, g := range completed.ItemTypeResults {
+		grouped = append(grouped, string(g.ItemType))
+	}
+	require.Equal(t, []string{"CONFIG", "SKILLS", "AGENTS_MD", "MCP_SERVER_CONFIG", "SUBAGENTS", "HOOKS", "COMMANDS"}, grouped)
+
+	cfg, err := os.ReadFile(filepath.Join(c.Home, "config.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(cfg), "# keep me\n")
+	require.Contains(t, string(cfg), "[mcp_servers.docs]\ncommand = \"docs-mcp\"\n")
+	require.Contains(t, string(cfg), "FOO = \"bar\"")
+	require.FileExists(t, filepath.Join(c.Home, "hooks.json"))
+	require.FileExists(t, filepath.Join(filepath.Dir(c.Home), ".agents", "skills", "source-command-review", "SKILL.md"))
+	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true}, &det)
+	require.Empty(t, det.Items, "everything imported")
+
+	var hist protocol.ExternalAgentConfigImportHistoriesReadResponse
+	c.Result("externalAgentConfig/import/readHistories", nil, &hist)
+	require.Len(t, hist.Data, 1)
+	require.Equal(t, resp.ImportID, hist.Data[0].ImportID)
+	require.Nil(t, hist.Data[0].ProviderID)
+	require.Len(t, hist.Data[0].Successes, 7)
+	require.Empty(t, hist.Data[0].Failures)
+	require.Empty(t, hist.Connectors)
+}
+
+func TestExternalAgentImportEdges(t *testing.T) {
+	claudeHome(t)
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(true)
+
+	// No items: an id, no notifications and no history.
+	mark := c.Mark()
+	var resp protocol.ExternalAgentConfigImportResponse
+	c.Result("externalAgentConfig/import", map[string]any{"migrationItems": []any{}}, &resp)
+	require.NotEmpty(t, resp.ImportID)
+	var hist protocol.ExternalAgentConfigImportHistoriesReadResponse
+	c.Result("externalAgentConfig/import/readHistories", map[string]any{}, &hist)
+	require.Empty(t, hist.Data)
+	for _, m := range c.Since(mark) {
+		require.NotContains(t, m.Method, "externalAgentConfig/")
+	}
+
+	requireError(t, c.Request("externalAgentConfig/import", map[string]any{"migrationItems": []any{map[string]any{"itemType": "MEMORY", "description": "m"}}}),
+		-32600, "external agent memory import is disabled")
+	requireError(t, c.Request("externalAgentConfig/import", map[string]any{}), -32600, "Invalid request: missing field `migrationItems`")
+	requireErrorMatch(t, c.Request("externalAgentConfig/import", map[string]any{"migrationItems": []any{map[string]any{"itemType": "NOPE", "description": "x"}}}), -32600, "^Invalid request: unknown variant `NOPE`, expected one of `AGENTS_MD`, ")
+
+	// A failing item is reported, not raised.
+	c.Result("externalAgentConfig/import", map[string]any{"migrationItems": []any{map[string]any{"itemType": "PLUGINS", "description": "p"}}}, &resp)
+	done := c.WaitNotification("externalAgentConfig/import/completed", nil)
+	require.JSONEq(t, `{"importId":"`+resp.ImportID+`","itemTypeResults":[{"itemType":"PLUGINS","successes":[],"failures":[{"itemType":"PLUGINS","errorType":null,"subErrorType":null,"failureStage":"plugin_import","message":"plugins migration item is missing details","cwd":null,"source":null}]}]}`, string(done.Params))
+
+	// A broken config.toml fails detection with the parse error.
+	repo := filepath.Join(c.Work, "repo")
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".claude"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".codex"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".claude", "settings.json"), []byte(`{"env":{"A":"1"}}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".codex", "config.toml"), []byte("x = = 1\n"), 0o644))
+	m := c.Request("externalAgentConfig/detect", map[string]any{"cwds": []string{repo}})
+	require.NotNil(t, m.Error)
+	require.Equal(t, -32603, m.Error.Code)
+	require.Contains(t, m.Error.Message, "invalid existing config.toml: TOML parse error at line 1, column ")
+}
+
+func TestExternalAgentRecordHistory(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(true)
+	var rec protocol.ExternalAgentConfigImportHistoryRecordResponse
+	c.Result("externalAgentConfig/import/recordHistory", map[string]any{"providerId": "prov-1", "itemTypeResults": []any{
+		map[string]any{"itemType": "CONFIG", "successes": []any{map[string]any{"itemType": "CONFIG", "cwd": "/x", "source": "a", "target": "b"}},
+			"failures": []any{map[string]any{"itemType": "SKILLS", "failureStage": "s", "message": "boom", "errorType": "et", "subErrorType": "set"}}},
+		map[string]any{"itemType": "SESSIONS", "successes": []any{map[string]any{"itemType": "SESSIONS", "title": "T", "source": "/p.jsonl"}}, "failures": []any{}},
+	}}, &rec)
+	require.Regexp(t, `^[0-9a-f-]{36}$`, rec.ImportID)
+
+	requireError(t, c.Request("externalAgentConfig/import/recordHistory", map[string]any{"itemTypeResults": []any{}}), -32600, "Invalid request: missing field `providerId`")
+	m := c.Request("externalAgentConfig/import/recordHistory", map[string]any{"providerId": "p", "itemTypeResults": []any{map[string]any{"itemType": "BOGUS", "successes": []any{}, "failures": []any{}}}})
+	require.NotNil(t, m.Error)
+	require.Equal(t, -32600, m.Error.Code)
+	require.Equal(t, "Invalid request: unknown variant `BOGUS`, expected one of `AGENTS_MD`, `CONFIG`, `SKILLS`, `PLUGINS`, `MCP_SERVER_CONFIG`, `SUBAGENTS`, `HOOKS`, `COMMANDS`, `MEMORY`, `SESSIONS`", m.Error.Message)
+
+	raw := c.Request("externalAgentConfig/import/readHistories", nil).Result
+	var hist protocol.ExternalAgentConfigImportHistoriesReadResponse
+	require.NoError(t, json.Unmarshal(raw, &hist))
+	require.Len(t, hist.Data, 1)
+	got, err := json.Marshal(hist.Data[0])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"importId":"`+rec.ImportID+`","providerId":"prov-1","completedAtMs":`+jsonInt(hist.Data[0].CompletedAtMs)+`,
+	  "successes":[{"itemType":"CONFIG","cwd":"/x","source":"a","target":"b","title":null},{"itemType":"SESSIONS","cwd":null,"source":"/p.jsonl","target":null,"title":"T"}],
+	  "failures":[{"itemType":"SKILLS","errorType":"et","subErrorType":"set","failureStage":"s","message":"boom","cwd":null,"source":null}]}`, string(got))
+}
+
+func jsonInt(v int64) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
