@@ -648,6 +648,8 @@ func encodeReply(id json.RawMessage, result any, err error) []byte {
 		}
 	case nil:
 		raw = json.RawMessage("{}")
+	case Appender:
+		raw = v.AppendJSON(nil)
 	default:
 		b, mErr := Marshal(v)
 		if mErr != nil {

@@ -193,6 +193,37 @@ func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
 // AppendBytesString is AppendString for a byte slice, without converting it to a string first.
 func AppendBytesString(dst []byte, s []byte) []byte { return appendString(dst, s) }
 
+// StringLen returns len(AppendString(nil, s)) without encoding, so a large string's buffer can be
+// allocated once (growing it by doubling copies and faults in most of its pages twice).
+func StringLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			switch {
+			case b >= 0x20 && b != '"' && b != '\\':
+				n++
+			case b == '"', b == '\\', b == '\b', b == '\f', b == '\n', b == '\r', b == '\t':
+				n += 2
+			default:
+				n += 6
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 6
+		case r == '\u2028' || r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
 const hexDigits = "0123456789abcdef"
 
 func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {

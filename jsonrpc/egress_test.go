@@ -258,3 +258,22 @@ func TestFlushBulkAfterCloseFails(t *testing.T) {
 	require.ErrorIs(t, c.FlushBulk(context.Background()), ErrClosed)
 	require.ErrorIs(t, c.NotifyBulk("x", testDelta{}), ErrClosed)
 }
+
+type appenderResult struct{ calls *int }
+
+func (a appenderResult) AppendJSON(b []byte) []byte { *a.calls++; return append(b, `{"fast":true}`...) }
+
+// TestReplyUsesAppender: a result that encodes itself is written with its own encoding.
+func TestReplyUsesAppender(t *testing.T) {
+	calls := 0
+	line := encodeReply(json.RawMessage(`7`), appenderResult{&calls}, nil)
+	require.Equal(t, `{"id":7,"result":{"fast":true}}`, strings.TrimSpace(string(line)))
+	require.Equal(t, 1, calls)
+}
+
+// TestStringLen: StringLen is exactly the length AppendString writes.
+func TestStringLen(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"b\`, "\b\f\n\r\t\x00\x1f\x7f", "héllo 😀", "\u2028\u2029", "bad \xff \xc3", "\xe2\x82", "\xf0\x9f\x98"} {
+		require.Equal(t, len(AppendString(nil, s)), StringLen(s), "%q", s)
+	}
+}
