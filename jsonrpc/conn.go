@@ -442,6 +442,12 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 // Send writes a server→client request and returns its id and the channel its answer arrives on;
 // Wait collects it. Splitting the two lets a caller publish the id before waiting.
 func (c *Conn) Send(method string, params any) (int64, <-chan *Message, error) {
+	return c.SendReporting(method, params, nil)
+}
+
+// SendReporting is Send that hands the request's id to onID before the request is written, so whoever
+// tracks the id knows it before the peer can possibly have seen (and answered) the request.
+func (c *Conn) SendReporting(method string, params any, onID func(id int64)) (int64, <-chan *Message, error) {
 	var raw json.RawMessage
 	if params != nil {
 		b, err := Marshal(params)
@@ -459,6 +465,9 @@ func (c *Conn) Send(method string, params any) (int64, <-chan *Message, error) {
 	}
 	c.pending[id] = ch
 	c.mu.Unlock()
+	if onID != nil {
+		onID(id)
+	}
 	if err := c.write(outLine{b: encodeRequest(id, method, raw)}); err != nil {
 		c.forget(id)
 		return 0, nil, err

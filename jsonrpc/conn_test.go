@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -501,4 +502,26 @@ func TestClaimedLaneWaitsForTheClaimingHandler(t *testing.T) {
 	m := p.nextWithin(time.Minute)
 	require.Equal(t, float64(2), m["id"])
 	require.Equal(t, "use-a", m["result"])
+}
+
+// TestSendReportingGivesTheIDBeforeWriting: the id reaches onID before the request is on the wire, so
+// a tracker can never see an answer (or a peer's reaction) to a request whose id it does not know yet.
+func TestSendReportingGivesTheIDBeforeWriting(t *testing.T) {
+	p := newPeer(t, &funcHandler{}, Options{})
+	for range 20 {
+		linesBefore := len(p.lines)
+		var seen int64 = -1
+		id, ch, err := p.conn.SendReporting("item/tool/call", map[string]any{"x": 1}, func(id int64) {
+			seen = id
+			require.Equal(t, linesBefore, len(p.lines), "the request was written before its id was reported")
+		})
+		require.NoError(t, err)
+		require.Equal(t, id, seen)
+		m := p.next()
+		require.Equal(t, float64(id), m["id"])
+		p.send(fmt.Sprintf(`{"id":%d,"result":{}}`, id))
+		res, err := p.conn.Wait(context.Background(), id, ch)
+		require.NoError(t, err)
+		require.JSONEq(t, `{}`, string(res))
+	}
 }

@@ -16,12 +16,15 @@ func (c *connection) Notify(method string, params any) { c.notify(method, params
 // Call implements thread.Subscriber: a server→client request on this connection. When the connection
 // ends before answering, the error wraps thread.ErrSubscriberGone so the thread re-routes the request.
 func (c *connection) Call(ctx context.Context, method string, params any, onSent func(requestID any)) (json.RawMessage, error) {
-	id, ch, err := c.rpc.Send(method, params)
+	var onID func(int64)
+	if onSent != nil {
+		// The id is recorded before the request is written: another subscriber's answer may arrive
+		// before this goroutine runs again, and serverRequest/resolved must still reach this connection.
+		onID = func(id int64) { onSent(id) }
+	}
+	id, ch, err := c.rpc.SendReporting(method, params, onID)
 	if err != nil {
 		return nil, gone(err)
-	}
-	if onSent != nil {
-		onSent(id)
 	}
 	res, err := c.rpc.Wait(ctx, id, ch)
 	return res, gone(err)

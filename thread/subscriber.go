@@ -15,7 +15,7 @@ type Subscriber interface {
 	// Notify delivers one notification; it must not block for long (it enqueues).
 	Notify(method string, params any)
 	// Call sends a server→client request and waits for the answer until ctx ends. onSent is called
-	// with the request id once the request is written, before the wait. A Call that fails because the
+	// with the request id before the request is written (so the id is known before any answer). A Call that fails because the
 	// connection ended returns an error wrapping ErrSubscriberGone.
 	Call(ctx context.Context, method string, params any, onSent func(requestID any)) (json.RawMessage, error)
 }

@@ -46,6 +46,9 @@ type serverOpts struct {
 // startServer runs server.New behind transport.Serve on a loopback TCP port (or a Unix socket).
 func startServer(t *testing.T, o serverOpts) *testServer {
 	t.Helper()
+	// Commands run as `bash -lc`: a fresh HOME keeps the machine's login profile (pyenv's rehash, which
+	// waits up to a minute on its lock) out of them, as the server tests do.
+	t.Setenv("HOME", t.TempDir())
 	if o.Model == nil {
 		o.Model = mockmodel.New(t)
 	}
