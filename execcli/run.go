@@ -8,11 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,22 +30,14 @@ const MaxNetworkWaits = 2
 // interruptGrace bounds how long exec waits for an interrupted turn to end before it exits anyway.
 const interruptGrace = 10 * time.Second
 
-// IO is what a run reads and writes; Main uses the process's.
+// IO is what a run reads and writes; cmd/appserver passes the process's.
 type IO struct {
 	Stdin          io.Reader
 	StdinIsTerm    bool
 	Stdout, Stderr io.Writer
 }
 
-// Main runs `appserver exec` with the arguments after "exec" and returns the exit status. SIGINT and
-// SIGTERM interrupt the running turn.
-func Main(ctx context.Context, args []string) int {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return Run(ctx, args, IO{Stdin: os.Stdin, StdinIsTerm: isTerminal(os.Stdin), Stdout: os.Stdout, Stderr: os.Stderr})
-}
-
-// Run is Main with explicit IO: it parses args, runs one turn on a new or resumed thread of an
+// Run runs `appserver exec` with the arguments after "exec" and returns the exit status: it parses args, runs one turn on a new or resumed thread of an
 // in-process app-server and prints its events. ctx ending interrupts the turn.
 func Run(ctx context.Context, args []string, rio IO) int {
 	opts, err := parseArgs(args)
@@ -340,7 +330,12 @@ func isUUID(s string) bool {
 	return err == nil
 }
 
-func isTerminal(f *os.File) bool {
+// IsTerminal reports whether r is a file open on a terminal.
+func IsTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
@@ -31,7 +32,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "app-server":
 			args = args[1:]
 		case "exec", "e":
-			return execcli.Main(context.Background(), args[1:])
+			// SIGINT and SIGTERM interrupt the running turn.
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return execcli.Run(ctx, args[1:], execcli.IO{Stdin: stdin, StdinIsTerm: execcli.IsTerminal(stdin), Stdout: stdout, Stderr: stderr})
 		}
 	}
 	cli := newCLI()
