@@ -7,13 +7,13 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"appserver/schemaexport"
 )
 
 // files lists the schema files copied, relative to the source directory.
@@ -47,41 +47,12 @@ func copyStripped(from, to string) error {
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return fmt.Errorf("decode %s: %w", from, err)
-	}
-	out, err := json.MarshalIndent(strip(doc), "", "  ")
+	out, err := schemaexport.StripDescriptions(raw)
 	if err != nil {
-		return err
+		return fmt.Errorf("strip %s: %w", from, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(to, append(out, '\n'), 0o644)
-}
-
-// strip removes string-valued "description" keys (schema annotations) recursively; a property that is
-// itself named "description" has an object value and is kept.
-func strip(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			if _, isString := x.(string); k == "description" && isString {
-				continue
-			}
-			m[k] = strip(x)
-		}
-		return m
-	case []any:
-		for i := range t {
-			t[i] = strip(t[i])
-		}
-		return t
-	default:
-		return v
-	}
+	return os.WriteFile(to, out, 0o644)
 }
