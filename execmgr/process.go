@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"appserver/internal/oserr"
+	"appserver/internal/pipesize"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -347,8 +348,8 @@ func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) 
 		outW.Close()
 		return err
 	}
-	growPipe(outR)
-	growPipe(errR)
+	_, _ = pipesize.Grow(outR, pipesize.Bulk) // best effort: a smaller pipe only costs more system calls
+	_, _ = pipesize.Grow(errR, pipesize.Bulk)
 	childEnds := []*os.File{outW, errW}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: req.Cwd, Stdout: outW, Stderr: errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
@@ -371,17 +372,6 @@ func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) 
 	p.cmd, p.pid, p.stdin = cmd, cmd.Process.Pid, inW
 	p.startReaders(map[Stream]*os.File{Stdout: outR, Stderr: errR})
 	return nil
-}
-
-// outputPipeSize is the capacity asked for each output pipe: a child writing a lot runs ahead of
-// our reads instead of stalling every 64 KiB, and each read returns a full chunk.
-const outputPipeSize = 1 << 20
-
-// growPipe raises a pipe's capacity to outputPipeSize where the system allows it (best effort).
-func growPipe(f *os.File) {
-	if rc, err := f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, outputPipeSize) })
-	}
 }
 
 func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) error {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"appserver/config"
+	"appserver/internal/pipesize"
 	"appserver/internal/schematest"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
@@ -49,8 +50,11 @@ func startRawServer(tb testing.TB, osPipes bool) *rawServer {
 		var err error
 		inR, inW, err = os.Pipe()
 		require.NoError(tb, err)
-		outR, outW, err = os.Pipe()
+		var out *os.File
+		outR, out, err = os.Pipe()
 		require.NoError(tb, err)
+		_, _ = pipesize.Grow(out, pipesize.Bulk) // as cmd/appserver grows its stdout
+		outW = out
 	} else {
 		inR, inW = io.Pipe()
 		outR, outW = io.Pipe()
@@ -161,8 +165,8 @@ func deltaLen(line []byte) int {
 var deltaLinePrefix = []byte(`{"method":"command/exec/outputDelta","params":`)
 
 // The deltas of a streamed command/exec are byte for byte what marshalling the protocol type gives,
-// with emittedAtMs last, valid against the schema, in order per stream, with capReached on the
-// chunk that reached the cap, and all before the command's reply.
+// with emittedAtMs last, valid against the schema, in order per stream, at most 64 KiB each (as the
+// reference's), with capReached on the chunk that reached the cap, and all before the command's reply.
 func TestCommandExecStreamedDeltasWire(t *testing.T) {
 	v, err := schematest.Default()
 	require.NoError(t, err)
@@ -198,6 +202,7 @@ func TestCommandExecStreamedDeltasWire(t *testing.T) {
 		chunk, err := base64.StdEncoding.DecodeString(p.DeltaBase64)
 		require.NoError(t, err)
 		require.NotEmpty(t, chunk)
+		require.LessOrEqual(t, len(chunk), 64<<10, "larger than the reference's deltas")
 		switch p.Stream {
 		case protocol.CommandExecOutputStreamStdout:
 			require.Zero(t, capped, "a stdout delta after the cap")
