@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	protocol "appserver/protocol/v2"
 )
@@ -13,6 +14,11 @@ import (
 type DetectOptions struct {
 	IncludeHome bool
 	Cwds        []string
+	// MaxSessions and MaxSessionAgeDays bound the home's detected sessions (nil: the defaults).
+	MaxSessions       *uint32
+	MaxSessionAgeDays *uint32
+	// Now, when set, is the clock session ages are measured against.
+	Now func() time.Time
 }
 
 // Detect lists what could be imported: per scope (home first, then each cwd's repository) config,
@@ -34,6 +40,18 @@ func (s *Service) Detect(opts DetectOptions) ([]protocol.ExternalAgentConfigMigr
 		}
 		if err := s.detectScope(repoScope(repo), &items); err != nil {
 			return nil, err
+		}
+	}
+	if opts.IncludeHome {
+		sessions, err := s.detectSessions(opts)
+		if err != nil {
+			return nil, err
+		}
+		if len(sessions) > 0 {
+			d := details()
+			d.Sessions = sessions
+			items = append(items, protocol.ExternalAgentConfigMigrationItem{ItemType: TypeSessions,
+				Description: fmt.Sprintf("Migrate recent sessions from %s", filepath.Join(s.SourceHome, "projects")), Details: d})
 		}
 	}
 	return items, nil

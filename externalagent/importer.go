@@ -258,9 +258,10 @@ func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r 
 	return &later
 }
 
-// checkSessions validates the SESSIONS items' sessions: each must be a .jsonl file under the source's
-// projects folder. ok is false when no session was selected. The valid ones are reported later as not
-// imported: appserver does not convert other agents' transcripts into threads.
+// checkSessions validates the SESSIONS items' sessions (each must be a .jsonl file under the source's projects
+// folder) and imports the valid ones as threads. ok is false when no session was selected. The check is
+// reported at once, the imports later, as the reference reports its background session imports; a session
+// without any conversation is skipped silently.
 func (s *Service) checkSessions(items []protocol.ExternalAgentConfigMigrationItem) (Result, *Result, bool) {
 	var sessions []protocol.SessionMigration
 	for _, it := range items {
@@ -286,11 +287,17 @@ func (s *Service) checkSessions(items []protocol.ExternalAgentConfigMigrationIte
 			check.failure("session_missing", "external agent session was not detected for import: "+sess.Path, nil, &sub, &src)
 		case !seen[canon]:
 			seen[canon] = true
-			sub := "session_import_unsupported"
-			later.failure("session_import", "importing external agent sessions is not supported by appserver", nil, &sub, &src)
+			succ, ok, err := s.importSession(sess.Path)
+			switch {
+			case err != nil:
+				sub := "session_import_failed"
+				later.failure("session_import", err.Error(), nil, &sub, &src)
+			case ok:
+				later.Successes = append(later.Successes, succ)
+			}
 		}
 	}
-	if len(later.Failures) == 0 {
+	if len(later.Failures) == 0 && len(later.Successes) == 0 {
 		return check, nil, true
 	}
 	return check, &later, true

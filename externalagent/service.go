@@ -47,6 +47,8 @@ type Service struct {
 	SourceHome string
 	// ValidateHomeConfig, when set, checks CODEX_HOME/config.toml's new content before it is written.
 	ValidateHomeConfig func(data []byte) error
+	// CreateThread, when set, makes the threads imported sessions become; without it sessions fail to import.
+	CreateThread ThreadCreator
 }
 
 // New returns the service for codexHome with the source agent's files under userHome.

@@ -8,6 +8,7 @@ import (
 
 	"appserver/externalagent"
 	"appserver/jsonrpc"
+	"appserver/rollout"
 	protocol "appserver/protocol/v2"
 )
 
@@ -24,11 +25,19 @@ func (s *Server) addExternalAgentRoutes(r map[string]route) {
 }
 
 // externalAgent is the migration service for this server's CODEX_HOME and the user's home.
-func (s *Server) externalAgent() *externalagent.Service {
+// Sessions it imports become threads whose originator is the importing client's.
+func (s *Server) externalAgent(c *connection) *externalagent.Service {
 	home, _ := os.UserHomeDir()
 	svc := externalagent.New(s.cfg.CodexHome, home)
 	f := s.userConfigFile()
 	svc.ValidateHomeConfig = f.Validate
+	originator := ""
+	if c != nil {
+		originator = c.originator()
+	}
+	svc.CreateThread = func(cwd, name, preview string, write func(*rollout.Recorder) error) (string, error) {
+		return s.threads.CreateImported(cwd, name, preview, originator, write)
+	}
 	return svc
 }
 
@@ -41,15 +50,16 @@ func (s *Server) externalAgentHistory() *externalagent.History {
 	return s.importHistory
 }
 
-func (s *Server) externalAgentDetect(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ExternalAgentConfigDetectParams) (any, error) {
-	items, err := s.externalAgent().Detect(externalagent.DetectOptions{IncludeHome: p.IncludeHome != nil && *p.IncludeHome, Cwds: p.Cwds})
+func (s *Server) externalAgentDetect(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ExternalAgentConfigDetectParams) (any, error) {
+	items, err := s.externalAgent(c).Detect(externalagent.DetectOptions{IncludeHome: p.IncludeHome != nil && *p.IncludeHome, Cwds: p.Cwds,
+		MaxSessions: p.MaxSessions, MaxSessionAgeDays: p.MaxSessionAgeDays})
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
 	}
 	return protocol.ExternalAgentConfigDetectResponse{Items: items, Connectors: []protocol.ExternalAgentDetectedConnectorCandidate{}}, nil
 }
 
-func (s *Server) externalAgentImport(_ context.Context, _ *connection, req *jsonrpc.Request, p *protocol.ExternalAgentConfigImportParams) (any, error) {
+func (s *Server) externalAgentImport(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.ExternalAgentConfigImportParams) (any, error) {
 	for _, it := range p.MigrationItems {
 		if err := externalagent.CheckItemType(it.ItemType); err != nil {
 			return nil, invalidParams("%v", err)
@@ -67,7 +77,7 @@ func (s *Server) externalAgentImport(_ context.Context, _ *connection, req *json
 		}
 		return nil, jsonrpc.InvalidRequest("external agent memory import is not supported by appserver")
 	}
-	out := s.externalAgent().Import(p.MigrationItems)
+	out := s.externalAgent(c).Import(p.MigrationItems)
 	if externalagent.NeedsReload(p.MigrationItems) {
 		s.reloadAfterWrite()
 	}
