@@ -8,8 +8,8 @@ import (
 
 	"appserver/externalagent"
 	"appserver/jsonrpc"
-	"appserver/rollout"
 	protocol "appserver/protocol/v2"
+	"appserver/rollout"
 )
 
 // memoryImportFeature gates the reference's (unbuilt here) import of the other agent's memories.
