@@ -214,16 +214,16 @@ func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Re
 	return nil
 }
 
-// importPlugins records why each plugin of the item is not installed: appserver does not add plugin
-// marketplaces. Plugins of a local marketplace are reported at once, the others later, as the reference
-// reports its background installs.
+// importPlugins installs the item's plugins of local marketplaces at once (home scope only) and reports the
+// others later as not installed: appserver does not fetch remote marketplaces.
 func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r *Result) *Result {
 	if it.Details == nil {
 		r.failure("plugin_import", "plugins migration item is missing details", nil, nil, nil)
 		return nil
 	}
 	var sources map[string]string
-	if sc, ok, err := s.scopeFor(deref(it.Cwd)); err == nil && ok {
+	sc, ok, err := s.scopeFor(deref(it.Cwd))
+	if err == nil && ok {
 		if settings, ok, err := effectiveSettings(sc.sourceSettings); err == nil && ok {
 			root := sc.repo
 			if root == "" {
@@ -236,6 +236,10 @@ func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r 
 	hasLater := false
 	for _, g := range it.Details.Plugins {
 		src, known := sources[g.MarketplaceName]
+		if known && sc.repo == "" && isDir(src) {
+			s.installLocalPlugins(g.MarketplaceName, src, g.PluginNames, r)
+			continue
+		}
 		local := known && (filepath.IsAbs(src) || isDir(src))
 		target := &later
 		if local {
