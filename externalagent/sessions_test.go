@@ -1,0 +1,284 @@
+package externalagent
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	protocol "appserver/protocol/v2"
+	"appserver/rollout"
+)
+
+// sessionLine is one transcript line of the source agent.
+func sessionLine(typ, cwd string, at time.Time, content any, extra map[string]any) string {
+	m := map[string]any{"type": typ, "cwd": cwd, "timestamp": at.UTC().Format(time.RFC3339Nano), "message": map[string]any{"role": typ, "content": content}}
+	for k, v := range extra {
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// session writes a transcript under the projects folder with the given mtime and returns its path.
+func (f *fixture) session(t *testing.T, name string, mod time.Time, lines ...string) string {
+	path := f.claude(filepath.Join("projects", "-p", name+".jsonl"))
+	write(t, path, strings.Join(lines, "\n")+"\n")
+	require.NoError(t, os.Chtimes(path, mod, mod))
+	return path
+}
+
+func sessionNames(ss []protocol.SessionMigration) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, strings.TrimSuffix(filepath.Base(s.Path), ".jsonl"))
+	}
+	return out
+}
+
+func u32(n uint32) *uint32 { return &n }
+
+func TestDetectSessions(t *testing.T) {
+	f := newFixture(t)
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	day := 24 * time.Hour
+	cwd := f.repo
+	at := func(ago time.Duration) time.Time { return now.Add(-ago) }
+	f.session(t, "custom", at(time.Minute),
+		sessionLine("user", cwd, at(time.Hour), "first prompt", nil),
+		`{"type":"ai-title","aiTitle":"AI title"}`, `{"type":"custom-title","customTitle":"Custom title"}`)
+	f.session(t, "ai", at(2*time.Minute), `{"type":"summary","summary":"ignored"}`,
+		sessionLine("user", cwd, at(time.Hour), "<command-name>/clear</command-name>", map[string]any{"isMeta": true}),
+		sessionLine("user", cwd, at(time.Hour), []map[string]any{{"type": "text", "text": "prompt"}}, nil),
+		`{"type":"ai-title","aiTitle":"AI title"}`)
+	f.session(t, "long", at(3*time.Minute), sessionLine("user", cwd, at(time.Hour), "  "+strings.Repeat("é", 130)+"  ", nil))
+	f.session(t, "notitle", at(4*time.Minute), sessionLine("assistant", cwd, at(time.Hour), "only the assistant", nil))
+	f.session(t, "gonecwd", at(5*time.Minute), sessionLine("user", filepath.Join(f.root, "gone"), at(time.Hour), "x", nil))
+	f.session(t, "nocwd", at(6*time.Minute), sessionLine("user", "", at(time.Hour), "x", nil))
+	f.session(t, "empty", at(7*time.Minute))
+	f.session(t, "day29", at(29*day), sessionLine("user", cwd, at(29*day), "old", nil))
+	f.session(t, "day31", at(31*day), sessionLine("user", cwd, at(time.Minute), "fresh lines, old file", nil))
+	write(t, f.claude("projects/top.jsonl"), sessionLine("user", cwd, now, "not in a project folder", nil)+"\n")
+
+	clock := func() time.Time { return now }
+	items, err := f.svc.Detect(DetectOptions{IncludeHome: true, Now: clock})
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	it := items[0]
+	require.Equal(t, TypeSessions, it.ItemType)
+	require.Nil(t, it.Cwd)
+	require.Equal(t, "Migrate recent sessions from "+f.claude("projects"), it.Description)
+	ss := it.Details.Sessions
+	require.Equal(t, []string{"custom", "ai", "long", "notitle", "day29"}, sessionNames(ss), "newest first, 30 days, existing cwds only")
+	require.Equal(t, "Custom title", *ss[0].Title)
+	require.Equal(t, "AI title", *ss[1].Title)
+	require.Equal(t, strings.Repeat("é", 117)+"...", *ss[2].Title)
+	require.Nil(t, ss[3].Title)
+	require.Equal(t, cwd, ss[0].Cwd)
+
+	// The count limit applies before unusable sessions are dropped, as the reference's does.
+	items, err = f.svc.Detect(DetectOptions{IncludeHome: true, Now: clock, MaxSessions: u32(6)})
+	require.NoError(t, err)
+	require.Equal(t, []string{"custom", "ai", "long", "notitle"}, sessionNames(items[0].Details.Sessions))
+	items, err = f.svc.Detect(DetectOptions{IncludeHome: true, Now: clock, MaxSessionAgeDays: u32(40)})
+	require.NoError(t, err)
+	require.Equal(t, []string{"custom", "ai", "long", "notitle", "day29", "day31"}, sessionNames(items[0].Details.Sessions))
+	items, err = f.svc.Detect(DetectOptions{IncludeHome: true, Now: clock, MaxSessionAgeDays: u32(0)})
+	require.NoError(t, err)
+	require.Empty(t, items)
+	items, err = f.svc.Detect(DetectOptions{Cwds: []string{f.repo}, Now: clock})
+	require.NoError(t, err)
+	require.Empty(t, items, "sessions are home-scoped")
+
+	// The default limit is 50 transcripts.
+	for i := 0; i < 60; i++ {
+		f.session(t, fmt.Sprintf("n%02d", i), at(time.Hour+time.Duration(i)*time.Minute), sessionLine("user", cwd, at(time.Hour), "q", nil))
+	}
+	items, err = f.svc.Detect(DetectOptions{IncludeHome: true, Now: clock})
+	require.NoError(t, err)
+	require.Len(t, items[0].Details.Sessions, 50-3, "gonecwd, nocwd and empty take their places")
+}
+
+func TestReadTranscript(t *testing.T) {
+	f := newFixture(t)
+	base := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	cwd := f.repo
+	path := f.session(t, "s", base,
+		sessionLine("assistant", cwd, at(0), "before any prompt: dropped", nil),
+		sessionLine("user", cwd, at(1), "Fix <it>", nil),
+		sessionLine("assistant", cwd, at(2), []map[string]any{{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "Looking."},
+			{"type": "tool_use", "id": "t1", "name": "Bash", "input": json.RawMessage(`{"command":"ls","description":"list"}`)}}, nil),
+		sessionLine("user", cwd, at(3), []map[string]any{{"type": "tool_result", "tool_use_id": "t1", "content": "a.go"}}, nil),
+		sessionLine("assistant", cwd, at(4), []map[string]any{{"type": "tool_use", "id": "t2", "name": "Read", "input": map[string]any{"file_path": "/a.go"}},
+			{"type": "tool_use", "id": "t3", "name": "Task", "input": map[string]any{"description": "sub", "prompt": "p"}},
+			{"type": "tool_use", "id": "t4", "name": "mcp__gh__issue", "input": json.RawMessage(`{"z": 1, "a": [1, 2]}`)}}, nil),
+		sessionLine("user", cwd, at(5), []map[string]any{{"type": "tool_result", "tool_use_id": "t2", "is_error": true, "content": []map[string]any{{"type": "text", "text": "no"}, {"type": "text", "text": "such"}}}}, nil),
+		sessionLine("user", cwd, at(6), "side", map[string]any{"isSidechain": true}),
+		sessionLine("user", cwd, at(7), []map[string]any{{"type": "text", "text": "look"}, {"type": "image", "source": map[string]any{}}}, nil),
+		sessionLine("assistant", cwd, at(8), "plain reply", nil),
+		sessionLine("assistant", cwd, at(9), "side reply", map[string]any{"isSidechain": true}),
+		"not json",
+	)
+	tr, ok, err := ReadTranscript(path)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "Fix <it>", tr.Preview)
+	require.Equal(t, "", tr.Name)
+	require.Equal(t, at(8).Unix(), tr.LastAt)
+	require.Equal(t, []TranscriptTurn{
+		{StartedAt: at(1).Unix(), User: "Fix <it>", Agent: []string{
+			"Looking.\n\n[external_agent_tool_call: Bash]\ndescription: list\ncommand: ls\n[/external_agent_tool_call]",
+			"[external_agent_tool_result]\na.go\n[/external_agent_tool_result]",
+			"[external_agent_tool_call: Read]\nfile: /a.go\n[/external_agent_tool_call]\n\n[external_agent_tool_call: Task]\ndescription: sub\n[/external_agent_tool_call]\n\n" +
+				"[external_agent_tool_call: mcp__gh__issue]\ninput: {\"z\":1,\"a\":[1,2]}\n[/external_agent_tool_call]",
+			"[external_agent_tool_result: error]\nno\nsuch\n[/external_agent_tool_result]",
+		}},
+		{StartedAt: at(7).Unix(), User: "look\n\n[external unsupported block: image]", Agent: []string{"plain reply"}},
+	}, tr.Turns)
+
+	// The token estimate covers the messages up to the last assistant one: none, none.
+	require.Equal(t, int64(0), Transcript{Turns: []TranscriptTurn{{User: "main q"}}}.ApproxTokens())
+	require.Equal(t, int64(3), Transcript{Turns: []TranscriptTurn{{User: "1234", Agent: []string{"12345"}}, {User: "ignored"}}}.ApproxTokens())
+}
+
+// recordsOf returns a rollout's records as (type, payload type) pairs and the decoded payloads.
+func recordsOf(t *testing.T, path string) ([]string, []map[string]any) {
+	fh, err := os.Open(path)
+	require.NoError(t, err)
+	defer fh.Close()
+	var kinds []string
+	var payloads []map[string]any
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var rec struct {
+			Type    string         `json:"type"`
+			Payload map[string]any `json:"payload"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
+		k := rec.Type
+		if pt, ok := rec.Payload["type"].(string); ok {
+			k += ":" + pt
+		}
+		kinds = append(kinds, k)
+		payloads = append(payloads, rec.Payload)
+	}
+	return kinds, payloads
+}
+
+func TestImportSessions(t *testing.T) {
+	f := newFixture(t)
+	now := time.Now()
+	cwd := f.repo
+	path := f.session(t, "s1", now.Add(-time.Minute),
+		sessionLine("user", cwd, now.Add(-time.Hour), "Fix the bug", nil),
+		sessionLine("assistant", cwd, now.Add(-time.Hour+time.Minute), []map[string]any{{"type": "text", "text": "Fixed."}}, nil),
+		sessionLine("user", cwd, now.Add(-30*time.Minute), "Thanks", nil),
+		`{"type":"custom-title","customTitle":"Bug hunt"}`)
+	type created struct{ cwd, name, preview, path string }
+	var made []created
+	f.svc.CreateThread = func(cwd, name, preview string, write func(*rollout.Recorder) error) (string, error) {
+		id := fmt.Sprintf("thread-%d", len(made)+1)
+		rec, err := rollout.Create(f.codex, rollout.SessionMeta{ID: id, Cwd: cwd, HistoryMode: "legacy"}, time.Now())
+		require.NoError(t, err)
+		require.NoError(t, write(rec))
+		require.NoError(t, rec.Close())
+		made = append(made, created{cwd, name, preview, rec.Path()})
+		return id, nil
+	}
+	items, err := f.svc.Detect(DetectOptions{IncludeHome: true})
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+
+	out := f.svc.Import(items)
+	require.Len(t, out.Immediate, 1)
+	require.Empty(t, out.Immediate[0].Successes)
+	require.Len(t, out.Later, 1)
+	require.Empty(t, out.Later[0].Failures)
+	title := "Bug hunt"
+	src, target := path, "thread-1"
+	require.Equal(t, []protocol.ExternalAgentConfigImportItemTypeSuccess{{ItemType: TypeSessions, Cwd: &cwd, Source: &src, Target: &target, Title: &title}}, out.Later[0].Successes)
+	require.Len(t, made, 1)
+	require.Equal(t, created{cwd, "Bug hunt", "Fix the bug", made[0].path}, made[0])
+
+	kinds, payloads := recordsOf(t, made[0].path)
+	require.Equal(t, []string{"session_meta",
+		"event_msg:task_started", "event_msg:user_message", "response_item:message", "event_msg:agent_message", "response_item:message", "event_msg:task_complete",
+		"event_msg:task_started", "event_msg:user_message", "response_item:message", "event_msg:agent_message", "event_msg:token_count", "event_msg:task_complete"}, kinds)
+	require.Equal(t, map[string]any{"type": "task_started", "turn_id": "external-import-turn-1", "started_at": float64(now.Add(-time.Hour).Unix()),
+		"model_context_window": nil, "collaboration_mode_kind": "default"}, payloads[1])
+	require.Equal(t, map[string]any{"type": "user_message", "message": "Fix the bug", "local_images": []any{}, "local_audio": []any{}, "text_elements": []any{}}, payloads[2])
+	require.Equal(t, map[string]any{"type": "message", "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": "Fixed."}}}, payloads[5])
+	require.NotContains(t, payloads[6], "completed_at", "only the last turn records its completion")
+	require.Equal(t, map[string]any{"type": "agent_message", "message": "<EXTERNAL SESSION IMPORTED>", "phase": nil, "memory_citation": nil}, payloads[10])
+	require.Equal(t, float64(5), payloads[11]["info"].(map[string]any)["total_token_usage"].(map[string]any)["total_tokens"], "ceil(17 bytes / 4)")
+	require.Equal(t, float64(now.Add(-30*time.Minute).Unix()), payloads[12]["completed_at"])
+
+	// The rollout reads back as two completed turns.
+	th, err := rollout.ReadFile(made[0].path)
+	require.NoError(t, err)
+	require.Len(t, th.Turns, 2)
+	require.Equal(t, "external-import-turn-2", th.Turns[1].ID)
+
+	// The ledger records the import; the session is not offered again until it changes.
+	var led ledger
+	require.NoError(t, json.Unmarshal([]byte(read(t, filepath.Join(f.codex, SessionLedgerFile))), &led))
+	require.Len(t, led.Records, 1)
+	require.Equal(t, "thread-1", led.Records[0].ImportedThreadID)
+	require.Equal(t, path, led.Records[0].SourcePath)
+	items, err = f.svc.Detect(DetectOptions{IncludeHome: true})
+	require.NoError(t, err)
+	require.Empty(t, items)
+	write(t, path, read(t, path)+sessionLine("user", cwd, now, "more", nil)+"\n")
+	items, err = f.svc.Detect(DetectOptions{IncludeHome: true})
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+}
+
+func TestImportLocalPlugins(t *testing.T) {
+	f := newFixture(t)
+	market := filepath.Join(f.root, "mkt")
+	write(t, filepath.Join(market, ".claude-plugin", "marketplace.json"), `{"name":"my-market","plugins":[{"name":"localplug","source":"./plugins/localplug"},{"name":"escape","source":"../x"}]}`)
+	write(t, filepath.Join(market, "plugins", "localplug", ".claude-plugin", "plugin.json"), `{"name":"localplug","version":"1.2.0"}`)
+	write(t, filepath.Join(market, "plugins", "localplug", "skills", "hello", "SKILL.md"), "---\nname: hello\ndescription: d\n---\nhi\n")
+	write(t, f.claude("settings.json"), `{"enabledPlugins":{"localplug@my-market":true,"gone@my-market":true,"escape@my-market":true,"r@claude-plugins-official":true},
+	  "extraKnownMarketplaces":{"my-market":{"source":{"source":"directory","path":"`+market+`"}}}}`)
+	write(t, filepath.Join(f.codex, "config.toml"), "model = \"m\"\n")
+
+	items, err := f.svc.Detect(DetectOptions{IncludeHome: true})
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	require.Equal(t, []protocol.PluginsMigration{{MarketplaceName: "claude-plugins-official", PluginNames: []string{"r"}},
+		{MarketplaceName: "my-market", PluginNames: []string{"escape", "gone", "localplug"}}}, items[0].Details.Plugins)
+
+	out := f.svc.Import(items)
+	require.Len(t, out.Immediate, 1)
+	now := out.Immediate[0]
+	id := "localplug@my-market"
+	require.Equal(t, []protocol.ExternalAgentConfigImportItemTypeSuccess{{ItemType: TypePlugins, Source: &id, Target: &id}}, now.Successes)
+	require.Len(t, now.Failures, 2)
+	for i, n := range []string{"escape", "gone"} {
+		require.Equal(t, fmt.Sprintf("plugin `%s` was not found in marketplace `my-market`", n), now.Failures[i].Message)
+		require.Equal(t, "plugin_not_found", *now.Failures[i].ErrorType)
+		require.Equal(t, n+"@my-market", *now.Failures[i].Source)
+	}
+	require.Len(t, out.Later, 1, "remote marketplaces are reported later")
+	require.Equal(t, "r@claude-plugins-official", *out.Later[0].Failures[0].Source)
+
+	require.Equal(t, "model = \"m\"\n\n[marketplaces.my-market]\nsource_type = \"local\"\nsource = \""+market+"\"\n\n[plugins.\"localplug@my-market\"]\nenabled = true\n",
+		read(t, filepath.Join(f.codex, "config.toml")))
+	require.FileExists(t, filepath.Join(f.codex, "plugins", "cache", "my-market", "localplug", "1.2.0", "skills", "hello", "SKILL.md"))
+
+	// Installed plugins are not offered again.
+	items, err = f.svc.Detect(DetectOptions{IncludeHome: true})
+	require.NoError(t, err)
+	require.Equal(t, []protocol.PluginsMigration{{MarketplaceName: "claude-plugins-official", PluginNames: []string{"r"}},
+		{MarketplaceName: "my-market", PluginNames: []string{"escape", "gone"}}}, items[0].Details.Plugins)
+}
