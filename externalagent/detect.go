@@ -19,6 +19,8 @@ type DetectOptions struct {
 	MaxSessionAgeDays *uint32
 	// Now, when set, is the clock session ages are measured against.
 	Now func() time.Time
+	// IncludeMemory adds the home's memory files (the reference's external_agent_memory_import feature).
+	IncludeMemory bool
 }
 
 // Detect lists what could be imported: per scope (home first, then each cwd's repository) config,
@@ -52,6 +54,18 @@ func (s *Service) Detect(opts DetectOptions) ([]protocol.ExternalAgentConfigMigr
 			d.Sessions = sessions
 			items = append(items, protocol.ExternalAgentConfigMigrationItem{ItemType: TypeSessions,
 				Description: fmt.Sprintf("Migrate recent sessions from %s", filepath.Join(s.SourceHome, "projects")), Details: d})
+		}
+	}
+	if opts.IncludeHome && opts.IncludeMemory {
+		keys, err := s.detectMemory()
+		if err != nil {
+			return nil, err
+		}
+		if len(keys) > 0 {
+			d := details()
+			d.Memory = keys
+			items = append(items, protocol.ExternalAgentConfigMigrationItem{ItemType: TypeMemory,
+				Description: fmt.Sprintf("Import memory files from %s to %s", filepath.Join(s.SourceHome, "projects"), s.memoryTarget()), Details: d})
 		}
 	}
 	return items, nil

@@ -96,6 +96,11 @@ func (s *Service) Import(items []protocol.ExternalAgentConfigMigrationItem) Outc
 			cwd = &c
 		}
 		r := newResult(it.ItemType, cwd)
+		if it.ItemType == TypeMemory {
+			s.importMemory(it, &r)
+			out.Immediate = append(out.Immediate, r)
+			continue
+		}
 		if it.ItemType == TypePlugins {
 			later := s.importPlugins(it, &r)
 			out.Immediate = append(out.Immediate, r)

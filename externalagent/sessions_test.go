@@ -282,3 +282,42 @@ func TestImportLocalPlugins(t *testing.T) {
 	require.Equal(t, []protocol.PluginsMigration{{MarketplaceName: "claude-plugins-official", PluginNames: []string{"r"}},
 		{MarketplaceName: "my-market", PluginNames: []string{"escape", "gone"}}}, items[0].Details.Plugins)
 }
+
+func TestMemoryImport(t *testing.T) {
+	f := newFixture(t)
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.session(t, "s", old, sessionLine("user", f.repo, old, "q", nil))
+	write(t, f.claude("projects/-p/memory/MEMORY.md"), "# index\n")
+	write(t, f.claude("projects/-p/memory/sub/deep.md"), "# deep\n")
+	write(t, f.claude("projects/-p/memory/notes.txt"), "not markdown\n")
+	write(t, f.claude("projects/-nosessions/memory/MEMORY.md"), "# no cwd\n")
+
+	items, err := f.svc.Detect(DetectOptions{IncludeHome: true})
+	require.NoError(t, err)
+	require.Empty(t, items, "memory needs the feature")
+	items, err = f.svc.Detect(DetectOptions{IncludeHome: true, IncludeMemory: true})
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	target := filepath.Join(f.codex, "memories_v2", "extensions", "external_agent_import", "resources")
+	require.Equal(t, "Import memory files from "+f.claude("projects")+" to "+target, items[0].Description)
+	require.Equal(t, []string{"-p"}, items[0].Details.Memory)
+
+	items[0].Details.Memory = []string{"-nosessions", "-p", "-absent"}
+	out := f.svc.Import(items)
+	require.Len(t, out.Immediate, 1)
+	r := out.Immediate[0]
+	src := "-p"
+	require.Equal(t, []protocol.ExternalAgentConfigImportItemTypeSuccess{{ItemType: TypeMemory, Source: &src, Target: &target}}, r.Successes)
+	require.Len(t, r.Failures, 2)
+	require.Equal(t, "selected memory was not found: -absent", r.Failures[0].Message)
+	require.Equal(t, "memory_import", r.Failures[0].FailureStage)
+	require.Equal(t, "selected memory was not found: -nosessions", r.Failures[1].Message)
+	require.JSONEq(t, `{"cwd":"`+f.repo+`"}`, read(t, filepath.Join(target, "-p", "scope.json")))
+	require.Equal(t, "# deep\n", read(t, filepath.Join(target, "-p", "sub", "deep.md")))
+	require.NoFileExists(t, filepath.Join(target, "-p", "notes.txt"))
+	require.FileExists(t, filepath.Join(filepath.Dir(target), "instructions.md"))
+
+	items, err = f.svc.Detect(DetectOptions{IncludeHome: true, IncludeMemory: true})
+	require.NoError(t, err)
+	require.Empty(t, items, "imported memories are not offered again")
+}

@@ -12,7 +12,7 @@ import (
 	"appserver/rollout"
 )
 
-// memoryImportFeature gates the reference's (unbuilt here) import of the other agent's memories.
+// memoryImportFeature gates the detection and import of the other agent's memories, as in the reference.
 const memoryImportFeature = "external_agent_memory_import"
 
 // addExternalAgentRoutes registers externalAgentConfig/*: detection and import of another agent's
@@ -52,7 +52,8 @@ func (s *Server) externalAgentHistory() *externalagent.History {
 
 func (s *Server) externalAgentDetect(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ExternalAgentConfigDetectParams) (any, error) {
 	items, err := s.externalAgent(c).Detect(externalagent.DetectOptions{IncludeHome: p.IncludeHome != nil && *p.IncludeHome, Cwds: p.Cwds,
-		MaxSessions: p.MaxSessions, MaxSessionAgeDays: p.MaxSessionAgeDays})
+		MaxSessions: p.MaxSessions, MaxSessionAgeDays: p.MaxSessionAgeDays,
+		IncludeMemory: s.features.Effective(memoryImportFeature, s.currentConfig().Features, false)})
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
 	}
@@ -75,7 +76,6 @@ func (s *Server) externalAgentImport(_ context.Context, c *connection, req *json
 		if it.Details == nil || len(it.Details.Memory) == 0 {
 			return nil, jsonrpc.InvalidRequest("memory import requires at least one selected memory")
 		}
-		return nil, jsonrpc.InvalidRequest("external agent memory import is not supported by appserver")
 	}
 	out := s.externalAgent(c).Import(p.MigrationItems)
 	if externalagent.NeedsReload(p.MigrationItems) {

@@ -230,3 +230,30 @@ func TestExternalAgentSessionImport(t *testing.T) {
 	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true}, &det)
 	require.Empty(t, det.Items, "imported sessions are not offered again")
 }
+
+func TestExternalAgentMemoryImport(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	c := apptest.Start(t, apptest.Options{Config: "[features]\nexternal_agent_memory_import = true\n"})
+	c.Initialize(true)
+	proj := filepath.Join(home, ".claude", "projects", "-w")
+	require.NoError(t, os.MkdirAll(filepath.Join(proj, "memory"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(proj, "memory", "MEMORY.md"), []byte("# notes\n"), 0o644))
+	b, _ := json.Marshal(map[string]any{"type": "user", "cwd": c.Work, "timestamp": "2020-01-01T00:00:00Z", "message": map[string]any{"role": "user", "content": "q"}})
+	require.NoError(t, os.WriteFile(filepath.Join(proj, "old.jsonl"), append(b, '\n'), 0o644))
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.NoError(t, os.Chtimes(filepath.Join(proj, "old.jsonl"), old, old))
+
+	var det protocol.ExternalAgentConfigDetectResponse
+	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true}, &det)
+	require.Len(t, det.Items, 1)
+	require.Equal(t, protocol.ExternalAgentConfigMigrationItemTypeMEMORY, det.Items[0].ItemType)
+	require.Equal(t, []string{"-w"}, det.Items[0].Details.Memory)
+
+	var resp protocol.ExternalAgentConfigImportResponse
+	c.Result("externalAgentConfig/import", map[string]any{"migrationItems": det.Items}, &resp)
+	done := c.WaitNotification("externalAgentConfig/import/completed", nil)
+	target := filepath.Join(c.Home, "memories_v2", "extensions", "external_agent_import", "resources")
+	require.JSONEq(t, `{"importId":"`+resp.ImportID+`","itemTypeResults":[{"itemType":"MEMORY","successes":[{"itemType":"MEMORY","cwd":null,"source":"-w","target":"`+target+`","title":null}],"failures":[]}]}`, string(done.Params))
+	require.FileExists(t, filepath.Join(target, "-w", "MEMORY.md"))
+}
