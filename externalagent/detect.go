@@ -1,6 +1,8 @@
 package externalagent
 
 import (
+	"encoding/json"
+	"os"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -245,11 +247,14 @@ func missingServerNames(existing, migrated map[string]any) []string {
 	return out
 }
 
-// Marketplaces of the source agent.
-const (
-	officialMarketplace       = "claude-plugins-official"
-	officialMarketplaceSource = "anthropics/claude-plugins-official"
-)
+// Marketplaces of the source agent that need no declaration, with their GitHub repositories.
+var builtinMarketplaces = map[string]string{
+	"claude-plugins-official": "anthropics/claude-plugins-official",
+	"claude-code-plugins":     "anthropics/claude-code",
+}
+
+// knownMarketplacesFile is the source agent's registry of added marketplaces, under its home.
+var knownMarketplacesFile = filepath.Join("plugins", "known_marketplaces.json")
 
 // enabledPlugins lists the "plugin@marketplace" keys enabled in settings.
 func enabledPlugins(settings map[string]any) [][2]string {
@@ -268,9 +273,30 @@ func enabledPlugins(settings map[string]any) [][2]string {
 	return out
 }
 
+// entrySource is where a marketplace entry ({"source": "<s>" | {"repo"|"url"|"path": "<s>"}}) comes from
+// ("" when it names none).
+func entrySource(entry map[string]any) string {
+	fields := entry
+	if src, ok := entry["source"].(map[string]any); ok {
+		fields = src
+	}
+	var source string
+	for _, k := range []string{"repo", "url", "path"} {
+		if s, ok := fields[k].(string); ok {
+			source = s
+			break
+		}
+	}
+	if source == "" {
+		source, _ = entry["source"].(string)
+	}
+	return strings.TrimSpace(source)
+}
+
 // marketplaceSources maps marketplace names to where they come from: extraKnownMarketplaces entries
-// (relative paths resolved against root), plus the official marketplace when a plugin of it is enabled.
-func marketplaceSources(settings map[string]any, root string) map[string]string {
+// (relative paths resolved against root), then the source agent's registry (an entry's source, else its
+// installLocation folder), plus the built-in marketplaces an enabled plugin names.
+func (s *Service) marketplaceSources(settings map[string]any, root string) map[string]string {
 	out := map[string]string{}
 	extra, _ := settings["extraKnownMarketplaces"].(map[string]any)
 	for name, v := range extra {
@@ -278,21 +304,7 @@ func marketplaceSources(settings map[string]any, root string) map[string]string 
 		if !ok {
 			continue
 		}
-		fields := entry
-		if src, ok := entry["source"].(map[string]any); ok {
-			fields = src
-		}
-		var source string
-		for _, k := range []string{"repo", "url", "path"} {
-			if s, ok := fields[k].(string); ok {
-				source = s
-				break
-			}
-		}
-		if source == "" {
-			source, _ = entry["source"].(string)
-		}
-		source = strings.TrimSpace(source)
+		source := entrySource(entry)
 		if source == "" {
 			continue
 		}
@@ -301,11 +313,29 @@ func marketplaceSources(settings map[string]any, root string) map[string]string 
 		}
 		out[name] = source
 	}
-	if _, ok := out[officialMarketplace]; !ok {
-		for _, p := range enabledPlugins(settings) {
-			if p[1] == officialMarketplace {
-				out[officialMarketplace] = officialMarketplaceSource
-				break
+	if b, err := os.ReadFile(filepath.Join(s.SourceHome, knownMarketplacesFile)); err == nil {
+		var reg map[string]any
+		if json.Unmarshal(b, &reg) == nil {
+			for name, v := range reg {
+				entry, ok := v.(map[string]any)
+				if _, seen := out[name]; !ok || seen {
+					continue
+				}
+				source := entrySource(entry)
+				if source == "" {
+					source, _ = entry["installLocation"].(string)
+					source = strings.TrimSpace(source)
+				}
+				if source != "" {
+					out[name] = source
+				}
+			}
+		}
+	}
+	for _, p := range enabledPlugins(settings) {
+		if repo, ok := builtinMarketplaces[p[1]]; ok {
+			if _, seen := out[p[1]]; !seen {
+				out[p[1]] = repo
 			}
 		}
 	}
@@ -329,7 +359,7 @@ func (s *Service) pluginMigrations(sc scope, settings map[string]any) []protocol
 	if root == "" {
 		root = s.SourceHome
 	}
-	sources := marketplaceSources(settings, root)
+	sources := s.marketplaceSources(settings, root)
 	groups := map[string][]string{}
 	for _, p := range enabledPlugins(settings) {
 		if configured[p[0]+"@"+p[1]] {

@@ -234,7 +234,7 @@ func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r 
 			if root == "" {
 				root = s.SourceHome
 			}
-			sources = marketplaceSources(settings, root)
+			sources = s.marketplaceSources(settings, root)
 		}
 	}
 	later := newResult(TypePlugins, r.cwd)

@@ -25,9 +25,9 @@ var pluginManifestFiles = []string{
 	filepath.Join(".claude-plugin", "plugin.json"),
 }
 
-// localCatalogue maps the plugin names of the local marketplace at root to their folders (only entries whose
-// source is a folder inside root).
-func localCatalogue(root string) (map[string]string, error) {
+// localCatalogue reads the local marketplace at root: its name and its plugins' folders by name (only
+// entries whose source is a folder inside root).
+func localCatalogue(root string) (string, map[string]string, error) {
 	var data []byte
 	var err error
 	for _, f := range sourceMarketplaceFiles {
@@ -36,16 +36,17 @@ func localCatalogue(root string) (map[string]string, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("marketplace manifest was not found in %s", root)
+		return "", nil, fmt.Errorf("marketplace manifest was not found in %s", root)
 	}
 	var c struct {
+		Name    string `json:"name"`
 		Plugins []struct {
 			Name   string          `json:"name"`
 			Source json.RawMessage `json:"source"`
 		} `json:"plugins"`
 	}
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("invalid marketplace manifest in %s: %v", root, err)
+		return "", nil, fmt.Errorf("invalid marketplace manifest in %s: %v", root, err)
 	}
 	out := map[string]string{}
 	for _, p := range c.Plugins {
@@ -59,7 +60,7 @@ func localCatalogue(root string) (map[string]string, error) {
 		}
 		out[p.Name] = dir
 	}
-	return out, nil
+	return c.Name, out, nil
 }
 
 // pluginSourcePath is a catalogue entry's relative folder: "./x", or {"source":"local"|"directory","path":"./x"}.
@@ -95,11 +96,15 @@ func pluginVersion(dir string) string {
 	return "local"
 }
 
-// installLocalPlugins installs the named plugins of the local marketplace market (at root) for the home: each
-// is copied into CODEX_HOME's plugin cache and enabled in config.toml, the marketplace registered as a local
-// source. Plugins absent from the marketplace fail with plugin_not_found.
+// installLocalPlugins installs the named plugins of the local marketplace the source agent calls market (at
+// root) for the home: each is copied into CODEX_HOME's plugin cache and enabled in config.toml under the name
+// the marketplace gives itself, the marketplace registered as a local source. Results name the plugins as the
+// source agent does. Plugins absent from the marketplace fail with plugin_not_found.
 func (s *Service) installLocalPlugins(market, root string, names []string, r *Result) {
-	catalogue, err := localCatalogue(root)
+	own, catalogue, err := localCatalogue(root)
+	if own == "" {
+		own = market
+	}
 	if err != nil {
 		for _, n := range names {
 			id := n + "@" + market
@@ -116,7 +121,7 @@ func (s *Service) installLocalPlugins(market, root string, names []string, r *Re
 			r.failure("plugin_import", fmt.Sprintf("plugin `%s` was not found in marketplace `%s`", n, market), &et, nil, &id)
 			continue
 		}
-		p := plugins.Plugin{Name: n, Marketplace: market, SourcePath: dir}
+		p := plugins.Plugin{Name: n, Marketplace: own, SourcePath: dir}
 		p.Manifest.Version = pluginVersion(dir)
 		if err := plugins.Install(s.CodexHome, p); err != nil {
 			r.failure("plugin_import", err.Error(), nil, nil, &id)
@@ -130,13 +135,13 @@ func (s *Service) installLocalPlugins(market, root string, names []string, r *Re
 	_, err = s.applyMissing(filepath.Join(s.CodexHome, "config.toml"), true, func(existing map[string]any) ([]configedit.Edit, error) {
 		var edits []configedit.Edit
 		markets, _ := existing["marketplaces"].(map[string]any)
-		if _, ok := markets[market]; !ok {
+		if _, ok := markets[own]; !ok {
 			edits = append(edits,
-				configedit.Edit{Path: []string{"marketplaces", market, "source_type"}, Value: "local", Strategy: configedit.Replace},
-				configedit.Edit{Path: []string{"marketplaces", market, "source"}, Value: root, Strategy: configedit.Replace})
+				configedit.Edit{Path: []string{"marketplaces", own, "source_type"}, Value: "local", Strategy: configedit.Replace},
+				configedit.Edit{Path: []string{"marketplaces", own, "source"}, Value: root, Strategy: configedit.Replace})
 		}
 		for _, n := range found {
-			edits = append(edits, configedit.Edit{Path: []string{"plugins", n + "@" + market, "enabled"}, Value: true, Strategy: configedit.Replace})
+			edits = append(edits, configedit.Edit{Path: []string{"plugins", n + "@" + own, "enabled"}, Value: true, Strategy: configedit.Replace})
 		}
 		return edits, nil
 	})

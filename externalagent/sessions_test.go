@@ -321,3 +321,32 @@ func TestMemoryImport(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, items, "imported memories are not offered again")
 }
+
+func TestPluginMarketplaceRegistry(t *testing.T) {
+	f := newFixture(t)
+	market := f.claude("plugins/marketplaces/reg-market")
+	write(t, filepath.Join(market, ".claude-plugin", "marketplace.json"), `{"name":"reg-market","plugins":[{"name":"regplug","source":"./plugins/regplug"}]}`)
+	write(t, filepath.Join(market, "plugins", "regplug", ".claude-plugin", "plugin.json"), `{"name":"regplug","version":"2.0.0"}`)
+	write(t, f.claude("plugins/known_marketplaces.json"), `{"loc-only":{"installLocation":"`+market+`"},
+	  "cloned":{"source":{"source":"github","repo":"someone/cloned"},"installLocation":"`+market+`"},
+	  "str-market":{"source":"someone/str"},"bad":5}`)
+	write(t, f.claude("settings.json"), `{"enabledPlugins":{"regplug@loc-only":true,"c@cloned":true,"x@str-market":true,"y@bad":true,"z@claude-code-plugins":true}}`)
+
+	items, err := f.svc.Detect(DetectOptions{IncludeHome: true})
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	require.Equal(t, []protocol.PluginsMigration{{MarketplaceName: "claude-code-plugins", PluginNames: []string{"z"}}, {MarketplaceName: "cloned", PluginNames: []string{"c"}},
+		{MarketplaceName: "loc-only", PluginNames: []string{"regplug"}}, {MarketplaceName: "str-market", PluginNames: []string{"x"}}}, items[0].Details.Plugins)
+
+	// The registry's local copy is used only without a source; config and cache use the marketplace's own name.
+	out := f.svc.Import(items)
+	id := "regplug@loc-only"
+	require.Equal(t, []protocol.ExternalAgentConfigImportItemTypeSuccess{{ItemType: TypePlugins, Source: &id, Target: &id}}, out.Immediate[0].Successes)
+	require.Empty(t, out.Immediate[0].Failures)
+	require.Len(t, out.Later, 1)
+	require.Len(t, out.Later[0].Failures, 3)
+	require.Contains(t, out.Later[0].Failures[0].Message, "(anthropics/claude-code)")
+	require.Equal(t, "[marketplaces.reg-market]\nsource_type = \"local\"\nsource = \""+market+"\"\n\n[plugins.\"regplug@reg-market\"]\nenabled = true\n",
+		read(t, filepath.Join(f.codex, "config.toml")))
+	require.DirExists(t, filepath.Join(f.codex, "plugins", "cache", "reg-market", "regplug", "2.0.0"))
+}
