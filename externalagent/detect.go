@@ -2,8 +2,8 @@ package externalagent
 
 import (
 	"encoding/json"
-	"os"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
