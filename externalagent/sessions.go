@@ -188,7 +188,8 @@ func (s *Service) detectSessions(opts DetectOptions) ([]protocol.SessionMigratio
 }
 
 // importSession turns one validated source session into a thread and records it in the ledger. ok is false
-// when the session holds no conversation (nothing is imported, nothing reported).
+// when the session holds no conversation or was imported already unchanged (nothing is imported, nothing
+// reported).
 func (s *Service) importSession(path string) (protocol.ExternalAgentConfigImportItemTypeSuccess, bool, error) {
 	t, ok, err := ReadTranscript(path)
 	if err != nil {
@@ -203,6 +204,15 @@ func (s *Service) importSession(path string) (protocol.ExternalAgentConfigImport
 	sum, err := fileSHA256(path)
 	if err != nil {
 		return protocol.ExternalAgentConfigImportItemTypeSuccess{}, false, err
+	}
+	led, err := s.readLedger()
+	if err != nil {
+		return protocol.ExternalAgentConfigImportItemTypeSuccess{}, false, err
+	}
+	for _, r := range led.Records {
+		if r.SourcePath == path && r.ContentSHA256 == sum {
+			return protocol.ExternalAgentConfigImportItemTypeSuccess{}, false, nil // imported already, unchanged
+		}
 	}
 	st, err := os.Stat(path)
 	if err != nil {

@@ -233,13 +233,20 @@ func TestImportSessions(t *testing.T) {
 	require.Len(t, led.Records, 1)
 	require.Equal(t, "thread-1", led.Records[0].ImportedThreadID)
 	require.Equal(t, path, led.Records[0].SourcePath)
+	detected := items
 	items, err = f.svc.Detect(DetectOptions{IncludeHome: true})
 	require.NoError(t, err)
 	require.Empty(t, items)
+	out = f.svc.Import(detected)
+	require.Empty(t, out.Later, "importing it again does nothing")
+	require.Len(t, made, 1)
 	write(t, path, read(t, path)+sessionLine("user", cwd, now, "more", nil)+"\n")
 	items, err = f.svc.Detect(DetectOptions{IncludeHome: true})
 	require.NoError(t, err)
 	require.Len(t, items, 1)
+	out = f.svc.Import(items)
+	require.Len(t, out.Later[0].Successes, 1, "a changed session imports again")
+	require.Len(t, made, 2)
 }
 
 func TestImportLocalPlugins(t *testing.T) {
