@@ -25,13 +25,24 @@ type DetectOptions struct {
 	IncludeMemory bool
 }
 
-// Detect lists what could be imported: per scope (home first, then each cwd's repository) config,
-// MCP servers, hooks, skills, commands, subagents, instructions and plugins not yet in Codex's files.
+// Detect lists what could be imported, in the reference's order: the home's config, MCP servers, hooks,
+// skills, commands, subagents, instructions and plugins not yet in Codex's files, its recent sessions, the
+// same per cwd's repository, and last the home's memories (when IncludeMemory).
 func (s *Service) Detect(opts DetectOptions) ([]protocol.ExternalAgentConfigMigrationItem, error) {
 	items := []protocol.ExternalAgentConfigMigrationItem{}
 	if opts.IncludeHome {
 		if err := s.detectScope(s.homeScope(), &items); err != nil {
 			return nil, err
+		}
+		sessions, err := s.detectSessions(opts)
+		if err != nil {
+			return nil, err
+		}
+		if len(sessions) > 0 {
+			d := details()
+			d.Sessions = sessions
+			items = append(items, protocol.ExternalAgentConfigMigrationItem{ItemType: TypeSessions,
+				Description: fmt.Sprintf("Migrate recent sessions from %s", filepath.Join(s.SourceHome, "projects")), Details: d})
 		}
 	}
 	for _, cwd := range opts.Cwds {
@@ -44,18 +55,6 @@ func (s *Service) Detect(opts DetectOptions) ([]protocol.ExternalAgentConfigMigr
 		}
 		if err := s.detectScope(repoScope(repo), &items); err != nil {
 			return nil, err
-		}
-	}
-	if opts.IncludeHome {
-		sessions, err := s.detectSessions(opts)
-		if err != nil {
-			return nil, err
-		}
-		if len(sessions) > 0 {
-			d := details()
-			d.Sessions = sessions
-			items = append(items, protocol.ExternalAgentConfigMigrationItem{ItemType: TypeSessions,
-				Description: fmt.Sprintf("Migrate recent sessions from %s", filepath.Join(s.SourceHome, "projects")), Details: d})
 		}
 	}
 	if opts.IncludeHome && opts.IncludeMemory {

@@ -357,3 +357,15 @@ func TestPluginMarketplaceRegistry(t *testing.T) {
 		read(t, filepath.Join(f.codex, "config.toml")))
 	require.DirExists(t, filepath.Join(f.codex, "plugins", "cache", "reg-market", "regplug", "2.0.0"))
 }
+
+func TestDetectOrderWithSessionsAndMemory(t *testing.T) {
+	f := newFixture(t)
+	now := time.Now()
+	write(t, filepath.Join(f.repo, "CLAUDE.md"), "repo doc\n")
+	write(t, f.claude("CLAUDE.md"), "home doc\n")
+	f.session(t, "s", now, sessionLine("user", f.repo, now, "q", nil))
+	write(t, f.claude("projects/-p/memory/MEMORY.md"), "# m\n")
+	items, err := f.svc.Detect(DetectOptions{IncludeHome: true, Cwds: []string{f.repo}, IncludeMemory: true})
+	require.NoError(t, err)
+	require.Equal(t, []ItemType{TypeAgentsMD, TypeSessions, TypeAgentsMD, TypeMemory}, itemTypes(items), "home, its sessions, repositories, memories")
+}
