@@ -369,3 +369,32 @@ func TestDetectOrderWithSessionsAndMemory(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []ItemType{TypeAgentsMD, TypeSessions, TypeAgentsMD, TypeMemory}, itemTypes(items), "home, its sessions, repositories, memories")
 }
+
+func TestTranscriptTitles(t *testing.T) {
+	f := newFixture(t)
+	now := time.Now()
+	for _, tc := range []struct {
+		name                   string
+		first                  any
+		title, threadName, pre string
+		turns                  int
+	}{
+		{"multiline", "  line one\nline two  ", "line one", "", "line one\nline two", 2},
+		{"blank lines first", "\n\n  \t spaced   words \n", "spaced   words", "", "spaced   words", 2},
+		{"unsupported first", []map[string]any{{"type": "image"}, {"type": "text", "text": "after"}}, "[external unsupported block: image]", "", "[external unsupported block: image]\n\nafter", 2},
+		{"slash command", "<command-message>init</command-message>\n<command-name>/init</command-name>", "second", "second", "<command-message>init</command-message>\n<command-name>/init</command-name>", 2},
+		{"whitespace only", "   ", "second", "", "second", 1},
+		{"tool result only", []map[string]any{{"type": "tool_result", "tool_use_id": "x", "content": "r"}}, "second", "", "second", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := f.session(t, strings.ReplaceAll(tc.name, " ", "-"), now, sessionLine("user", f.repo, now, tc.first, nil), sessionLine("user", f.repo, now, "second", nil))
+			tr, ok, err := ReadTranscript(path)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, tc.title, *tr.Title)
+			require.Equal(t, tc.threadName, tr.Name)
+			require.Equal(t, tc.pre, tr.Preview)
+			require.Len(t, tr.Turns, tc.turns)
+		})
+	}
+}

@@ -15,11 +15,12 @@ import (
 type Transcript struct {
 	// Cwd is the session's working directory ("" when no line names one).
 	Cwd string
-	// Title is what detection shows: the session's custom or generated title, else its first prompt, shortened.
+	// Title is what detection shows: the session's custom or generated title, else the first line of its
+	// first typed prompt (slash-command records skipped), shortened.
 	Title *string
-	// Name is the thread name the import gives: the session's custom or generated title only.
+	// Name is the thread name the import gives: the title, unless it is the first line of the preview.
 	Name string
-	// Preview is the first user message, whole.
+	// Preview is the first user message, trimmed.
 	Preview string
 	// Turns are the exchanges, one per user message.
 	Turns []TranscriptTurn
@@ -69,7 +70,7 @@ func ReadTranscript(path string) (Transcript, bool, error) {
 	}
 	defer f.Close()
 	var t Transcript
-	var custom, ai string
+	var custom, ai, prompt string
 	any := false
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
@@ -103,9 +104,12 @@ func ReadTranscript(path string) (Transcript, bool, error) {
 		at := lineTime(l.Timestamp)
 		if l.Type == "user" {
 			user, results := userContent(l.Message)
-			if user != "" {
+			if strings.TrimSpace(user) != "" {
 				if t.Preview == "" {
-					t.Preview = user
+					t.Preview = strings.TrimSpace(user)
+				}
+				if prompt == "" && !isCommandMessage(user) {
+					prompt = firstLine(user)
 				}
 				t.Turns = append(t.Turns, TranscriptTurn{StartedAt: at, User: user})
 				t.LastAt = at
@@ -129,20 +133,37 @@ func ReadTranscript(path string) (Transcript, bool, error) {
 	if !any {
 		return Transcript{}, false, nil
 	}
-	switch {
-	case custom != "":
-		t.Name = custom
-	case ai != "":
-		t.Name = ai
+	title := custom
+	if title == "" {
+		title = ai
 	}
-	if t.Name != "" {
-		n := t.Name
-		t.Title = &n
-	} else if p := strings.TrimSpace(t.Preview); p != "" {
-		p = shorten(p, titleLimit)
-		t.Title = &p
+	if title == "" {
+		title = shorten(prompt, titleLimit)
+	}
+	if title != "" {
+		t.Title = &title
+		// The thread is named only when its title is not what its preview already shows.
+		if title != shorten(firstLine(t.Preview), titleLimit) {
+			t.Name = title
+		}
 	}
 	return t, true, nil
+}
+
+// firstLine is the first line of s holding more than whitespace, trimmed.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// isCommandMessage reports whether a prompt is the record of a slash command rather than typed text.
+func isCommandMessage(s string) bool {
+	s = strings.TrimSpace(s)
+	return strings.HasPrefix(s, "<command-") || strings.HasPrefix(s, "<local-command-")
 }
 
 // shorten cuts s to at most n characters, the last three being "...".
