@@ -34,9 +34,12 @@ func (s *Service) Detect(opts DetectOptions) ([]protocol.ExternalAgentConfigMigr
 		if err := s.detectScope(s.homeScope(), &items); err != nil {
 			return nil, err
 		}
-		sessions, err := s.detectSessions(opts)
-		if err != nil {
-			return nil, err
+		var sessions []protocol.SessionMigration
+		if !s.cursor {
+			var err error
+			if sessions, err = s.detectSessions(opts); err != nil {
+				return nil, err
+			}
 		}
 		if len(sessions) > 0 {
 			d := details()
@@ -53,11 +56,11 @@ func (s *Service) Detect(opts DetectOptions) ([]protocol.ExternalAgentConfigMigr
 		if !ok {
 			continue
 		}
-		if err := s.detectScope(repoScope(repo), &items); err != nil {
+		if err := s.detectScope(s.repoScope(repo), &items); err != nil {
 			return nil, err
 		}
 	}
-	if opts.IncludeHome && opts.IncludeMemory {
+	if opts.IncludeHome && opts.IncludeMemory && !s.cursor {
 		keys, err := s.detectMemory()
 		if err != nil {
 			return nil, err
@@ -102,6 +105,9 @@ func (s *Service) detectScope(sc scope, items *[]protocol.ExternalAgentConfigMig
 	}
 	add := func(t ItemType, desc string, d *protocol.MigrationDetails) {
 		*items = append(*items, protocol.ExternalAgentConfigMigrationItem{ItemType: t, Description: desc, Cwd: cwd, Details: d})
+	}
+	if s.cursor {
+		return s.detectCursorScope(sc, add)
 	}
 	settings, haveSettings, err := effectiveSettings(sc.sourceSettings)
 	if err != nil {
@@ -149,6 +155,36 @@ func (s *Service) detectScope(sc scope, items *[]protocol.ExternalAgentConfigMig
 		}
 	}
 
+	if err := s.detectFiles(sc, add); err != nil {
+		return err
+	}
+
+	doc, err := docSource(sc)
+	if err != nil {
+		return err
+	}
+	if doc != "" {
+		empty, err := isMissingOrEmpty(sc.targetDoc)
+		if err != nil {
+			return err
+		}
+		if empty {
+			add(TypeAgentsMD, fmt.Sprintf("Migrate %s to %s", doc, sc.targetDoc), nil)
+		}
+	}
+
+	if haveSettings {
+		if groups := s.pluginMigrations(sc, settings); len(groups) > 0 {
+			d := details()
+			d.Plugins = groups
+			add(TypePlugins, fmt.Sprintf("Migrate enabled plugins from %s", sc.sourceSettings), d)
+		}
+	}
+	return nil
+}
+
+// detectFiles lists the scope's skills, commands and subagents that the target lacks.
+func (s *Service) detectFiles(sc scope, add func(ItemType, string, *protocol.MigrationDetails)) error {
 	srcSkills := filepath.Join(sc.sourceDir, "skills")
 	skills, err := missingSkills(srcSkills, sc.targetSkills)
 	if err != nil {
@@ -186,28 +222,6 @@ func (s *Service) detectScope(sc scope, items *[]protocol.ExternalAgentConfigMig
 			d.Subagents = append(d.Subagents, protocol.SubagentMigration{Name: n})
 		}
 		add(TypeSubagents, fmt.Sprintf("Migrate subagents from %s to %s", srcAgents, sc.targetAgents), d)
-	}
-
-	doc, err := docSource(sc)
-	if err != nil {
-		return err
-	}
-	if doc != "" {
-		empty, err := isMissingOrEmpty(sc.targetDoc)
-		if err != nil {
-			return err
-		}
-		if empty {
-			add(TypeAgentsMD, fmt.Sprintf("Migrate %s to %s", doc, sc.targetDoc), nil)
-		}
-	}
-
-	if haveSettings {
-		if groups := s.pluginMigrations(sc, settings); len(groups) > 0 {
-			d := details()
-			d.Plugins = groups
-			add(TypePlugins, fmt.Sprintf("Migrate enabled plugins from %s", sc.sourceSettings), d)
-		}
 	}
 	return nil
 }

@@ -128,6 +128,30 @@ func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Re
 		return err
 	}
 	home := sc.repo == ""
+	if s.cursor {
+		switch it.ItemType {
+		case TypeConfig:
+			return nil
+		case TypeMCP:
+			return s.importCursorMCP(sc, r)
+		case TypeHooks:
+			return importCursorHooks(sc, r)
+		case TypeAgentsMD:
+			src := cursorDoc(sc)
+			if src == "" {
+				return nil
+			}
+			empty, err := isMissingOrEmpty(sc.targetDoc)
+			if err != nil || !empty {
+				return err
+			}
+			if err := copyRewritten(src, sc.targetDoc, s.rewrite); err != nil {
+				return err
+			}
+			r.success(src, sc.targetDoc)
+			return nil
+		}
+	}
 	switch it.ItemType {
 	case TypeConfig:
 		settings, ok, err := effectiveSettings(sc.sourceSettings)
@@ -182,19 +206,19 @@ func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Re
 		}
 		return err
 	case TypeSkills:
-		names, err := importSkills(filepath.Join(sc.sourceDir, "skills"), sc.targetSkills)
+		names, err := importSkills(filepath.Join(sc.sourceDir, "skills"), sc.targetSkills, s.rewrite)
 		for _, n := range names {
 			r.success(n, n)
 		}
 		return err
 	case TypeCommands:
-		names, err := importCommands(filepath.Join(sc.sourceDir, "commands"), sc.targetSkills)
+		names, err := importCommands(filepath.Join(sc.sourceDir, "commands"), sc.targetSkills, s.rewrite)
 		for _, n := range names {
 			r.success(n, n)
 		}
 		return err
 	case TypeSubagents:
-		names, err := importSubagents(filepath.Join(sc.sourceDir, "agents"), sc.targetAgents)
+		names, err := importSubagents(filepath.Join(sc.sourceDir, "agents"), sc.targetAgents, s.rewrite)
 		for _, n := range names {
 			r.success(n, n)
 		}
@@ -211,7 +235,7 @@ func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Re
 		if err := os.MkdirAll(filepath.Dir(sc.targetDoc), 0o755); err != nil {
 			return err
 		}
-		if err := copyRewritten(src, sc.targetDoc); err != nil {
+		if err := copyRewritten(src, sc.targetDoc, s.rewrite); err != nil {
 			return err
 		}
 		r.success(src, sc.targetDoc)

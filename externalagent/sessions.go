@@ -191,6 +191,9 @@ func (s *Service) detectSessions(opts DetectOptions) ([]protocol.SessionMigratio
 // when the session holds no conversation or was imported already unchanged (nothing is imported, nothing
 // reported).
 func (s *Service) importSession(path string) (protocol.ExternalAgentConfigImportItemTypeSuccess, bool, error) {
+	if s.cursor {
+		return protocol.ExternalAgentConfigImportItemTypeSuccess{}, false, errors.New("importing Cursor sessions is not supported by appserver")
+	}
 	t, ok, err := ReadTranscript(path)
 	if err != nil {
 		return protocol.ExternalAgentConfigImportItemTypeSuccess{}, false, err

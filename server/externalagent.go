@@ -51,7 +51,9 @@ func (s *Server) externalAgentHistory() *externalagent.History {
 }
 
 func (s *Server) externalAgentDetect(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ExternalAgentConfigDetectParams) (any, error) {
-	items, err := s.externalAgent(c).Detect(externalagent.DetectOptions{IncludeHome: p.IncludeHome != nil && *p.IncludeHome, Cwds: p.Cwds,
+	svc := s.externalAgent(c)
+	svc.UseSource(deref(p.MigrationSource))
+	items, err := svc.Detect(externalagent.DetectOptions{IncludeHome: p.IncludeHome != nil && *p.IncludeHome, Cwds: p.Cwds,
 		MaxSessions: p.MaxSessions, MaxSessionAgeDays: p.MaxSessionAgeDays,
 		IncludeMemory: s.features.Effective(memoryImportFeature, s.currentConfig().Features, false)})
 	if err != nil {
@@ -77,7 +79,9 @@ func (s *Server) externalAgentImport(_ context.Context, c *connection, req *json
 			return nil, jsonrpc.InvalidRequest("memory import requires at least one selected memory")
 		}
 	}
-	out := s.externalAgent(c).Import(p.MigrationItems)
+	svc := s.externalAgent(c)
+	svc.UseSource(deref(p.MigrationSource))
+	out := svc.Import(p.MigrationItems)
 	if externalagent.NeedsReload(p.MigrationItems) {
 		s.reloadAfterWrite()
 	}
