@@ -257,3 +257,25 @@ func TestExternalAgentMemoryImport(t *testing.T) {
 	require.JSONEq(t, `{"importId":"`+resp.ImportID+`","itemTypeResults":[{"itemType":"MEMORY","successes":[{"itemType":"MEMORY","cwd":null,"source":"-w","target":"`+target+`","title":null}],"failures":[]}]}`, string(done.Params))
 	require.FileExists(t, filepath.Join(target, "-w", "MEMORY.md"))
 }
+
+func TestExternalAgentCursorSource(t *testing.T) {
+	home := claudeHome(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".cursor"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".cursor", "mcp.json"), []byte(`{"mcpServers":{"cur":{"command":"cur-mcp"}}}`), 0o644))
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(true)
+
+	var det protocol.ExternalAgentConfigDetectResponse
+	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true, "migrationSource": "cursor"}, &det)
+	require.Len(t, det.Items, 1, "Claude Code's files are not Cursor's")
+	require.Equal(t, "Migrate MCP servers from "+filepath.Join(home, ".cursor", "mcp.json")+" into "+filepath.Join(c.Home, "config.toml"), det.Items[0].Description)
+
+	var resp protocol.ExternalAgentConfigImportResponse
+	c.Result("externalAgentConfig/import", map[string]any{"migrationSource": "cursor", "migrationItems": det.Items}, &resp)
+	done := c.WaitNotification("externalAgentConfig/import/completed", nil)
+	require.JSONEq(t, `{"importId":"`+resp.ImportID+`","itemTypeResults":[{"itemType":"MCP_SERVER_CONFIG","successes":[{"itemType":"MCP_SERVER_CONFIG","cwd":null,"source":"cur","target":"cur","title":null}],"failures":[]}]}`, string(done.Params))
+	cfg, err := os.ReadFile(filepath.Join(c.Home, "config.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(cfg), "[mcp_servers.cur]\ncommand = \"cur-mcp\"\n")
+	require.NotContains(t, string(cfg), "docs-mcp")
+}
