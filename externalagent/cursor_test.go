@@ -1,12 +1,15 @@
 package externalagent
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	protocol "appserver/protocol/v2"
+	"appserver/rollout"
 )
 
 func TestCursorSource(t *testing.T) {
@@ -45,12 +48,46 @@ func TestCursorSource(t *testing.T) {
 	require.Equal(t, "name = \"ag\"\ndescription = \"Codex agent\"\ndeveloper_instructions = \"Be like Codex\"\n", read(t, filepath.Join(f.codex, "agents", "ag.toml")))
 	require.Equal(t, "Codex rules; Claude Code; AGENTS.md\n", read(t, filepath.Join(f.repo, "AGENTS.md")))
 
-	// Cursor sessions are not imported; anything else than "cursor" is Claude Code.
-	session := cur("projects/p/agent-transcripts/s.jsonl")
-	write(t, session, `{"role":"user","message":{"content":[{"type":"text","text":"<user_query>hi</user_query>"}]}}`+"\n")
-	out = f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: session}}}}})
+	// Cursor sessions: agent-transcripts (one folder deep), cwd decoded from the project key.
+	proj := filepath.Join(f.root, "my-proj.v2")
+	require.NoError(t, os.MkdirAll(proj, 0o755))
+	key := strings.ReplaceAll(strings.TrimPrefix(proj, "/"), "/", "-")
+	lines := `{"role":"user","message":{"content":[{"type":"text","text":"<timestamp>x</timestamp>\n<user_query>\nhello cursor\nline2\n</user_query>"}]}}
+{"role":"assistant","message":{"content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"t1","name":"Shell","input":{"command":"ls"}}]}}
+{"role":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"a.go"}]}}
+`
+	top := cur("projects/" + key + "/agent-transcripts/a.jsonl")
+	nested := cur("projects/" + key + "/agent-transcripts/b/b.jsonl")
+	write(t, top, lines)
+	write(t, nested, lines)
+	write(t, cur("projects/"+key+"/agent-transcripts/b/subagents/c.jsonl"), lines)
+	write(t, cur("projects/no-such-dir-anywhere/agent-transcripts/d.jsonl"), lines)
+	items, err = f.svc.Detect(DetectOptions{IncludeHome: true})
+	require.NoError(t, err)
+	require.Equal(t, TypeSessions, items[len(items)-1].ItemType)
+	require.Equal(t, "Migrate recent sessions from "+cur("projects"), items[len(items)-1].Description)
+	sessions := items[len(items)-1].Details.Sessions
+	require.ElementsMatch(t, []string{top, nested}, []string{sessions[0].Path, sessions[1].Path})
+	require.Equal(t, proj, sessions[0].Cwd)
+	require.Equal(t, "hello cursor", *sessions[0].Title)
+
+	var made []string
+	f.svc.CreateThread = func(cwd, name, preview string, write func(*rollout.Recorder) error) (string, error) {
+		require.Equal(t, proj, cwd)
+		require.Equal(t, "", name, "the title is the preview's first line")
+		require.Equal(t, "hello cursor\nline2", preview)
+		made = append(made, cwd)
+		return "thread-1", nil
+	}
+	out = f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: top}}}}})
 	require.Len(t, out.Later, 1)
-	require.Equal(t, "importing Cursor sessions is not supported by appserver", out.Later[0].Failures[0].Message)
+	require.Empty(t, out.Later[0].Failures)
+	require.Len(t, made, 1)
+	tr, ok, err := f.svc.readTranscript(top)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []string{"hi\n\n[external_agent_tool_call: Shell]\ncommand: ls\n[/external_agent_tool_call]",
+		"[external_agent_tool_result]\na.go\n[/external_agent_tool_result]"}, tr.Turns[0].Agent)
 	f.svc.UseSource("something")
 	require.Equal(t, filepath.Join(f.home, ".claude"), f.svc.SourceHome)
 }

@@ -34,12 +34,9 @@ func (s *Service) Detect(opts DetectOptions) ([]protocol.ExternalAgentConfigMigr
 		if err := s.detectScope(s.homeScope(), &items); err != nil {
 			return nil, err
 		}
-		var sessions []protocol.SessionMigration
-		if !s.cursor {
-			var err error
-			if sessions, err = s.detectSessions(opts); err != nil {
-				return nil, err
-			}
+		sessions, err := s.detectSessions(opts)
+		if err != nil {
+			return nil, err
 		}
 		if len(sessions) > 0 {
 			d := details()

@@ -138,15 +138,7 @@ func (s *Service) detectSessions(opts DetectOptions) ([]protocol.SessionMigratio
 		if !p.IsDir() {
 			continue
 		}
-		entries, err := os.ReadDir(filepath.Join(root, p.Name()))
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			if e.IsDir() || filepath.Ext(e.Name()) != ".jsonl" {
-				continue
-			}
-			path := filepath.Join(root, p.Name(), e.Name())
+		for _, path := range s.projectSessionFiles(filepath.Join(root, p.Name())) {
 			st, err := os.Stat(path)
 			if err != nil || !st.Mode().IsRegular() || !st.ModTime().After(cutoff) {
 				continue
@@ -173,7 +165,7 @@ func (s *Service) detectSessions(opts DetectOptions) ([]protocol.SessionMigratio
 	}
 	var out []protocol.SessionMigration
 	for _, f := range files {
-		t, ok, err := ReadTranscript(f.path)
+		t, ok, err := s.readTranscript(f.path)
 		if err != nil || !ok || t.Cwd == "" || !isDir(t.Cwd) {
 			continue
 		}
@@ -187,14 +179,28 @@ func (s *Service) detectSessions(opts DetectOptions) ([]protocol.SessionMigratio
 	return out, nil
 }
 
+// projectSessionFiles lists the transcripts of one source project folder.
+func (s *Service) projectSessionFiles(project string) []string {
+	if s.cursor {
+		return cursorSessionFiles(project)
+	}
+	files, _ := filepath.Glob(filepath.Join(project, "*.jsonl"))
+	return files
+}
+
+// readTranscript parses a session of the source agent.
+func (s *Service) readTranscript(path string) (Transcript, bool, error) {
+	if s.cursor {
+		return readCursorTranscript(path, s.cursorSessionCwd(path))
+	}
+	return ReadTranscript(path)
+}
+
 // importSession turns one validated source session into a thread and records it in the ledger. ok is false
 // when the session holds no conversation or was imported already unchanged (nothing is imported, nothing
 // reported).
 func (s *Service) importSession(path string) (protocol.ExternalAgentConfigImportItemTypeSuccess, bool, error) {
-	if s.cursor {
-		return protocol.ExternalAgentConfigImportItemTypeSuccess{}, false, errors.New("importing Cursor sessions is not supported by appserver")
-	}
-	t, ok, err := ReadTranscript(path)
+	t, ok, err := s.readTranscript(path)
 	if err != nil {
 		return protocol.ExternalAgentConfigImportItemTypeSuccess{}, false, err
 	}

@@ -291,7 +291,7 @@ func toolCallBody(name string, input json.RawMessage) string {
 		if p, ok := str("file_path"); ok {
 			return "file: " + p
 		}
-	case "Bash":
+	case "Bash", "Shell":
 		if c, ok := str("command"); ok {
 			if d, ok := str("description"); ok {
 				return "description: " + d + "\ncommand: " + c
