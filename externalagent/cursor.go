@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"appserver/configedit"
@@ -188,7 +189,92 @@ func (s *Service) detectCursorScope(sc scope, add func(ItemType, string, *protoc
 			add(TypeAgentsMD, fmt.Sprintf("Migrate %s to %s", src, sc.targetDoc), nil)
 		}
 	}
+	if sc.repo == "" {
+		if groups := s.cursorCachedPlugins(); len(groups) > 0 {
+			configured := map[string]bool{}
+			if cfg, err := readTOML(filepath.Join(s.CodexHome, "config.toml")); err == nil {
+				if p, ok := cfg["plugins"].(map[string]any); ok {
+					for k := range p {
+						configured[k] = true
+					}
+				}
+			}
+			var left []protocol.PluginsMigration
+			for _, g := range groups {
+				var names []string
+				for _, n := range g.PluginNames {
+					if !configured[n+"@"+g.MarketplaceName] {
+						names = append(names, n)
+					}
+				}
+				if len(names) > 0 {
+					left = append(left, protocol.PluginsMigration{MarketplaceName: g.MarketplaceName, PluginNames: names})
+				}
+			}
+			if len(left) > 0 {
+				d := details()
+				d.Plugins = left
+				add(TypePlugins, fmt.Sprintf("Migrate cached plugins from %s", filepath.Join(s.SourceHome, "plugins", "cache")), d)
+			}
+		}
+	}
 	return nil
+}
+
+// cursorMarketplace is the folder of a Cursor marketplace the user added.
+func (s *Service) cursorMarketplace(name string) string {
+	return filepath.Join(s.SourceHome, "plugins", "marketplaces", name)
+}
+
+// cursorCachedPlugins groups the plugins in Cursor's plugin cache (plugins/cache/<market>/<plugin>) that
+// their marketplace's catalogue lists, by marketplace (both sorted).
+func (s *Service) cursorCachedPlugins() []protocol.PluginsMigration {
+	cache := filepath.Join(s.SourceHome, "plugins", "cache")
+	markets, err := subdirNames(cache)
+	if err != nil {
+		return nil
+	}
+	var out []protocol.PluginsMigration
+	for _, m := range markets {
+		if strings.HasPrefix(m, ".") {
+			continue
+		}
+		_, catalogue, err := localCatalogue(s.cursorMarketplace(m))
+		if err != nil {
+			continue
+		}
+		names, _ := subdirNames(filepath.Join(cache, m))
+		var found []string
+		for _, n := range names {
+			if _, ok := catalogue[n]; ok && !strings.HasPrefix(n, ".") {
+				found = append(found, n)
+			}
+		}
+		if len(found) > 0 {
+			sort.Strings(found)
+			out = append(out, protocol.PluginsMigration{MarketplaceName: m, PluginNames: found})
+		}
+	}
+	return out
+}
+
+// importCursorPlugins installs the item's plugins from their Cursor marketplaces (home only).
+func (s *Service) importCursorPlugins(it protocol.ExternalAgentConfigMigrationItem, r *Result) {
+	if it.Details == nil {
+		r.failure("plugin_import", "plugins migration item is missing details", nil, nil, nil)
+		return
+	}
+	for _, g := range it.Details.Plugins {
+		root := s.cursorMarketplace(g.MarketplaceName)
+		if it.Cwd == nil && isDir(root) {
+			s.installLocalPlugins(g.MarketplaceName, root, g.PluginNames, r)
+			continue
+		}
+		for _, name := range g.PluginNames {
+			id := name + "@" + g.MarketplaceName
+			r.failure("plugin_import", "external agent plugin marketplace source was not found: "+g.MarketplaceName, nil, nil, &id)
+		}
+	}
 }
 
 // cursorDoc is a repository's .cursorrules when it has content ("" otherwise, and for the home).

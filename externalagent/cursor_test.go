@@ -91,3 +91,38 @@ func TestCursorSource(t *testing.T) {
 	f.svc.UseSource("something")
 	require.Equal(t, filepath.Join(f.home, ".claude"), f.svc.SourceHome)
 }
+
+func TestCursorPlugins(t *testing.T) {
+	f := newFixture(t)
+	cur := func(rel string) string { return filepath.Join(f.home, ".cursor", rel) }
+	market := cur("plugins/marketplaces/mk")
+	write(t, filepath.Join(market, ".cursor-plugin", "marketplace.json"), `{"name":"mk","plugins":[{"name":"p1","source":"./plugins/p1"}]}`)
+	write(t, filepath.Join(market, "plugins", "p1", ".cursor-plugin", "plugin.json"), `{"name":"p1","version":"1.0.0"}`)
+	write(t, cur("plugins/cache/mk/p1/abc/.cursor-plugin/plugin.json"), `{"name":"p1"}`)
+	write(t, cur("plugins/cache/mk/p3/v1/.cursor-plugin/plugin.json"), `{"name":"p3"}`)
+	write(t, cur("plugins/cache/mk/.trash/x/.cursor-plugin/plugin.json"), `{"name":"x"}`)
+	write(t, cur("plugins/cache/nomarket/p2/v1/.cursor-plugin/plugin.json"), `{"name":"p2"}`)
+	f.svc.UseSource("cursor")
+
+	items, err := f.svc.Detect(DetectOptions{IncludeHome: true})
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	require.Equal(t, "Migrate cached plugins from "+cur("plugins/cache"), items[0].Description)
+	require.Equal(t, []protocol.PluginsMigration{{MarketplaceName: "mk", PluginNames: []string{"p1"}}}, items[0].Details.Plugins)
+
+	items[0].Details.Plugins = []protocol.PluginsMigration{{MarketplaceName: "mk", PluginNames: []string{"p1", "p3"}}, {MarketplaceName: "nomarket", PluginNames: []string{"p2"}}}
+	out := f.svc.Import(items)
+	require.Empty(t, out.Later)
+	r := out.Immediate[0]
+	id := "p1@mk"
+	require.Equal(t, []protocol.ExternalAgentConfigImportItemTypeSuccess{{ItemType: TypePlugins, Source: &id, Target: &id}}, r.Successes)
+	require.Len(t, r.Failures, 2)
+	require.Equal(t, "plugin `p3` was not found in marketplace `mk`", r.Failures[0].Message)
+	require.Equal(t, "external agent plugin marketplace source was not found: nomarket", r.Failures[1].Message)
+	require.Equal(t, "[marketplaces.mk]\nsource_type = \"local\"\nsource = \""+market+"\"\n\n[plugins.\"p1@mk\"]\nenabled = true\n", read(t, filepath.Join(f.codex, "config.toml")))
+	require.DirExists(t, filepath.Join(f.codex, "plugins", "cache", "mk", "p1", "1.0.0"))
+
+	items, err = f.svc.Detect(DetectOptions{IncludeHome: true})
+	require.NoError(t, err)
+	require.Empty(t, items, "installed plugins are not offered again")
+}

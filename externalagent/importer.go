@@ -101,6 +101,11 @@ func (s *Service) Import(items []protocol.ExternalAgentConfigMigrationItem) Outc
 			out.Immediate = append(out.Immediate, r)
 			continue
 		}
+		if it.ItemType == TypePlugins && s.cursor {
+			s.importCursorPlugins(it, &r)
+			out.Immediate = append(out.Immediate, r)
+			continue
+		}
 		if it.ItemType == TypePlugins {
 			later := s.importPlugins(it, &r)
 			out.Immediate = append(out.Immediate, r)

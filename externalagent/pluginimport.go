@@ -14,6 +14,7 @@ import (
 // sourceMarketplaceFiles are where a local source marketplace keeps its catalogue, in lookup order.
 var sourceMarketplaceFiles = []string{
 	filepath.Join(".claude-plugin", "marketplace.json"),
+	filepath.Join(".cursor-plugin", "marketplace.json"),
 	filepath.Join(".agents", "plugins", "marketplace.json"),
 	filepath.Join(".codex-plugin", "marketplace.json"),
 	"marketplace.json",
@@ -23,6 +24,7 @@ var sourceMarketplaceFiles = []string{
 var pluginManifestFiles = []string{
 	filepath.Join(".codex-plugin", "plugin.json"),
 	filepath.Join(".claude-plugin", "plugin.json"),
+	filepath.Join(".cursor-plugin", "plugin.json"),
 }
 
 // localCatalogue reads the local marketplace at root: its name and its plugins' folders by name (only
