@@ -264,9 +264,13 @@ func (s *Service) importCursorPlugins(it protocol.ExternalAgentConfigMigrationIt
 		r.failure("plugin_import", "plugins migration item is missing details", nil, nil, nil)
 		return
 	}
+	if deref(it.Cwd) != "" {
+		r.failure("plugin_import", "repository-scoped plugin migration is not allowed", nil, nil, nil)
+		return
+	}
 	for _, g := range it.Details.Plugins {
 		root := s.cursorMarketplace(g.MarketplaceName)
-		if it.Cwd == nil && isDir(root) {
+		if isDir(root) {
 			s.installLocalPlugins(g.MarketplaceName, root, g.PluginNames, r)
 			continue
 		}

@@ -170,7 +170,7 @@ func (s *Service) detectScope(sc scope, items *[]protocol.ExternalAgentConfigMig
 		}
 	}
 
-	if haveSettings {
+	if haveSettings && sc.repo == "" { // the reference migrates plugins for the home only
 		if groups := s.pluginMigrations(sc, settings); len(groups) > 0 {
 			d := details()
 			d.Plugins = groups

@@ -255,6 +255,10 @@ func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r 
 		r.failure("plugin_import", "plugins migration item is missing details", nil, nil, nil)
 		return nil
 	}
+	if deref(it.Cwd) != "" {
+		r.failure("plugin_import", "repository-scoped plugin migration is not allowed", nil, nil, nil)
+		return nil
+	}
 	var sources map[string]string
 	sc, ok, err := s.scopeFor(deref(it.Cwd))
 	if err == nil && ok {
@@ -270,7 +274,7 @@ func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r 
 	hasLater := false
 	for _, g := range it.Details.Plugins {
 		src, known := sources[g.MarketplaceName]
-		if known && sc.repo == "" && isDir(src) {
+		if known && isDir(src) {
 			s.installLocalPlugins(g.MarketplaceName, src, g.PluginNames, r)
 			continue
 		}

@@ -398,3 +398,20 @@ func TestTranscriptTitles(t *testing.T) {
 		})
 	}
 }
+
+func TestRepoPluginsAreNotMigrated(t *testing.T) {
+	f := newFixture(t)
+	market := filepath.Join(f.root, "mkt")
+	write(t, filepath.Join(market, ".claude-plugin", "marketplace.json"), `{"name":"m","plugins":[{"name":"p","source":"./p"}]}`)
+	write(t, filepath.Join(f.repo, ".claude", "settings.json"), `{"enabledPlugins":{"p@m":true},"extraKnownMarketplaces":{"m":{"source":{"source":"directory","path":"`+market+`"}}}}`)
+	items, err := f.svc.Detect(DetectOptions{Cwds: []string{f.repo}})
+	require.NoError(t, err)
+	require.Empty(t, items)
+	repo := f.repo
+	out := f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypePlugins, Cwd: &repo,
+		Details: &protocol.MigrationDetails{Plugins: []protocol.PluginsMigration{{MarketplaceName: "m", PluginNames: []string{"p"}}}}}})
+	require.Empty(t, out.Later)
+	require.Equal(t, []protocol.ExternalAgentConfigImportItemTypeFailure{{ItemType: TypePlugins, Cwd: &repo, FailureStage: "plugin_import",
+		Message: "repository-scoped plugin migration is not allowed"}}, out.Immediate[0].Failures)
+	require.NoFileExists(t, filepath.Join(f.codex, "config.toml"))
+}
