@@ -79,7 +79,9 @@ func TestCursorSource(t *testing.T) {
 		made = append(made, cwd)
 		return "thread-1", nil
 	}
-	out = f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: top}}}}})
+	out = f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: top, Cwd: "/no/such/dir"}}}}})
+	require.Empty(t, out.Later, "a Cursor session imports into the selection's cwd, which must exist")
+	out = f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: top, Cwd: proj}}}}})
 	require.Len(t, out.Later, 1)
 	require.Empty(t, out.Later[0].Failures)
 	require.Len(t, made, 1)

@@ -329,7 +329,7 @@ func (s *Service) checkSessions(items []protocol.ExternalAgentConfigMigrationIte
 			check.failure("session_missing", "external agent session was not detected for import: "+sess.Path, nil, &sub, &src)
 		case !seen[canon]:
 			seen[canon] = true
-			succ, ok, err := s.importSession(sess.Path)
+			succ, ok, err := s.importSession(sess)
 			switch {
 			case err != nil:
 				sub := "session_import_failed"

@@ -199,8 +199,20 @@ func (s *Service) readTranscript(path string) (Transcript, bool, error) {
 // importSession turns one validated source session into a thread and records it in the ledger. ok is false
 // when the session holds no conversation or was imported already unchanged (nothing is imported, nothing
 // reported).
-func (s *Service) importSession(path string) (protocol.ExternalAgentConfigImportItemTypeSuccess, bool, error) {
-	t, ok, err := s.readTranscript(path)
+func (s *Service) importSession(sess protocol.SessionMigration) (protocol.ExternalAgentConfigImportItemTypeSuccess, bool, error) {
+	path := sess.Path
+	var t Transcript
+	var ok bool
+	var err error
+	if s.cursor {
+		// Cursor's transcripts do not name their directory: the selection's cwd is used, when it exists.
+		if !filepath.IsAbs(sess.Cwd) || !isDir(sess.Cwd) {
+			return protocol.ExternalAgentConfigImportItemTypeSuccess{}, false, nil
+		}
+		t, ok, err = readCursorTranscript(path, sess.Cwd)
+	} else {
+		t, ok, err = ReadTranscript(path)
+	}
 	if err != nil {
 		return protocol.ExternalAgentConfigImportItemTypeSuccess{}, false, err
 	}
