@@ -15,8 +15,8 @@ import (
 	protocol "appserver/protocol/v2"
 )
 
-// Instructions is the reviewer's developer message (our own wording); the output format is the
-// reference's.
+// Instructions is the reviewer's developer message, in place of the base instructions (our own
+// wording); the output format is the reference's.
 const Instructions = `# Code review
 
 You review a change another engineer made. Report only problems the author would want to fix once told about them:
@@ -25,7 +25,7 @@ You review a change another engineer made. Report only problems the author would
 - it is one specific, actionable problem, and you can point at the code it affects; no speculation about code you have not seen;
 - it is not plainly what the author meant to do.
 
-Leave out style nits, formatting, typos and documentation unless they hide a real problem. Look at every changed file; report each distinct problem once, at the smallest line range that shows it (a few lines at most).
+Read the change yourself with the shell tools you have (git diff, git show, reading files); you cannot change files. Leave out style nits, formatting, typos and documentation unless they hide a real problem. Look at every changed file; report each distinct problem once, at the smallest line range that shows it (a few lines at most).
 
 For each finding:
 - title: at most 80 characters, starting with its priority tag: [P0] must be fixed before anything ships, [P1] fix soon, [P2] fix eventually, [P3] nice to have;
@@ -44,7 +44,6 @@ Answer with this JSON object only, no code fences, no other text:
 type Request struct {
 	Prompt string // the user message the reviewer gets
 	Hint   string // the short description shown in enteredReviewMode
-	Diff   string // the change (see Diff), sent after the prompt when not empty
 }
 
 // ErrEmpty marks a target with a required field left empty.

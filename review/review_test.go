@@ -2,9 +2,6 @@ package review
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,46 +78,4 @@ func TestResolve(t *testing.T) {
 			require.NotEmpty(t, r.Prompt)
 		})
 	}
-}
-
-func TestDiff(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
-	dir := t.TempDir()
-	git := func(args ...string) string {
-		cmd := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a"}, args...)...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, string(out))
-		return string(out)
-	}
-	git("init", "-q", "-b", "main")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644))
-	git("add", ".")
-	git("commit", "-qm", "first")
-	git("checkout", "-qb", "feature")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ncommitted\n"), 0o644))
-	git("commit", "-qam", "second")
-	sha := git("rev-parse", "HEAD")[:40]
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ncommitted\nworking\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "new.txt"), []byte("brand new\n"), 0o644))
-
-	ctx := context.Background()
-	d := Diff(ctx, dir, protocol.ReviewTarget{Value: protocol.ReviewTargetUncommittedChanges{}})
-	require.Contains(t, d, "+working")
-	require.NotContains(t, d, "+committed")
-	require.Contains(t, d, "+brand new", "untracked files are part of the change")
-
-	d = Diff(ctx, dir, protocol.ReviewTarget{Value: protocol.ReviewTargetBaseBranch{Branch: "main"}})
-	require.Contains(t, d, "+committed")
-	require.Contains(t, d, "+working")
-
-	d = Diff(ctx, dir, protocol.ReviewTarget{Value: protocol.ReviewTargetCommit{Sha: sha}})
-	require.Contains(t, d, "second")
-	require.Contains(t, d, "+committed")
-	require.NotContains(t, d, "+working")
-
-	require.Empty(t, Diff(ctx, dir, protocol.ReviewTarget{Value: protocol.ReviewTargetCustom{Instructions: "x"}}))
-	require.Empty(t, Diff(ctx, t.TempDir(), protocol.ReviewTarget{Value: protocol.ReviewTargetUncommittedChanges{}}), "outside a repository")
 }

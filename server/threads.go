@@ -79,6 +79,11 @@ func (c *connection) originator() string {
 	return c.clientInfo.Name
 }
 
+// unknownModelWarning is the reference's warning for a turn on a model without catalogue metadata.
+func unknownModelWarning(mdl string) string {
+	return "Model metadata for `" + mdl + "` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."
+}
+
 func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.TurnStartParams) (any, error) {
 	t, err := s.loadedThread(p.ThreadID)
 	if err != nil {
@@ -93,7 +98,7 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 	// The reference warns when a turn starts, not when turn/start folds input into the running one.
 	if _, known := model.LookupModel(mdl); !known && t.ActiveTurn() == nil {
 		t.EmitTo(c, protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID,
-			Message: "Model metadata for `" + mdl + "` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."})
+			Message: unknownModelWarning(mdl)})
 	}
 	tn, folded := t.BeginTurn(p.Input, thread.TurnOptions{OutputSchema: p.OutputSchema, ClientUserMessageID: p.ClientUserMessageID})
 	req.Reply(protocol.TurnStartResponse{Turn: tn.PendingTurn()}, nil)

@@ -238,7 +238,7 @@ func (tn *Turn) recordUsage(responseID string, u *model.Usage) {
 // recordEnd appends task_complete (with the error of a failed turn) or turn_aborted.
 func (tn *Turn) recordEnd(status protocol.TurnStatus, turnErr *protocol.TurnError, lastText string, completedAt time.Time, dur int64) {
 	t := tn.thread
-	if !tn.task { // the reference leaves the read state alone after a user shell or compaction turn
+	if !tn.task || tn.taskOpts.NoteRead { // the reference leaves the read state alone after a user shell or compaction turn
 		defer t.noteTurnEnd(tn.ID, status)
 	}
 	if status == protocol.TurnStatusInterrupted {

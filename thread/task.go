@@ -33,22 +33,45 @@ func (t *Thread) BeginTask() (*Turn, error) {
 	return tn, nil
 }
 
+// TaskOptions shape how a task turn is announced and recorded (a review differs from a user shell).
+type TaskOptions struct {
+	// Prelude runs before the turn is announced active (the reference's review reports enteredReviewMode
+	// first).
+	Prelude func(tc *ToolContext)
+	// AnnounceID, when set, is the turn id turn/started names, with the task's own id as its rootTurnId
+	// (the reference announces its reviewer sub-agent's turn there).
+	AnnounceID string
+	// NoteRead updates the thread's read state when the turn completes, as a model turn does.
+	NoteRead bool
+}
+
 // RunTask runs body as the turn on its own goroutine.
-func (tn *Turn) RunTask(body TaskBody) {
+func (tn *Turn) RunTask(body TaskBody) { tn.RunTaskWith(TaskOptions{}, body) }
+
+// RunTaskWith is RunTask with options.
+func (tn *Turn) RunTaskWith(o TaskOptions, body TaskBody) {
+	tn.taskOpts = o
 	go func() {
 		t := tn.thread
 		defer close(tn.done)
 		tn.mu.Lock()
 		tn.startedAt = time.Now()
 		tn.mu.Unlock()
+		s := t.Settings()
+		tc := &ToolContext{Thread: t, Turn: tn, Settings: s, Log: t.log}
+		if o.Prelude != nil {
+			o.Prelude(tc)
+		}
 		t.emitStatus()
 		started := tn.snapshot(false)
 		started.ItemsView = ptr(protocol.TurnItemsViewNotLoaded)
+		if o.AnnounceID != "" {
+			started.ID, started.RootTurnID = o.AnnounceID, &tn.ID
+		}
 		t.emit(protocol.NotifyTurnStarted, protocol.TurnStartedNotification{ThreadID: t.ID, Turn: started})
-		s := t.Settings()
 		tn.recordStart(s)
 		t.markHistory(tn.ID) // where thread/revert cuts the history
-		hist := body(tn.ctx, &ToolContext{Thread: t, Turn: tn, Settings: s, Log: t.log})
+		hist := body(tn.ctx, tc)
 		t.appendHistory(hist...)
 		tn.mu.Lock()
 		pending := tn.pending

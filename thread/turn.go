@@ -35,6 +35,8 @@ type Turn struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	task   bool // driven by a TaskBody (user shell, compaction), not by the model
+	// taskOpts are a task turn's options (set before its goroutine starts).
+	taskOpts TaskOptions
 
 	mu sync.Mutex
 	// startedAt is written by the turn's goroutine under mu; other goroutines read it under mu.
