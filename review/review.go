@@ -212,3 +212,9 @@ func Render(out Output) string {
 func Handoff(rendered string) string {
 	return "<user_action>\n  <context>The user ran a code review. The reviewer's full output follows; the user may ask to address some of its comments.</context>\n  <action>review</action>\n  <results>\n  " + rendered + "\n  </results>\n  </user_action>\n"
 }
+
+// HandoffCutShort is the hand-off of a review that did not finish: no results, and a note for the
+// next turn (our own wording).
+func HandoffCutShort() string {
+	return "<user_action>\n  <context>The user started a code review that did not finish. If they ask about it, suggest running the review again and letting it complete.</context>\n  <action>review</action>\n  <results>\n  None.\n  </results>\n</user_action>\n"
+}

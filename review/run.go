@@ -66,15 +66,21 @@ func body(req Request, opts Options, subTurn string) thread.TaskBody {
 			TurnID:    subTurn,
 		})
 		if ctx.Err() != nil {
-			return nil
+			// interrupted: nothing more is shown, the thread's history learns the review did not finish
+			return cutShort()
 		}
+		shown := ""
 		if err != nil {
 			tc.Log.Warn("review failed", "error", err)
-			text = ""
+			tc.Fail(err)
+			text, shown = "", CutShortMessage
 		}
 		rendered := Render(Parse(text))
 		if text == "" {
 			rendered = Render(Output{})
+		}
+		if shown == "" {
+			shown = rendered
 		}
 
 		exited := protocol.ThreadItemExitedReviewMode{ID: newID(), Review: rendered, StartedAtMs: nowMs()}
@@ -83,17 +89,33 @@ func body(req Request, opts Options, subTurn string) thread.TaskBody {
 		tc.ItemCompleted(protocol.ThreadItem{Value: exited})
 
 		msgID := "msg_" + newID()
-		msg := protocol.ThreadItemAgentMessage{ID: msgID, Text: rendered, StartedAtMs: nowMs()}
+		msg := protocol.ThreadItemAgentMessage{ID: msgID, Text: shown, StartedAtMs: nowMs()}
 		tc.ItemStarted(protocol.ThreadItem{Value: msg})
 		msg.CompletedAtMs = msg.StartedAtMs
 		tc.ItemCompleted(protocol.ThreadItem{Value: msg})
 
-		assistant, _ := json.Marshal(map[string]any{
-			"type": "message", "id": msgID, "role": "assistant",
-			"content": []map[string]string{{"type": "output_text", "text": rendered}},
-		})
-		return []json.RawMessage{thread.MessageItem("user", Handoff(rendered)), assistant}
+		if err != nil {
+			return []json.RawMessage{thread.MessageItem("user", HandoffCutShort()), assistantItem(msgID, shown)}
+		}
+		return []json.RawMessage{thread.MessageItem("user", Handoff(rendered)), assistantItem(msgID, rendered)}
 	}
+}
+
+// CutShortMessage is what a review that did not finish (interrupted, or its model failed) tells the
+// user and the thread, in the reference's words.
+const CutShortMessage = "Review was interrupted. Please re-run /review and wait for it to complete."
+
+// cutShort is the history an unfinished review leaves: the hand-off saying so and CutShortMessage.
+func cutShort() []json.RawMessage {
+	return []json.RawMessage{thread.MessageItem("user", HandoffCutShort()), assistantItem("msg_"+newID(), CutShortMessage)}
+}
+
+func assistantItem(id, text string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{
+		"type": "message", "id": id, "role": "assistant",
+		"content": []map[string]string{{"type": "output_text", "text": text}},
+	})
+	return b
 }
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,55 +37,120 @@ func TestReviewStartInline(t *testing.T) {
 	answer := `{"findings":[{"title":"[P1] Bad thing","body":"It breaks.","confidence_score":0.8,"priority":1,"code_location":{"absolute_file_path":"` +
 		filepath.Join(c.Work, "a.txt") + `","line_range":{"start":2,"end":2}}}],"overall_correctness":"patch is incorrect","overall_explanation":"One bug.","overall_confidence_score":0.7}`
 	mm.Enqueue(
-		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(answer, 2)}},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("exec_command", "call_r1", map[string]any{"cmd": "git diff HEAD"})}},
+		mockmodel.Response{Items: []mockmodel.Item{{Type: "message", ID: "msg_rev", Text: answer, Chunks: 2}}},
 		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("fixed", 1)}},
 	)
 	c.Initialize(false)
-	tid := c.StartThread(nil)
+	// the reviewer runs its commands without asking, whatever the thread's approval policy
+	tid := c.StartThread(map[string]any{"approvalPolicy": "untrusted"})
+	mark := c.Mark()
 
 	var res protocol.ReviewStartResponse
-	c.Result("review/start", map[string]any{"threadId": tid, "target": map[string]any{"type": "uncommittedChanges"}}, &res)
+	c.Result("review/start", map[string]any{"threadId": tid, "target": map[string]any{"type": "uncommittedChanges"}, "delivery": "inline"}, &res)
 	require.Equal(t, tid, res.ReviewThreadID)
 	require.Equal(t, protocol.TurnStatusInProgress, res.Turn.Status)
 	require.Len(t, res.Turn.Items, 1)
 	um, ok := res.Turn.Items[0].Value.(protocol.ThreadItemUserMessage)
 	require.True(t, ok)
 	require.Equal(t, res.Turn.ID, um.ID)
-
-	var items []protocol.ThreadItemVariant
-	for len(items) < 4 {
-		m := c.WaitNotification("item/completed", nil)
-		var n protocol.ItemCompletedNotification
-		require.NoError(t, json.Unmarshal(m.Params, &n))
-		require.Equal(t, res.Turn.ID, n.TurnID)
-		items = append(items, n.Item.Value)
-	}
-	require.Equal(t, "current changes", items[0].(protocol.ThreadItemEnteredReviewMode).Review)
-	require.NotEmpty(t, items[1].(protocol.ThreadItemUserMessage).Content)
-	want := "One bug.\n\nReview comment:\n\n- [P1] Bad thing — " + filepath.Join(c.Work, "a.txt") + ":2-2\n  It breaks."
-	require.Equal(t, want, items[2].(protocol.ThreadItemExitedReviewMode).Review)
-	require.Equal(t, want, items[3].(protocol.ThreadItemAgentMessage).Text)
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 
-	reqs := mm.ResponseRequests()
-	require.Len(t, reqs, 1)
-	require.Empty(t, reqs[0].Body["tools"])
-	in := inputTexts(reqs[0])
-	require.True(t, strings.HasPrefix(in[0], "developer:# Code review"), in[0])
-	require.True(t, strings.HasPrefix(in[1], "user:<environment_context>"), in[1])
-	require.Contains(t, in[len(in)-1], "+two", "the diff goes with the prompt")
-	for _, s := range in {
-		require.NotContains(t, s, "<permissions instructions>", "the thread's history is not sent to the reviewer")
+	// the reference's order: the answer, enteredReviewMode (between two warnings about the unknown
+	// model), the turn announced under the reviewer's turn id, the reviewer's items, its answer only
+	// started, then exitedReviewMode and the rendered review
+	var seq []string
+	var cmd protocol.ThreadItemCommandExecution
+	var texts []string
+	for _, m := range c.Since(mark) {
+		switch m.Method {
+		case "":
+			if m.Result != nil {
+				seq = append(seq, "response")
+			}
+		case "item/started", "item/completed":
+			var n struct {
+				TurnID string              `json:"turnId"`
+				Item   protocol.ThreadItem `json:"item"`
+			}
+			require.NoError(t, json.Unmarshal(m.Params, &n))
+			require.Equal(t, res.Turn.ID, n.TurnID)
+			raw, _ := json.Marshal(n.Item)
+			var typ struct {
+				Type string `json:"type"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &typ))
+			seq = append(seq, m.Method+" "+typ.Type)
+			switch v := n.Item.Value.(type) {
+			case protocol.ThreadItemCommandExecution:
+				cmd = v
+			case protocol.ThreadItemExitedReviewMode:
+				texts = append(texts, v.Review)
+			case protocol.ThreadItemAgentMessage:
+				texts = append(texts, v.Text)
+			}
+		case "turn/started":
+			var n protocol.TurnStartedNotification
+			require.NoError(t, json.Unmarshal(m.Params, &n))
+			require.NotEqual(t, res.Turn.ID, n.Turn.ID, "turn/started names the reviewer's turn")
+			require.Equal(t, res.Turn.ID, *n.Turn.RootTurnID)
+			seq = append(seq, m.Method)
+		case "warning", "thread/status/changed", "turn/completed", "item/commandExecution/requestApproval":
+			seq = append(seq, m.Method)
+		}
 	}
+	require.Equal(t, []string{
+		"response", "warning", "item/started enteredReviewMode", "item/completed enteredReviewMode", "warning",
+		"thread/status/changed", "turn/started", "item/started userMessage", "item/completed userMessage",
+		"item/started commandExecution", "item/completed commandExecution", "item/started agentMessage",
+		"item/started exitedReviewMode", "item/completed exitedReviewMode", "item/started agentMessage",
+		"item/completed agentMessage", "thread/status/changed", "turn/completed",
+	}, seq)
+	require.Equal(t, "/bin/bash -lc 'git diff HEAD'", cmd.Command)
+	require.NotNil(t, cmd.AggregatedOutput)
+	require.Contains(t, *cmd.AggregatedOutput, "+two")
+	want := "One bug.\n\nReview comment:\n\n- [P1] Bad thing — " + filepath.Join(c.Work, "a.txt") + ":2-2\n  It breaks."
+	require.Equal(t, []string{"", want, want, want, want}, texts, "the reviewer's own message is started empty and never completed")
 
-	// the next turn of the thread sees the review
+	// the reviewer's conversation: its own instructions, the environment and the prompt (not the
+	// thread's history), the thread's shell tools without goals or web search, and a second request
+	// with the command's output; requests say they come from a review sub-agent of the thread
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 2)
+	for i, r := range reqs {
+		tools := toolNames(r.Body)
+		require.Contains(t, tools, "exec_command")
+		require.Contains(t, tools, "write_stdin")
+		require.NotContains(t, tools, "get_goal")
+		require.NotContains(t, tools, "web_search")
+		require.Equal(t, "review", r.Header.Get("x-openai-subagent"))
+		require.Equal(t, tid, r.Header.Get("x-codex-parent-thread-id"))
+		require.Equal(t, tid, r.Header.Get("session-id"))
+		require.NotEqual(t, tid, r.Header.Get("thread-id"), "the reviewer is a conversation of its own")
+		in := inputTexts(r)
+		require.Len(t, in, 3, "request %d: %v", i, in)
+		require.True(t, strings.HasPrefix(in[0], "developer:# Code review"), in[0])
+		require.True(t, strings.HasPrefix(in[1], "user:<environment_context>"), in[1])
+		require.True(t, strings.HasPrefix(in[2], "user:Review the changes in the working tree"), in[2])
+	}
+	second := reqs[1].Body["input"].([]any)
+	require.Len(t, second, 5)
+	require.Equal(t, "function_call", second[3].(map[string]any)["type"])
+	out := second[4].(map[string]any)
+	require.Equal(t, "function_call_output", out["type"])
+	require.Contains(t, out["output"], "+two")
+
+	// the next turn of the thread sees the review, not the reviewer's conversation
 	c.StartTurn(tid, "fix it")
 	c.WaitTurnCompleted()
 	reqs = mm.ResponseRequests()
-	require.Len(t, reqs, 2)
-	joined := strings.Join(inputTexts(reqs[1]), "\n")
+	require.Len(t, reqs, 3)
+	require.Empty(t, reqs[2].Header.Get("x-openai-subagent"))
+	joined := strings.Join(inputTexts(reqs[2]), "\n")
 	require.Contains(t, joined, "user:<user_action>")
 	require.Contains(t, joined, "assistant:"+want)
+	require.NotContains(t, joined, "# Code review")
+	require.NotContains(t, fmt.Sprint(reqs[2].Body["input"]), "function_call")
 }
 
 func TestReviewStartErrors(t *testing.T) {
@@ -99,6 +165,12 @@ func TestReviewStartErrors(t *testing.T) {
 		"sha must not be empty":          {"type": "commit", "sha": ""},
 	} {
 		requireError(t, c.Request("review/start", map[string]any{"threadId": tid, "target": target}), -32600, msg)
+	}
+	// the schema's only delivery is inline; the reference fails others while decoding, before the
+	// thread is looked up
+	for _, d := range []string{"detached", "bogus"} {
+		requireError(t, c.Request("review/start", map[string]any{"threadId": "00000000-0000-0000-0000-000000000000", "delivery": d,
+			"target": map[string]any{"type": "uncommittedChanges"}}), -32600, "Invalid request: unknown variant `"+d+"`, expected `inline`")
 	}
 	m := c.Request("review/start", map[string]any{"threadId": tid, "target": map[string]any{"type": "nope"}})
 	require.NotNil(t, m.Error)

@@ -119,13 +119,13 @@ func (s *Server) turnInterrupt(_ context.Context, _ *connection, req *jsonrpc.Re
 	if active == nil {
 		return nil, jsonrpc.InvalidRequest(thread.ErrNoActiveTurnToInterrupt.Error())
 	}
-	if p.TurnID != active.ID {
+	if p.TurnID != active.PublicID() {
 		// The reference's wording (unlike turn/steer's, without backticks).
-		return nil, jsonrpc.InvalidRequest(fmt.Sprintf("expected active turn id %s but found %s", p.TurnID, active.ID))
+		return nil, jsonrpc.InvalidRequest(fmt.Sprintf("expected active turn id %s but found %s", p.TurnID, active.PublicID()))
 	}
-	t.AnnounceInterrupt(p.TurnID)
+	t.AnnounceInterrupt(active.ID)
 	req.Reply(protocol.TurnInterruptResponse{}, nil)
-	if err := t.Interrupt(p.TurnID); err != nil {
+	if err := t.Interrupt(active.ID); err != nil {
 		s.log.Debug("interrupt raced with turn end", "error", err)
 	}
 	return nil, nil

@@ -239,7 +239,11 @@ func (tn *Turn) recordUsage(responseID string, u *model.Usage) {
 func (tn *Turn) recordEnd(status protocol.TurnStatus, turnErr *protocol.TurnError, lastText string, completedAt time.Time, dur int64) {
 	t := tn.thread
 	if !tn.task || tn.taskOpts.NoteRead { // the reference leaves the read state alone after a user shell or compaction turn
-		defer t.noteTurnEnd(tn.ID, status)
+		readAs := status
+		if tn.taskErr != nil {
+			readAs = protocol.TurnStatusCompleted // a failed review still shows its items: the reference marks it unread
+		}
+		defer t.noteTurnEnd(tn.ID, readAs)
 	}
 	if status == protocol.TurnStatusInterrupted {
 		t.record(func(r *rollout.Recorder) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"appserver/model"
 	protocol "appserver/protocol/v2"
 )
 
@@ -50,7 +51,9 @@ func (tn *Turn) RunTask(body TaskBody) { tn.RunTaskWith(TaskOptions{}, body) }
 
 // RunTaskWith is RunTask with options.
 func (tn *Turn) RunTaskWith(o TaskOptions, body TaskBody) {
+	tn.mu.Lock()
 	tn.taskOpts = o
+	tn.mu.Unlock()
 	go func() {
 		t := tn.thread
 		defer close(tn.done)
@@ -81,9 +84,37 @@ func (tn *Turn) RunTaskWith(o TaskOptions, body TaskBody) {
 			tn.acceptInput(in.input, in.clientID)
 		}
 		status := protocol.TurnStatusCompleted
-		if tn.ctx.Err() != nil {
+		switch {
+		case tn.taskErr != nil:
+			status = protocol.TurnStatusFailed
+		case tn.ctx.Err() != nil:
 			status = protocol.TurnStatusInterrupted
 		}
-		tn.finish(status, nil)
+		tn.finish(status, tn.taskErr)
 	}()
+}
+
+// Fail makes the task turn end as failed with err (a model error keeps its text and error info), and
+// announces that now, as the reference does for a review: the thread's systemError status and the
+// error notification come before the task's last items, turn/completed after them.
+func (tc *ToolContext) Fail(err error) {
+	tn, t := tc.Turn, tc.Thread
+	if tn.taskErr != nil {
+		return
+	}
+	var me *model.Error
+	if !errors.As(err, &me) {
+		me = &model.Error{Message: err.Error(), CodexErrorInfo: model.InfoString(model.InfoOther)}
+	}
+	_, te := tn.fail(me)
+	tn.taskErr = te
+	t.emitMu.Lock()
+	defer t.emitMu.Unlock()
+	t.mu.Lock()
+	subs := t.subscribersLocked()
+	t.mu.Unlock()
+	t.notifyStatus(subs, protocol.ThreadStatus{Value: protocol.ThreadStatusSystemError{}})
+	for _, s := range subs {
+		s.Notify(protocol.NotifyError, protocol.ErrorNotification{Error: *te, ThreadID: t.ID, TurnID: tn.ID, WillRetry: false})
+	}
 }

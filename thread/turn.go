@@ -35,8 +35,11 @@ type Turn struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	task   bool // driven by a TaskBody (user shell, compaction), not by the model
-	// taskOpts are a task turn's options (set before its goroutine starts).
+	// taskOpts are a task turn's options (set under mu before its goroutine starts).
 	taskOpts TaskOptions
+	// taskErr fails a task turn; its status and error were announced when it was set (see
+	// ToolContext.Fail). Written and read by the turn's goroutine only.
+	taskErr *protocol.TurnError
 
 	mu sync.Mutex
 	// startedAt is written by the turn's goroutine under mu; other goroutines read it under mu.
@@ -340,6 +343,17 @@ func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string, client
 }
 
 // Interrupt stops the running turn; it returns once turn/completed was sent.
+// PublicID is the turn id clients see while the turn runs: a task announced under another id (a
+// review, see TaskOptions.AnnounceID) is addressed by that id.
+func (tn *Turn) PublicID() string {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	if tn.taskOpts.AnnounceID != "" {
+		return tn.taskOpts.AnnounceID
+	}
+	return tn.ID
+}
+
 func (t *Thread) Interrupt(turnID string) error {
 	t.mu.Lock()
 	tn := t.active
@@ -903,8 +917,10 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	if status == protocol.TurnStatusFailed {
 		st = protocol.ThreadStatus{Value: protocol.ThreadStatusSystemError{}}
 	}
-	t.notifyStatus(subs, st)
-	if status == protocol.TurnStatusFailed && turnErr != nil {
+	if tn.taskErr == nil {
+		t.notifyStatus(subs, st)
+	}
+	if status == protocol.TurnStatusFailed && turnErr != nil && tn.taskErr == nil {
 		for _, s := range subs {
 			s.Notify(protocol.NotifyError, protocol.ErrorNotification{Error: *turnErr, ThreadID: t.ID, TurnID: tn.ID, WillRetry: false})
 		}
