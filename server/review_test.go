@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"appserver/internal/apptest"
 	"appserver/internal/mockmodel"
 	protocol "appserver/protocol/v2"
+	"appserver/review"
 )
 
 func TestReviewStartInline(t *testing.T) {
@@ -151,6 +154,132 @@ func TestReviewStartInline(t *testing.T) {
 	require.Contains(t, joined, "assistant:"+want)
 	require.NotContains(t, joined, "# Code review")
 	require.NotContains(t, fmt.Sprint(reqs[2].Body["input"]), "function_call")
+}
+
+// reviewRepo makes c's working directory a repository with an uncommitted change.
+func reviewRepo(t *testing.T, c *apptest.Client) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a"}, args...)...)
+		cmd.Dir = c.Work
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	git("init", "-q", "-b", "main")
+	require.NoError(t, os.WriteFile(filepath.Join(c.Work, "a.txt"), []byte("one\n"), 0o644))
+	git("add", ".")
+	git("commit", "-qm", "first")
+	require.NoError(t, os.WriteFile(filepath.Join(c.Work, "a.txt"), []byte("one\ntwo\n"), 0o644))
+}
+
+// methodsSince lists the notification methods (item ones with their item type) since mark.
+func methodsSince(t *testing.T, c *apptest.Client, mark int, keep ...string) []string {
+	var seq []string
+	for _, m := range c.Since(mark) {
+		switch m.Method {
+		case "item/started", "item/completed":
+			var n struct {
+				Item struct {
+					Type string `json:"type"`
+				} `json:"item"`
+			}
+			require.NoError(t, json.Unmarshal(m.Params, &n))
+			seq = append(seq, m.Method+" "+n.Item.Type)
+		default:
+			for _, k := range keep {
+				if m.Method == k {
+					seq = append(seq, m.Method)
+				}
+			}
+		}
+	}
+	return seq
+}
+
+func TestReviewStartModelFailure(t *testing.T) {
+	mm := mockmodel.New(t)
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	reviewRepo(t, c)
+	mm.Enqueue(
+		mockmodel.Response{HTTPStatus: 400, ErrorBody: map[string]any{"error": map[string]any{"message": "bad review request"}}},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}},
+	)
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	mark := c.Mark()
+	var res protocol.ReviewStartResponse
+	c.Result("review/start", map[string]any{"threadId": tid, "target": map[string]any{"type": "uncommittedChanges"}}, &res)
+	done := c.WaitTurnCompleted()
+	require.Equal(t, "failed", done["status"])
+	require.Equal(t, res.Turn.ID, done["id"])
+	require.Contains(t, done["error"].(map[string]any)["message"], "bad review request")
+
+	// the reference's order: systemError and the error before the review's last items
+	require.Equal(t, []string{
+		"warning", "item/started enteredReviewMode", "item/completed enteredReviewMode", "warning", "thread/status/changed", "turn/started",
+		"item/started userMessage", "item/completed userMessage", "thread/status/changed", "error",
+		"item/started exitedReviewMode", "item/completed exitedReviewMode", "item/started agentMessage", "item/completed agentMessage",
+		"turn/completed",
+	}, methodsSince(t, c, mark, "warning", "thread/status/changed", "turn/started", "error", "turn/completed"))
+	var agent protocol.ItemCompletedNotification
+	for _, m := range c.Since(mark) {
+		if m.Method == "item/completed" {
+			require.NoError(t, json.Unmarshal(m.Params, &agent))
+		}
+	}
+	require.Equal(t, review.CutShortMessage, agent.Item.Value.(protocol.ThreadItemAgentMessage).Text)
+
+	c.StartTurn(tid, "what happened?")
+	c.WaitTurnCompleted()
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 2)
+	joined := strings.Join(inputTexts(reqs[1]), "\n")
+	require.Contains(t, joined, "user:"+review.HandoffCutShort())
+	require.Contains(t, joined, "assistant:"+review.CutShortMessage)
+}
+
+func TestReviewStartInterrupt(t *testing.T) {
+	mm := mockmodel.New(t)
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	reviewRepo(t, c)
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(120)}},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}},
+	)
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	mark := c.Mark()
+	var res protocol.ReviewStartResponse
+	c.Result("review/start", map[string]any{"threadId": tid, "target": map[string]any{"type": "uncommittedChanges"}}, &res)
+	var started protocol.TurnStartedNotification
+	require.NoError(t, json.Unmarshal(c.WaitNotification("turn/started", nil).Params, &started))
+	sub := started.Turn.ID
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	require.NoError(t, mm.WaitRequests(ctx, 1))
+
+	// while the reviewer runs, the active turn is the one turn/started named
+	requireError(t, c.Request("turn/interrupt", map[string]any{"threadId": tid, "turnId": res.Turn.ID}), -32600,
+		"expected active turn id "+res.Turn.ID+" but found "+sub)
+	c.Result("turn/interrupt", map[string]any{"threadId": tid, "turnId": sub}, nil)
+	done := c.WaitTurnCompleted()
+	require.Equal(t, "interrupted", done["status"])
+	require.Equal(t, res.Turn.ID, done["id"])
+	seq := methodsSince(t, c, mark)
+	require.NotContains(t, seq, "item/started exitedReviewMode", "an interrupted review shows nothing more")
+
+	c.StartTurn(tid, "what happened?")
+	c.WaitTurnCompleted()
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 2)
+	in := inputTexts(reqs[1])
+	joined := strings.Join(in, "\n")
+	require.Contains(t, joined, "user:"+review.HandoffCutShort())
+	require.Contains(t, joined, "assistant:"+review.CutShortMessage)
+	require.Contains(t, joined, "user:<turn_aborted>")
 }
 
 func TestReviewStartErrors(t *testing.T) {
