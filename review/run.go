@@ -43,8 +43,9 @@ func Start(tn *thread.Turn, req Request, opts Options) {
 				opts.Announce(tc)
 			}
 		},
-		AnnounceID: subTurn,
-		NoteRead:   true,
+		AnnounceID:   subTurn,
+		NoteRead:     true,
+		NotSteerable: protocol.NonSteerableTurnKindReview,
 	}, body(req, opts, subTurn))
 }
 

@@ -261,7 +261,19 @@ func TestReviewStartInterrupt(t *testing.T) {
 	defer cancel()
 	require.NoError(t, mm.WaitRequests(ctx, 1))
 
-	// while the reviewer runs, the active turn is the one turn/started named
+	// a review takes no input while it runs: turn/steer (which sees the review turn) and turn/start
+	// are refused as the reference refuses them
+	requireError(t, c.Request("turn/steer", map[string]any{"threadId": tid, "expectedTurnId": sub, "input": []map[string]any{{"type": "text", "text": "also"}}}),
+		-32600, "expected active turn id `"+sub+"` but found `"+res.Turn.ID+"`")
+	m := c.Request("turn/steer", map[string]any{"threadId": tid, "expectedTurnId": res.Turn.ID, "input": []map[string]any{{"type": "text", "text": "also"}}})
+	require.NotNil(t, m.Error)
+	require.Equal(t, -32600, m.Error.Code)
+	require.Equal(t, "cannot steer a review turn", m.Error.Message)
+	require.JSONEq(t, `{"message":"cannot steer a review turn","codexErrorInfo":{"activeTurnNotSteerable":{"turnKind":"review"}},"additionalDetails":null,"misalignment":null}`, string(m.Error.Data))
+	requireError(t, c.Request("turn/start", map[string]any{"threadId": tid, "input": []map[string]any{{"type": "text", "text": "meanwhile"}}}),
+		-32603, "failed to submit turn input: ActiveTurnNotSteerable { turn_kind: Review }")
+
+	// while the reviewer runs, turn/interrupt addresses the turn turn/started named
 	requireError(t, c.Request("turn/interrupt", map[string]any{"threadId": tid, "turnId": res.Turn.ID}), -32600,
 		"expected active turn id "+res.Turn.ID+" but found "+sub)
 	c.Result("turn/interrupt", map[string]any{"threadId": tid, "turnId": sub}, nil)

@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"appserver/config"
 	"appserver/jsonrpc"
@@ -90,6 +92,13 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 		return nil, err
 	}
 	t.Subscribe(c)
+	if active := t.ActiveTurn(); active != nil {
+		if kind := active.NotSteerable(); kind != "" {
+			// The reference's internal error, in its debug wording (a review takes no input while it runs).
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "failed to submit turn input: ActiveTurnNotSteerable { turn_kind: " + strings.ToUpper(string(kind[:1])) + string(kind[1:]) + " }"}
+		}
+	}
 	t.ApplyOverrides(thread.TurnOverrides{
 		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
 		Collaboration: p.CollaborationMode,
@@ -137,6 +146,13 @@ func (s *Server) turnSteer(_ context.Context, _ *connection, req *jsonrpc.Reques
 		return nil, err
 	}
 	tn, err := t.Steer(p.Input, p.ExpectedTurnID, p.ClientUserMessageID)
+	var ns *thread.NotSteerableError
+	if errors.As(err, &ns) {
+		// The reference details the refusal in the error's data, as a turn error.
+		data, _ := json.Marshal(protocol.TurnError{Message: ns.Error(), CodexErrorInfo: &protocol.CodexErrorInfo{
+			ActiveTurnNotSteerable: &protocol.CodexErrorInfoActiveTurnNotSteerable{TurnKind: ns.Kind}}})
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: ns.Error(), Data: data}
+	}
 	if err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}

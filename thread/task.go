@@ -44,7 +44,16 @@ type TaskOptions struct {
 	AnnounceID string
 	// NoteRead updates the thread's read state when the turn completes, as a model turn does.
 	NoteRead bool
+	// NotSteerable, when set, makes turn/steer refuse the turn as this kind (see NotSteerableError).
+	NotSteerable protocol.NonSteerableTurnKind
 }
+
+// NotSteerableError refuses turn/steer on a turn that takes no input while it runs (a review).
+type NotSteerableError struct {
+	Kind protocol.NonSteerableTurnKind
+}
+
+func (e *NotSteerableError) Error() string { return "cannot steer a " + string(e.Kind) + " turn" }
 
 // RunTask runs body as the turn on its own goroutine.
 func (tn *Turn) RunTask(body TaskBody) { tn.RunTaskWith(TaskOptions{}, body) }

@@ -333,6 +333,12 @@ func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string, client
 	if expectedTurnID != t.active.ID {
 		return nil, fmt.Errorf("expected active turn id `%s` but found `%s`", expectedTurnID, t.active.ID)
 	}
+	t.active.mu.Lock()
+	kind := t.active.taskOpts.NotSteerable
+	t.active.mu.Unlock()
+	if kind != "" {
+		return nil, &NotSteerableError{Kind: kind}
+	}
 	if len(input) == 0 {
 		return nil, ErrEmptySteerInput
 	}
@@ -352,6 +358,13 @@ func (tn *Turn) PublicID() string {
 		return tn.taskOpts.AnnounceID
 	}
 	return tn.ID
+}
+
+// NotSteerable is the kind of turn that refuses more input while it runs ("" for a turn that takes it).
+func (tn *Turn) NotSteerable() protocol.NonSteerableTurnKind {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	return tn.taskOpts.NotSteerable
 }
 
 func (t *Thread) Interrupt(turnID string) error {
