@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	protocol "appserver/protocol/v2"
+	"appserver/review/findings"
 	"appserver/thread"
 )
 
@@ -38,7 +39,7 @@ func Start(tn *thread.Turn, req Request, opts Options) {
 			entered := protocol.ThreadItemEnteredReviewMode{ID: newID(), Review: req.Hint, StartedAtMs: nowMs()}
 			tc.ItemStarted(protocol.ThreadItem{Value: entered})
 			entered.CompletedAtMs = entered.StartedAtMs
-			tc.ItemCompleted(protocol.ThreadItem{Value: entered})
+			tc.ItemCompletedAs(protocol.ThreadItem{Value: entered}, enteredCore{Type: "EnteredReviewMode", ID: entered.ID, Target: req.Target, UserFacingHint: req.Hint})
 			if opts.Announce != nil {
 				opts.Announce(tc)
 			}
@@ -76,9 +77,11 @@ func body(req Request, opts Options, subTurn string) thread.TaskBody {
 			tc.Fail(err)
 			text, shown = "", CutShortMessage
 		}
-		rendered := Render(Parse(text))
-		if text == "" {
-			rendered = Render(Output{})
+		var output *findings.Output
+		rendered := findings.Render(findings.Output{})
+		if text != "" {
+			out := findings.Parse(text)
+			output, rendered = &out, findings.Render(out)
 		}
 		if shown == "" {
 			shown = rendered
@@ -87,7 +90,7 @@ func body(req Request, opts Options, subTurn string) thread.TaskBody {
 		exited := protocol.ThreadItemExitedReviewMode{ID: newID(), Review: rendered, StartedAtMs: nowMs()}
 		tc.ItemStarted(protocol.ThreadItem{Value: exited})
 		exited.CompletedAtMs = exited.StartedAtMs
-		tc.ItemCompleted(protocol.ThreadItem{Value: exited})
+		tc.ItemCompletedAs(protocol.ThreadItem{Value: exited}, exitedCore{Type: "ExitedReviewMode", ID: exited.ID, ReviewOutput: output})
 
 		msgID := "msg_" + newID()
 		msg := protocol.ThreadItemAgentMessage{ID: msgID, Text: shown, StartedAtMs: nowMs()}
@@ -117,6 +120,20 @@ func assistantItem(id, text string) json.RawMessage {
 		"content": []map[string]string{{"type": "output_text", "text": text}},
 	})
 	return b
+}
+
+// enteredCore and exitedCore are the review items as the reference records them in the rollout.
+type enteredCore struct {
+	Type           string                `json:"type"`
+	ID             string                `json:"id"`
+	Target         protocol.ReviewTarget `json:"target"`
+	UserFacingHint string                `json:"user_facing_hint"`
+}
+
+type exitedCore struct {
+	Type         string           `json:"type"`
+	ID           string           `json:"id"`
+	ReviewOutput *findings.Output `json:"review_output"`
 }
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -316,3 +316,68 @@ func TestReviewStartErrors(t *testing.T) {
 	m := c.Request("review/start", map[string]any{"threadId": tid, "target": map[string]any{"type": "nope"}})
 	require.NotNil(t, m.Error)
 }
+
+// The review items are recorded in the reference's core form (the target and hint; the parsed
+// output, null when there is none) and read back as the items the turn showed.
+func TestReviewRolloutAcrossRestart(t *testing.T) {
+	mm := mockmodel.New(t)
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	reviewRepo(t, c)
+	answer := `{"findings":[],"overall_correctness":"patch is correct","overall_explanation":"Looks fine.","overall_confidence_score":0.9}`
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(answer, 1)}})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.Result("review/start", map[string]any{"threadId": tid, "target": map[string]any{"type": "baseBranch", "branch": "main"}}, nil)
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	home := c.Home
+	c.Close()
+
+	var entered, exited map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(must(os.ReadFile(rolloutFile(t, home, tid))))), "\n") {
+		var rec struct {
+			Type    string `json:"type"`
+			Payload struct {
+				Type string         `json:"type"`
+				Item map[string]any `json:"item"`
+			} `json:"payload"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec.Payload.Type != "item_completed" {
+			continue
+		}
+		switch rec.Payload.Item["type"] {
+		case "EnteredReviewMode":
+			entered = rec.Payload.Item
+		case "ExitedReviewMode":
+			exited = rec.Payload.Item
+		}
+	}
+	require.Equal(t, map[string]any{"type": "baseBranch", "branch": "main"}, entered["target"])
+	require.Equal(t, "changes against 'main'", entered["user_facing_hint"])
+	require.Equal(t, map[string]any{"findings": []any{}, "overall_correctness": "patch is correct",
+		"overall_explanation": "Looks fine.", "overall_confidence_score": 0.9}, exited["review_output"])
+
+	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: home})
+	c2.Initialize(false)
+	read := readThread(t, c2, tid, true)
+	require.Len(t, read.Turns, 1)
+	var types []string
+	for _, it := range read.Turns[0].Items {
+		types = append(types, it["type"].(string))
+		switch it["type"] {
+		case "enteredReviewMode":
+			require.Equal(t, "changes against 'main'", it["review"])
+		case "exitedReviewMode":
+			require.Equal(t, "Looks fine.", it["review"])
+		}
+	}
+	require.Contains(t, types, "enteredReviewMode")
+	require.Contains(t, types, "exitedReviewMode")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

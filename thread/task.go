@@ -72,6 +72,7 @@ func (tn *Turn) RunTaskWith(o TaskOptions, body TaskBody) {
 		s := t.Settings()
 		tc := &ToolContext{Thread: t, Turn: tn, Settings: s, Log: t.log}
 		if o.Prelude != nil {
+			tn.holdRecords() // the prelude's items are recorded after the turn's start
 			o.Prelude(tc)
 		}
 		t.emitStatus()
@@ -82,6 +83,7 @@ func (tn *Turn) RunTaskWith(o TaskOptions, body TaskBody) {
 		}
 		t.emit(protocol.NotifyTurnStarted, protocol.TurnStartedNotification{ThreadID: t.ID, Turn: started})
 		tn.recordStart(s)
+		tn.releaseRecords()
 		t.markHistory(tn.ID) // where thread/revert cuts the history
 		hist := body(tn.ctx, tc)
 		t.appendHistory(hist...)

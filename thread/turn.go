@@ -37,6 +37,9 @@ type Turn struct {
 	task   bool // driven by a TaskBody (user shell, compaction), not by the model
 	// taskOpts are a task turn's options (set under mu before its goroutine starts).
 	taskOpts TaskOptions
+	// holding and held defer a task prelude's item records until the turn's start is recorded (under mu).
+	holding bool
+	held    []func()
 	// taskErr fails a task turn; its status and error were announced when it was set (see
 	// ToolContext.Fail). Written and read by the turn's goroutine only.
 	taskErr *protocol.TurnError
@@ -107,7 +110,10 @@ func (tn *Turn) interrupt() {
 
 func (tn *Turn) cancelByTool() { tn.cancel(errToolCancelled) }
 
-func (tn *Turn) addItem(item protocol.ThreadItem) {
+func (tn *Turn) addItem(item protocol.ThreadItem) { tn.addItemAs(item, nil) }
+
+// addItemAs is addItem recording core (when not nil) as the item's rollout form.
+func (tn *Turn) addItemAs(item protocol.ThreadItem, core any) {
 	tn.mu.Lock()
 	if tn.finished {
 		tn.mu.Unlock()
@@ -120,7 +126,7 @@ func (tn *Turn) addItem(item protocol.ThreadItem) {
 	}
 	tn.mu.Unlock()
 	// Recorded when the item completes, not at turn end, so a crash keeps it.
-	tn.recordItemCompleted(item)
+	tn.recordItemCompleted(item, core)
 }
 
 // snapshot renders the turn; full selects every item rather than the summary (last agent message).
