@@ -26,12 +26,13 @@ func (c *wireClient) waitMethod(method string) {
 }
 
 // BenchmarkOneMessageTurn times what `appserver-bench turn` measures, in process: turn/start → turn/completed of a
-// one-message turn on one thread (the mock answers each model request with its fallback message). cpu-ms/op
+// one-message turn on one thread (the mock answers each model request at once with one message). cpu-ms/op
 // (server, client and mock) and allocations are steadier than wall time on a shared machine.
 func BenchmarkOneMessageTurn(b *testing.B) {
 	home := filepath.Join(b.TempDir(), "codex_home")
 	require.NoError(b, os.MkdirAll(home, 0o755))
-	c := startWire(b, home, mockmodel.New(b))
+	mm := mockmodel.New(b)
+	c := startWire(b, home, mm)
 	defer c.close()
 	var started struct {
 		Thread struct {
@@ -39,7 +40,9 @@ func BenchmarkOneMessageTurn(b *testing.B) {
 		} `json:"thread"`
 	}
 	require.NoError(b, json.Unmarshal(c.call("thread/start", map[string]any{}), &started))
+	noDelay := 0
 	turn := func() {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}, EventDelayMs: &noDelay})
 		c.call("turn/start", map[string]any{"threadId": started.Thread.ID,
 			"input": []any{map[string]any{"type": "text", "text": "hello"}}})
 		c.waitMethod("turn/completed")
