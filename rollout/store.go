@@ -911,6 +911,31 @@ func (s *Store) lookup(threadID string) (*threadindex.Row, error) {
 	return &r, nil
 }
 
+// Locate returns the rollout path of a thread without reading the file: the indexed path while that file
+// exists, else the file named after the thread. Unlike Find it never indexes the rollout (the background
+// reconcile or the next lookup does), so a caller about to read the whole file reads it once.
+func (s *Store) Locate(threadID string) (string, error) {
+	if !validThreadID(threadID) {
+		return "", fmt.Errorf("%w: %s", ErrNotFound, threadID)
+	}
+	defer s.serving()()
+	if r, err := s.ix.Row(s.ctx, threadID); err == nil {
+		if p := s.abs(r.Rel); fileExists(p) {
+			return p, nil
+		}
+	}
+	p, err := findRolloutByID(s.home, threadID)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", ErrNotFound, threadID)
+	}
+	return p, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 // Find returns the rollout path of a thread and whether it is archived.
 func (s *Store) Find(threadID string) (string, bool, error) {
 	r, err := s.lookup(threadID)

@@ -266,7 +266,8 @@ func (m *Manager) Resume(ctx context.Context, id, path string, o ResumeOverrides
 		if err != nil {
 			return nil, false, err
 		}
-		p, _, err := st.Find(id)
+		// Locate, not Find: the index need not read the rollout's metadata first, the file is read once here.
+		p, err := st.Locate(id)
 		if err != nil {
 			return nil, false, noRollout(id)
 		}
