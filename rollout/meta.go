@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 )
@@ -50,7 +49,7 @@ func ReadMeta(path string) (*Meta, error) {
 }
 
 func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
-	f, err := os.Open(path)
+	f, err := OpenRolloutFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: open: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -127,7 +126,7 @@ func (b *builder) turnContexts() {
 
 // readFile feeds one file's records to the builder; limit < 0 reads everything.
 func (b *builder) readFile(path string, limit int64, depth int, top bool) error {
-	f, err := os.Open(path)
+	f, err := OpenRolloutFile(path)
 	if err != nil {
 		return fmt.Errorf("rollout: open: %w", err)
 	}
@@ -259,7 +258,7 @@ func codexHomeOf(path string) string {
 	return ""
 }
 
-// findRolloutByID globs sessions/*/*/*/ and archived_sessions/ for the thread's file.
+// findRolloutByID globs sessions/*/*/*/ and archived_sessions/ for the thread's file, plain before compressed.
 func findRolloutByID(home, id string) (string, error) {
 	if !validThreadID(id) {
 		return "", fmt.Errorf("rollout: invalid thread id %q", id)
@@ -267,6 +266,8 @@ func findRolloutByID(home, id string) (string, error) {
 	pats := []string{
 		filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
 		filepath.Join(home, "archived_sessions", "rollout-*-"+id+".jsonl"),
+		filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"+CompressedSuffix),
+		filepath.Join(home, "archived_sessions", "rollout-*-"+id+".jsonl"+CompressedSuffix),
 	}
 	for _, p := range pats {
 		m, _ := filepath.Glob(p)

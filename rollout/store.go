@@ -641,9 +641,10 @@ func (s *Store) maybeRefresh() {
 	}
 }
 
-// threadIDFromFileName extracts <id> from rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl.
+// threadIDFromFileName extracts <id> from rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl (or .jsonl.zst).
 func threadIDFromFileName(name string) (string, bool) {
 	const prefixLen = len("rollout-2006-01-02T15-04-05-")
+	name = strings.TrimSuffix(name, CompressedSuffix)
 	if !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") || len(name) <= prefixLen+len(".jsonl") {
 		return "", false
 	}
@@ -675,6 +676,9 @@ func listDir(dir string, archived bool, out map[string]diskFile) {
 		info, err := de.Info()
 		if err != nil {
 			continue
+		}
+		if prev, ok := out[id]; ok && filepath.Dir(prev.path) == dir && !IsCompressed(prev.path) {
+			continue // the plain rollout wins over a compressed copy (the reference's materialized file)
 		}
 		out[id] = diskFile{path: filepath.Join(dir, de.Name()), size: info.Size(), modNs: info.ModTime().UnixNano(), archived: archived}
 	}
