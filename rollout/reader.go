@@ -39,6 +39,9 @@ type Turn struct {
 	// file and feed the reference's history projection (package refstate).
 	Ordinal      int64   `json:"-"`
 	ItemOrdinals []int64 `json:"-"`
+	// Inherited marks a turn read from a fork's parent (session_meta.history_base), not from the thread's own
+	// file: the reference's history database holds it under the parent only.
+	Inherited bool `json:"-"`
 }
 
 // Thread is a whole rollout read back.
@@ -90,6 +93,7 @@ type builder struct {
 	legacyN   int
 	implicitN int
 	haveMeta  bool
+	inParent  bool  // reading a fork's parent
 	ord       int64 // ordinal of the record being added
 	// tcArena holds every turn_context payload read, tcEnds their [start, end) in it, oldest first.
 	tcArena []byte
@@ -126,6 +130,8 @@ func (b *builder) turnContexts() {
 
 // readFile feeds one file's records to the builder; limit < 0 reads everything.
 func (b *builder) readFile(path string, limit int64, depth int, top bool) error {
+	defer func(was bool) { b.inParent = was }(b.inParent)
+	b.inParent = !top
 	f, err := OpenRolloutFile(path)
 	if err != nil {
 		return fmt.Errorf("rollout: open: %w", err)
@@ -393,7 +399,7 @@ func (b *builder) openTurn(id string, implicit bool) *Turn {
 		id = fmt.Sprintf("turn-%d", b.implicitN)
 	}
 	b.th.Turns = append(b.th.Turns, Turn{ID: id, Items: []map[string]any{}, ItemsView: "full", Status: TurnInProgress,
-		Ordinal: b.ord})
+		Ordinal: b.ord, Inherited: b.inParent})
 	b.cur = len(b.th.Turns) - 1
 	b.curOpen = true
 	b.implicit = implicit
