@@ -175,6 +175,64 @@ func prefixTimestamp(ln []byte) (string, bool) {
 	return stringAfterKey(head[i:], tsKey)
 }
 
+// canonicalHead parses the start of a record written the way our recorder and the reference write it,
+// {"timestamp":"…",("ordinal":N,)?"type":"…","payload":, within the first 256 bytes, with plain strings (see
+// plainString), and returns the timestamp, the type and the offset of the payload; the slices alias ln. ok is
+// false for any other shape. When it is true, prefixType and prefixTimestamp give the same type and timestamp.
+func canonicalHead(ln []byte) (ts, typ []byte, payload int, ok bool) {
+	const (
+		tsKey   = `{"timestamp":`
+		ordKey  = `,"ordinal":`
+		typeKey = `,"type":`
+		payKey  = `,"payload":`
+	)
+	head := ln[:min(len(ln), 256)]
+	if !bytes.HasPrefix(head, []byte(tsKey)) {
+		return nil, nil, 0, false
+	}
+	if ts, payload, ok = plainBytes(head, len(tsKey)); !ok {
+		return nil, nil, 0, false
+	}
+	if bytes.HasPrefix(head[payload:], []byte(ordKey)) {
+		j := payload + len(ordKey)
+		k := j
+		for k < len(head) && head[k] >= '0' && head[k] <= '9' {
+			k++
+		}
+		if k == j {
+			return nil, nil, 0, false
+		}
+		payload = k
+	}
+	if !bytes.HasPrefix(head[payload:], []byte(typeKey)) {
+		return nil, nil, 0, false
+	}
+	if typ, payload, ok = plainBytes(head, payload+len(typeKey)); !ok {
+		return nil, nil, 0, false
+	}
+	if !bytes.HasPrefix(head[payload:], []byte(payKey)) {
+		return nil, nil, 0, false
+	}
+	return ts, typ, payload + len(payKey), true
+}
+
+// plainBytes is plainString without the copy: the string's bytes alias b.
+func plainBytes(b []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		c := b[j]
+		if c == '"' {
+			return b[i+1 : j], j + 1, true
+		}
+		if c < 0x20 || c > 0x7e || c == '\\' {
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}
+
 // decodeLine parses a complete record line. The payload may alias ln: callers decode or copy it before reading
 // the next line.
 func decodeLine(ln []byte) (line, error) {

@@ -434,13 +434,15 @@ func (b *builder) turnFor(turnID string) *Turn {
 }
 
 func (b *builder) event(payload json.RawMessage) {
-	var h eventHead
-	if typ, ok := leadingType(payload); ok {
-		h.Type = typ
-	} else if unmarshal(payload, &h) != nil {
-		return
+	typ, ok := leadingType(payload)
+	if !ok {
+		var h eventHead
+		if unmarshal(payload, &h) != nil {
+			return
+		}
+		typ = h.Type
 	}
-	switch h.Type {
+	switch typ {
 	case "task_started":
 		var ev TaskStarted
 		_ = unmarshal(payload, &ev)
@@ -454,23 +456,32 @@ func (b *builder) event(payload json.RawMessage) {
 			t.StartedAt = &s
 		}
 	case "task_complete":
+		// The fields of TaskComplete read here; the error's codex_error_info stays raw so that the fast decoder
+		// applies (it holds any JSON, decoded apart by the standard library, see unmarshal).
 		var ev struct {
-			TaskComplete
-			Error *struct {
-				Message           string  `json:"message"`
-				CodexErrorInfo    any     `json:"codex_error_info"`
-				AdditionalDetails *string `json:"additional_details"`
+			TurnID      string `json:"turn_id"`
+			StartedAt   int64  `json:"started_at,omitempty"`
+			CompletedAt int64  `json:"completed_at,omitempty"`
+			DurationMs  *int64 `json:"duration_ms,omitempty"`
+			Error       *struct {
+				Message           string          `json:"message"`
+				CodexErrorInfo    json.RawMessage `json:"codex_error_info"`
+				AdditionalDetails *string         `json:"additional_details"`
 			} `json:"error"`
 		}
-		_ = json.Unmarshal(payload, &ev)
+		_ = unmarshal(payload, &ev)
 		t := b.turnFor(ev.TurnID)
 		b.finishTurn(t, ev.StartedAt, ev.CompletedAt, ev.DurationMs)
 		t.Status = TurnCompleted
 		if ev.Error != nil {
+			var info any
+			if len(ev.Error.CodexErrorInfo) > 0 {
+				_ = json.Unmarshal(ev.Error.CodexErrorInfo, &info)
+			}
 			t.Status = TurnFailed
 			t.Error = map[string]any{
 				"message":           ev.Error.Message,
-				"codexErrorInfo":    camelizeValue(ev.Error.CodexErrorInfo),
+				"codexErrorInfo":    camelizeValue(info),
 				"additionalDetails": ev.Error.AdditionalDetails,
 				"misalignment":      nil,
 			}
@@ -534,7 +545,7 @@ func (b *builder) event(payload json.RawMessage) {
 		}
 	default:
 		if !b.paginated {
-			b.legacyEvent(h.Type, payload)
+			b.legacyEvent(typ, payload)
 		}
 	}
 }

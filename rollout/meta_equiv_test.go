@@ -1,0 +1,245 @@
+package rollout
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadMetaMatchesSlow checks ReadMeta (canonical envelope heads, skipped events, turn contexts decoded
+// newest first) against the straightforward reading it replaced, on the fixtures and on random rollouts mixing
+// canonical and other envelope shapes, torn and garbage lines.
+func TestReadMetaMatchesSlow(t *testing.T) {
+	paths := []string{"testdata/paginated_three_turns.jsonl", "testdata/legacy_no_ordinal.jsonl"}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, 17))
+	models := []string{"", "m1", "m2"}
+	efforts := []string{"", "low", "high"}
+	for n := range 300 {
+		var b strings.Builder
+		ord := 0
+		line := func(typ, payload string) {
+			ts := fmt.Sprintf("2026-01-02T03:04:%02d.%03dZ", rng.IntN(60), rng.IntN(1000))
+			if rng.IntN(20) == 0 {
+				ts = "not a time"
+			}
+			switch rng.IntN(6) {
+			case 0: // payload first
+				fmt.Fprintf(&b, `{"payload":%s,"timestamp":%q,"type":%q}`+"\n", payload, ts, typ)
+			case 1: // no ordinal
+				fmt.Fprintf(&b, `{"timestamp":%q,"type":%q,"payload":%s}`+"\n", ts, typ, payload)
+			case 2: // spaces
+				fmt.Fprintf(&b, `{"timestamp": %q, "ordinal": %d, "type": %q, "payload": %s}`+"\n", ts, ord, typ, payload)
+			default:
+				fmt.Fprintf(&b, `{"timestamp":%q,"ordinal":%d,"type":%q,"payload":%s}`+"\n", ts, ord, typ, payload)
+			}
+			ord++
+		}
+		line("session_meta", `{"id":"01c00000-0000-7000-8000-000000000001","timestamp":"2026-01-02T03:04:05Z","cwd":"/w","history_mode":"paginated"}`)
+		for range rng.IntN(30) {
+			switch rng.IntN(9) {
+			case 0:
+				line("turn_context", fmt.Sprintf(`{"model":%q,"effort":%q,"collaboration_mode":{"settings":{"reasoning_effort":"xhigh"}}}`,
+					models[rng.IntN(3)], efforts[rng.IntN(3)]))
+			case 1:
+				line("turn_context", `{"model":17}`)
+			case 2:
+				line("event_msg", fmt.Sprintf(`{"type":"user_message","message":"q%d"}`, rng.IntN(5)))
+			case 3:
+				line("event_msg", fmt.Sprintf(`{"type":"agent_message","message":"a%d"}`, rng.IntN(5)))
+			case 4:
+				line("event_msg", fmt.Sprintf(`{"type":"item_completed","item":{"type":"UserMessage","id":"u","content":[{"type":"text","text":"i%d"}]}}`, rng.IntN(5)))
+			case 5:
+				line("event_msg", fmt.Sprintf(`{"type":"thread_name_updated","thread_name":"n%d"}`, rng.IntN(5)))
+			case 6:
+				line("event_msg", `{"type":"token_count","info":null,"note":"user_message agent_message \"thread_name_updated\""}`)
+			case 7:
+				line("event_msg", `{"msg":"x","type":"agent_message","message":"late type"}`)
+			case 8:
+				b.WriteString("garbage {\n")
+			}
+		}
+		if rng.IntN(3) == 0 {
+			b.WriteString(`{"timestamp":"2026-01-02T09:09:09Z","ordinal":99,"type":"event_msg","payload":{"type":"user_mes`)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("r%d.jsonl", n))
+		require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+		paths = append(paths, p)
+	}
+	for _, p := range paths {
+		want, werr := readMetaSlow(p, -1, 0)
+		got, gerr := ReadMeta(p)
+		require.Equal(t, werr == nil, gerr == nil, p)
+		require.Equal(t, want, got, p)
+	}
+}
+
+// readMetaSlow is ReadMeta as it was before canonicalHead: every line's head searched with prefixType and
+// prefixTimestamp, every turn_context decoded in order.
+func readMetaSlow(path string, limitBytes int64, depth int) (*Meta, error) {
+	f, err := OpenRolloutFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: open: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if limitBytes >= 0 {
+		r = io.LimitReader(f, limitBytes)
+	}
+	m := &Meta{Path: path}
+	lr := newLineReader(r)
+	defer lr.release()
+	haveMeta := false
+	havePreview := false
+	textBytes := 0
+	addText := func(t string) {
+		if t == "" || textBytes >= MaxSearchText || (len(m.Texts) > 0 && m.Texts[len(m.Texts)-1] == t) {
+			return // the reference records a message as an event and as an item
+		}
+		if len(t) > MaxSearchText-textBytes {
+			t = strings.ToValidUTF8(t[:MaxSearchText-textBytes], "")
+		}
+		m.Texts = append(m.Texts, t)
+		textBytes += len(t)
+	}
+	for {
+		limit := metaLineLimit
+		if !havePreview {
+			limit = previewLineLimit
+		}
+		ln, truncated, complete, err := lr.next(limit)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rollout: read %s: %w", path, err)
+		}
+		if len(bytes.TrimSpace(ln)) == 0 {
+			continue
+		}
+		typ, ok := prefixType(ln)
+		if !ok {
+			if truncated {
+				continue
+			}
+			rec, err := decodeLine(ln)
+			if err != nil {
+				continue
+			}
+			typ = rec.Type
+		}
+		if !complete && (truncated || !json.Valid(ln)) {
+			continue // torn last line
+		}
+		if ts, ok := prefixTimestamp(ln); ok {
+			if t := parseTime(ts); !t.IsZero() {
+				m.LastRecordAt = t
+			}
+		}
+		if truncated {
+			continue
+		}
+		switch typ {
+		case TypeSessionMeta:
+			if haveMeta {
+				continue
+			}
+			rec, err := decodeLine(ln)
+			if err != nil || json.Unmarshal(rec.Payload, &m.Session) != nil {
+				continue
+			}
+			haveMeta = true
+			m.CreatedAt = parseTime(m.Session.Timestamp)
+			if m.CreatedAt.IsZero() {
+				m.CreatedAt = parseTime(rec.Timestamp)
+			}
+		case TypeTurnContext:
+			rec, err := decodeLine(ln)
+			if err != nil {
+				continue
+			}
+			if model, effort, ok := turnContextSettings(rec.Payload); ok {
+				if model != "" {
+					m.Model = model
+				}
+				m.ReasoningEffort = effort
+			}
+		case TypeEventMsg:
+			room := textBytes < MaxSearchText
+			isUser := (!havePreview || room) && (bytes.Contains(ln, userMessageMarker) || bytes.Contains(ln, userItemMarker))
+			isAgent := room && (bytes.Contains(ln, agentMessageMarker) || bytes.Contains(ln, agentItemMarker))
+			isName := bytes.Contains(ln, nameMarker)
+			if !isUser && !isAgent && !isName {
+				continue
+			}
+			rec, err := decodeLine(ln)
+			if err != nil {
+				continue
+			}
+			var ev struct {
+				Type       string          `json:"type"`
+				Message    string          `json:"message"`
+				ThreadName string          `json:"thread_name"`
+				Item       json.RawMessage `json:"item"`
+			}
+			if json.Unmarshal(rec.Payload, &ev) != nil {
+				continue
+			}
+			switch ev.Type {
+			case "user_message":
+				if !havePreview {
+					m.Preview, havePreview = ev.Message, true
+				}
+				addText(ev.Message)
+			case "agent_message":
+				addText(ev.Message)
+			case "item_completed":
+				if it := convertCoreItem(ev.Item); it != nil {
+					switch it["type"] {
+					case "userMessage":
+						txt := userText(it["content"])
+						if !havePreview {
+							m.Preview, havePreview = txt, true
+						}
+						addText(txt)
+					case "agentMessage":
+						txt, _ := it["text"].(string)
+						addText(txt)
+					}
+				}
+			case "thread_name_updated":
+				m.Name = ev.ThreadName
+			}
+		}
+	}
+	if !haveMeta {
+		return nil, fmt.Errorf("%w: %s", ErrNoSessionMeta, path)
+	}
+	if hb := m.Session.HistoryBase; hb != nil && depth < 16 && (!havePreview || m.Model == "") {
+		if home := codexHomeOf(path); home != "" {
+			if pp, err := findRolloutByID(home, hb.ThreadID); err == nil {
+				limit := hb.EndByteOffset
+				if limit <= 0 {
+					limit = -1
+				}
+				if pm, err := readMetaSlow(pp, limit, depth+1); err == nil {
+					if !havePreview {
+						m.Preview = pm.Preview
+					}
+					if m.Model == "" {
+						m.Model, m.ReasoningEffort = pm.Model, pm.ReasoningEffort
+					}
+				}
+			}
+		}
+	}
+	return m, nil
+}
