@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -242,4 +243,26 @@ func readMetaSlow(path string, limitBytes int64, depth int) (*Meta, error) {
 		}
 	}
 	return m, nil
+}
+
+// TestParseUTCStampMatchesTimeParse checks the fast timestamp parser against time.Parse.
+func TestParseUTCStampMatchesTimeParse(t *testing.T) {
+	cases := []string{"2026-01-02T03:04:05Z", "2026-01-02T03:04:05.1Z", "2026-01-02T03:04:05.123456789Z",
+		"2026-01-02T03:04:05.1234567891Z", "2026-01-02T03:04:05.Z", "2024-02-29T23:59:59.999Z", "2023-02-29T00:00:00Z",
+		"2026-04-31T00:00:00Z", "2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-01-00T00:00:00Z",
+		"2026-01-01T24:00:00Z", "2026-01-01T23:60:00Z", "2026-01-01T23:59:60Z", "2026-01-01t00:00:00Z",
+		"2026-01-01T00:00:00+01:00", "2026-01-01T00:00:00.5+00:00", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z",
+		"2026-1-01T00:00:00Z", "2026-01-01T00:00:0xZ", "2026-01-01T00:00:00.12a4Z", "2100-02-29T00:00:00Z",
+		"2000-02-29T00:00:00Z", "2026-12-31T00:00:00Z", "2026-11-31T00:00:00Z", "2026-07-31T00:00:00Z"}
+	for _, c := range cases {
+		want, err := time.Parse(time.RFC3339Nano, c)
+		if err != nil {
+			want = time.Time{}
+		}
+		require.Equal(t, want, parseTime(c), c)
+		if got, ok := parseUTCStamp(c); ok {
+			require.NoError(t, err, c)
+			require.True(t, want.Equal(got) && got.Location() == want.Location(), c)
+		}
+	}
 }

@@ -301,11 +301,69 @@ func parseTime(s string) time.Time {
 	if s == "" {
 		return time.Time{}
 	}
+	if t, ok := parseUTCStamp(s); ok {
+		return t
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}
 	}
 	return t
+}
+
+// parseUTCStamp parses the timestamps rollouts carry, YYYY-MM-DDThh:mm:ss[.f{1,9}]Z, as time.Parse with
+// time.RFC3339Nano would (same value, same range checks); ok is false for anything else, which is left to
+// time.Parse. Reading a rollout parses one per record.
+func parseUTCStamp(s string) (time.Time, bool) {
+	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[len(s)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(a, b int) (int, bool) {
+		n := 0
+		for i := a; i < b; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := num(0, 4)
+	month, ok2 := num(5, 7)
+	day, ok3 := num(8, 10)
+	hour, ok4 := num(11, 13)
+	minute, ok5 := num(14, 16)
+	sec, ok6 := num(17, 19)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
+		day > daysIn(time.Month(month), year) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if rest := s[19 : len(s)-1]; rest != "" {
+		if rest[0] != '.' || len(rest) < 2 || len(rest) > 10 {
+			return time.Time{}, false
+		}
+		f, ok := num(20, len(s)-1)
+		if !ok {
+			return time.Time{}, false
+		}
+		for i := len(rest) - 1; i < 9; i++ {
+			f *= 10
+		}
+		nsec = f
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+func daysIn(m time.Month, year int) int {
+	if m == time.February {
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	}
+	return 31 - int((m-1)%7%2)
 }
 
 type eventHead struct {
