@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -265,4 +266,61 @@ func TestParseUTCStampMatchesTimeParse(t *testing.T) {
 			require.True(t, want.Equal(got) && got.Location() == want.Location(), c)
 		}
 	}
+}
+
+// TestPrefixOrdinalMatchesSearch checks prefixOrdinal's canonical shortcut against the search it skips.
+func TestPrefixOrdinalMatchesSearch(t *testing.T) {
+	lines := []string{
+		`{"timestamp":"2026-01-02T03:04:05Z","ordinal":7,"type":"event_msg","payload":{"ordinal":9}}`,
+		`{"timestamp":"2026-01-02T03:04:05Z","ordinal":007,"type":"event_msg","payload":{}}`,
+		`{"timestamp":"2026-01-02T03:04:05Z","ordinal":99999999999999999999,"type":"event_msg","payload":{}}`,
+		`{"timestamp":"2026-01-02T03:04:05Z","type":"event_msg","payload":{"ordinal":9}}`,
+		`{"timestamp":"2026-01-02T03:04:05Z","type":"event_msg","payload":{},"ordinal":3}`,
+		`{"timestamp":"2026-01-02T03:04:05Z","ordinal":,"type":"event_msg","payload":{}}`,
+		`{"ordinal":4,"timestamp":"2026-01-02T03:04:05Z","type":"event_msg","payload":{}}`,
+		`{"timestamp":"` + strings.Repeat("x", 300) + `","ordinal":5,"type":"t","payload":{}}`,
+		`{"timestamp":"2026","ordinal":5,"type":"` + strings.Repeat("y", 240) + `","payload":{}}`,
+		`{"timestamp": "2026", "ordinal": 5, "type": "t", "payload": {}}`,
+		`garbage`, ``,
+	}
+	ents, err := os.ReadDir("testdata")
+	require.NoError(t, err)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".jsonl") {
+			b, err := os.ReadFile(filepath.Join("testdata", e.Name()))
+			require.NoError(t, err)
+			lines = append(lines, strings.Split(string(b), "\n")...)
+		}
+	}
+	for _, ln := range lines {
+		wn, wok := prefixOrdinalSlow([]byte(ln))
+		gn, gok := prefixOrdinal([]byte(ln))
+		require.Equal(t, wok, gok, ln)
+		require.Equal(t, wn, gn, ln)
+	}
+}
+
+func prefixOrdinalSlow(ln []byte) (int64, bool) {
+	head := ln
+	if len(head) > 256 {
+		head = head[:256]
+	}
+	i := bytes.Index(head, ordinalKey)
+	if i < 0 {
+		return 0, false
+	}
+	if pi := bytes.Index(head, payloadKey); pi >= 0 && pi < i {
+		return 0, false
+	}
+	rest := bytes.TrimLeft(head[i+len(ordinalKey):], " \t")
+	if len(rest) == 0 || rest[0] != ':' {
+		return 0, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t")
+	end := 0
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	n, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	return n, err == nil
 }
