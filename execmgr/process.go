@@ -329,7 +329,8 @@ type Process struct {
 	exitedAt time.Time
 	spawnErr error
 
-	live     atomic.Int32 // running reader goroutines
+	live     atomic.Int32  // running reader goroutines
+	outSeq   atomic.Uint64 // chunks delivered so far
 	readDone chan struct{}
 	exited   chan struct{}
 	done     chan struct{}
@@ -472,6 +473,7 @@ func (p *Process) readLoop(s Stream, f *os.File) {
 }
 
 func (p *Process) deliver(s Stream, chunk []byte) {
+	p.outSeq.Add(1)
 	if p.agg != nil {
 		p.agg.Write(chunk)
 	}
@@ -581,6 +583,9 @@ func (p *Process) SpawnErr() error {
 
 // Exited is closed once the child has been reaped.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// OutputSeq counts the output chunks read so far; it changes while output is still arriving.
+func (p *Process) OutputSeq() uint64 { return p.outSeq.Load() }
 
 // Done is closed once the child exited and its output was drained (or the drain limit passed).
 func (p *Process) Done() <-chan struct{} { return p.done }
