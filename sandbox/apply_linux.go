@@ -272,4 +272,3 @@ func landlockABIVersion() (int, error) {
 	}
 	return int(r), nil
 }
-

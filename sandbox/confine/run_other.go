@@ -13,4 +13,6 @@ func Run(Spec, string, []string) (int, error) {
 }
 
 // Landlock fails off Linux.
-func Landlock(Ruleset, []Rule) error { return errors.New("the sandbox needs Linux (Landlock and seccomp)") }
+func Landlock(Ruleset, []Rule) error {
+	return errors.New("the sandbox needs Linux (Landlock and seccomp)")
+}
