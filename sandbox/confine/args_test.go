@@ -19,10 +19,10 @@ func TestArgsRoundTrip(t *testing.T) {
 	require.Equal(t, argv, gotArgv)
 
 	for _, bad := range [][]string{
-		{"fx", "/", "1,2,3", "", "0", "--", "true"},          // unknown flag
-		{"f", "/", "1,2", "", "0", "--", "true"},             // ruleset fields
-		{"f", "/", "1,2,3", "abc", "0", "--", "true"},        // odd hex
-		{"f", "/", "1,2,3", "0011", "0", "--", "true"},       // not whole instructions
+		{"fx", "/", "1,2,3", "", "0", "--", "true"},           // unknown flag
+		{"f", "/", "1,2", "", "0", "--", "true"},              // ruleset fields
+		{"f", "/", "1,2,3", "abc", "0", "--", "true"},         // odd hex
+		{"f", "/", "1,2,3", "0011", "0", "--", "true"},        // not whole instructions
 		{"f", "/", "1,2,3", "", "2", "1", "/a", "--", "true"}, // missing rule
 		{"f", "/", "1,2,3", "", "0", "true"},                  // no --
 		{"f", "/", "1,2,3", "", "0", "--", ""},                // empty command
