@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -410,12 +411,12 @@ func insertAt(data []byte, at int, text string) []byte {
 	return splice(data, at, at, text)
 }
 
-var bareKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var bareKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 func renderKey(parts []string) string {
 	out := make([]string, len(parts))
 	for i, p := range parts {
-		if bareKey.MatchString(p) {
+		if bareKey().MatchString(p) {
 			out[i] = p
 		} else {
 			b, _ := json.Marshal(p)

@@ -3,6 +3,7 @@ package execmgr
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 )
 
 // ExecCommandArgs are the arguments of the `exec_command` tool.
@@ -83,17 +84,19 @@ func compactJSON(s string) json.RawMessage {
 	return b.Bytes()
 }
 
+// The schemas are compacted on first use (not at every start: the sandbox helper and most servers never
+// need them before a turn).
 var (
-	execCommandTool  = compactJSON(execCommandSchema)
-	writeStdinTool   = compactJSON(writeStdinSchema)
-	shellCommandTool = compactJSON(shellCommandSchema)
+	execCommandTool  = sync.OnceValue(func() json.RawMessage { return compactJSON(execCommandSchema) })
+	writeStdinTool   = sync.OnceValue(func() json.RawMessage { return compactJSON(writeStdinSchema) })
+	shellCommandTool = sync.OnceValue(func() json.RawMessage { return compactJSON(shellCommandSchema) })
 )
 
 // UnifiedExecToolSchemas returns the `exec_command` and `write_stdin` tool definitions, in that order, as
 // JSON objects ready for the `tools` array of a model request.
 func UnifiedExecToolSchemas() []json.RawMessage {
-	return []json.RawMessage{bytes.Clone(execCommandTool), bytes.Clone(writeStdinTool)}
+	return []json.RawMessage{bytes.Clone(execCommandTool()), bytes.Clone(writeStdinTool())}
 }
 
 // ShellCommandToolSchema returns the `shell_command` tool definition.
-func ShellCommandToolSchema() json.RawMessage { return bytes.Clone(shellCommandTool) }
+func ShellCommandToolSchema() json.RawMessage { return bytes.Clone(shellCommandTool()) }

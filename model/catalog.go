@@ -1,5 +1,10 @@
 package model
 
+import (
+	"slices"
+	"sync"
+)
+
 // DefaultContextWindow is the modelContextWindow reported for models without known metadata
 // (the reference reported 258400, i.e. 95 % of a 272 000-token window).
 const DefaultContextWindow int64 = 258_400
@@ -155,20 +160,65 @@ func Catalog() []CatalogModel {
 	return []CatalogModel{sol61, astra, sol6, luna6, sol56, terra61, terra56, luna56, blue, red, g55, review}
 }
 
-// LookupModel returns the catalogue entry with this id (or model slug).
-func LookupModel(id string) (CatalogModel, bool) {
-	for _, m := range Catalog() {
-		if m.ID == id || m.Model == id {
-			return m, true
+// catalog is the catalogue lookups read (built once, never handed out: LookupModel returns copies).
+var catalog = sync.OnceValue(Catalog)
+
+// find returns the shared entry with this id (or model slug), nil when there is none.
+func find(id string) *CatalogModel {
+	c := catalog()
+	for i := range c {
+		if c[i].ID == id || c[i].Model == id {
+			return &c[i]
 		}
 	}
-	return CatalogModel{}, false
+	return nil
+}
+
+// LookupModel returns the catalogue entry with this id (or model slug); the entry is the caller's own.
+func LookupModel(id string) (CatalogModel, bool) {
+	m := find(id)
+	if m == nil {
+		return CatalogModel{}, false
+	}
+	return m.clone(), true
+}
+
+// clone copies m with its slices and pointed-to values, so a caller's changes stay its own.
+func (m *CatalogModel) clone() CatalogModel {
+	c := *m
+	c.Upgrade, c.ModelSpecialty, c.MultiAgentVersion, c.DefaultServiceTier =
+		clonePtr(m.Upgrade), clonePtr(m.ModelSpecialty), clonePtr(m.MultiAgentVersion), clonePtr(m.DefaultServiceTier)
+	if m.UpgradeInfo != nil {
+		u := *m.UpgradeInfo
+		u.UpgradeCopy, u.ModelLink, u.MigrationMarkdown, u.RetirementAt =
+			clonePtr(u.UpgradeCopy), clonePtr(u.ModelLink), clonePtr(u.MigrationMarkdown), clonePtr(u.RetirementAt)
+		c.UpgradeInfo = &u
+	}
+	c.AvailabilityNux = clonePtr(m.AvailabilityNux)
+	c.SupportedReasoningEfforts = slices.Clone(m.SupportedReasoningEfforts)
+	c.InputModalities = slices.Clone(m.InputModalities)
+	c.AdditionalSpeedTiers = slices.Clone(m.AdditionalSpeedTiers)
+	c.ServiceTiers = slices.Clone(m.ServiceTiers)
+	if m.AvailableAccessPrograms != nil {
+		a := *m.AvailableAccessPrograms
+		a.Cyber = slices.Clone(a.Cyber)
+		c.AvailableAccessPrograms = &a
+	}
+	return c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 // ContextWindow returns the effective context window for model id (DefaultContextWindow when
 // the model is unknown).
 func ContextWindow(id string) int64 {
-	if m, ok := LookupModel(id); ok && m.ContextWindow > 0 {
+	if m := find(id); m != nil && m.ContextWindow > 0 {
 		return m.ContextWindow
 	}
 	return DefaultContextWindow

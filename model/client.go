@@ -313,7 +313,7 @@ func (k kickReader) Read(p []byte) (int, error) {
 // attempt runs one stream attempt: the HTTP request with its silent retries, then the SSE body.
 func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload []byte, on func(Event)) (*Completed, error) {
 	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	defer func() { cancel() }()
 	wd := newWatchdog(c.p.EffectiveStreamIdleTimeout(), cancel)
 	defer wd.stop()
 
@@ -327,17 +327,40 @@ func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload [
 		}
 		return nil, err
 	}
-	defer resp.Body.Close()
 	comp, err := readStream(kickReader{resp.Body, wd}, on, c.log)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if wd.fired.Load() {
-			return nil, streamError(msgIdleTimeout, err)
-		}
+	if err == nil {
+		// What follows response.completed (normally only the chunked body's end) is read in the background,
+		// so the connection goes back to the pool instead of being closed: the next request of the turn
+		// or thread skips a TCP (and TLS) handshake.
+		release := cancel
+		cancel = func() {}
+		go drainBody(resp.Body, release)
+		return comp, nil
+	}
+	resp.Body.Close()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if wd.fired.Load() {
+		return nil, streamError(msgIdleTimeout, err)
 	}
 	return comp, err
+}
+
+// drainLimit bounds drainBody: how long and how much it reads after response.completed.
+const (
+	drainLimit = 2 * time.Second
+	drainBytes = 64 << 10
+)
+
+// drainBody reads what remains of a completed stream's body (at most drainBytes, for at most drainLimit),
+// then closes it and cancels its request; a server that keeps the stream open only loses the connection.
+func drainBody(body io.ReadCloser, cancel context.CancelFunc) {
+	t := time.AfterFunc(drainLimit, cancel)
+	_, _ = io.CopyN(io.Discard, body, drainBytes)
+	t.Stop()
+	_ = body.Close()
+	cancel()
 }
 
 // post sends the request, retrying transport errors and 5xx silently up to request_max_retries.

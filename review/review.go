@@ -1,12 +1,10 @@
-// Package review turns a review target (uncommitted changes, a base branch, a commit, custom
-// instructions) into the reviewer's prompt, parses the reviewer's JSON answer into the reference's
-// structure (findings with title, body, confidence, priority and code location; an overall verdict)
-// and renders it as the text a review turn reports.
+// Package review runs review turns: a review target (uncommitted changes, a base branch, a commit,
+// custom instructions) becomes the reviewer's prompt, the reviewer sub-agent reads the change, and its
+// answer (see package findings) ends the turn and joins the thread's history.
 package review
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -15,8 +13,8 @@ import (
 	protocol "appserver/protocol/v2"
 )
 
-// Instructions is the reviewer's developer message (our own wording); the output format is the
-// reference's.
+// Instructions is the reviewer's developer message, in place of the base instructions (our own
+// wording); the output format is the reference's.
 const Instructions = `# Code review
 
 You review a change another engineer made. Report only problems the author would want to fix once told about them:
@@ -25,7 +23,7 @@ You review a change another engineer made. Report only problems the author would
 - it is one specific, actionable problem, and you can point at the code it affects; no speculation about code you have not seen;
 - it is not plainly what the author meant to do.
 
-Leave out style nits, formatting, typos and documentation unless they hide a real problem. Look at every changed file; report each distinct problem once, at the smallest line range that shows it (a few lines at most).
+Read the change yourself with the shell tools you have (git diff, git show, reading files); you cannot change files. Leave out style nits, formatting, typos and documentation unless they hide a real problem. Look at every changed file; report each distinct problem once, at the smallest line range that shows it (a few lines at most).
 
 For each finding:
 - title: at most 80 characters, starting with its priority tag: [P0] must be fixed before anything ships, [P1] fix soon, [P2] fix eventually, [P3] nice to have;
@@ -44,7 +42,7 @@ Answer with this JSON object only, no code fences, no other text:
 type Request struct {
 	Prompt string // the user message the reviewer gets
 	Hint   string // the short description shown in enteredReviewMode
-	Diff   string // the change (see Diff), sent after the prompt when not empty
+	Target protocol.ReviewTarget
 }
 
 // ErrEmpty marks a target with a required field left empty.
@@ -58,6 +56,12 @@ func (e emptyError) Is(target error) bool { return target == ErrEmpty }
 
 // Resolve builds the prompt and hint for target; cwd is where git runs to find a merge base.
 func Resolve(ctx context.Context, cwd string, target protocol.ReviewTarget) (Request, error) {
+	r, err := resolve(ctx, cwd, target)
+	r.Target = target
+	return r, err
+}
+
+func resolve(ctx context.Context, cwd string, target protocol.ReviewTarget) (Request, error) {
 	switch v := target.Value.(type) {
 	case protocol.ReviewTargetUncommittedChanges:
 		return Request{
@@ -113,103 +117,14 @@ func mergeBase(ctx context.Context, cwd, branch string) string {
 	return git("merge-base", "HEAD", ref)
 }
 
-// Output is the reviewer's answer, as the reference records it (`review_output`).
-type Output struct {
-	Findings               []Finding `json:"findings"`
-	OverallCorrectness     string    `json:"overall_correctness"`
-	OverallExplanation     string    `json:"overall_explanation"`
-	OverallConfidenceScore float64   `json:"overall_confidence_score"`
-}
-
-// Finding is one problem the reviewer reports.
-type Finding struct {
-	Title           string       `json:"title"`
-	Body            string       `json:"body"`
-	ConfidenceScore float64      `json:"confidence_score"`
-	Priority        *int         `json:"priority,omitempty"`
-	CodeLocation    CodeLocation `json:"code_location"`
-}
-
-// CodeLocation points at the lines a finding is about.
-type CodeLocation struct {
-	AbsoluteFilePath string    `json:"absolute_file_path"`
-	LineRange        LineRange `json:"line_range"`
-}
-
-// LineRange is an inclusive range of 1-based lines.
-type LineRange struct {
-	Start int `json:"start"`
-	End   int `json:"end"`
-}
-
-// Parse reads the reviewer's answer: the whole text as JSON, else the outermost {...} inside it (code
-// fences or prose around it), else the text itself as the overall explanation with no findings.
-func Parse(text string) Output {
-	text = strings.TrimSpace(text)
-	if out, ok := decode(text); ok {
-		return out
-	}
-	if i, j := strings.Index(text, "{"), strings.LastIndex(text, "}"); i >= 0 && j > i {
-		if out, ok := decode(text[i : j+1]); ok {
-			return out
-		}
-	}
-	return Output{Findings: []Finding{}, OverallExplanation: text}
-}
-
-func decode(s string) (Output, bool) {
-	var probe map[string]json.RawMessage
-	if json.Unmarshal([]byte(s), &probe) != nil {
-		return Output{}, false
-	}
-	if _, ok := probe["findings"]; !ok {
-		if _, ok := probe["overall_explanation"]; !ok {
-			return Output{}, false
-		}
-	}
-	var out Output
-	if json.Unmarshal([]byte(s), &out) != nil {
-		return Output{}, false
-	}
-	if out.Findings == nil {
-		out.Findings = []Finding{}
-	}
-	return out, true
-}
-
-// Render is the text a review turn shows and hands to the thread: the explanation, then the findings
-// as a list ("title — path:start-end" and the indented body).
-func Render(out Output) string {
-	var parts []string
-	if e := strings.TrimSpace(out.OverallExplanation); e != "" {
-		parts = append(parts, e)
-	}
-	if len(out.Findings) > 0 {
-		head := "Review comment:"
-		if len(out.Findings) > 1 {
-			head = "Full review comments:"
-		}
-		var b strings.Builder
-		b.WriteString(head + "\n")
-		for i, f := range out.Findings {
-			if i > 0 {
-				b.WriteString("\n")
-			}
-			fmt.Fprintf(&b, "\n- %s — %s:%d-%d", f.Title, f.CodeLocation.AbsoluteFilePath, f.CodeLocation.LineRange.Start, f.CodeLocation.LineRange.End)
-			for _, line := range strings.Split(strings.TrimSpace(f.Body), "\n") {
-				b.WriteString("\n  " + line)
-			}
-		}
-		parts = append(parts, b.String())
-	}
-	if len(parts) == 0 {
-		return "Reviewer failed to output a response."
-	}
-	return strings.Join(parts, "\n\n")
-}
-
 // Handoff is the user-role message that carries the review's result into the parent thread's history
 // (the reference's `<user_action>` shape, our own wording).
 func Handoff(rendered string) string {
 	return "<user_action>\n  <context>The user ran a code review. The reviewer's full output follows; the user may ask to address some of its comments.</context>\n  <action>review</action>\n  <results>\n  " + rendered + "\n  </results>\n  </user_action>\n"
+}
+
+// HandoffCutShort is the hand-off of a review that did not finish: no results, and a note for the
+// next turn (our own wording).
+func HandoffCutShort() string {
+	return "<user_action>\n  <context>The user started a code review that did not finish. If they ask about it, suggest running the review again and letting it complete.</context>\n  <action>review</action>\n  <results>\n  None.\n  </results>\n</user_action>\n"
 }

@@ -2,54 +2,12 @@ package review
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	protocol "appserver/protocol/v2"
 )
-
-func TestParse(t *testing.T) {
-	full := `{"findings":[{"title":"[P1] Bad thing","body":"It breaks.","confidence_score":0.8,"priority":1,"code_location":{"absolute_file_path":"/w/a.go","line_range":{"start":2,"end":3}}}],"overall_correctness":"patch is incorrect","overall_explanation":"One bug.","overall_confidence_score":0.7}`
-	one := 1
-	want := Output{
-		Findings: []Finding{{Title: "[P1] Bad thing", Body: "It breaks.", ConfidenceScore: 0.8, Priority: &one,
-			CodeLocation: CodeLocation{AbsoluteFilePath: "/w/a.go", LineRange: LineRange{Start: 2, End: 3}}}},
-		OverallCorrectness: "patch is incorrect", OverallExplanation: "One bug.", OverallConfidenceScore: 0.7,
-	}
-	for _, tc := range []struct {
-		name, in string
-		want     Output
-	}{
-		{"plain JSON", full, want},
-		{"fenced", "```json\n" + full + "\n```", want},
-		{"prose around", "Here is my review:\n" + full + "\nThanks.", want},
-		{"no findings", `{"findings":[],"overall_correctness":"patch is correct","overall_explanation":"Fine.","overall_confidence_score":0.9}`,
-			Output{Findings: []Finding{}, OverallCorrectness: "patch is correct", OverallExplanation: "Fine.", OverallConfidenceScore: 0.9}},
-		{"findings missing", `{"overall_explanation":"Only words."}`, Output{Findings: []Finding{}, OverallExplanation: "Only words."}},
-		{"not JSON", "Looks good to me.", Output{Findings: []Finding{}, OverallExplanation: "Looks good to me."}},
-		{"unrelated JSON", `{"answer":42}`, Output{Findings: []Finding{}, OverallExplanation: `{"answer":42}`}},
-		{"broken JSON", `{"findings":[{"title":`, Output{Findings: []Finding{}, OverallExplanation: `{"findings":[{"title":`}},
-		{"empty", "", Output{Findings: []Finding{}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, Parse(tc.in)) })
-	}
-}
-
-func TestRender(t *testing.T) {
-	f := func(title, path string, a, b int, body string) Finding {
-		return Finding{Title: title, Body: body, CodeLocation: CodeLocation{AbsoluteFilePath: path, LineRange: LineRange{Start: a, End: b}}}
-	}
-	require.Equal(t, "One bug.\n\nReview comment:\n\n- [P1] Bad thing — /w/a.txt:2-2\n  It breaks.",
-		Render(Output{OverallExplanation: "One bug.", Findings: []Finding{f("[P1] Bad thing", "/w/a.txt", 2, 2, "It breaks.")}}))
-	require.Equal(t, "Two.\n\nFull review comments:\n\n- A — /a:1-2\n  x\n  y\n\n- B — /b:3-3\n  z",
-		Render(Output{OverallExplanation: "Two.", Findings: []Finding{f("A", "/a", 1, 2, "x\ny"), f("B", "/b", 3, 3, "z")}}))
-	require.Equal(t, "Fine.", Render(Output{OverallExplanation: "Fine."}))
-	require.Equal(t, "Reviewer failed to output a response.", Render(Output{}))
-}
 
 func TestResolve(t *testing.T) {
 	ctx := context.Background()
@@ -81,46 +39,4 @@ func TestResolve(t *testing.T) {
 			require.NotEmpty(t, r.Prompt)
 		})
 	}
-}
-
-func TestDiff(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
-	dir := t.TempDir()
-	git := func(args ...string) string {
-		cmd := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a"}, args...)...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, string(out))
-		return string(out)
-	}
-	git("init", "-q", "-b", "main")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644))
-	git("add", ".")
-	git("commit", "-qm", "first")
-	git("checkout", "-qb", "feature")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ncommitted\n"), 0o644))
-	git("commit", "-qam", "second")
-	sha := git("rev-parse", "HEAD")[:40]
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ncommitted\nworking\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "new.txt"), []byte("brand new\n"), 0o644))
-
-	ctx := context.Background()
-	d := Diff(ctx, dir, protocol.ReviewTarget{Value: protocol.ReviewTargetUncommittedChanges{}})
-	require.Contains(t, d, "+working")
-	require.NotContains(t, d, "+committed")
-	require.Contains(t, d, "+brand new", "untracked files are part of the change")
-
-	d = Diff(ctx, dir, protocol.ReviewTarget{Value: protocol.ReviewTargetBaseBranch{Branch: "main"}})
-	require.Contains(t, d, "+committed")
-	require.Contains(t, d, "+working")
-
-	d = Diff(ctx, dir, protocol.ReviewTarget{Value: protocol.ReviewTargetCommit{Sha: sha}})
-	require.Contains(t, d, "second")
-	require.Contains(t, d, "+committed")
-	require.NotContains(t, d, "+working")
-
-	require.Empty(t, Diff(ctx, dir, protocol.ReviewTarget{Value: protocol.ReviewTargetCustom{Instructions: "x"}}))
-	require.Empty(t, Diff(ctx, t.TempDir(), protocol.ReviewTarget{Value: protocol.ReviewTargetUncommittedChanges{}}), "outside a repository")
 }

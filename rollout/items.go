@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"appserver/review/findings"
 )
 
 // convertCoreItem turns an item_completed item (the reference's core TurnItem, PascalCase type) into the protocol
@@ -67,6 +69,19 @@ func convertCoreItem(raw json.RawMessage) map[string]any {
 		return map[string]any{"type": "webSearch", "id": id, "query": m["query"], "action": camelizeKeysOnly(m["action"])}
 	case "ContextCompaction":
 		return map[string]any{"type": "contextCompaction", "id": id}
+	case "EnteredReviewMode":
+		hint, _ := m["user_facing_hint"].(string)
+		return map[string]any{"type": "enteredReviewMode", "id": id, "review": hint}
+	case "ExitedReviewMode":
+		var it struct {
+			Output *findings.Output `json:"review_output"`
+		}
+		_ = json.Unmarshal(raw, &it)
+		out := findings.Output{}
+		if it.Output != nil {
+			out = *it.Output
+		}
+		return map[string]any{"type": "exitedReviewMode", "id": id, "review": findings.Render(out)}
 	case "Plan":
 		return map[string]any{"type": "plan", "id": id, "text": m["text"]}
 	case "":

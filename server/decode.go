@@ -7,23 +7,25 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
 )
 
-var unknownMethodSuffix = func() string {
+// unknownMethodSuffix lists every client method the way serde's error does (built on first use).
+var unknownMethodSuffix = sync.OnceValue(func() string {
 	names := protocol.ClientRequestNames()
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = "`" + n + "`"
 	}
 	return strings.Join(quoted, ", ")
-}()
+})
 
 // unknownMethodError is the reference's serde wording for a method outside ClientRequest.
 func unknownMethodError(method string) error {
-	return jsonrpc.InvalidRequest("Invalid request: unknown variant `" + method + "`, expected one of " + unknownMethodSuffix)
+	return jsonrpc.InvalidRequest("Invalid request: unknown variant `" + method + "`, expected one of " + unknownMethodSuffix())
 }
 
 func invalidParams(format string, args ...any) error {

@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"appserver/config"
 	"appserver/jsonrpc"
@@ -79,12 +81,24 @@ func (c *connection) originator() string {
 	return c.clientInfo.Name
 }
 
+// unknownModelWarning is the reference's warning for a turn on a model without catalogue metadata.
+func unknownModelWarning(mdl string) string {
+	return "Model metadata for `" + mdl + "` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."
+}
+
 func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.TurnStartParams) (any, error) {
 	t, err := s.loadedThread(p.ThreadID)
 	if err != nil {
 		return nil, err
 	}
 	t.Subscribe(c)
+	if active := t.ActiveTurn(); active != nil {
+		if kind := active.NotSteerable(); kind != "" {
+			// The reference's internal error, in its debug wording (a review takes no input while it runs).
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "failed to submit turn input: ActiveTurnNotSteerable { turn_kind: " + strings.ToUpper(string(kind[:1])) + string(kind[1:]) + " }"}
+		}
+	}
 	t.ApplyOverrides(thread.TurnOverrides{
 		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
 		Collaboration: p.CollaborationMode,
@@ -93,7 +107,7 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 	// The reference warns when a turn starts, not when turn/start folds input into the running one.
 	if _, known := model.LookupModel(mdl); !known && t.ActiveTurn() == nil {
 		t.EmitTo(c, protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID,
-			Message: "Model metadata for `" + mdl + "` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."})
+			Message: unknownModelWarning(mdl)})
 	}
 	tn, folded := t.BeginTurn(p.Input, thread.TurnOptions{OutputSchema: p.OutputSchema, ClientUserMessageID: p.ClientUserMessageID})
 	req.Reply(protocol.TurnStartResponse{Turn: tn.PendingTurn()}, nil)
@@ -114,13 +128,13 @@ func (s *Server) turnInterrupt(_ context.Context, _ *connection, req *jsonrpc.Re
 	if active == nil {
 		return nil, jsonrpc.InvalidRequest(thread.ErrNoActiveTurnToInterrupt.Error())
 	}
-	if p.TurnID != active.ID {
+	if p.TurnID != active.PublicID() {
 		// The reference's wording (unlike turn/steer's, without backticks).
-		return nil, jsonrpc.InvalidRequest(fmt.Sprintf("expected active turn id %s but found %s", p.TurnID, active.ID))
+		return nil, jsonrpc.InvalidRequest(fmt.Sprintf("expected active turn id %s but found %s", p.TurnID, active.PublicID()))
 	}
-	t.AnnounceInterrupt(p.TurnID)
+	t.AnnounceInterrupt(active.ID)
 	req.Reply(protocol.TurnInterruptResponse{}, nil)
-	if err := t.Interrupt(p.TurnID); err != nil {
+	if err := t.Interrupt(active.ID); err != nil {
 		s.log.Debug("interrupt raced with turn end", "error", err)
 	}
 	return nil, nil
@@ -132,6 +146,13 @@ func (s *Server) turnSteer(_ context.Context, _ *connection, req *jsonrpc.Reques
 		return nil, err
 	}
 	tn, err := t.Steer(p.Input, p.ExpectedTurnID, p.ClientUserMessageID)
+	var ns *thread.NotSteerableError
+	if errors.As(err, &ns) {
+		// The reference details the refusal in the error's data, as a turn error.
+		data, _ := json.Marshal(protocol.TurnError{Message: ns.Error(), CodexErrorInfo: &protocol.CodexErrorInfo{
+			ActiveTurnNotSteerable: &protocol.CodexErrorInfoActiveTurnNotSteerable{TurnKind: ns.Kind}}})
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: ns.Error(), Data: data}
+	}
 	if err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}

@@ -1,6 +1,7 @@
 package thread
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,19 +15,40 @@ import (
 	protocol "appserver/protocol/v2"
 )
 
-// ReadStateFileName is the file under CODEX_HOME that keeps every thread's read state (the reference keeps it
-// in an SQLite sidecar).
-const ReadStateFileName = "appserver_read_states.json"
+// ReadStateFileName is the file under CODEX_HOME that keeps a snapshot of every thread's read state (the
+// reference keeps them in an SQLite sidecar); ReadStateLogName holds the changes made since the snapshot.
+const (
+	ReadStateFileName = "appserver_read_states.json"
+	ReadStateLogName  = "appserver_read_states.log"
+)
 
 // ErrReadStateConflict reports a thread/readState/update whose expectedRevision is not the current one.
 var ErrReadStateConflict = errors.New("read state changed")
 
-// readStateStore holds the read states of one CODEX_HOME, persisted to ReadStateFileName.
+// readStateCompactAt is how many log lines make the next change rewrite the snapshot (and empty the log),
+// at least; a log also compacts once it holds four lines per thread.
+const readStateCompactAt = 256
+
+// readStateStore holds the read states of one CODEX_HOME. Every change is one appended line of the log
+// (one write(2), so a crash leaves every completed line readable and a torn last line is dropped), which
+// is what every turn's end pays; replacing the snapshot (a write and a rename, which ext4 follows with a
+// data flush) happens once per readStateCompactAt changes. Replaying the log over the snapshot is
+// idempotent, so a crash between the snapshot's rename and the log's truncation loses nothing.
 type readStateStore struct {
-	mu     sync.Mutex
-	path   string
-	loaded bool
-	states map[string]protocol.ThreadReadState
+	mu      sync.Mutex
+	path    string // the snapshot; the log is beside it
+	loaded  bool
+	states  map[string]protocol.ThreadReadState
+	logged  int  // lines in the log
+	torn    bool // the log ends inside a line: the next append starts a new one
+	logFile *os.File
+}
+
+// readStateLine is one line of the log: a thread's new state, or its removal.
+type readStateLine struct {
+	ID      string                    `json:"id"`
+	State   *protocol.ThreadReadState `json:"state,omitempty"`
+	Deleted bool                      `json:"deleted,omitempty"`
 }
 
 // readStores maps a CODEX_HOME to its store, shared by every Manager on that home.
@@ -41,25 +63,91 @@ func (m *Manager) readStates() *readStateStore {
 	return v.(*readStateStore)
 }
 
-// loadLocked reads the file once (s.mu held); a missing or unreadable file starts empty.
+func (s *readStateStore) logPath() string {
+	return filepath.Join(filepath.Dir(s.path), ReadStateLogName)
+}
+
+// loadLocked reads the snapshot and replays the log once (s.mu held); a missing or unreadable snapshot
+// starts empty, undecodable log lines are skipped.
 func (s *readStateStore) loadLocked() {
 	if s.loaded {
 		return
 	}
 	s.loaded = true
 	s.states = map[string]protocol.ThreadReadState{}
-	b, err := os.ReadFile(s.path)
-	if err != nil {
+	if b, err := os.ReadFile(s.path); err == nil {
+		if err := json.Unmarshal(b, &s.states); err != nil {
+			slog.Warn("read states unreadable; starting over", "path", s.path, "error", err)
+			s.states = map[string]protocol.ThreadReadState{}
+		}
+	}
+	b, err := os.ReadFile(s.logPath())
+	if err != nil || len(b) == 0 {
 		return
 	}
-	if err := json.Unmarshal(b, &s.states); err != nil {
-		slog.Warn("read states unreadable; starting over", "path", s.path, "error", err)
-		s.states = map[string]protocol.ThreadReadState{}
+	s.torn = b[len(b)-1] != '\n'
+	for len(b) > 0 {
+		ln, rest, _ := bytes.Cut(b, []byte{'\n'})
+		b = rest
+		var l readStateLine
+		if len(bytes.TrimSpace(ln)) == 0 || json.Unmarshal(ln, &l) != nil || l.ID == "" {
+			continue
+		}
+		s.logged++
+		switch {
+		case l.Deleted:
+			delete(s.states, l.ID)
+		case l.State != nil:
+			s.states[l.ID] = *l.State
+		}
 	}
 }
 
-// saveLocked writes the file atomically (s.mu held).
-func (s *readStateStore) saveLocked() error {
+// putLocked records a thread's new state (s.mu held).
+func (s *readStateStore) putLocked(id string, st protocol.ThreadReadState) error {
+	s.states[id] = st
+	return s.appendLocked(readStateLine{ID: id, State: &st})
+}
+
+// deleteLocked removes a thread's state (s.mu held).
+func (s *readStateStore) deleteLocked(id string) error {
+	delete(s.states, id)
+	return s.appendLocked(readStateLine{ID: id, Deleted: true})
+}
+
+// appendLocked writes one log line, or the whole snapshot when the log has grown long enough.
+func (s *readStateStore) appendLocked(l readStateLine) error {
+	if s.logged >= max(readStateCompactAt, 4*len(s.states)) {
+		return s.compactLocked()
+	}
+	line, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	if s.torn {
+		line = append([]byte{'\n'}, line...)
+	}
+	line = append(line, '\n')
+	if s.logFile == nil {
+		f, err := os.OpenFile(s.logPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		s.logFile = f
+	}
+	if _, err := s.logFile.Write(line); err != nil {
+		// A short write may have torn the line; the next append starts afresh on a reopened file.
+		_ = s.logFile.Close()
+		s.logFile, s.torn = nil, true
+		return err
+	}
+	s.torn = false
+	s.logged++
+	return nil
+}
+
+// compactLocked replaces the snapshot atomically with every state, then empties the log (s.mu held).
+func (s *readStateStore) compactLocked() error {
 	b, err := json.Marshal(s.states)
 	if err != nil {
 		return err
@@ -68,7 +156,18 @@ func (s *readStateStore) saveLocked() error {
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, s.path)
+	if err := os.Rename(tmp, s.path); err != nil {
+		return err
+	}
+	if s.logFile != nil {
+		_ = s.logFile.Close()
+		s.logFile = nil
+	}
+	if err := os.Truncate(s.logPath(), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err // the snapshot holds everything: replaying the old log over it changes nothing
+	}
+	s.logged, s.torn = 0, false
+	return nil
 }
 
 func initialReadState(id string) protocol.ThreadReadState {
@@ -112,8 +211,7 @@ func (m *Manager) UpdateReadState(id, expectedRevision string, read bool) (proto
 	if !read {
 		next.FirstUnread = &protocol.ThreadUnreadPosition{Value: protocol.ThreadUnreadPositionThreadStart{}}
 	}
-	s.states[id] = next
-	err := s.saveLocked()
+	err := s.putLocked(id, next)
 	s.mu.Unlock()
 	if err != nil {
 		return protocol.ThreadReadState{}, fmt.Errorf("save read state: %w", err)
@@ -168,8 +266,7 @@ func (t *Thread) noteTurnEnd(turnID string, status protocol.TurnStatus) {
 		st.FirstUnread = &protocol.ThreadUnreadPosition{Value: protocol.ThreadUnreadPositionTurn{TurnID: turnID}}
 	}
 	st.Revision = uuid.NewString()
-	s.states[t.ID] = st
-	if err := s.saveLocked(); err != nil {
+	if err := s.putLocked(t.ID, st); err != nil {
 		t.mgr.log.Warn("save read state", "thread", t.ID, "error", err)
 	}
 	s.mu.Unlock()
@@ -185,8 +282,7 @@ func (m *Manager) forgetReadState(id string) {
 	if _, ok := s.states[id]; !ok {
 		return
 	}
-	delete(s.states, id)
-	if err := s.saveLocked(); err != nil {
+	if err := s.deleteLocked(id); err != nil {
 		m.log.Warn("save read state", "thread", id, "error", err)
 	}
 }

@@ -12,8 +12,11 @@ import (
 
 // recordItemCompleted appends the item_completed event of a finished turn item, in the reference's core shape,
 // the moment the item completes (a crash afterwards keeps it).
-func (tn *Turn) recordItemCompleted(item protocol.ThreadItem) {
-	core := coreItem(item)
+// A non-nil core is recorded as the item instead of the form coreItem derives.
+func (tn *Turn) recordItemCompleted(item protocol.ThreadItem, core any) {
+	if core == nil {
+		core = coreItem(item)
+	}
 	if core == nil {
 		return
 	}
@@ -25,9 +28,37 @@ func (tn *Turn) recordItemCompleted(item protocol.ThreadItem) {
 		started = completed
 	}
 	t := tn.thread
-	t.record(func(r *rollout.Recorder) error {
-		return r.AppendEvent(rollout.ItemCompleted{ThreadID: t.ID, TurnID: tn.ID, Item: core, StartedAtMs: started, CompletedAtMs: completed})
-	})
+	rec := func() {
+		t.record(func(r *rollout.Recorder) error {
+			return r.AppendEvent(rollout.ItemCompleted{ThreadID: t.ID, TurnID: tn.ID, Item: core, StartedAtMs: started, CompletedAtMs: completed})
+		})
+	}
+	tn.mu.Lock()
+	if tn.holding {
+		tn.held = append(tn.held, rec)
+		tn.mu.Unlock()
+		return
+	}
+	tn.mu.Unlock()
+	rec()
+}
+
+// holdRecords defers item records (a task's prelude runs before its start is recorded);
+// releaseRecords writes them.
+func (tn *Turn) holdRecords() {
+	tn.mu.Lock()
+	tn.holding = true
+	tn.mu.Unlock()
+}
+
+func (tn *Turn) releaseRecords() {
+	tn.mu.Lock()
+	held := tn.held
+	tn.holding, tn.held = false, nil
+	tn.mu.Unlock()
+	for _, rec := range held {
+		rec()
+	}
 }
 
 // itemTimes returns an item's startedAtMs and completedAtMs when its variant carries them.
@@ -238,8 +269,12 @@ func (tn *Turn) recordUsage(responseID string, u *model.Usage) {
 // recordEnd appends task_complete (with the error of a failed turn) or turn_aborted.
 func (tn *Turn) recordEnd(status protocol.TurnStatus, turnErr *protocol.TurnError, lastText string, completedAt time.Time, dur int64) {
 	t := tn.thread
-	if !tn.task { // the reference leaves the read state alone after a user shell or compaction turn
-		defer t.noteTurnEnd(tn.ID, status)
+	if !tn.task || tn.taskOpts.NoteRead { // the reference leaves the read state alone after a user shell or compaction turn
+		readAs := status
+		if tn.taskErr != nil {
+			readAs = protocol.TurnStatusCompleted // a failed review still shows its items: the reference marks it unread
+		}
+		defer t.noteTurnEnd(tn.ID, readAs)
 	}
 	if status == protocol.TurnStatusInterrupted {
 		t.record(func(r *rollout.Recorder) error {

@@ -64,6 +64,13 @@ func (tc *ToolContext) ItemCompleted(item protocol.ThreadItem) {
 	tc.Thread.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: item, ThreadID: tc.Thread.ID, TurnID: tc.Turn.ID, CompletedAtMs: nowMs()})
 }
 
+// ItemCompletedAs is ItemCompleted recording core as the item's rollout form (the reference's core
+// item, for a variant whose protocol form lacks what the reference records).
+func (tc *ToolContext) ItemCompletedAs(item protocol.ThreadItem, core any) {
+	tc.Turn.addItemAs(item, core)
+	tc.Thread.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: item, ThreadID: tc.Thread.ID, TurnID: tc.Turn.ID, CompletedAtMs: nowMs()})
+}
+
 // Request sends a server→client request (approval or elicitation) with the waitingOnApproval flag
 // raised while it is pending; the wait is bounded by ctx and by the configured approval timeout.
 func (tc *ToolContext) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {

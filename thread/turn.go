@@ -35,6 +35,14 @@ type Turn struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	task   bool // driven by a TaskBody (user shell, compaction), not by the model
+	// taskOpts are a task turn's options (set under mu before its goroutine starts).
+	taskOpts TaskOptions
+	// holding and held defer a task prelude's item records until the turn's start is recorded (under mu).
+	holding bool
+	held    []func()
+	// taskErr fails a task turn; its status and error were announced when it was set (see
+	// ToolContext.Fail). Written and read by the turn's goroutine only.
+	taskErr *protocol.TurnError
 
 	mu sync.Mutex
 	// startedAt is written by the turn's goroutine under mu; other goroutines read it under mu.
@@ -102,7 +110,10 @@ func (tn *Turn) interrupt() {
 
 func (tn *Turn) cancelByTool() { tn.cancel(errToolCancelled) }
 
-func (tn *Turn) addItem(item protocol.ThreadItem) {
+func (tn *Turn) addItem(item protocol.ThreadItem) { tn.addItemAs(item, nil) }
+
+// addItemAs is addItem recording core (when not nil) as the item's rollout form.
+func (tn *Turn) addItemAs(item protocol.ThreadItem, core any) {
 	tn.mu.Lock()
 	if tn.finished {
 		tn.mu.Unlock()
@@ -115,7 +126,7 @@ func (tn *Turn) addItem(item protocol.ThreadItem) {
 	}
 	tn.mu.Unlock()
 	// Recorded when the item completes, not at turn end, so a crash keeps it.
-	tn.recordItemCompleted(item)
+	tn.recordItemCompleted(item, core)
 }
 
 // snapshot renders the turn; full selects every item rather than the summary (last agent message).
@@ -328,6 +339,12 @@ func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string, client
 	if expectedTurnID != t.active.ID {
 		return nil, fmt.Errorf("expected active turn id `%s` but found `%s`", expectedTurnID, t.active.ID)
 	}
+	t.active.mu.Lock()
+	kind := t.active.taskOpts.NotSteerable
+	t.active.mu.Unlock()
+	if kind != "" {
+		return nil, &NotSteerableError{Kind: kind}
+	}
 	if len(input) == 0 {
 		return nil, ErrEmptySteerInput
 	}
@@ -338,6 +355,24 @@ func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string, client
 }
 
 // Interrupt stops the running turn; it returns once turn/completed was sent.
+// PublicID is the turn id clients see while the turn runs: a task announced under another id (a
+// review, see TaskOptions.AnnounceID) is addressed by that id.
+func (tn *Turn) PublicID() string {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	if tn.taskOpts.AnnounceID != "" {
+		return tn.taskOpts.AnnounceID
+	}
+	return tn.ID
+}
+
+// NotSteerable is the kind of turn that refuses more input while it runs ("" for a turn that takes it).
+func (tn *Turn) NotSteerable() protocol.NonSteerableTurnKind {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	return tn.taskOpts.NotSteerable
+}
+
 func (t *Thread) Interrupt(turnID string) error {
 	t.mu.Lock()
 	tn := t.active
@@ -901,8 +936,10 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	if status == protocol.TurnStatusFailed {
 		st = protocol.ThreadStatus{Value: protocol.ThreadStatusSystemError{}}
 	}
-	t.notifyStatus(subs, st)
-	if status == protocol.TurnStatusFailed && turnErr != nil {
+	if tn.taskErr == nil {
+		t.notifyStatus(subs, st)
+	}
+	if status == protocol.TurnStatusFailed && turnErr != nil && tn.taskErr == nil {
 		for _, s := range subs {
 			s.Notify(protocol.NotifyError, protocol.ErrorNotification{Error: *turnErr, ThreadID: t.ID, TurnID: tn.ID, WillRetry: false})
 		}

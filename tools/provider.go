@@ -142,3 +142,17 @@ func SandboxWrapper(self string, policy protocol.SandboxPolicy, cwd, dir string)
 		return sandbox.WrapArgvIn(self, p, cwd, dir, argv)
 	}, nil
 }
+
+// ForReviewer keeps the tool sets a reviewer sub-agent gets from its thread's: the reference's reviewer
+// works without goals, web search and the thread's dynamic (client-run) tools.
+func ForReviewer(sets []thread.ToolSet) []thread.ToolSet {
+	var out []thread.ToolSet
+	for _, s := range sets {
+		switch s.(type) {
+		case goalSet, webSearchSet, dynamicSet:
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/mockmodel"
+)
+
+// waitMethod reads lines until a notification of method arrives.
+func (c *wireClient) waitMethod(method string) {
+	want := []byte(`"method":"` + method + `"`)
+	for {
+		line, err := c.out.ReadBytes('\n')
+		require.NoError(c.tb, err)
+		if bytes.Contains(line, want) {
+			return
+		}
+	}
+}
+
+// BenchmarkOneMessageTurn times what `appserver-bench turn` measures, in process: turn/start → turn/completed of a
+// one-message turn on one thread (the mock answers each model request at once with one message). cpu-ms/op
+// (server, client and mock) and allocations are steadier than wall time on a shared machine.
+func BenchmarkOneMessageTurn(b *testing.B) {
+	home := filepath.Join(b.TempDir(), "codex_home")
+	require.NoError(b, os.MkdirAll(home, 0o755))
+	mm := mockmodel.New(b)
+	c := startWire(b, home, mm)
+	defer c.close()
+	var started struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+	}
+	require.NoError(b, json.Unmarshal(c.call("thread/start", map[string]any{}), &started))
+	noDelay := 0
+	turn := func() {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}, EventDelayMs: &noDelay})
+		c.call("turn/start", map[string]any{"threadId": started.Thread.ID,
+			"input": []any{map[string]any{"type": "text", "text": "hello"}}})
+		c.waitMethod("turn/completed")
+	}
+	turn()
+	turn()
+	runtime.GC()
+	b.ReportAllocs()
+	cpu0 := cpuTime(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		turn()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+}
