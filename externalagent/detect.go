@@ -1,10 +1,13 @@
 package externalagent
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	protocol "appserver/protocol/v2"
 )
@@ -13,15 +16,33 @@ import (
 type DetectOptions struct {
 	IncludeHome bool
 	Cwds        []string
+	// MaxSessions and MaxSessionAgeDays bound the home's detected sessions (nil: the defaults).
+	MaxSessions       *uint32
+	MaxSessionAgeDays *uint32
+	// Now, when set, is the clock session ages are measured against.
+	Now func() time.Time
+	// IncludeMemory adds the home's memory files (the reference's external_agent_memory_import feature).
+	IncludeMemory bool
 }
 
-// Detect lists what could be imported: per scope (home first, then each cwd's repository) config,
-// MCP servers, hooks, skills, commands, subagents, instructions and plugins not yet in Codex's files.
+// Detect lists what could be imported, in the reference's order: the home's config, MCP servers, hooks,
+// skills, commands, subagents, instructions and plugins not yet in Codex's files, its recent sessions, the
+// same per cwd's repository, and last the home's memories (when IncludeMemory).
 func (s *Service) Detect(opts DetectOptions) ([]protocol.ExternalAgentConfigMigrationItem, error) {
 	items := []protocol.ExternalAgentConfigMigrationItem{}
 	if opts.IncludeHome {
 		if err := s.detectScope(s.homeScope(), &items); err != nil {
 			return nil, err
+		}
+		sessions, err := s.detectSessions(opts)
+		if err != nil {
+			return nil, err
+		}
+		if len(sessions) > 0 {
+			d := details()
+			d.Sessions = sessions
+			items = append(items, protocol.ExternalAgentConfigMigrationItem{ItemType: TypeSessions,
+				Description: fmt.Sprintf("Migrate recent sessions from %s", filepath.Join(s.SourceHome, "projects")), Details: d})
 		}
 	}
 	for _, cwd := range opts.Cwds {
@@ -32,8 +53,20 @@ func (s *Service) Detect(opts DetectOptions) ([]protocol.ExternalAgentConfigMigr
 		if !ok {
 			continue
 		}
-		if err := s.detectScope(repoScope(repo), &items); err != nil {
+		if err := s.detectScope(s.repoScope(repo), &items); err != nil {
 			return nil, err
+		}
+	}
+	if opts.IncludeHome && opts.IncludeMemory && !s.cursor {
+		keys, err := s.detectMemory()
+		if err != nil {
+			return nil, err
+		}
+		if len(keys) > 0 {
+			d := details()
+			d.Memory = keys
+			items = append(items, protocol.ExternalAgentConfigMigrationItem{ItemType: TypeMemory,
+				Description: fmt.Sprintf("Import memory files from %s to %s", filepath.Join(s.SourceHome, "projects"), s.memoryTarget()), Details: d})
 		}
 	}
 	return items, nil
@@ -69,6 +102,9 @@ func (s *Service) detectScope(sc scope, items *[]protocol.ExternalAgentConfigMig
 	}
 	add := func(t ItemType, desc string, d *protocol.MigrationDetails) {
 		*items = append(*items, protocol.ExternalAgentConfigMigrationItem{ItemType: t, Description: desc, Cwd: cwd, Details: d})
+	}
+	if s.cursor {
+		return s.detectCursorScope(sc, add)
 	}
 	settings, haveSettings, err := effectiveSettings(sc.sourceSettings)
 	if err != nil {
@@ -116,6 +152,36 @@ func (s *Service) detectScope(sc scope, items *[]protocol.ExternalAgentConfigMig
 		}
 	}
 
+	if err := s.detectFiles(sc, add); err != nil {
+		return err
+	}
+
+	doc, err := docSource(sc)
+	if err != nil {
+		return err
+	}
+	if doc != "" {
+		empty, err := isMissingOrEmpty(sc.targetDoc)
+		if err != nil {
+			return err
+		}
+		if empty {
+			add(TypeAgentsMD, fmt.Sprintf("Migrate %s to %s", doc, sc.targetDoc), nil)
+		}
+	}
+
+	if haveSettings && sc.repo == "" { // the reference migrates plugins for the home only
+		if groups := s.pluginMigrations(sc, settings); len(groups) > 0 {
+			d := details()
+			d.Plugins = groups
+			add(TypePlugins, fmt.Sprintf("Migrate enabled plugins from %s", sc.sourceSettings), d)
+		}
+	}
+	return nil
+}
+
+// detectFiles lists the scope's skills, commands and subagents that the target lacks.
+func (s *Service) detectFiles(sc scope, add func(ItemType, string, *protocol.MigrationDetails)) error {
 	srcSkills := filepath.Join(sc.sourceDir, "skills")
 	skills, err := missingSkills(srcSkills, sc.targetSkills)
 	if err != nil {
@@ -154,28 +220,6 @@ func (s *Service) detectScope(sc scope, items *[]protocol.ExternalAgentConfigMig
 		}
 		add(TypeSubagents, fmt.Sprintf("Migrate subagents from %s to %s", srcAgents, sc.targetAgents), d)
 	}
-
-	doc, err := docSource(sc)
-	if err != nil {
-		return err
-	}
-	if doc != "" {
-		empty, err := isMissingOrEmpty(sc.targetDoc)
-		if err != nil {
-			return err
-		}
-		if empty {
-			add(TypeAgentsMD, fmt.Sprintf("Migrate %s to %s", doc, sc.targetDoc), nil)
-		}
-	}
-
-	if haveSettings {
-		if groups := s.pluginMigrations(sc, settings); len(groups) > 0 {
-			d := details()
-			d.Plugins = groups
-			add(TypePlugins, fmt.Sprintf("Migrate enabled plugins from %s", sc.sourceSettings), d)
-		}
-	}
 	return nil
 }
 
@@ -213,11 +257,14 @@ func missingServerNames(existing, migrated map[string]any) []string {
 	return out
 }
 
-// Marketplaces of the source agent.
-const (
-	officialMarketplace       = "claude-plugins-official"
-	officialMarketplaceSource = "anthropics/claude-plugins-official"
-)
+// Marketplaces of the source agent that need no declaration, with their GitHub repositories.
+var builtinMarketplaces = map[string]string{
+	"claude-plugins-official": "anthropics/claude-plugins-official",
+	"claude-code-plugins":     "anthropics/claude-code",
+}
+
+// knownMarketplacesFile is the source agent's registry of added marketplaces, under its home.
+var knownMarketplacesFile = filepath.Join("plugins", "known_marketplaces.json")
 
 // enabledPlugins lists the "plugin@marketplace" keys enabled in settings.
 func enabledPlugins(settings map[string]any) [][2]string {
@@ -236,9 +283,30 @@ func enabledPlugins(settings map[string]any) [][2]string {
 	return out
 }
 
+// entrySource is where a marketplace entry ({"source": "<s>" | {"repo"|"url"|"path": "<s>"}}) comes from
+// ("" when it names none).
+func entrySource(entry map[string]any) string {
+	fields := entry
+	if src, ok := entry["source"].(map[string]any); ok {
+		fields = src
+	}
+	var source string
+	for _, k := range []string{"repo", "url", "path"} {
+		if s, ok := fields[k].(string); ok {
+			source = s
+			break
+		}
+	}
+	if source == "" {
+		source, _ = entry["source"].(string)
+	}
+	return strings.TrimSpace(source)
+}
+
 // marketplaceSources maps marketplace names to where they come from: extraKnownMarketplaces entries
-// (relative paths resolved against root), plus the official marketplace when a plugin of it is enabled.
-func marketplaceSources(settings map[string]any, root string) map[string]string {
+// (relative paths resolved against root), then the source agent's registry (an entry's source, else its
+// installLocation folder), plus the built-in marketplaces an enabled plugin names.
+func (s *Service) marketplaceSources(settings map[string]any, root string) map[string]string {
 	out := map[string]string{}
 	extra, _ := settings["extraKnownMarketplaces"].(map[string]any)
 	for name, v := range extra {
@@ -246,21 +314,7 @@ func marketplaceSources(settings map[string]any, root string) map[string]string 
 		if !ok {
 			continue
 		}
-		fields := entry
-		if src, ok := entry["source"].(map[string]any); ok {
-			fields = src
-		}
-		var source string
-		for _, k := range []string{"repo", "url", "path"} {
-			if s, ok := fields[k].(string); ok {
-				source = s
-				break
-			}
-		}
-		if source == "" {
-			source, _ = entry["source"].(string)
-		}
-		source = strings.TrimSpace(source)
+		source := entrySource(entry)
 		if source == "" {
 			continue
 		}
@@ -269,11 +323,29 @@ func marketplaceSources(settings map[string]any, root string) map[string]string 
 		}
 		out[name] = source
 	}
-	if _, ok := out[officialMarketplace]; !ok {
-		for _, p := range enabledPlugins(settings) {
-			if p[1] == officialMarketplace {
-				out[officialMarketplace] = officialMarketplaceSource
-				break
+	if b, err := os.ReadFile(filepath.Join(s.SourceHome, knownMarketplacesFile)); err == nil {
+		var reg map[string]any
+		if json.Unmarshal(b, &reg) == nil {
+			for name, v := range reg {
+				entry, ok := v.(map[string]any)
+				if _, seen := out[name]; !ok || seen {
+					continue
+				}
+				source := entrySource(entry)
+				if source == "" {
+					source, _ = entry["installLocation"].(string)
+					source = strings.TrimSpace(source)
+				}
+				if source != "" {
+					out[name] = source
+				}
+			}
+		}
+	}
+	for _, p := range enabledPlugins(settings) {
+		if repo, ok := builtinMarketplaces[p[1]]; ok {
+			if _, seen := out[p[1]]; !seen {
+				out[p[1]] = repo
 			}
 		}
 	}
@@ -297,7 +369,7 @@ func (s *Service) pluginMigrations(sc scope, settings map[string]any) []protocol
 	if root == "" {
 		root = s.SourceHome
 	}
-	sources := marketplaceSources(settings, root)
+	sources := s.marketplaceSources(settings, root)
 	groups := map[string][]string{}
 	for _, p := range enabledPlugins(settings) {
 		if configured[p[0]+"@"+p[1]] {

@@ -388,12 +388,16 @@ func TestImportFailures(t *testing.T) {
 	require.Equal(t, []ItemType{TypeConfig, TypePlugins, TypeSessions}, order)
 	require.Len(t, grouped[1].Failures, 3)
 
-	// A session under the source's projects folder passes the check and is reported as not imported.
+	// A session under the source's projects folder passes the check; one without any conversation is skipped
+	// silently, and a server without a thread creator fails the others.
 	session := f.claude("projects/p/s.jsonl")
 	write(t, session, "{}\n")
 	out = f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: session}, {Path: session}}}}})
 	require.Len(t, out.Immediate, 1)
 	require.Empty(t, out.Immediate[0].Failures)
+	require.Empty(t, out.Later)
+	write(t, session, `{"type":"user","cwd":"/","message":{"role":"user","content":"hi"}}`+"\n")
+	out = f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: session}, {Path: session}}}}})
 	require.Len(t, out.Later, 1)
 	require.Len(t, out.Later[0].Failures, 1, "duplicates count once")
 	require.Equal(t, "session_import", out.Later[0].Failures[0].FailureStage)

@@ -13,7 +13,7 @@ import (
 
 // copyTree copies source into target recursively. With rewriteSkill, SKILL.md files are rewritten
 // (rewriteTerms); otherwise existing target files are kept.
-func copyTree(source, target string, rewriteSkill bool) error {
+func copyTree(source, target string, rewriteSkill bool, rw func(string) string) error {
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return err
 	}
@@ -25,12 +25,12 @@ func copyTree(source, target string, rewriteSkill bool) error {
 		src, dst := filepath.Join(source, e.Name()), filepath.Join(target, e.Name())
 		switch {
 		case e.IsDir():
-			if err := copyTree(src, dst, rewriteSkill); err != nil {
+			if err := copyTree(src, dst, rewriteSkill, rw); err != nil {
 				return err
 			}
 		case e.Type().IsRegular():
 			if rewriteSkill && strings.EqualFold(e.Name(), "SKILL.md") {
-				if err := copyRewritten(src, dst); err != nil {
+				if err := copyRewritten(src, dst, rw); err != nil {
 					return err
 				}
 				continue
@@ -101,7 +101,7 @@ func missingSkills(source, target string) ([]string, error) {
 }
 
 // importSkills copies each skill folder of source that target lacks (SKILL.md rewritten).
-func importSkills(source, target string) ([]string, error) {
+func importSkills(source, target string, rw func(string) string) ([]string, error) {
 	if !isDir(source) {
 		return nil, nil
 	}
@@ -118,7 +118,7 @@ func importSkills(source, target string) ([]string, error) {
 		if exists(dst) {
 			continue
 		}
-		if err := copyTree(filepath.Join(source, n), dst, true); err != nil {
+		if err := copyTree(filepath.Join(source, n), dst, true, rw); err != nil {
 			return out, err
 		}
 		out = append(out, n)
@@ -243,7 +243,7 @@ func missingCommands(dir, targetSkills string) ([]string, error) {
 }
 
 // importCommands writes each missing command as targetSkills/<skill>/SKILL.md.
-func importCommands(dir, targetSkills string) ([]string, error) {
+func importCommands(dir, targetSkills string, rw func(string) string) ([]string, error) {
 	cmds, err := commands(dir)
 	if err != nil || len(cmds) == 0 {
 		return nil, err
@@ -260,12 +260,12 @@ func importCommands(dir, targetSkills string) ([]string, error) {
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return out, err
 		}
-		body := rewriteTerms(strings.TrimSpace(c.doc.body))
+		body := rw(strings.TrimSpace(c.doc.body))
 		if body == "" {
 			body = "No command template body was found."
 		}
 		text := fmt.Sprintf("---\nname: %s\ndescription: %s\n---\n\n# %s\n\nUse this skill when the user asks to run the migrated source command `%s`.\n\n## Command Template\n\n%s\n",
-			yamlString(c.skill), yamlString(rewriteTerms(commandDescription(c.doc, c.sourceName))), c.skill, c.sourceName, body)
+			yamlString(c.skill), yamlString(rw(commandDescription(c.doc, c.sourceName))), c.skill, c.sourceName, body)
 		if err := os.WriteFile(filepath.Join(target, "SKILL.md"), []byte(text), 0o644); err != nil {
 			return out, err
 		}
@@ -363,7 +363,7 @@ func tomlString(s string) string {
 }
 
 // importSubagents writes targetDir/<file>.toml for each agent definition that has none.
-func importSubagents(dir, targetDir string) ([]string, error) {
+func importSubagents(dir, targetDir string, rw func(string) string) ([]string, error) {
 	if !isDir(dir) {
 		return nil, nil
 	}
@@ -380,7 +380,7 @@ func importSubagents(dir, targetDir string) ([]string, error) {
 		if exists(target) {
 			continue
 		}
-		lines := []string{"name = " + tomlString(a.name), "description = " + tomlString(rewriteTerms(a.description))}
+		lines := []string{"name = " + tomlString(a.name), "description = " + tomlString(rw(a.description))}
 		effort := a.effort
 		if effort == "max" {
 			effort = "xhigh"
@@ -395,7 +395,7 @@ func importSubagents(dir, targetDir string) ([]string, error) {
 		case "readOnly":
 			lines = append(lines, `sandbox_mode = "read-only"`)
 		}
-		instructions := rewriteTerms(strings.TrimSpace(a.body))
+		instructions := rw(strings.TrimSpace(a.body))
 		if instructions == "" {
 			instructions = "No subagent instructions were found."
 		}

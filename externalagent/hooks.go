@@ -313,7 +313,7 @@ func importHooks(sourceDir, targetHooks string) ([]string, error) {
 		return nil, err
 	}
 	if src := filepath.Join(sourceDir, "hooks"); isDir(src) {
-		if err := copyTree(src, filepath.Join(targetDir, "hooks"), false); err != nil {
+		if err := copyTree(src, filepath.Join(targetDir, "hooks"), false, rewriteTerms); err != nil {
 			return nil, err
 		}
 	}

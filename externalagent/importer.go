@@ -96,6 +96,16 @@ func (s *Service) Import(items []protocol.ExternalAgentConfigMigrationItem) Outc
 			cwd = &c
 		}
 		r := newResult(it.ItemType, cwd)
+		if it.ItemType == TypeMemory {
+			s.importMemory(it, &r)
+			out.Immediate = append(out.Immediate, r)
+			continue
+		}
+		if it.ItemType == TypePlugins && s.cursor {
+			s.importCursorPlugins(it, &r)
+			out.Immediate = append(out.Immediate, r)
+			continue
+		}
 		if it.ItemType == TypePlugins {
 			later := s.importPlugins(it, &r)
 			out.Immediate = append(out.Immediate, r)
@@ -123,6 +133,30 @@ func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Re
 		return err
 	}
 	home := sc.repo == ""
+	if s.cursor {
+		switch it.ItemType {
+		case TypeConfig:
+			return nil
+		case TypeMCP:
+			return s.importCursorMCP(sc, r)
+		case TypeHooks:
+			return importCursorHooks(sc, r)
+		case TypeAgentsMD:
+			src := cursorDoc(sc)
+			if src == "" {
+				return nil
+			}
+			empty, err := isMissingOrEmpty(sc.targetDoc)
+			if err != nil || !empty {
+				return err
+			}
+			if err := copyRewritten(src, sc.targetDoc, s.rewrite); err != nil {
+				return err
+			}
+			r.success(src, sc.targetDoc)
+			return nil
+		}
+	}
 	switch it.ItemType {
 	case TypeConfig:
 		settings, ok, err := effectiveSettings(sc.sourceSettings)
@@ -177,19 +211,19 @@ func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Re
 		}
 		return err
 	case TypeSkills:
-		names, err := importSkills(filepath.Join(sc.sourceDir, "skills"), sc.targetSkills)
+		names, err := importSkills(filepath.Join(sc.sourceDir, "skills"), sc.targetSkills, s.rewrite)
 		for _, n := range names {
 			r.success(n, n)
 		}
 		return err
 	case TypeCommands:
-		names, err := importCommands(filepath.Join(sc.sourceDir, "commands"), sc.targetSkills)
+		names, err := importCommands(filepath.Join(sc.sourceDir, "commands"), sc.targetSkills, s.rewrite)
 		for _, n := range names {
 			r.success(n, n)
 		}
 		return err
 	case TypeSubagents:
-		names, err := importSubagents(filepath.Join(sc.sourceDir, "agents"), sc.targetAgents)
+		names, err := importSubagents(filepath.Join(sc.sourceDir, "agents"), sc.targetAgents, s.rewrite)
 		for _, n := range names {
 			r.success(n, n)
 		}
@@ -206,7 +240,7 @@ func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Re
 		if err := os.MkdirAll(filepath.Dir(sc.targetDoc), 0o755); err != nil {
 			return err
 		}
-		if err := copyRewritten(src, sc.targetDoc); err != nil {
+		if err := copyRewritten(src, sc.targetDoc, s.rewrite); err != nil {
 			return err
 		}
 		r.success(src, sc.targetDoc)
@@ -214,28 +248,36 @@ func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Re
 	return nil
 }
 
-// importPlugins records why each plugin of the item is not installed: appserver does not add plugin
-// marketplaces. Plugins of a local marketplace are reported at once, the others later, as the reference
-// reports its background installs.
+// importPlugins installs the item's plugins of local marketplaces at once (home scope only) and reports the
+// others later as not installed: appserver does not fetch remote marketplaces.
 func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r *Result) *Result {
 	if it.Details == nil {
 		r.failure("plugin_import", "plugins migration item is missing details", nil, nil, nil)
 		return nil
 	}
+	if deref(it.Cwd) != "" {
+		r.failure("plugin_import", "repository-scoped plugin migration is not allowed", nil, nil, nil)
+		return nil
+	}
 	var sources map[string]string
-	if sc, ok, err := s.scopeFor(deref(it.Cwd)); err == nil && ok {
+	sc, ok, err := s.scopeFor(deref(it.Cwd))
+	if err == nil && ok {
 		if settings, ok, err := effectiveSettings(sc.sourceSettings); err == nil && ok {
 			root := sc.repo
 			if root == "" {
 				root = s.SourceHome
 			}
-			sources = marketplaceSources(settings, root)
+			sources = s.marketplaceSources(settings, root)
 		}
 	}
 	later := newResult(TypePlugins, r.cwd)
 	hasLater := false
 	for _, g := range it.Details.Plugins {
 		src, known := sources[g.MarketplaceName]
+		if known && isDir(src) {
+			s.installLocalPlugins(g.MarketplaceName, src, g.PluginNames, r)
+			continue
+		}
 		local := known && (filepath.IsAbs(src) || isDir(src))
 		target := &later
 		if local {
@@ -258,9 +300,10 @@ func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r 
 	return &later
 }
 
-// checkSessions validates the SESSIONS items' sessions: each must be a .jsonl file under the source's
-// projects folder. ok is false when no session was selected. The valid ones are reported later as not
-// imported: appserver does not convert other agents' transcripts into threads.
+// checkSessions validates the SESSIONS items' sessions (each must be a .jsonl file under the source's projects
+// folder) and imports the valid ones as threads. ok is false when no session was selected. The check is
+// reported at once, the imports later, as the reference reports its background session imports; a session
+// without any conversation is skipped silently.
 func (s *Service) checkSessions(items []protocol.ExternalAgentConfigMigrationItem) (Result, *Result, bool) {
 	var sessions []protocol.SessionMigration
 	for _, it := range items {
@@ -286,11 +329,17 @@ func (s *Service) checkSessions(items []protocol.ExternalAgentConfigMigrationIte
 			check.failure("session_missing", "external agent session was not detected for import: "+sess.Path, nil, &sub, &src)
 		case !seen[canon]:
 			seen[canon] = true
-			sub := "session_import_unsupported"
-			later.failure("session_import", "importing external agent sessions is not supported by appserver", nil, &sub, &src)
+			succ, ok, err := s.importSession(sess)
+			switch {
+			case err != nil:
+				sub := "session_import_failed"
+				later.failure("session_import", err.Error(), nil, &sub, &src)
+			case ok:
+				later.Successes = append(later.Successes, succ)
+			}
 		}
 	}
-	if len(later.Failures) == 0 {
+	if len(later.Failures) == 0 && len(later.Successes) == 0 {
 		return check, nil, true
 	}
 	return check, &later, true

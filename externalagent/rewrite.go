@@ -62,11 +62,11 @@ func asciiLower(s string) string {
 	return string(b)
 }
 
-// copyRewritten writes source's text, rewritten, to target.
-func copyRewritten(source, target string) error {
+// copyRewritten writes source's text, rewritten by rw, to target.
+func copyRewritten(source, target string, rw func(string) string) error {
 	b, err := os.ReadFile(source)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(target, []byte(rewriteTerms(string(b))), 0o644)
+	return os.WriteFile(target, []byte(rw(string(b))), 0o644)
 }

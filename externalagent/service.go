@@ -47,6 +47,10 @@ type Service struct {
 	SourceHome string
 	// ValidateHomeConfig, when set, checks CODEX_HOME/config.toml's new content before it is written.
 	ValidateHomeConfig func(data []byte) error
+	// CreateThread, when set, makes the threads imported sessions become; without it sessions fail to import.
+	CreateThread ThreadCreator
+	// cursor selects Cursor as the source agent (UseSource) instead of Claude Code.
+	cursor bool
 }
 
 // New returns the service for codexHome with the source agent's files under userHome.
@@ -82,8 +86,8 @@ func (s *Service) homeScope() scope {
 	}
 }
 
-func repoScope(repo string) scope {
-	src := filepath.Join(repo, sourceDirName)
+func (s *Service) repoScope(repo string) scope {
+	src := filepath.Join(repo, filepath.Base(s.SourceHome))
 	return scope{
 		repo:           repo,
 		sourceDir:      src,
@@ -107,7 +111,7 @@ func (s *Service) scopeFor(cwd string) (scope, bool, error) {
 	if err != nil || !ok {
 		return scope{}, false, err
 	}
-	return repoScope(repo), true, nil
+	return s.repoScope(repo), true, nil
 }
 
 // findRepoRoot walks up from cwd to the directory holding .git; outside a repository it is cwd itself

@@ -24,7 +24,9 @@
 // every finished line intact and concurrent appends never interleave. ReadFile streams a file line by line
 // (bounded line buffer, no whole-file copy), skips torn or garbage lines with a warning, and rebuilds both the model
 // history (response items, compactions applied) and the turns as thread/read returns them; a turn left open by a
-// crash is "interrupted". ReadMeta reads only what listing needs.
+// crash is "interrupted". ReadMeta reads only what listing needs. Rollouts the reference compressed
+// (rollout-….jsonl.zst, see CompressedSuffix) are read in place; Materialize writes one back as plain JSONL before
+// a thread is appended to.
 //
 // # Index
 //

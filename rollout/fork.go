@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 )
 
 // ForkBase computes the session_meta.history_base of a fork of the rollout at path, as the reference records
@@ -13,7 +12,7 @@ import (
 // whole parent is kept (a torn last line excluded); otherwise the fork ends just before the task_started record
 // of that turn. threadID is the parent's id.
 func ForkBase(path, threadID, beforeTurnID string) (HistoryBase, error) {
-	f, err := os.Open(path)
+	f, err := OpenRolloutFile(path)
 	if err != nil {
 		return HistoryBase{}, fmt.Errorf("rollout: fork: %w", err)
 	}

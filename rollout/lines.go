@@ -135,6 +135,14 @@ func prefixType(ln []byte) (string, bool) {
 
 // prefixOrdinal returns the envelope's ordinal from the start of a line.
 func prefixOrdinal(ln []byte) (int64, bool) {
+	if _, ord, _, _, ok := canonicalEnvelope(ln); ok {
+		// The same answer as the search below gives for such a line, without searching.
+		if ord == nil {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(string(ord), 10, 64)
+		return n, err == nil
+	}
 	head := ln
 	if len(head) > 256 {
 		head = head[:256]
@@ -173,6 +181,71 @@ func prefixTimestamp(ln []byte) (string, bool) {
 		return "", false
 	}
 	return stringAfterKey(head[i:], tsKey)
+}
+
+// canonicalHead parses the start of a record written the way our recorder and the reference write it,
+// {"timestamp":"…",("ordinal":N,)?"type":"…","payload":, within the first 256 bytes, with plain strings (see
+// plainString), and returns the timestamp, the type and the offset of the payload; the slices alias ln. ok is
+// false for any other shape. When it is true, prefixType and prefixTimestamp give the same type and timestamp.
+func canonicalHead(ln []byte) (ts, typ []byte, payload int, ok bool) {
+	ts, _, typ, payload, ok = canonicalEnvelope(ln)
+	return ts, typ, payload, ok
+}
+
+// canonicalEnvelope is canonicalHead that also returns the ordinal's digits (nil when the record has none).
+func canonicalEnvelope(ln []byte) (ts, ord, typ []byte, payload int, ok bool) {
+	const (
+		tsKey   = `{"timestamp":`
+		ordKey  = `,"ordinal":`
+		typeKey = `,"type":`
+		payKey  = `,"payload":`
+	)
+	head := ln[:min(len(ln), 256)]
+	if !bytes.HasPrefix(head, []byte(tsKey)) {
+		return nil, nil, nil, 0, false
+	}
+	if ts, payload, ok = plainBytes(head, len(tsKey)); !ok {
+		return nil, nil, nil, 0, false
+	}
+	if bytes.HasPrefix(head[payload:], []byte(ordKey)) {
+		j := payload + len(ordKey)
+		k := j
+		for k < len(head) && head[k] >= '0' && head[k] <= '9' {
+			k++
+		}
+		if k == j {
+			return nil, nil, nil, 0, false
+		}
+		ord = head[j:k]
+		payload = k
+	}
+	if !bytes.HasPrefix(head[payload:], []byte(typeKey)) {
+		return nil, nil, nil, 0, false
+	}
+	if typ, payload, ok = plainBytes(head, payload+len(typeKey)); !ok {
+		return nil, nil, nil, 0, false
+	}
+	if !bytes.HasPrefix(head[payload:], []byte(payKey)) {
+		return nil, nil, nil, 0, false
+	}
+	return ts, ord, typ, payload + len(payKey), true
+}
+
+// plainBytes is plainString without the copy: the string's bytes alias b.
+func plainBytes(b []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		c := b[j]
+		if c == '"' {
+			return b[i+1 : j], j + 1, true
+		}
+		if c < 0x20 || c > 0x7e || c == '\\' {
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
 }
 
 // decodeLine parses a complete record line. The payload may alias ln: callers decode or copy it before reading

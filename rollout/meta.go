@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 )
@@ -50,7 +49,7 @@ func ReadMeta(path string) (*Meta, error) {
 }
 
 func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
-	f, err := os.Open(path)
+	f, err := OpenRolloutFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: open: %w", err)
 	}
@@ -75,6 +74,10 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 		m.Texts = append(m.Texts, t)
 		textBytes += len(t)
 	}
+	// turn_context payloads, oldest first: the newest decodable one gives the effort, the newest with a model
+	// the model (the result of applying each in order).
+	var tcArena []byte
+	var tcEnds [][2]int
 	for {
 		limit := metaLineLimit
 		if !havePreview {
@@ -90,7 +93,11 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 		if len(bytes.TrimSpace(ln)) == 0 {
 			continue
 		}
-		typ, ok := prefixType(ln)
+		tsB, typB, payloadAt, canonical := canonicalHead(ln)
+		typ, ok := string(typB), canonical
+		if !ok {
+			typ, ok = prefixType(ln)
+		}
 		if !ok {
 			if truncated {
 				continue
@@ -104,7 +111,11 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 		if !complete && (truncated || !json.Valid(ln)) {
 			continue // torn last line
 		}
-		if ts, ok := prefixTimestamp(ln); ok {
+		if canonical {
+			if t := parseTime(string(tsB)); !t.IsZero() {
+				m.LastRecordAt = t
+			}
+		} else if ts, ok := prefixTimestamp(ln); ok {
 			if t := parseTime(ts); !t.IsZero() {
 				m.LastRecordAt = t
 			}
@@ -131,13 +142,17 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 			if err != nil {
 				continue
 			}
-			if model, effort, ok := turnContextSettings(rec.Payload); ok {
-				if model != "" {
-					m.Model = model
-				}
-				m.ReasoningEffort = effort
-			}
+			// Decoded at the end, newest first: usually only the last one is.
+			start := len(tcArena)
+			tcArena = append(tcArena, rec.Payload...)
+			tcEnds = append(tcEnds, [2]int{start, len(tcArena)})
 		case TypeEventMsg:
+			if canonical {
+				if et, ok := leadingType(ln[payloadAt:]); ok && et != "user_message" && et != "agent_message" &&
+					et != "item_completed" && et != "thread_name_updated" {
+					continue // an event that holds nothing read here
+				}
+			}
 			room := textBytes < MaxSearchText
 			isUser := (!havePreview || room) && (bytes.Contains(ln, userMessageMarker) || bytes.Contains(ln, userItemMarker))
 			isAgent := room && (bytes.Contains(ln, agentMessageMarker) || bytes.Contains(ln, agentItemMarker))
@@ -187,6 +202,20 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 	}
 	if !haveMeta {
 		return nil, fmt.Errorf("%w: %s", ErrNoSessionMeta, path)
+	}
+	haveEffort := false
+	for i := len(tcEnds) - 1; i >= 0; i-- {
+		model, effort, ok := turnContextSettings(tcArena[tcEnds[i][0]:tcEnds[i][1]])
+		if !ok {
+			continue
+		}
+		if !haveEffort {
+			m.ReasoningEffort, haveEffort = effort, true
+		}
+		if model != "" {
+			m.Model = model
+			break
+		}
 	}
 	if hb := m.Session.HistoryBase; hb != nil && depth < 16 && (!havePreview || m.Model == "") {
 		if home := codexHomeOf(path); home != "" {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -40,6 +39,9 @@ type Turn struct {
 	// file and feed the reference's history projection (package refstate).
 	Ordinal      int64   `json:"-"`
 	ItemOrdinals []int64 `json:"-"`
+	// Inherited marks a turn read from a fork's parent (session_meta.history_base), not from the thread's own
+	// file: the reference's history database holds it under the parent only.
+	Inherited bool `json:"-"`
 }
 
 // Thread is a whole rollout read back.
@@ -91,6 +93,7 @@ type builder struct {
 	legacyN   int
 	implicitN int
 	haveMeta  bool
+	inParent  bool  // reading a fork's parent
 	ord       int64 // ordinal of the record being added
 	// tcArena holds every turn_context payload read, tcEnds their [start, end) in it, oldest first.
 	tcArena []byte
@@ -127,7 +130,9 @@ func (b *builder) turnContexts() {
 
 // readFile feeds one file's records to the builder; limit < 0 reads everything.
 func (b *builder) readFile(path string, limit int64, depth int, top bool) error {
-	f, err := os.Open(path)
+	defer func(was bool) { b.inParent = was }(b.inParent)
+	b.inParent = !top
+	f, err := OpenRolloutFile(path)
 	if err != nil {
 		return fmt.Errorf("rollout: open: %w", err)
 	}
@@ -259,7 +264,7 @@ func codexHomeOf(path string) string {
 	return ""
 }
 
-// findRolloutByID globs sessions/*/*/*/ and archived_sessions/ for the thread's file.
+// findRolloutByID globs sessions/*/*/*/ and archived_sessions/ for the thread's file, plain before compressed.
 func findRolloutByID(home, id string) (string, error) {
 	if !validThreadID(id) {
 		return "", fmt.Errorf("rollout: invalid thread id %q", id)
@@ -267,6 +272,8 @@ func findRolloutByID(home, id string) (string, error) {
 	pats := []string{
 		filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
 		filepath.Join(home, "archived_sessions", "rollout-*-"+id+".jsonl"),
+		filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"+CompressedSuffix),
+		filepath.Join(home, "archived_sessions", "rollout-*-"+id+".jsonl"+CompressedSuffix),
 	}
 	for _, p := range pats {
 		m, _ := filepath.Glob(p)
@@ -294,11 +301,69 @@ func parseTime(s string) time.Time {
 	if s == "" {
 		return time.Time{}
 	}
+	if t, ok := parseUTCStamp(s); ok {
+		return t
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}
 	}
 	return t
+}
+
+// parseUTCStamp parses the timestamps rollouts carry, YYYY-MM-DDThh:mm:ss[.f{1,9}]Z, as time.Parse with
+// time.RFC3339Nano would (same value, same range checks); ok is false for anything else, which is left to
+// time.Parse. Reading a rollout parses one per record.
+func parseUTCStamp(s string) (time.Time, bool) {
+	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[len(s)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(a, b int) (int, bool) {
+		n := 0
+		for i := a; i < b; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := num(0, 4)
+	month, ok2 := num(5, 7)
+	day, ok3 := num(8, 10)
+	hour, ok4 := num(11, 13)
+	minute, ok5 := num(14, 16)
+	sec, ok6 := num(17, 19)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
+		day > daysIn(time.Month(month), year) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if rest := s[19 : len(s)-1]; rest != "" {
+		if rest[0] != '.' || len(rest) < 2 || len(rest) > 10 {
+			return time.Time{}, false
+		}
+		f, ok := num(20, len(s)-1)
+		if !ok {
+			return time.Time{}, false
+		}
+		for i := len(rest) - 1; i < 9; i++ {
+			f *= 10
+		}
+		nsec = f
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+func daysIn(m time.Month, year int) int {
+	if m == time.February {
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	}
+	return 31 - int((m-1)%7%2)
 }
 
 type eventHead struct {
@@ -392,7 +457,7 @@ func (b *builder) openTurn(id string, implicit bool) *Turn {
 		id = fmt.Sprintf("turn-%d", b.implicitN)
 	}
 	b.th.Turns = append(b.th.Turns, Turn{ID: id, Items: []map[string]any{}, ItemsView: "full", Status: TurnInProgress,
-		Ordinal: b.ord})
+		Ordinal: b.ord, Inherited: b.inParent})
 	b.cur = len(b.th.Turns) - 1
 	b.curOpen = true
 	b.implicit = implicit
@@ -427,13 +492,15 @@ func (b *builder) turnFor(turnID string) *Turn {
 }
 
 func (b *builder) event(payload json.RawMessage) {
-	var h eventHead
-	if typ, ok := leadingType(payload); ok {
-		h.Type = typ
-	} else if unmarshal(payload, &h) != nil {
-		return
+	typ, ok := leadingType(payload)
+	if !ok {
+		var h eventHead
+		if unmarshal(payload, &h) != nil {
+			return
+		}
+		typ = h.Type
 	}
-	switch h.Type {
+	switch typ {
 	case "task_started":
 		var ev TaskStarted
 		_ = unmarshal(payload, &ev)
@@ -447,23 +514,32 @@ func (b *builder) event(payload json.RawMessage) {
 			t.StartedAt = &s
 		}
 	case "task_complete":
+		// The fields of TaskComplete read here; the error's codex_error_info stays raw so that the fast decoder
+		// applies (it holds any JSON, decoded apart by the standard library, see unmarshal).
 		var ev struct {
-			TaskComplete
-			Error *struct {
-				Message           string  `json:"message"`
-				CodexErrorInfo    any     `json:"codex_error_info"`
-				AdditionalDetails *string `json:"additional_details"`
+			TurnID      string `json:"turn_id"`
+			StartedAt   int64  `json:"started_at,omitempty"`
+			CompletedAt int64  `json:"completed_at,omitempty"`
+			DurationMs  *int64 `json:"duration_ms,omitempty"`
+			Error       *struct {
+				Message           string          `json:"message"`
+				CodexErrorInfo    json.RawMessage `json:"codex_error_info"`
+				AdditionalDetails *string         `json:"additional_details"`
 			} `json:"error"`
 		}
-		_ = json.Unmarshal(payload, &ev)
+		_ = unmarshal(payload, &ev)
 		t := b.turnFor(ev.TurnID)
 		b.finishTurn(t, ev.StartedAt, ev.CompletedAt, ev.DurationMs)
 		t.Status = TurnCompleted
 		if ev.Error != nil {
+			var info any
+			if len(ev.Error.CodexErrorInfo) > 0 {
+				_ = json.Unmarshal(ev.Error.CodexErrorInfo, &info)
+			}
 			t.Status = TurnFailed
 			t.Error = map[string]any{
 				"message":           ev.Error.Message,
-				"codexErrorInfo":    camelizeValue(ev.Error.CodexErrorInfo),
+				"codexErrorInfo":    camelizeValue(info),
 				"additionalDetails": ev.Error.AdditionalDetails,
 				"misalignment":      nil,
 			}
@@ -527,7 +603,7 @@ func (b *builder) event(payload json.RawMessage) {
 		}
 	default:
 		if !b.paginated {
-			b.legacyEvent(h.Type, payload)
+			b.legacyEvent(typ, payload)
 		}
 	}
 }

@@ -39,7 +39,8 @@ func (r *RefHistory) Close() {
 }
 
 // Project writes the turns of the rollout at path not yet in the reference's history database. Legacy
-// threads (the reference replays their rollouts itself) and forks are skipped. Failures are logged, never
+// threads (the reference replays their rollouts itself) are skipped; a fork gets its own turns only, as the
+// reference writes them (the parent's stay under the parent). Failures are logged, never
 // returned: the rollout stays the source of truth. Call it when a turn ends.
 func (r *RefHistory) Project(ctx context.Context, threadID, path string) {
 	if r == nil {
@@ -73,8 +74,7 @@ func (r *RefHistory) Project(ctx context.Context, threadID, path string) {
 		return
 	}
 	th, err := ReadFile(path)
-	if err != nil || th.Meta.HistoryMode != HistoryModePaginated ||
-		(th.Meta.HistoryBase != nil && th.Meta.HistoryBase.ThreadID != "") {
+	if err != nil || th.Meta.HistoryMode != HistoryModePaginated {
 		return
 	}
 	if err := r.h.Project(ctx, threadID, ReferenceTurns(th), th.NextOrdinal, info.Size()); err != nil {
@@ -82,10 +82,13 @@ func (r *RefHistory) Project(ctx context.Context, threadID, path string) {
 	}
 }
 
-// ReferenceTurns converts a thread's turns to the reference's stored form.
+// ReferenceTurns converts a thread's own turns (not those a fork inherits) to the reference's stored form.
 func ReferenceTurns(th *Thread) []refstate.Turn {
 	out := make([]refstate.Turn, 0, len(th.Turns))
 	for i, t := range th.Turns {
+		if t.Inherited {
+			continue
+		}
 		rt := refstate.Turn{ID: t.ID, Ordinal: t.Ordinal, Status: t.Status, StartedAt: t.StartedAt,
 			CompletedAt: t.CompletedAt, DurationMs: t.DurationMs, EndOrdinal: th.NextOrdinal - 1}
 		if i+1 < len(th.Turns) && th.Turns[i+1].Ordinal > t.Ordinal {

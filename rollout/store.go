@@ -641,9 +641,10 @@ func (s *Store) maybeRefresh() {
 	}
 }
 
-// threadIDFromFileName extracts <id> from rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl.
+// threadIDFromFileName extracts <id> from rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl (or .jsonl.zst).
 func threadIDFromFileName(name string) (string, bool) {
 	const prefixLen = len("rollout-2006-01-02T15-04-05-")
+	name = strings.TrimSuffix(name, CompressedSuffix)
 	if !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") || len(name) <= prefixLen+len(".jsonl") {
 		return "", false
 	}
@@ -675,6 +676,9 @@ func listDir(dir string, archived bool, out map[string]diskFile) {
 		info, err := de.Info()
 		if err != nil {
 			continue
+		}
+		if prev, ok := out[id]; ok && filepath.Dir(prev.path) == dir && !IsCompressed(prev.path) {
+			continue // the plain rollout wins over a compressed copy (the reference's materialized file)
 		}
 		out[id] = diskFile{path: filepath.Join(dir, de.Name()), size: info.Size(), modNs: info.ModTime().UnixNano(), archived: archived}
 	}
@@ -909,6 +913,31 @@ func (s *Store) lookup(threadID string) (*threadindex.Row, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, threadID)
 	}
 	return &r, nil
+}
+
+// Locate returns the rollout path of a thread without reading the file: the indexed path while that file
+// exists, else the file named after the thread. Unlike Find it never indexes the rollout (the background
+// reconcile or the next lookup does), so a caller about to read the whole file reads it once.
+func (s *Store) Locate(threadID string) (string, error) {
+	if !validThreadID(threadID) {
+		return "", fmt.Errorf("%w: %s", ErrNotFound, threadID)
+	}
+	defer s.serving()()
+	if r, err := s.ix.Row(s.ctx, threadID); err == nil {
+		if p := s.abs(r.Rel); fileExists(p) {
+			return p, nil
+		}
+	}
+	p, err := findRolloutByID(s.home, threadID)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", ErrNotFound, threadID)
+	}
+	return p, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // Find returns the rollout path of a thread and whether it is archived.

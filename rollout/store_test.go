@@ -98,7 +98,7 @@ func TestListOrderFiltersAndCursorErrors(t *testing.T) {
 		m.Source = json.RawMessage(`{"subagent":"review"}`)
 	}, "review")
 	// updated_at follows mtime: make the oldest thread the most recently updated.
-	p1, _, err := func() (string, bool, error) { s, _ := Open(home); return s.Find(tid(1)) }()
+	p1, _, err := func() (string, bool, error) { s, _ := Open(home); defer s.Close(); return s.Find(tid(1)) }()
 	require.NoError(t, err)
 	future := time.Now().Add(time.Hour)
 	require.NoError(t, os.Chtimes(p1, future, future))

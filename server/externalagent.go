@@ -9,9 +9,10 @@ import (
 	"appserver/externalagent"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
+	"appserver/rollout"
 )
 
-// memoryImportFeature gates the reference's (unbuilt here) import of the other agent's memories.
+// memoryImportFeature gates the detection and import of the other agent's memories, as in the reference.
 const memoryImportFeature = "external_agent_memory_import"
 
 // addExternalAgentRoutes registers externalAgentConfig/*: detection and import of another agent's
@@ -24,11 +25,19 @@ func (s *Server) addExternalAgentRoutes(r map[string]route) {
 }
 
 // externalAgent is the migration service for this server's CODEX_HOME and the user's home.
-func (s *Server) externalAgent() *externalagent.Service {
+// Sessions it imports become threads whose originator is the importing client's.
+func (s *Server) externalAgent(c *connection) *externalagent.Service {
 	home, _ := os.UserHomeDir()
 	svc := externalagent.New(s.cfg.CodexHome, home)
 	f := s.userConfigFile()
 	svc.ValidateHomeConfig = f.Validate
+	originator := ""
+	if c != nil {
+		originator = c.originator()
+	}
+	svc.CreateThread = func(cwd, name, preview string, write func(*rollout.Recorder) error) (string, error) {
+		return s.threads.CreateImported(cwd, name, preview, originator, write)
+	}
 	return svc
 }
 
@@ -41,15 +50,19 @@ func (s *Server) externalAgentHistory() *externalagent.History {
 	return s.importHistory
 }
 
-func (s *Server) externalAgentDetect(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ExternalAgentConfigDetectParams) (any, error) {
-	items, err := s.externalAgent().Detect(externalagent.DetectOptions{IncludeHome: p.IncludeHome != nil && *p.IncludeHome, Cwds: p.Cwds})
+func (s *Server) externalAgentDetect(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ExternalAgentConfigDetectParams) (any, error) {
+	svc := s.externalAgent(c)
+	svc.UseSource(deref(p.MigrationSource))
+	items, err := svc.Detect(externalagent.DetectOptions{IncludeHome: p.IncludeHome != nil && *p.IncludeHome, Cwds: p.Cwds,
+		MaxSessions: p.MaxSessions, MaxSessionAgeDays: p.MaxSessionAgeDays,
+		IncludeMemory: s.features.Effective(memoryImportFeature, s.currentConfig().Features, false)})
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
 	}
 	return protocol.ExternalAgentConfigDetectResponse{Items: items, Connectors: []protocol.ExternalAgentDetectedConnectorCandidate{}}, nil
 }
 
-func (s *Server) externalAgentImport(_ context.Context, _ *connection, req *jsonrpc.Request, p *protocol.ExternalAgentConfigImportParams) (any, error) {
+func (s *Server) externalAgentImport(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.ExternalAgentConfigImportParams) (any, error) {
 	for _, it := range p.MigrationItems {
 		if err := externalagent.CheckItemType(it.ItemType); err != nil {
 			return nil, invalidParams("%v", err)
@@ -65,9 +78,10 @@ func (s *Server) externalAgentImport(_ context.Context, _ *connection, req *json
 		if it.Details == nil || len(it.Details.Memory) == 0 {
 			return nil, jsonrpc.InvalidRequest("memory import requires at least one selected memory")
 		}
-		return nil, jsonrpc.InvalidRequest("external agent memory import is not supported by appserver")
 	}
-	out := s.externalAgent().Import(p.MigrationItems)
+	svc := s.externalAgent(c)
+	svc.UseSource(deref(p.MigrationSource))
+	out := svc.Import(p.MigrationItems)
 	if externalagent.NeedsReload(p.MigrationItems) {
 		s.reloadAfterWrite()
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -165,4 +166,116 @@ func TestExternalAgentRecordHistory(t *testing.T) {
 func jsonInt(v int64) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+func TestExternalAgentSessionImport(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(true)
+	at := time.Now().Add(-time.Hour).UTC()
+	line := func(typ string, content any, off time.Duration) string {
+		b, _ := json.Marshal(map[string]any{"type": typ, "cwd": c.Work, "timestamp": at.Add(off).Format(time.RFC3339Nano), "message": map[string]any{"role": typ, "content": content}})
+		return string(b) + "\n"
+	}
+	session := filepath.Join(home, ".claude", "projects", "-w", "0b7c9f0e-1111-4111-8111-111111111111.jsonl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(session), 0o755))
+	require.NoError(t, os.WriteFile(session, []byte(line("user", "Fix the bug", 0)+
+		line("assistant", []map[string]any{{"type": "text", "text": "Done."}, {"type": "tool_use", "id": "t", "name": "Bash", "input": map[string]any{"command": "go test"}}}, time.Minute)+
+		`{"type":"custom-title","customTitle":"Bug hunt"}`+"\n"), 0o644))
+
+	title := "Bug hunt"
+	var det protocol.ExternalAgentConfigDetectResponse
+	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true, "maxSessions": 5, "maxSessionAgeDays": 2}, &det)
+	require.Len(t, det.Items, 1)
+	require.Equal(t, protocol.ExternalAgentConfigMigrationItemTypeSESSIONS, det.Items[0].ItemType)
+	require.Equal(t, []protocol.SessionMigration{{Path: session, Cwd: c.Work, Title: &title}}, det.Items[0].Details.Sessions)
+	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true, "maxSessionAgeDays": 0}, &det)
+	require.Empty(t, det.Items)
+
+	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true}, &det)
+	var resp protocol.ExternalAgentConfigImportResponse
+	c.Result("externalAgentConfig/import", map[string]any{"migrationItems": det.Items}, &resp)
+	done := c.WaitNotification("externalAgentConfig/import/completed", nil)
+	var completed protocol.ExternalAgentConfigImportCompletedNotification
+	require.NoError(t, json.Unmarshal(done.Params, &completed))
+	require.Len(t, completed.ItemTypeResults, 1)
+	succ := completed.ItemTypeResults[0].Successes
+	require.Len(t, succ, 1)
+	require.Equal(t, "Bug hunt", *succ[0].Title)
+	require.Equal(t, session, *succ[0].Source)
+	threadID := *succ[0].Target
+
+	var list protocol.ThreadListResponse
+	c.Result("thread/list", map[string]any{}, &list)
+	require.Len(t, list.Data, 1)
+	require.Equal(t, threadID, list.Data[0].ID)
+	require.Equal(t, "Bug hunt", *list.Data[0].Name)
+	require.Equal(t, "Fix the bug", list.Data[0].Preview)
+
+	var read protocol.ThreadReadResponse
+	c.Result("thread/read", map[string]any{"threadId": threadID, "includeTurns": true}, &read)
+	require.Len(t, read.Thread.Turns, 1)
+	turn := read.Thread.Turns[0]
+	require.Equal(t, "external-import-turn-1", turn.ID)
+	raw, err := json.Marshal(turn.Items)
+	require.NoError(t, err)
+	var items []map[string]any
+	require.NoError(t, json.Unmarshal(raw, &items))
+	require.Len(t, items, 3)
+	require.Equal(t, "userMessage", items[0]["type"])
+	require.Equal(t, "Done.\n\n[external_agent_tool_call: Bash]\ncommand: go test\n[/external_agent_tool_call]", items[1]["text"])
+	require.Equal(t, "<EXTERNAL SESSION IMPORTED>", items[2]["text"])
+
+	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true}, &det)
+	require.Empty(t, det.Items, "imported sessions are not offered again")
+}
+
+func TestExternalAgentMemoryImport(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	c := apptest.Start(t, apptest.Options{Config: "[features]\nexternal_agent_memory_import = true\n"})
+	c.Initialize(true)
+	proj := filepath.Join(home, ".claude", "projects", "-w")
+	require.NoError(t, os.MkdirAll(filepath.Join(proj, "memory"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(proj, "memory", "MEMORY.md"), []byte("# notes\n"), 0o644))
+	b, _ := json.Marshal(map[string]any{"type": "user", "cwd": c.Work, "timestamp": "2020-01-01T00:00:00Z", "message": map[string]any{"role": "user", "content": "q"}})
+	require.NoError(t, os.WriteFile(filepath.Join(proj, "old.jsonl"), append(b, '\n'), 0o644))
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.NoError(t, os.Chtimes(filepath.Join(proj, "old.jsonl"), old, old))
+
+	var det protocol.ExternalAgentConfigDetectResponse
+	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true}, &det)
+	require.Len(t, det.Items, 1)
+	require.Equal(t, protocol.ExternalAgentConfigMigrationItemTypeMEMORY, det.Items[0].ItemType)
+	require.Equal(t, []string{"-w"}, det.Items[0].Details.Memory)
+
+	var resp protocol.ExternalAgentConfigImportResponse
+	c.Result("externalAgentConfig/import", map[string]any{"migrationItems": det.Items}, &resp)
+	done := c.WaitNotification("externalAgentConfig/import/completed", nil)
+	target := filepath.Join(c.Home, "memories_v2", "extensions", "external_agent_import", "resources")
+	require.JSONEq(t, `{"importId":"`+resp.ImportID+`","itemTypeResults":[{"itemType":"MEMORY","successes":[{"itemType":"MEMORY","cwd":null,"source":"-w","target":"`+target+`","title":null}],"failures":[]}]}`, string(done.Params))
+	require.FileExists(t, filepath.Join(target, "-w", "MEMORY.md"))
+}
+
+func TestExternalAgentCursorSource(t *testing.T) {
+	home := claudeHome(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".cursor"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".cursor", "mcp.json"), []byte(`{"mcpServers":{"cur":{"command":"cur-mcp"}}}`), 0o644))
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(true)
+
+	var det protocol.ExternalAgentConfigDetectResponse
+	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true, "migrationSource": "cursor"}, &det)
+	require.Len(t, det.Items, 1, "Claude Code's files are not Cursor's")
+	require.Equal(t, "Migrate MCP servers from "+filepath.Join(home, ".cursor", "mcp.json")+" into "+filepath.Join(c.Home, "config.toml"), det.Items[0].Description)
+
+	var resp protocol.ExternalAgentConfigImportResponse
+	c.Result("externalAgentConfig/import", map[string]any{"migrationSource": "cursor", "migrationItems": det.Items}, &resp)
+	done := c.WaitNotification("externalAgentConfig/import/completed", nil)
+	require.JSONEq(t, `{"importId":"`+resp.ImportID+`","itemTypeResults":[{"itemType":"MCP_SERVER_CONFIG","successes":[{"itemType":"MCP_SERVER_CONFIG","cwd":null,"source":"cur","target":"cur","title":null}],"failures":[]}]}`, string(done.Params))
+	cfg, err := os.ReadFile(filepath.Join(c.Home, "config.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(cfg), "[mcp_servers.cur]\ncommand = \"cur-mcp\"\n")
+	require.NotContains(t, string(cfg), "docs-mcp")
 }

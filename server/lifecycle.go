@@ -386,23 +386,21 @@ func withTurns(resp any, thread *protocol.Thread, turns []protocol.Turn) (json.R
 		thread.Turns = turns
 		return jsonrpc.Marshal(resp)
 	}
-	// A Turn's MarshalJSON output is already compact and HTML-escaped, as the encoder would have embedded it.
-	parts := make([][]byte, len(turns))
-	size := len(head) + len(turns)
+	// appendTurn writes what json.Marshal would embed (compact, HTML-escaped) for each turn.
+	items := 0
 	for i := range turns {
-		if parts[i], err = turns[i].MarshalJSON(); err != nil {
-			return nil, err
-		}
-		size += len(parts[i])
+		items += len(turns[i].Items)
 	}
 	split := at + len(empty) - 1
-	out := make([]byte, 0, size)
+	out := make([]byte, 0, len(head)+len(turns)*256+items*192)
 	out = append(out, head[:split]...)
-	for i, p := range parts {
+	for i := range turns {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, p...)
+		if out, err = appendTurn(out, &turns[i]); err != nil {
+			return nil, err
+		}
 	}
 	return append(out, head[split:]...), nil
 }

@@ -41,7 +41,7 @@ func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protoc
 	th := protocol.Thread{
 		ID: sum.ID, SessionID: sum.ID, Preview: sum.Preview, ModelProvider: sum.ModelProvider,
 		CreatedAt: sum.CreatedAt, UpdatedAt: sum.UpdatedAt, RecencyAt: ptr(sum.UpdatedAt), Status: status,
-		Path: ptr(sum.Path), Cwd: protocol.AbsolutePathBuf(sum.Cwd), CliVersion: sum.CLIVersion,
+		Path: ptr(rollout.PlainPath(sum.Path)), Cwd: protocol.AbsolutePathBuf(sum.Cwd), CliVersion: sum.CLIVersion,
 		Source:      protocol.SessionSource{Name: firstNonEmpty(sum.Source, "vscode")},
 		HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Turns: []protocol.Turn{},
 	}
@@ -266,11 +266,23 @@ func (m *Manager) Resume(ctx context.Context, id, path string, o ResumeOverrides
 		if err != nil {
 			return nil, false, err
 		}
-		p, _, err := st.Find(id)
+		// Locate, not Find: the index need not read the rollout's metadata first, the file is read once here.
+		p, err := st.Locate(id)
 		if err != nil {
 			return nil, false, noRollout(id)
 		}
 		path = p
+	} else if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && !rollout.IsCompressed(path) {
+		// The reference reports a compressed rollout under its plain name.
+		if _, err := os.Stat(path + rollout.CompressedSuffix); err == nil {
+			path += rollout.CompressedSuffix
+		}
+	}
+	// Later turns append to the file: a compressed rollout is first written back as a plain one, as the
+	// reference does.
+	path, err = rollout.Materialize(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("read rollout: %w", err)
 	}
 	th, err := rollout.ReadFile(path)
 	if err != nil {
@@ -578,12 +590,12 @@ func readForkPrefix(parentPath string, n int64) (*rollout.Thread, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	src, err := os.Open(parentPath)
+	src, err := rollout.OpenRolloutFile(parentPath)
 	if err != nil {
 		return nil, fmt.Errorf("read rollout: %w", err)
 	}
 	defer src.Close()
-	dst := filepath.Join(dir, filepath.Base(parentPath))
+	dst := filepath.Join(dir, filepath.Base(rollout.PlainPath(parentPath)))
 	f, err := os.Create(dst)
 	if err != nil {
 		return nil, err

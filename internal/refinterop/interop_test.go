@@ -194,6 +194,16 @@ stream_max_retries = 0
 	c.Result("thread/resume", map[string]any{"threadId": refThread}, nil)
 	c.StartTurn(refThread, "appended by us")
 	c.WaitTurnCompleted()
+	// A fork of our thread with a turn of its own: its history rows hold that turn only, as the reference's do.
+	var fork struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+	}
+	c.Result("thread/fork", map[string]any{"threadId": ours}, &fork)
+	forked := fork.Thread.ID
+	c.StartTurn(forked, "in the fork")
+	c.WaitTurnCompleted()
 
 	// Our side reads the reference's turns too.
 	var read struct {
@@ -215,10 +225,11 @@ stream_max_retries = 0
 	}
 	require.Contains(t, ids, ours)
 	require.Contains(t, ids, refThread)
+	require.Contains(t, ids, forked)
 	for _, tc := range []struct {
 		id    string
 		items []int
-	}{{ours, []int{2, 2}}, {refThread, []int{2, 2}}} {
+	}{{ours, []int{2, 2}}, {refThread, []int{2, 2}}, {forked, []int{2, 2, 2}}} {
 		r := ref.request("thread/read", map[string]any{"threadId": tc.id, "includeTurns": true})
 		turns, _ := r["thread"].(map[string]any)["turns"].([]any)
 		require.Equal(t, tc.items, turnItemCounts(turns), "reference thread/read %s", tc.id)

@@ -34,19 +34,29 @@ func marshalTagged(key, tag string, v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	b.Grow(len(body) + len(key) + len(tag) + 8)
-	b.WriteByte('{')
-	k, _ := json.Marshal(key)
-	t, _ := json.Marshal(tag)
-	b.Write(k)
-	b.WriteByte(':')
-	b.Write(t)
+	b := make([]byte, 0, len(body)+len(key)+len(tag)+8)
+	b = append(b, '{')
+	b = appendPlainString(b, key)
+	b = append(b, ':')
+	b = appendPlainString(b, tag)
 	if rest := bytes.TrimSpace(body[1:]); len(rest) > 0 && rest[0] != '}' {
-		b.WriteByte(',')
+		b = append(b, ',')
 	}
-	b.Write(body[1:])
-	return b.Bytes(), nil
+	return append(b, body[1:]...), nil
+}
+
+// appendPlainString appends s as json.Marshal would: copied when it is printable ASCII needing no escape (the
+// generated keys and tags), else through encoding/json.
+func appendPlainString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // marshalSingleKey writes {"key": v}.

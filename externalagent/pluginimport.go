@@ -1,0 +1,158 @@
+package externalagent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"appserver/configedit"
+	"appserver/plugins"
+)
+
+// sourceMarketplaceFiles are where a local source marketplace keeps its catalogue, in lookup order.
+var sourceMarketplaceFiles = []string{
+	filepath.Join(".claude-plugin", "marketplace.json"),
+	filepath.Join(".cursor-plugin", "marketplace.json"),
+	filepath.Join(".agents", "plugins", "marketplace.json"),
+	filepath.Join(".codex-plugin", "marketplace.json"),
+	"marketplace.json",
+}
+
+// pluginManifestFiles are where a plugin keeps its manifest, in lookup order.
+var pluginManifestFiles = []string{
+	filepath.Join(".codex-plugin", "plugin.json"),
+	filepath.Join(".claude-plugin", "plugin.json"),
+	filepath.Join(".cursor-plugin", "plugin.json"),
+}
+
+// localCatalogue reads the local marketplace at root: its name and its plugins' folders by name (only
+// entries whose source is a folder inside root).
+func localCatalogue(root string) (string, map[string]string, error) {
+	var data []byte
+	var err error
+	for _, f := range sourceMarketplaceFiles {
+		if data, err = os.ReadFile(filepath.Join(root, f)); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("marketplace manifest was not found in %s", root)
+	}
+	var c struct {
+		Name    string `json:"name"`
+		Plugins []struct {
+			Name   string          `json:"name"`
+			Source json.RawMessage `json:"source"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return "", nil, fmt.Errorf("invalid marketplace manifest in %s: %v", root, err)
+	}
+	out := map[string]string{}
+	for _, p := range c.Plugins {
+		rel := pluginSourcePath(p.Source)
+		if p.Name == "" || rel == "" {
+			continue
+		}
+		dir := filepath.Clean(filepath.Join(root, rel))
+		if dir != root && !strings.HasPrefix(dir, root+string(filepath.Separator)) {
+			continue
+		}
+		out[p.Name] = dir
+	}
+	return c.Name, out, nil
+}
+
+// pluginSourcePath is a catalogue entry's relative folder: "./x", or {"source":"local"|"directory","path":"./x"}.
+func pluginSourcePath(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		Source string `json:"source"`
+		Path   string `json:"path"`
+	}
+	if json.Unmarshal(raw, &o) == nil && (o.Source == "local" || o.Source == "directory") {
+		return o.Path
+	}
+	return ""
+}
+
+// pluginVersion is the version a plugin's manifest declares ("local" without one), naming its cache folder.
+func pluginVersion(dir string) string {
+	for _, f := range pluginManifestFiles {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			continue
+		}
+		var m struct {
+			Version string `json:"version"`
+		}
+		if json.Unmarshal(b, &m) == nil && m.Version != "" {
+			return m.Version
+		}
+	}
+	return "local"
+}
+
+// installLocalPlugins installs the named plugins of the local marketplace the source agent calls market (at
+// root) for the home: each is copied into CODEX_HOME's plugin cache and enabled in config.toml under the name
+// the marketplace gives itself, the marketplace registered as a local source. Results name the plugins as the
+// source agent does. Plugins absent from the marketplace fail with plugin_not_found.
+func (s *Service) installLocalPlugins(market, root string, names []string, r *Result) {
+	own, catalogue, err := localCatalogue(root)
+	if own == "" {
+		own = market
+	}
+	if err != nil {
+		for _, n := range names {
+			id := n + "@" + market
+			r.failure("plugin_import", err.Error(), nil, nil, &id)
+		}
+		return
+	}
+	var found []string
+	for _, n := range names {
+		id := n + "@" + market
+		dir, ok := catalogue[n]
+		if !ok {
+			et := "plugin_not_found"
+			r.failure("plugin_import", fmt.Sprintf("plugin `%s` was not found in marketplace `%s`", n, market), &et, nil, &id)
+			continue
+		}
+		p := plugins.Plugin{Name: n, Marketplace: own, SourcePath: dir}
+		p.Manifest.Version = pluginVersion(dir)
+		if err := plugins.Install(s.CodexHome, p); err != nil {
+			r.failure("plugin_import", err.Error(), nil, nil, &id)
+			continue
+		}
+		found = append(found, n)
+	}
+	if len(found) == 0 {
+		return
+	}
+	_, err = s.applyMissing(filepath.Join(s.CodexHome, "config.toml"), true, func(existing map[string]any) ([]configedit.Edit, error) {
+		var edits []configedit.Edit
+		markets, _ := existing["marketplaces"].(map[string]any)
+		if _, ok := markets[own]; !ok {
+			edits = append(edits,
+				configedit.Edit{Path: []string{"marketplaces", own, "source_type"}, Value: "local", Strategy: configedit.Replace},
+				configedit.Edit{Path: []string{"marketplaces", own, "source"}, Value: root, Strategy: configedit.Replace})
+		}
+		for _, n := range found {
+			edits = append(edits, configedit.Edit{Path: []string{"plugins", n + "@" + own, "enabled"}, Value: true, Strategy: configedit.Replace})
+		}
+		return edits, nil
+	})
+	for _, n := range found {
+		id := n + "@" + market
+		if err != nil {
+			r.failure("plugin_import", err.Error(), nil, nil, &id)
+			continue
+		}
+		r.success(id, id)
+	}
+}
