@@ -17,6 +17,7 @@ import (
 
 	"appserver/internal/oserr"
 	"appserver/internal/pipesize"
+	"appserver/sandbox"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -364,7 +365,7 @@ func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) 
 		cmd.Stdin, inW = inR, w
 		childEnds = append(childEnds, inR)
 	}
-	err = p.start(cmd)
+	cmd, err = p.start(cmd)
 	closeAll(childEnds...)
 	if err != nil {
 		closeAll(outR, errR, inW)
@@ -390,7 +391,7 @@ func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) er
 	}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: req.Cwd, Stdin: slave, Stdout: slave, Stderr: slave,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}}
-	err = p.start(cmd)
+	cmd, err = p.start(cmd)
 	slave.Close()
 	if err != nil {
 		master.Close()
@@ -413,10 +414,30 @@ func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) er
 	return nil
 }
 
-// start starts cmd in the process's cgroup when it has one. Pdeathsig (set by the callers) kills the
-// child if the server dies; the watchdog and the cgroup take care of its descendants. A kernel that
-// refuses CLONE_INTO_CGROUP turns cgroups off for the Manager.
-func (p *Process) start(cmd *exec.Cmd) error {
+// start starts cmd, a sandbox helper directly in its namespaces where the kernel allows it
+// (sandbox.Starts), in the process's cgroup when it has one, and returns the started command.
+func (p *Process) start(cmd *exec.Cmd) (*exec.Cmd, error) {
+	var err error
+	for _, st := range sandbox.Starts(cmd.Args) {
+		attr := *cmd.SysProcAttr
+		attr.Cloneflags |= st.Cloneflags
+		attr.UidMappings, attr.GidMappings, attr.AmbientCaps = st.UidMappings, st.GidMappings, st.AmbientCaps
+		c := &exec.Cmd{Path: cmd.Path, Args: st.Argv, Env: cmd.Env, Dir: cmd.Dir, Stdin: cmd.Stdin, Stdout: cmd.Stdout,
+			Stderr: cmd.Stderr, SysProcAttr: &attr}
+		if err = p.startInScope(c); err == nil {
+			return c, nil
+		}
+		if !st.Refused(err) {
+			break
+		}
+	}
+	return nil, err
+}
+
+// startInScope starts cmd in the process's cgroup when it has one. Pdeathsig (set by the callers)
+// kills the child if the server dies; the watchdog and the cgroup take care of its descendants. A
+// kernel that refuses CLONE_INTO_CGROUP turns cgroups off for the Manager.
+func (p *Process) startInScope(cmd *exec.Cmd) error {
 	sc := p.scope
 	if sc.cgFD < 0 {
 		return cmd.Start()
