@@ -13,7 +13,7 @@ import (
 type Meta struct {
 	Session SessionMeta
 	Path    string
-	// Preview is the first user message's text (inherited from the parent for a reference fork without one).
+	// Preview is the first user message's text; a fork's is its parent's when the inherited history has one.
 	Preview string
 	// Name is the last thread_name_updated event in the file, if any.
 	Name         string
@@ -217,7 +217,9 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 			break
 		}
 	}
-	if hb := m.Session.HistoryBase; hb != nil && depth < 16 && (!havePreview || m.Model == "") {
+	// A fork's history starts with its parent's, so the parent's first message is its preview, as the
+	// reference lists it; its own first message counts only when the inherited part has none.
+	if hb := m.Session.HistoryBase; hb != nil && depth < 16 {
 		if home := codexHomeOf(path); home != "" {
 			if pp, err := findRolloutByID(home, hb.ThreadID); err == nil {
 				limit := hb.EndByteOffset
@@ -225,7 +227,7 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 					limit = -1
 				}
 				if pm, err := readMeta(pp, limit, depth+1); err == nil {
-					if !havePreview {
+					if pm.Preview != "" {
 						m.Preview = pm.Preview
 					}
 					if m.Model == "" {

@@ -336,6 +336,55 @@ func TestReadMeta(t *testing.T) {
 	require.Equal(t, "named", m.Name)
 }
 
+// forkOf writes a fork of parent whose inherited history is the parent's whole file, then one turn of its own.
+func forkOf(t *testing.T, home, parentID, parentPath, id, text string, at time.Time) string {
+	t.Helper()
+	info, err := os.Stat(parentPath)
+	require.NoError(t, err)
+	data, err := os.ReadFile(parentPath)
+	require.NoError(t, err)
+	meta := testMeta(id)
+	meta.ForkedFromID = parentID
+	meta.HistoryBase = &HistoryBase{ThreadID: parentID, EndOrdinalExclusive: int64(strings.Count(string(data), "\n")), EndByteOffset: info.Size()}
+	r, err := Create(home, meta, at)
+	require.NoError(t, err)
+	if text != "" {
+		require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "turn-" + id}))
+		require.NoError(t, r.AppendEvent(ItemCompleted{TurnID: "turn-" + id, Item: UserMessageItem{ID: "u-" + id, Content: []any{NewTextContent(text)}}}))
+		require.NoError(t, r.AppendEvent(TaskComplete{TurnID: "turn-" + id}))
+	}
+	require.NoError(t, r.Close())
+	return r.Path()
+}
+
+// The reference lists a fork (and a fork of a fork) under the root's first message; a fork's own message is
+// its preview only when nothing it inherited has one.
+func TestReadMetaForkPreview(t *testing.T) {
+	home := t.TempDir()
+	rootID := "01c00000-0000-7000-8000-000000000011"
+	root := writeTwoTurns(t, home, rootID)
+	fk := forkOf(t, home, rootID, root, "01c00000-0000-7000-8000-000000000012", "fork q", t0.Add(time.Second))
+	fk2 := forkOf(t, home, "01c00000-0000-7000-8000-000000000012", fk, "01c00000-0000-7000-8000-000000000013", "fork2 q", t0.Add(2*time.Second))
+	for _, p := range []string{fk, fk2} {
+		m, err := ReadMeta(p)
+		require.NoError(t, err)
+		require.Equal(t, "hi there", m.Preview)
+	}
+
+	emptyID := "01c00000-0000-7000-8000-000000000014"
+	r, err := Create(home, testMeta(emptyID), t0)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	own := forkOf(t, home, emptyID, r.Path(), "01c00000-0000-7000-8000-000000000015", "own q", t0.Add(time.Second))
+	m, err := ReadMeta(own)
+	require.NoError(t, err)
+	require.Equal(t, "own q", m.Preview)
+	own2 := forkOf(t, home, "01c00000-0000-7000-8000-000000000015", own, "01c00000-0000-7000-8000-000000000016", "own2 q", t0.Add(2*time.Second))
+	m, err = ReadMeta(own2)
+	require.NoError(t, err)
+	require.Equal(t, "own q", m.Preview)
+}
+
 func TestReadForkWithHistoryBase(t *testing.T) {
 	home := t.TempDir()
 	parentID := "01c00000-0000-7000-8000-00000000000a"
@@ -368,7 +417,7 @@ func TestReadForkWithHistoryBase(t *testing.T) {
 
 	m, err := ReadMeta(r.Path())
 	require.NoError(t, err)
-	require.Equal(t, "forked q", m.Preview, "its own first message wins")
+	require.Equal(t, "hi there", m.Preview, "the parent's first message wins, as in the reference's list")
 
 	// Parent gone: the fork still reads, with its own records only.
 	require.NoError(t, os.Remove(parent))

@@ -203,11 +203,13 @@ func (s *Server) threadRead(ctx context.Context, c *connection, _ *jsonrpc.Reque
 		nTurns, _ := t.HistoryCounts()
 		hasHistory = nTurns > 0 || info.ForkedFromID != nil
 		if info.Ephemeral {
-			// Without a rollout the reference has no history, preview or read state to show.
+			// Without a rollout the reference has no history, preview, fork origin or read state to show
+			// (thread/fork and thread/started still name an ephemeral fork's parent).
 			if include {
 				return nil, jsonrpc.InvalidRequest("ephemeral threads do not support includeTurns")
 			}
 			info.Preview = ""
+			info.ForkedFromID = nil
 			return protocol.ThreadReadResponse{Thread: info}, nil
 		}
 		if include {

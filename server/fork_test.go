@@ -1,0 +1,93 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
+)
+
+// forkThread forks params["threadId"] and returns the fork's thread object.
+func forkThread(t *testing.T, c *apptest.Client, params map[string]any) threadObj {
+	t.Helper()
+	var res struct {
+		Thread threadObj `json:"thread"`
+	}
+	c.Result("thread/fork", params, &res)
+	return res.Thread
+}
+
+func turnIDs(th threadObj) []string {
+	ids := make([]string, 0, len(th.Turns))
+	for _, tn := range th.Turns {
+		ids = append(ids, tn.ID)
+	}
+	return ids
+}
+
+// TestForkListAndReadMatchReference pins what the reference (0.169.0) shows for forks in thread/list and
+// thread/read, live and after a restart: every fork (of a fork, at a turn) is previewed by the root's first
+// message, forkedFromId names the direct parent (null in listings), thread/read with turns carries the
+// inherited turns under their original ids, and an ephemeral fork reads with no preview and no forkedFromId.
+func TestForkListAndReadMatchReference(t *testing.T) {
+	mm := mockmodel.New(t)
+	for _, r := range []string{"R1", "R2", "R3", "R4", "R5"} {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(r, 1)}})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+	root := oneTurnThread(t, c, "First message")
+	c.StartTurn(root, "Second message")
+	c.WaitTurnCompleted()
+	rootTurns := turnIDs(readThread(t, c, root, true))
+	require.Len(t, rootTurns, 2)
+
+	fk := forkThread(t, c, map[string]any{"threadId": root}).ID
+	c.StartTurn(fk, "Fork message")
+	c.WaitTurnCompleted()
+	fk2 := forkThread(t, c, map[string]any{"threadId": fk}).ID
+	c.StartTurn(fk2, "Fork2 message")
+	c.WaitTurnCompleted()
+	ft := forkThread(t, c, map[string]any{"threadId": root, "lastTurnId": rootTurns[0]}).ID
+	c.StartTurn(ft, "ForkAt message")
+	c.WaitTurnCompleted()
+	fe := forkThread(t, c, map[string]any{"threadId": root, "ephemeral": true, "excludeTurns": true})
+	require.Equal(t, root, *fe.ForkedFromID, "the fork response names an ephemeral fork's parent")
+
+	check := func(c *apptest.Client) {
+		t.Helper()
+		list, _ := listThreads(t, c, map[string]any{})
+		require.Len(t, list, 4)
+		for _, th := range list {
+			require.Equal(t, "First message", th.Preview, th.ID)
+			require.Nil(t, th.ForkedFromID, "listings carry no forkedFromId")
+		}
+		for _, tc := range []struct {
+			id, parent string
+			turns      int
+		}{{fk, root, 3}, {fk2, fk, 4}, {ft, root, 2}} {
+			th := readThread(t, c, tc.id, true)
+			require.Equal(t, "First message", th.Preview, tc.id)
+			require.NotNil(t, th.ForkedFromID)
+			require.Equal(t, tc.parent, *th.ForkedFromID)
+			ids := turnIDs(th)
+			require.Len(t, ids, tc.turns)
+			require.Equal(t, rootTurns[0], ids[0], "inherited turns keep their ids")
+			if tc.turns > 2 {
+				require.Equal(t, rootTurns[1], ids[1])
+			}
+		}
+		require.Equal(t, turnIDs(readThread(t, c, fk, true)), turnIDs(readThread(t, c, fk2, true))[:3])
+	}
+	check(c)
+	eph := readThread(t, c, fe.ID, false)
+	require.Equal(t, "", eph.Preview)
+	require.Nil(t, eph.ForkedFromID, "the reference reads an ephemeral fork without its origin")
+
+	c.Close()
+	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: c.Home})
+	c2.Initialize(true)
+	check(c2)
+}
