@@ -91,3 +91,20 @@ func TestForkListAndReadMatchReference(t *testing.T) {
 	c2.Initialize(true)
 	check(c2)
 }
+
+// The reference has no rollout for a started thread until its first turn, so it cannot be forked yet.
+func TestForkOfThreadWithoutTurnsFails(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("R1", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+	tid := c.StartThread(nil)
+	m := c.Request("thread/fork", map[string]any{"threadId": tid})
+	require.NotNil(t, m.Error)
+	require.Equal(t, -32600, m.Error.Code)
+	require.Equal(t, "no rollout found for thread id "+tid, m.Error.Message)
+
+	c.StartTurn(tid, "First message")
+	c.WaitTurnCompleted()
+	require.Equal(t, tid, *forkThread(t, c, map[string]any{"threadId": tid}).ForkedFromID)
+}

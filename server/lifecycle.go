@@ -475,6 +475,13 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
+	if pt, ok := s.threads.Get(p.ThreadID); ok {
+		// The reference writes a started thread's rollout with its first turn: until then there is nothing to
+		// fork from (as for thread/search/occurrences).
+		if nTurns, _ := pt.HistoryCounts(); nTurns == 0 && pt.Info().ForkedFromID == nil {
+			return nil, jsonrpc.InvalidRequest("no rollout found for thread id " + p.ThreadID)
+		}
+	}
 	t, err := s.threads.Fork(ctx, thread.ForkOptions{
 		ParentID: p.ThreadID, LastTurnID: deref(p.LastTurnID), BeforeTurnID: deref(p.BeforeTurnID),
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral, Originator: c.originator(),
