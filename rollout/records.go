@@ -30,24 +30,26 @@ type line struct {
 
 // SessionMeta is the payload of the first line of a rollout. Field names are the reference's.
 type SessionMeta struct {
-	ID                    string            `json:"id"`
-	SessionID             string            `json:"session_id,omitempty"`
-	ForkedFromID          string            `json:"forked_from_id,omitempty"`
-	Timestamp             string            `json:"timestamp"`
-	Cwd                   string            `json:"cwd"`
-	RuntimeWorkspaceRoots []string          `json:"runtime_workspace_roots,omitempty"`
-	Originator            string            `json:"originator"`
-	CLIVersion            string            `json:"cli_version"`
-	Source                json.RawMessage   `json:"source,omitempty"`
-	AgentNickname         string            `json:"agent_nickname,omitempty"`
-	AgentRole             string            `json:"agent_role,omitempty"`
-	ModelProvider         string            `json:"model_provider,omitempty"`
-	BaseInstructions      *BaseInstructions `json:"base_instructions,omitempty"`
-	DynamicTools          json.RawMessage   `json:"dynamic_tools,omitempty"`
-	HistoryMode           string            `json:"history_mode,omitempty"`
-	HistoryBase           *HistoryBase      `json:"history_base,omitempty"`
-	Git                   json.RawMessage   `json:"git,omitempty"`
-	ContextWindow         json.RawMessage   `json:"context_window,omitempty"`
+	ID           string `json:"id"`
+	SessionID    string `json:"session_id,omitempty"`
+	ForkedFromID string `json:"forked_from_id,omitempty"`
+	// ForkedFromOrdinalExclusive repeats HistoryBase.EndOrdinalExclusive, as the reference writes it for a fork.
+	ForkedFromOrdinalExclusive *int64            `json:"forked_from_ordinal_exclusive,omitempty"`
+	Timestamp                  string            `json:"timestamp"`
+	Cwd                        string            `json:"cwd"`
+	RuntimeWorkspaceRoots      []string          `json:"runtime_workspace_roots,omitempty"`
+	Originator                 string            `json:"originator"`
+	CLIVersion                 string            `json:"cli_version"`
+	Source                     json.RawMessage   `json:"source,omitempty"`
+	AgentNickname              string            `json:"agent_nickname,omitempty"`
+	AgentRole                  string            `json:"agent_role,omitempty"`
+	ModelProvider              string            `json:"model_provider,omitempty"`
+	BaseInstructions           *BaseInstructions `json:"base_instructions,omitempty"`
+	DynamicTools               json.RawMessage   `json:"dynamic_tools,omitempty"`
+	HistoryMode                string            `json:"history_mode,omitempty"`
+	HistoryBase                *HistoryBase      `json:"history_base,omitempty"`
+	Git                        json.RawMessage   `json:"git,omitempty"`
+	ContextWindow              json.RawMessage   `json:"context_window,omitempty"`
 }
 
 // BaseInstructions is the system prompt recorded in session_meta.

@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"bufio"
+	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,6 +85,27 @@ func TestForkListAndReadMatchReference(t *testing.T) {
 		require.Equal(t, turnIDs(readThread(t, c, fk, true)), turnIDs(readThread(t, c, fk2, true))[:3])
 	}
 	check(c)
+	// The fork's session_meta names the parent's records it starts from twice, as the reference writes it.
+	f, err := os.Open(rolloutFile(t, c.Home, fk2))
+	require.NoError(t, err)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	require.True(t, sc.Scan())
+	require.NoError(t, f.Close())
+	var first struct {
+		Payload struct {
+			ForkedFromID               string `json:"forked_from_id"`
+			ForkedFromOrdinalExclusive *int64 `json:"forked_from_ordinal_exclusive"`
+			HistoryBase                struct {
+				EndOrdinalExclusive int64 `json:"end_ordinal_exclusive"`
+			} `json:"history_base"`
+		} `json:"payload"`
+	}
+	require.NoError(t, json.Unmarshal(sc.Bytes(), &first))
+	require.Equal(t, fk, first.Payload.ForkedFromID)
+	require.NotNil(t, first.Payload.ForkedFromOrdinalExclusive)
+	require.Positive(t, first.Payload.HistoryBase.EndOrdinalExclusive)
+	require.Equal(t, first.Payload.HistoryBase.EndOrdinalExclusive, *first.Payload.ForkedFromOrdinalExclusive)
 	eph := readThread(t, c, fe.ID, false)
 	require.Equal(t, "", eph.Preview)
 	require.Nil(t, eph.ForkedFromID, "the reference reads an ephemeral fork without its origin")

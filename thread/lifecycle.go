@@ -506,7 +506,7 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		ID: id, ForkedFromID: o.ParentID, Timestamp: rollout.FormatTimestamp(now), Cwd: firstNonEmpty(deref(o.Overrides.Cwd), parent.Session.Cwd),
 		Originator: firstNonEmpty(o.Originator, parent.Session.Originator), CLIVersion: m.deps.Version,
 		Source: rollout.StringSource("vscode"), ModelProvider: firstNonEmpty(deref(o.Overrides.ModelProvider), parent.Session.ModelProvider),
-		HistoryBase: &hb,
+		HistoryBase: &hb, ForkedFromOrdinalExclusive: &hb.EndOrdinalExclusive,
 	}
 	var th *rollout.Thread
 	var rec *rollout.Recorder

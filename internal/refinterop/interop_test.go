@@ -220,9 +220,19 @@ stream_max_retries = 0
 	defer ref.close()
 	list := ref.request("thread/list", map[string]any{})
 	var ids []string
+	previews := map[string]any{}
 	for _, th := range list["data"].([]any) {
-		ids = append(ids, th.(map[string]any)["id"].(string))
+		m := th.(map[string]any)
+		ids = append(ids, m["id"].(string))
+		previews[m["id"].(string)] = m["preview"]
 	}
+	require.Equal(t, "first from us", previews[ours])
+	require.Equal(t, "from the reference", previews[refThread])
+	// Known gap: the reference lists its own forks under the parent's first message (threads.preview in its
+	// state_5.sqlite, set when it forks), but backfills a rollout it did not write from the file alone, so a fork
+	// we wrote is listed under its own first message there ("in the fork") until we write that row too.
+	fr := ref.request("thread/read", map[string]any{"threadId": forked})["thread"].(map[string]any)
+	require.Equal(t, ours, fr["forkedFromId"])
 	require.Contains(t, ids, ours)
 	require.Contains(t, ids, refThread)
 	require.Contains(t, ids, forked)
