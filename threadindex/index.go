@@ -514,15 +514,15 @@ type Members struct {
 	Outside bool
 }
 
-// Recency returns the updated time (Unix ms) of the listed threads that are indexed, not archived and have
-// a first user message (as listings show them).
+// Recency returns the recency (Unix ms: RecencyMs when set, else the updated time) of the listed threads that
+// are indexed, not archived and have a first user message (as listings show them).
 func (ix *Index) Recency(ctx context.Context, ids []string) (map[string]int64, error) {
 	out := map[string]int64{}
 	if len(ids) == 0 {
 		return out, nil
 	}
 	b, _ := json.Marshal(ids)
-	rows, err := ix.db.QueryContext(ctx, "SELECT id, updated_ms FROM threads WHERE archived = 0 AND preview <> '' AND id IN (SELECT value FROM json_each(?))", string(b))
+	rows, err := ix.db.QueryContext(ctx, "SELECT id, CASE WHEN recency_ms > 0 THEN recency_ms ELSE updated_ms END FROM threads WHERE archived = 0 AND preview <> '' AND id IN (SELECT value FROM json_each(?))", string(b))
 	if err != nil {
 		return nil, fmt.Errorf("threadindex: recency: %w", err)
 	}
