@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"appserver/internal/oserr"
+	"appserver/internal/pipesize"
+	"appserver/sandbox"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -328,7 +330,8 @@ type Process struct {
 	exitedAt time.Time
 	spawnErr error
 
-	live     atomic.Int32 // running reader goroutines
+	live     atomic.Int32  // running reader goroutines
+	outSeq   atomic.Uint64 // chunks delivered so far
 	readDone chan struct{}
 	exited   chan struct{}
 	done     chan struct{}
@@ -347,8 +350,8 @@ func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) 
 		outW.Close()
 		return err
 	}
-	growPipe(outR)
-	growPipe(errR)
+	_, _ = pipesize.Grow(outR, pipesize.Bulk) // best effort: a smaller pipe only costs more system calls
+	_, _ = pipesize.Grow(errR, pipesize.Bulk)
 	childEnds := []*os.File{outW, errW}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: req.Cwd, Stdout: outW, Stderr: errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
@@ -362,7 +365,7 @@ func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) 
 		cmd.Stdin, inW = inR, w
 		childEnds = append(childEnds, inR)
 	}
-	err = p.start(cmd)
+	cmd, err = p.start(cmd)
 	closeAll(childEnds...)
 	if err != nil {
 		closeAll(outR, errR, inW)
@@ -371,17 +374,6 @@ func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) 
 	p.cmd, p.pid, p.stdin = cmd, cmd.Process.Pid, inW
 	p.startReaders(map[Stream]*os.File{Stdout: outR, Stderr: errR})
 	return nil
-}
-
-// outputPipeSize is the capacity asked for each output pipe: a child writing a lot runs ahead of
-// our reads instead of stalling every 64 KiB, and each read returns a full chunk.
-const outputPipeSize = 1 << 20
-
-// growPipe raises a pipe's capacity to outputPipeSize where the system allows it (best effort).
-func growPipe(f *os.File) {
-	if rc, err := f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, outputPipeSize) })
-	}
 }
 
 func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) error {
@@ -399,7 +391,7 @@ func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) er
 	}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: req.Cwd, Stdin: slave, Stdout: slave, Stderr: slave,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}}
-	err = p.start(cmd)
+	cmd, err = p.start(cmd)
 	slave.Close()
 	if err != nil {
 		master.Close()
@@ -422,10 +414,30 @@ func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) er
 	return nil
 }
 
-// start starts cmd in the process's cgroup when it has one. Pdeathsig (set by the callers) kills the
-// child if the server dies; the watchdog and the cgroup take care of its descendants. A kernel that
-// refuses CLONE_INTO_CGROUP turns cgroups off for the Manager.
-func (p *Process) start(cmd *exec.Cmd) error {
+// start starts cmd, a sandbox helper directly in its namespaces where the kernel allows it
+// (sandbox.Starts), in the process's cgroup when it has one, and returns the started command.
+func (p *Process) start(cmd *exec.Cmd) (*exec.Cmd, error) {
+	var err error
+	for _, st := range sandbox.Starts(cmd.Args) {
+		attr := *cmd.SysProcAttr
+		attr.Cloneflags |= st.Cloneflags
+		attr.UidMappings, attr.GidMappings, attr.AmbientCaps = st.UidMappings, st.GidMappings, st.AmbientCaps
+		c := &exec.Cmd{Path: cmd.Path, Args: st.Argv, Env: cmd.Env, Dir: cmd.Dir, Stdin: cmd.Stdin, Stdout: cmd.Stdout,
+			Stderr: cmd.Stderr, SysProcAttr: &attr}
+		if err = p.startInScope(c); err == nil {
+			return c, nil
+		}
+		if !st.Refused(err) {
+			break
+		}
+	}
+	return nil, err
+}
+
+// startInScope starts cmd in the process's cgroup when it has one. Pdeathsig (set by the callers)
+// kills the child if the server dies; the watchdog and the cgroup take care of its descendants. A
+// kernel that refuses CLONE_INTO_CGROUP turns cgroups off for the Manager.
+func (p *Process) startInScope(cmd *exec.Cmd) error {
 	sc := p.scope
 	if sc.cgFD < 0 {
 		return cmd.Start()
@@ -482,6 +494,7 @@ func (p *Process) readLoop(s Stream, f *os.File) {
 }
 
 func (p *Process) deliver(s Stream, chunk []byte) {
+	p.outSeq.Add(1)
 	if p.agg != nil {
 		p.agg.Write(chunk)
 	}
@@ -591,6 +604,9 @@ func (p *Process) SpawnErr() error {
 
 // Exited is closed once the child has been reaped.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// OutputSeq counts the output chunks read so far; it changes while output is still arriving.
+func (p *Process) OutputSeq() uint64 { return p.outSeq.Load() }
 
 // Done is closed once the child exited and its output was drained (or the drain limit passed).
 func (p *Process) Done() <-chan struct{} { return p.done }

@@ -456,7 +456,7 @@ func (x *Sessions) WriteStdin(ctx context.Context, req WriteStdinRequest) (ExecR
 	return x.respond(s, exited, start, tokensOr(a.MaxOutputTokens), ""), nil
 }
 
-// collect waits for exit+output close (exit alone: at most 50 ms more) or the yield stopwatch. A process
+// collect waits for exit+output close (exit alone: until no output arrived for 50 ms) or the yield stopwatch. A process
 // that ends while the stopwatch is paused is reported through onEnd (may be nil) at once, as the
 // reference completes the item then, while the call's result is held until the pause ends.
 func collect(ctx context.Context, p *Process, yield time.Duration, ctrl *stopwatch.Controller, onEnd func()) (bool, error) {
@@ -473,16 +473,26 @@ func collect(ctx context.Context, p *Process, yield time.Duration, ctrl *stopwat
 	defer release()
 	exitedCh := p.Exited()
 	var grace <-chan time.Time
+	var graceTimer *time.Timer
+	var seenSeq uint64
 	for {
 		select {
 		case <-p.Done():
 			return true, held(sw)
 		case <-exitedCh:
 			exitedCh = nil
-			t := time.NewTimer(exitWithoutCloseWait)
-			defer t.Stop()
-			grace = t.C
+			seenSeq = p.OutputSeq()
+			graceTimer = time.NewTimer(exitWithoutCloseWait)
+			defer graceTimer.Stop()
+			grace = graceTimer.C
 		case <-grace:
+			// The grace is for a pipe held open by a background child, not for output still being
+			// drained: while chunks keep arriving, wait on (the yield deadline still bounds it).
+			if seq := p.OutputSeq(); seq != seenSeq {
+				seenSeq = seq
+				graceTimer.Reset(exitWithoutCloseWait)
+				continue
+			}
 			return true, held(sw)
 		case <-sw.Done():
 			select {

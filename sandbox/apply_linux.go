@@ -10,10 +10,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"appserver/sandbox/confine"
 )
 
 // devWritable are device files a read-only command may still open for writing.
@@ -87,34 +88,34 @@ func applyAndExec(pl payload, argv []string) (int, error) {
 			grants = grantsExcluding(roots, protected)
 		}
 	}
-	for _, d := range devWritable {
-		grants = append(grants, grant{path: d})
+	grants = append(grants, deviceGrants...)
+	spec, err := confineSpec(grants, pl.Policy, pl.Stage2, pl.Init)
+	if err != nil {
+		return ExitCannotExecute, err
 	}
-	grants = append(grants, grant{path: "/dev/pts", dir: true, fileOnly: true})
+	return confine.Run(spec, path, argv)
+}
 
-	if pl.Stage2 {
-		// Drop the capability the first stage lent us for mounting; the target gets none.
-		if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-			return ExitCannotExecute, fmt.Errorf("clear ambient capabilities: %w", err)
-		}
+// deviceGrants are the write grants of every sandboxed command: devWritable and existing PTYs.
+var deviceGrants = func() []grant {
+	var g []grant
+	for _, d := range devWritable {
+		g = append(g, grant{path: d})
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return ExitCannotExecute, fmt.Errorf("no_new_privs: %w", err)
+	return append(g, grant{path: "/dev/pts", dir: true, fileOnly: true})
+}()
+
+// confineSpec is the confinement of a command with grants under p: Landlock with the grants, the
+// seccomp filter, and (stage2) dropping the capabilities lent for mounting; init runs the command
+// as a child of this process 1.
+func confineSpec(grants []grant, p Policy, stage2, init bool) (confine.Spec, error) {
+	filter, err := seccompProgram(p.NetworkAccess, p.Kind == ReadOnly)
+	if err != nil {
+		return confine.Spec{}, err
 	}
-	if err := restrictLandlock(LandlockABI(), probeOnce().scopeOK, grants, pl.Policy.NetworkAccess); err != nil {
-		return ExitCannotExecute, err
-	}
-	if err := installSeccomp(pl.Policy.NetworkAccess, pl.Policy.Kind == ReadOnly); err != nil {
-		return ExitCannotExecute, err
-	}
-	if pl.Init {
-		return runAsInit(path, argv)
-	}
-	err = syscall.Exec(path, argv, os.Environ())
-	if errors.Is(err, unix.ENOENT) {
-		return ExitNotFound, fmt.Errorf("%s: %w", argv[0], err)
-	}
-	return ExitCannotExecute, fmt.Errorf("%s: %w", argv[0], err)
+	rs, rules := landlockRules(LandlockABI(), probeOnce().scopeOK, grants, p.NetworkAccess)
+	return confine.Spec{Init: init, DropAmbient: stage2, Ruleset: rs, Rules: rules,
+		Seccomp: unsafe.Slice((*byte)(unsafe.Pointer(&filter[0])), len(filter)*int(unsafe.Sizeof(filter[0])))}, nil
 }
 
 // grant is one Landlock write rule: a directory hierarchy (dir) or a single file.
@@ -220,6 +221,12 @@ func isProtected(path string, protected []string) bool {
 // bind/connect without network (ABI >= 4), and scopes signals and abstract unix sockets (ABI >= 6)
 // on the calling thread.
 func restrictLandlock(abi int, scope bool, grants []grant, network bool) error {
+	rs, rules := landlockRules(abi, scope, grants, network)
+	return confine.Landlock(rs, rules)
+}
+
+// landlockRules is the Landlock ruleset and rules of restrictLandlock.
+func landlockRules(abi int, scope bool, grants []grant, network bool) (confine.Ruleset, []confine.Rule) {
 	dirWrite := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
 		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
 		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO |
@@ -232,45 +239,29 @@ func restrictLandlock(abi int, scope bool, grants []grant, network bool) error {
 		dirWrite |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
 		fileWrite |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
 	}
-	attr := unix.LandlockRulesetAttr{Handled_access_fs: dirWrite}
+	rs := confine.Ruleset{FS: dirWrite}
 	if !network && abi >= 9 {
 		// Connecting to pathname unix sockets created outside the sandbox (docker.sock, agents).
-		attr.Handled_access_fs |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+		rs.FS |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
 	}
 	if !network && abi >= 4 {
-		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+		rs.Net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
 	}
 	if abi >= 6 && scope {
-		attr.Scoped = unix.LANDLOCK_SCOPE_SIGNAL
+		rs.Scoped = unix.LANDLOCK_SCOPE_SIGNAL
 		if !network {
-			attr.Scoped |= unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+			rs.Scoped |= unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 		}
 	}
-	fd, err := landlockCreateRuleset(&attr)
-	if err != nil {
-		return fmt.Errorf("landlock create ruleset: %w", err)
-	}
-	defer unix.Close(fd)
+	rules := make([]confine.Rule, 0, len(grants))
 	for _, g := range grants {
 		access := fileWrite
 		if g.dir && !g.fileOnly {
 			access = dirWrite
 		}
-		pfd, err := unix.Open(g.path, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue // a root or device that does not exist needs no rule
-		}
-		err = landlockAddPathRule(fd, access, pfd)
-		unix.Close(pfd)
-		if err != nil {
-			return fmt.Errorf("landlock rule for %s: %w", g.path, err)
-		}
+		rules = append(rules, confine.Rule{Access: access, Path: g.path})
 	}
-	// Without the TSYNC flag this confines the calling thread only, which is the one that execs.
-	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); e != 0 {
-		return fmt.Errorf("landlock restrict: %w", e)
-	}
-	return nil
+	return rs, rules
 }
 
 // landlockABIVersion asks the kernel for its Landlock ABI version.
@@ -280,23 +271,4 @@ func landlockABIVersion() (int, error) {
 		return 0, e
 	}
 	return int(r), nil
-}
-
-func landlockCreateRuleset(attr *unix.LandlockRulesetAttr) (int, error) {
-	r, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr), 0)
-	if e != 0 {
-		return -1, e
-	}
-	return int(r), nil
-}
-
-func landlockAddPathRule(rulesetFD int, access uint64, pathFD int) error {
-	// The kernel struct is packed (u64 + s32); the Go layout matches it in its first 12 bytes.
-	rule := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(pathFD)}
-	_, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFD), unix.LANDLOCK_RULE_PATH_BENEATH,
-		uintptr(unsafe.Pointer(&rule)), 0, 0, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
 }

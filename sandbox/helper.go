@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"appserver/sandbox/confine"
 )
 
 // HelperArg is the os.Args[1] marker that turns our own binary into the sandbox helper.
@@ -113,10 +115,11 @@ func wrapArgv(self string, p Policy, cwd, dir string, argv []string, protect str
 }
 
 // RunHelperIfRequested must be called first thing in main (and in TestMain): when os.Args[1] is
-// HelperArg it applies the policy to the current process and execs the target, never returning;
-// otherwise it returns at once. On failure it prints the reason to stderr and exits with
-// ExitNotFound or ExitCannotExecute.
+// HelperArg (or confine.Marker, see Starts) it applies the policy to the current process and runs
+// the target, never returning; otherwise it returns at once. On failure it prints the reason to
+// stderr and exits with ExitNotFound or ExitCannotExecute.
 func RunHelperIfRequested() {
+	confine.RunIfRequested() // a helper whose confinement was computed by Starts
 	if len(os.Args) < 2 || os.Args[1] != HelperArg {
 		return
 	}

@@ -15,3 +15,14 @@ func LandlockABI() int { return 0 }
 func applyAndExec(payload, []string) (int, error) {
 	return ExitCannotExecute, errors.New("the sandbox needs Linux (Landlock and seccomp)")
 }
+
+// Start is one way to start an argv that WrapArgv returned; off Linux it is the argv itself.
+type Start struct {
+	Argv []string
+}
+
+// Starts returns argv as its only Start off Linux.
+func Starts(argv []string) []Start { return []Start{{Argv: argv}} }
+
+// Refused is always false off Linux.
+func (Start) Refused(error) bool { return false }

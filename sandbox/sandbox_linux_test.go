@@ -58,19 +58,52 @@ func run(t *testing.T, p Policy, protect string, cwd string, env []string, argv 
 	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
+	reexec := protect == testReexec
+	if reexec {
+		protect = protectAuto
+	}
 	args, err := wrapArgv(self, p, cwd, "", argv, protect)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Dir = cwd
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
+	starts := Starts(args)
+	if reexec {
+		starts = starts[len(starts)-1:]
+	}
+	var buf strings.Builder
+	var cmd *exec.Cmd
+	for _, st := range starts {
+		cmd = exec.CommandContext(ctx, st.Argv[0], st.Argv[1:]...)
+		cmd.Dir = cwd
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		applyStart(cmd, st)
+		if err = cmd.Start(); err == nil || !st.Refused(err) {
+			break
+		}
+	}
+	require.NoError(t, err)
+	err = cmd.Wait()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		require.NoError(t, err)
 	}
-	return cmd.ProcessState.ExitCode(), string(out)
+	return cmd.ProcessState.ExitCode(), buf.String()
+}
+
+// testReexec, as run's protect, starts the helper as WrapArgv returned it (protectAuto): the helper
+// then re-executes itself into its namespaces, instead of being cloned into them (Starts).
+const testReexec = "test-reexec"
+
+// applyStart puts st's argv and namespaces into cmd, as execmgr does.
+func applyStart(cmd *exec.Cmd, st Start) {
+	cmd.Args = st.Argv
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Cloneflags |= st.Cloneflags
+	cmd.SysProcAttr.UidMappings, cmd.SysProcAttr.GidMappings = st.UidMappings, st.GidMappings
+	cmd.SysProcAttr.AmbientCaps = st.AmbientCaps
 }
 
 func sh(t *testing.T, p Policy, protect string, f fixture, script string, env ...string) (int, string) {
@@ -102,6 +135,9 @@ var confined = []struct {
 	{"workspace-write", Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}, protectAuto},
 	{"workspace-write/userns", Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}, protectUserNS},
 	{"workspace-write/landlock-only", Policy{Kind: WorkspaceWrite, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}, protectLandlock},
+	// The helper started as WrapArgv returned it, re-executing itself into its namespaces (the
+	// others are cloned into them by the spawner, see Starts).
+	{"read-only/reexec", Policy{Kind: ReadOnly}, testReexec},
 }
 
 func TestAvailableHere(t *testing.T) {
@@ -205,7 +241,7 @@ func TestDenialMessages(t *testing.T) {
 
 func TestWorkspaceWriteAllows(t *testing.T) {
 	requireSandbox(t)
-	for _, c := range confined[1:] {
+	for _, c := range confined[1:4] { // the workspace-write ones
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
 			code, out := sh(t, c.p, c.protect, f, `set -e
@@ -636,12 +672,19 @@ func TestUnderPTY(t *testing.T) {
 			if _, err := exec.LookPath("script"); err != nil {
 				newPTY = "echo new-pty" // no util-linux script(1) here
 			}
-			args, err := wrapArgv(self, c.p, f.ws, "", []string{"sh", "-c", `test -t 0 && echo via-tty > /dev/tty && stty size && ` + newPTY + ` && echo x > .git/config`}, c.protect)
+			protect := c.protect
+			if protect == testReexec {
+				protect = protectAuto
+			}
+			args, err := wrapArgv(self, c.p, f.ws, "", []string{"sh", "-c", `test -t 0 && echo via-tty > /dev/tty && stty size && ` + newPTY + ` && echo x > .git/config`}, protect)
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 			cmd.Dir = f.ws
+			if starts := Starts(args); c.protect != testReexec && len(starts) > 1 {
+				applyStart(cmd, starts[0]) // cloned into the namespaces directly, as execmgr does
+			}
 			ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 33, Cols: 77})
 			require.NoError(t, err)
 			defer ptmx.Close()
@@ -1210,4 +1253,58 @@ func TestWholeTreeWritableRoot(t *testing.T) {
 	code, out = sh(t, p, protectAuto, f, `echo x > .git/config`)
 	require.NotZero(t, code, out)
 	require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".git/config")))
+}
+
+// TestStartsClonesHelperAsInit: a spawner following Starts starts the helper as process 1 of its
+// new PID namespace (one helper process, not one that re-executes itself), and the command runs
+// confined as its child.
+func TestStartsClonesHelperAsInit(t *testing.T) {
+	requireSandbox(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	f := newFixture(t)
+	args, err := WrapArgv(self, Policy{Kind: ReadOnly}, f.ws, []string{"sh", "-c", `echo pid=$$; echo x > new; read line`})
+	require.NoError(t, err)
+	require.Len(t, Starts([]string{"sh", "-c", "true"}), 1, "a command that is not a helper's is started as it is")
+	starts := Starts(args)
+	require.Greater(t, len(starts), 1, "the helper can be cloned into its namespaces")
+	for _, st := range starts[:len(starts)-1] {
+		require.NotZero(t, st.Cloneflags&unix.CLONE_NEWPID)
+		require.NotZero(t, st.Cloneflags&unix.CLONE_NEWNS)
+	}
+	var cmd *exec.Cmd
+	var out strings.Builder
+	var stdin io.WriteCloser
+	for _, st := range starts {
+		cmd = exec.Command(st.Argv[0], st.Argv[1:]...)
+		cmd.Dir = f.ws
+		cmd.Stdout, cmd.Stderr = &out, &out
+		stdin, err = cmd.StdinPipe()
+		require.NoError(t, err)
+		applyStart(cmd, st)
+		if err = cmd.Start(); err == nil || !st.Refused(err) {
+			break
+		}
+	}
+	require.NoError(t, err)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	require.NoError(t, err)
+	_ = stdin.Close()
+	_ = cmd.Wait()
+	if cmd.Args[2] == args[2] {
+		t.Skip("no namespaces for the helper here: it was started as WrapArgv returned it")
+	}
+	var nspid string
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			nspid = strings.TrimSpace(v)
+		}
+	}
+	fields := strings.Fields(nspid)
+	require.Len(t, fields, 2, "NSpid %q: the started process is in a new PID namespace", nspid)
+	require.Equal(t, "1", fields[1], "the started process is process 1 of its namespace")
+	require.NotContains(t, out.String(), "pid=1\n", "the command is the helper's child")
+	require.Contains(t, out.String(), "pid=", "the command ran")
+	require.Contains(t, out.String(), "Permission denied", "the command is confined")
+	requireAbsent(t, filepath.Join(f.ws, "new"))
 }

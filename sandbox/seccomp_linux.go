@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"fmt"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -133,17 +132,4 @@ func seccompProgram(network, readOnly bool) ([]unix.SockFilter, error) {
 		bpfInsn{label: "deny", code: ret, k: deny},
 	)
 	return assemble(prog)
-}
-
-// installSeccomp loads the filter on the calling thread; no_new_privs must already be set.
-func installSeccomp(network, readOnly bool) error {
-	filter, err := seccompProgram(network, readOnly)
-	if err != nil {
-		return err
-	}
-	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("seccomp filter: %w", err)
-	}
-	return nil
 }

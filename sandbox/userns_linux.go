@@ -4,8 +4,6 @@ package sandbox
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -115,47 +113,18 @@ func runStage(pl payload, argv []string, attr *syscall.SysProcAttr) error {
 	return nil
 }
 
-// mountOwnProc gives process 1 of a new PID namespace a private mount tree and a /proc of its own.
+// mountOwnProc gives the init stage a private mount tree and a /proc of its own. As process 1 it
+// was cloned with CLONE_NEWPID|CLONE_NEWNS (runInPIDNS, or a spawner following Starts) and mounts
+// in that mount namespace; the user-namespace stage below it (runInUserNS) is not process 1 and
+// unshares one first.
 func mountOwnProc() error {
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return err
+	if os.Getpid() != 1 {
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			return err
+		}
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return err
 	}
 	return unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
-}
-
-// runAsInit starts the command as a child of this process 1 (from the calling, confined thread),
-// relays signals to it, reaps every orphan, and exits with the command's status once it ended; the
-// kernel then kills whatever is left in the namespace.
-func runAsInit(path string, argv []string) (int, error) {
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...) // handled, so the command starts with default dispositions
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return ExitNotFound, fmt.Errorf("%s: %w", argv[0], err)
-		}
-		return ExitCannotExecute, fmt.Errorf("%s: %w", argv[0], err)
-	}
-	go func() {
-		for s := range sigs {
-			_ = unix.Kill(pid, s.(syscall.Signal))
-		}
-	}()
-	for {
-		var ws unix.WaitStatus
-		got, err := unix.Wait4(-1, &ws, 0, nil)
-		if err != nil && err != unix.EINTR {
-			os.Exit(ExitCannotExecute)
-		}
-		if got != pid {
-			continue
-		}
-		if ws.Signaled() {
-			os.Exit(128 + int(ws.Signal()))
-		}
-		os.Exit(ws.ExitStatus())
-	}
 }

@@ -12,15 +12,18 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"appserver/config"
+	"appserver/internal/pipesize"
 	"appserver/internal/schematest"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
+	"appserver/sandbox"
 	"appserver/server"
 )
 
@@ -49,8 +52,11 @@ func startRawServer(tb testing.TB, osPipes bool) *rawServer {
 		var err error
 		inR, inW, err = os.Pipe()
 		require.NoError(tb, err)
-		outR, outW, err = os.Pipe()
+		var out *os.File
+		outR, out, err = os.Pipe()
 		require.NoError(tb, err)
+		_, _ = pipesize.Grow(out, pipesize.Bulk) // as cmd/appserver grows its stdout
+		outW = out
 	} else {
 		inR, inW = io.Pipe()
 		outR, outW = io.Pipe()
@@ -161,8 +167,8 @@ func deltaLen(line []byte) int {
 var deltaLinePrefix = []byte(`{"method":"command/exec/outputDelta","params":`)
 
 // The deltas of a streamed command/exec are byte for byte what marshalling the protocol type gives,
-// with emittedAtMs last, valid against the schema, in order per stream, with capReached on the
-// chunk that reached the cap, and all before the command's reply.
+// with emittedAtMs last, valid against the schema, in order per stream, at most 64 KiB each (as the
+// reference's), with capReached on the chunk that reached the cap, and all before the command's reply.
 func TestCommandExecStreamedDeltasWire(t *testing.T) {
 	v, err := schematest.Default()
 	require.NoError(t, err)
@@ -198,6 +204,7 @@ func TestCommandExecStreamedDeltasWire(t *testing.T) {
 		chunk, err := base64.StdEncoding.DecodeString(p.DeltaBase64)
 		require.NoError(t, err)
 		require.NotEmpty(t, chunk)
+		require.LessOrEqual(t, len(chunk), 64<<10, "larger than the reference's deltas")
 		switch p.Stream {
 		case protocol.CommandExecOutputStreamStdout:
 			require.Zero(t, capped, "a stdout delta after the cap")
@@ -283,4 +290,50 @@ func TestCommandExecStreamLeavesRoomForOtherReplies(t *testing.T) {
 	}
 	require.JSONEq(t, `{"exitCode":137,"stdout":"","stderr":""}`, string(res))
 	require.Less(t, streamed, total)
+}
+
+// A sandboxed command/exec writes straight into the pipe the server reads: the sandbox helper's
+// stages hand their stdio down and exec the command, so a large output is not relayed through an
+// extra process (which would copy every byte once more). The command prints which pipe its stdout
+// is while it is still running; the server (this process) must hold the read end of that very pipe.
+func TestCommandExecSandboxedOutputIsTheServersPipe(t *testing.T) {
+	if ok, reason := sandbox.Available(); !ok {
+		t.Skipf("the sandbox is unavailable on this machine: %s", reason)
+	}
+	rs := startRawServer(t, true)
+	id := rs.send(t, "command/exec", map[string]any{
+		"command": []string{"sh", "-c", "readlink /proc/self/fd/1; read x; exit 0"}, "processId": "sb",
+		"streamStdin": true, "streamStdoutStderr": true, "sandboxPolicy": map[string]any{"type": "readOnly"},
+	})
+	var out []byte
+	for !bytes.Contains(out, []byte("\n")) {
+		line, err := readFullLine(rs.out)
+		require.NoError(t, err)
+		if !bytes.HasPrefix(line, deltaLinePrefix) {
+			require.False(t, bytes.HasPrefix(line, fmt.Appendf(nil, `{"id":%d,`, id)), "ended early: %s", line)
+			continue
+		}
+		var m struct {
+			Params protocol.CommandExecOutputDeltaNotification
+		}
+		require.NoError(t, json.Unmarshal(line, &m))
+		chunk, err := base64.StdEncoding.DecodeString(m.Params.DeltaBase64)
+		require.NoError(t, err)
+		require.Equal(t, protocol.CommandExecOutputStreamStdout, m.Params.Stream, "%s", chunk)
+		out = append(out, chunk...)
+	}
+	pipe := strings.TrimSpace(string(out))
+	require.Regexp(t, `^pipe:\[\d+\]$`, pipe)
+	fds, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	held := false
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && target == pipe {
+			held = true
+		}
+	}
+	require.True(t, held, "the command's stdout %s is not a pipe the server reads", pipe)
+	rs.call(t, "command/exec/write", map[string]any{"processId": "sb", "closeStdin": true}, nil)
+	res := rs.await(t, id, nil)
+	require.JSONEq(t, `{"exitCode":0,"stdout":"","stderr":""}`, string(res))
 }

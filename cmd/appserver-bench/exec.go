@@ -63,7 +63,9 @@ type execRun struct {
 	conn               *rpcConn
 	spawn              []time.Duration
 	buffered, streamed []time.Duration
-	errs               []error
+	// bufferedCPU and streamedCPU are the CPU cost of each throughput run.
+	bufferedCPU, streamedCPU []cpuUse
+	errs                     []error
 }
 
 func (r *execRun) fail(what string, err error) {
@@ -99,7 +101,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			if !alive(r) {
 				continue
 			}
-			d, err := r.exec([]string{"true"}, "", 0)
+			d, _, err := r.exec([]string{"true"}, "", 0)
 			switch {
 			case err != nil:
 				r.fail("true", err)
@@ -110,30 +112,40 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	thr := []string{"head", "-c", strconv.FormatInt(o.bytes, 10), "/dev/zero"}
 	var pipe []time.Duration
+	var pipeCPU []cpuUse
 	for k := 0; k < o.runs; k++ {
+		c0, err := cpuNow(0)
+		if err != nil {
+			return fmt.Errorf("raw pipe baseline: %w", err)
+		}
 		d, err := rawPipe(ctx, thr, o.bytes)
 		if err != nil {
 			return fmt.Errorf("raw pipe baseline: %w", err)
 		}
+		c1, err := cpuNow(0)
+		if err != nil {
+			return fmt.Errorf("raw pipe baseline: %w", err)
+		}
 		pipe = append(pipe, d)
+		pipeCPU = append(pipeCPU, c1.sub(c0))
 		for _, r := range runs {
 			if !alive(r) {
 				continue
 			}
 			if o.buffered {
-				if d, err := r.exec(thr, "", o.bytes); err != nil {
+				if d, u, err := r.exec(thr, "", o.bytes); err != nil {
 					r.fail("buffered", err)
 				} else {
-					r.buffered = append(r.buffered, d)
+					r.buffered, r.bufferedCPU = append(r.buffered, d), append(r.bufferedCPU, u)
 				}
 			}
 			if !o.streamed || !alive(r) {
 				continue
 			}
-			if d, err := r.exec(thr, fmt.Sprintf("bench-%d", k), o.bytes); err != nil {
+			if d, u, err := r.exec(thr, fmt.Sprintf("bench-%d", k), o.bytes); err != nil {
 				r.fail("streamed", err)
 			} else {
-				r.streamed = append(r.streamed, d)
+				r.streamed, r.streamedCPU = append(r.streamed, d), append(r.streamedCPU, u)
 			}
 		}
 	}
@@ -142,13 +154,14 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	pipeRate := rate(o.bytes, pipe)
-	if _, err := fmt.Fprintf(stdout, "pipe bytes=%d runs=%d pipe=%s\n", o.bytes, o.runs, mibps(pipeRate)); err != nil {
+	pipeCost, _ := medianCPU(pipeCPU)
+	if _, err := fmt.Fprintf(stdout, "pipe bytes=%d runs=%d pipe=%s pipe_cpu=%s\n", o.bytes, o.runs, mibps(pipeRate), ms(pipeCost.total())); err != nil {
 		return err
 	}
 	var base *execRun
 	failed := 0
 	for j, r := range runs {
-		if _, err := fmt.Fprintln(stdout, formatExecLine(r, o, pipeRate, base)); err != nil {
+		if _, err := fmt.Fprintln(stdout, formatExecLine(r, o, pipeRate, pipeCost.total(), base)); err != nil {
 			return err
 		}
 		if j == 0 {
@@ -169,8 +182,9 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // exec runs argv through command/exec without a sandbox. With processID set
 // the output is streamed and counted from command/exec/outputDelta;
 // otherwise it is buffered in the response. When want > 0 the stdout size
-// must equal it. The result is request → response.
-func (r *execRun) exec(argv []string, processID string, want int64) (time.Duration, error) {
+// must equal it. The results are request → response and the CPU time the
+// run cost.
+func (r *execRun) exec(argv []string, processID string, want int64) (time.Duration, cpuUse, error) {
 	params := map[string]any{"command": argv, "sandboxPolicy": map[string]any{"type": "dangerFullAccess"}}
 	if want > 0 {
 		params["disableOutputCap"] = true
@@ -188,6 +202,10 @@ func (r *execRun) exec(argv []string, processID string, want int64) (time.Durati
 			return nil
 		}
 	}
+	c0, err := cpuNow(r.conn.pid())
+	if err != nil {
+		return 0, cpuUse{}, err
+	}
 	start := time.Now()
 	res, err := r.conn.call("command/exec", params, onOther)
 	elapsed := time.Since(start)
@@ -197,7 +215,11 @@ func (r *execRun) exec(argv []string, processID string, want int64) (time.Durati
 			r.conn.close() // state unknown (timeout, exit): stop using it
 			r.conn = nil
 		}
-		return 0, err
+		return 0, cpuUse{}, err
+	}
+	c1, err := cpuNow(r.conn.pid())
+	if err != nil {
+		return 0, cpuUse{}, err
 	}
 	var out struct {
 		ExitCode *int   `json:"exitCode"`
@@ -205,19 +227,19 @@ func (r *execRun) exec(argv []string, processID string, want int64) (time.Durati
 		Stderr   string `json:"stderr"`
 	}
 	if err := json.Unmarshal(res, &out); err != nil || out.ExitCode == nil {
-		return 0, fmt.Errorf("command/exec: bad result %.200s", res)
+		return 0, cpuUse{}, fmt.Errorf("command/exec: bad result %.200s", res)
 	}
 	if *out.ExitCode != 0 {
-		return 0, fmt.Errorf("command/exec: exit code %d, stderr %.200q", *out.ExitCode, out.Stderr)
+		return 0, cpuUse{}, fmt.Errorf("command/exec: exit code %d, stderr %.200q", *out.ExitCode, out.Stderr)
 	}
 	got := decodedLen(out.Stdout)
 	if processID != "" {
 		got += streamed
 	}
 	if want > 0 && got != want {
-		return 0, fmt.Errorf("command/exec: got %d stdout bytes, want %d", got, want)
+		return 0, cpuUse{}, fmt.Errorf("command/exec: got %d stdout bytes, want %d", got, want)
 	}
-	return elapsed, nil
+	return elapsed, c1.sub(c0), nil
 }
 
 // rawPipe times reading argv's stdout from a plain pipe, the ceiling any
@@ -266,8 +288,10 @@ func rate(bytes int64, ds []time.Duration) float64 {
 func mibps(r float64) string { return strconv.FormatFloat(r/(1<<20), 'f', 1, 64) + "MiB/s" }
 
 // formatExecLine renders a server's exec result, with ratios to the raw
-// pipe and, when base is set, to the base server.
-func formatExecLine(r *execRun, o execOpts, pipeRate float64, base *execRun) string {
+// pipe (pipeRate, and pipeCPU the CPU time it took) and, when base is set,
+// to the base server. Each mode's CPU time is that of its median-cost run,
+// split into the server's own threads, the command it ran and the client.
+func formatExecLine(r *execRun, o execOpts, pipeRate float64, pipeCPU time.Duration, base *execRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server=%s n=%d ok=%d", quoteIfNeeded(r.c.text), o.n, len(r.spawn))
 	sp := durationStats(r.spawn)
@@ -278,8 +302,9 @@ func formatExecLine(r *execRun, o execOpts, pipeRate float64, base *execRun) str
 	for _, m := range []struct {
 		name string
 		rate float64
+		cpu  []cpuUse
 		on   bool
-	}{{"buffered", bufRate, o.buffered}, {"streamed", strRate, o.streamed}} {
+	}{{"buffered", bufRate, r.bufferedCPU, o.buffered}, {"streamed", strRate, r.streamedCPU, o.streamed}} {
 		if !m.on {
 			fmt.Fprintf(&b, " %s=skipped", m.name)
 			continue
@@ -289,6 +314,10 @@ func formatExecLine(r *execRun, o execOpts, pipeRate float64, base *execRun) str
 			continue
 		}
 		fmt.Fprintf(&b, " %s=%s %s_vs_pipe=%s", m.name, mibps(m.rate), m.name, ratio(m.rate, pipeRate))
+		if u, ok := medianCPU(m.cpu); ok {
+			fmt.Fprintf(&b, " %s_cpu=%s %s_cpu_vs_pipe=%s %s_cpu_split=%s/%s/%s", m.name, ms(u.total()),
+				m.name, ratioOK(float64(u.total()), float64(pipeCPU)), m.name, ms(u.server), ms(u.cmd), ms(u.client))
+		}
 	}
 	if base != nil {
 		bsp := durationStats(base.spawn)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,9 +15,16 @@ import (
 )
 
 var (
-	pipeLineRE = regexp.MustCompile(`^pipe bytes=(\d+) runs=(\d+) pipe=([\d.]+)MiB/s$`)
-	execLineRE = regexp.MustCompile(`^server=(\S+|"(?:[^"\\]|\\.)*") n=(\d+) ok=(\d+) spawn_p50=([\d.]+)ms spawn_p90=([\d.]+)ms buffered=([\d.]+)MiB/s buffered_vs_pipe=([\d.]+) streamed=([\d.]+)MiB/s streamed_vs_pipe=([\d.]+)(?: spawn_p50_x=([\d.]+) buffered_x=([\d.]+) streamed_x=([\d.]+))?$`)
+	pipeLineRE = regexp.MustCompile(`^pipe bytes=(\d+) runs=(\d+) pipe=([\d.]+)MiB/s pipe_cpu=[\d.]+ms$`)
+	execLineRE = regexp.MustCompile(`^server=(\S+|"(?:[^"\\]|\\.)*") n=(\d+) ok=(\d+) spawn_p50=([\d.]+)ms spawn_p90=([\d.]+)ms buffered=([\d.]+)MiB/s buffered_vs_pipe=([\d.]+)` +
+		cpuFieldsRE("buffered") + ` streamed=([\d.]+)MiB/s streamed_vs_pipe=([\d.]+)` + cpuFieldsRE("streamed") +
+		`(?: spawn_p50_x=([\d.]+) buffered_x=([\d.]+) streamed_x=([\d.]+))?$`)
 )
+
+// cpuFieldsRE matches the CPU fields of a mode (not captured: CPU times may round to zero).
+func cpuFieldsRE(mode string) string {
+	return ` ` + mode + `_cpu=[\d.]+ms ` + mode + `_cpu_vs_pipe=(?:[\d.e-]+|na) ` + mode + `_cpu_split=[\d.]+ms/[\d.]+ms/[\d.]+ms`
+}
 
 // withLineBuffer lowers maxLineBuffer for one test so that buffered
 // results take the compacting path.
@@ -92,17 +100,47 @@ func TestFormatExecLine(t *testing.T) {
 	o := execOpts{n: 3, bytes: 1 << 20, buffered: true, streamed: true}
 	base := &execRun{c: command{text: "ref"}, spawn: []time.Duration{2 * time.Millisecond},
 		buffered: []time.Duration{time.Second}, streamed: []time.Duration{500 * time.Millisecond}}
+	ms := time.Millisecond
 	r := &execRun{c: command{text: "ours"}, spawn: []time.Duration{time.Millisecond},
-		streamed: []time.Duration{250 * time.Millisecond, 250 * time.Millisecond, time.Hour}}
+		streamed:    []time.Duration{250 * ms, 250 * ms, time.Hour},
+		streamedCPU: []cpuUse{{100 * ms, 50 * ms, 30 * ms}, {10 * ms, 10 * ms, 10 * ms}, {ms, 2 * ms, 990 * ms}}}
 	require.Equal(t, "server=ref n=3 ok=1 spawn_p50=2.0ms spawn_p90=2.0ms buffered=1.0MiB/s buffered_vs_pipe=0.25 streamed=2.0MiB/s streamed_vs_pipe=0.50",
-		formatExecLine(base, o, 4<<20, nil))
-	require.Equal(t, "server=ours n=3 ok=1 spawn_p50=1.0ms spawn_p90=1.0ms buffered=fail streamed=4.0MiB/s streamed_vs_pipe=1.00 spawn_p50_x=0.50 buffered_x=na streamed_x=2.00",
-		formatExecLine(r, o, 4<<20, base))
+		formatExecLine(base, o, 4<<20, 90*ms, nil))
+	require.Equal(t, "server=ours n=3 ok=1 spawn_p50=1.0ms spawn_p90=1.0ms buffered=fail streamed=4.0MiB/s streamed_vs_pipe=1.00 streamed_cpu=180.0ms streamed_cpu_vs_pipe=2.00 streamed_cpu_split=100.0ms/50.0ms/30.0ms spawn_p50_x=0.50 buffered_x=na streamed_x=2.00",
+		formatExecLine(r, o, 4<<20, 90*ms, base))
 	o.buffered = false
 	require.Equal(t, "server=ref n=3 ok=1 spawn_p50=2.0ms spawn_p90=2.0ms buffered=skipped streamed=2.0MiB/s streamed_vs_pipe=0.50",
-		formatExecLine(base, o, 4<<20, nil))
+		formatExecLine(base, o, 4<<20, 90*ms, nil))
 	require.Equal(t, "1.0MiB/s", mibps(1<<20))
 	require.Zero(t, rate(10, nil))
+}
+
+func TestParseProcStatCPU(t *testing.T) {
+	// utime 250, stime 50, cutime 7, cstime 3 ticks; the name holds a space and a parenthesis.
+	line := "4242 (my (srv) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 4 0 12345 1000 10 18446744073709551615"
+	self, children, err := parseProcStatCPU(line)
+	require.NoError(t, err)
+	require.Equal(t, 3*time.Second, self)
+	require.Equal(t, 100*time.Millisecond, children)
+	_, _, err = parseProcStatCPU("4242 (x) S 1 2 3")
+	require.ErrorContains(t, err, "short")
+	_, _, err = parseProcStatCPU("no parenthesis")
+	require.ErrorContains(t, err, "malformed")
+
+	// The live figures of this process, once it has used a few ticks of CPU.
+	for {
+		used, _, err := rusageCPU()
+		require.NoError(t, err)
+		if used >= 50*time.Millisecond {
+			break
+		}
+		for i := 0; i < 1e6; i++ {
+			line = strconv.Itoa(i)
+		}
+	}
+	self, _, err = procCPU(os.Getpid())
+	require.NoError(t, err)
+	require.Positive(t, self)
 }
 
 func TestParseExecModes(t *testing.T) {

@@ -42,7 +42,8 @@
 // turn's thread, turn id or text.
 //
 //	appserver-bench exec --server "<command line>" [--server ...] [--n 50] [--warmup 2]
-//	                     [--runs 3] [--bytes 268435456] [--timeout 5m] [--workdir DIR]
+//	                     [--runs 3] [--bytes 268435456] [--modes buffered,streamed]
+//	                     [--timeout 5m] [--workdir DIR]
 //
 // exec starts every server once and times command/exec ["true"]
 // (dangerFullAccess) request → response; then, --runs times, it moves
@@ -51,8 +52,12 @@
 // of command/exec/outputDelta), and reads the same command from a plain pipe
 // in this process as the baseline. Rates are bytes over the median run, in
 // MiB/s; *_vs_pipe is the rate over the pipe's, *_x the ratio to the first
-// server. A buffered 256 MiB result is ~1.5 GiB of JSON (NULs are escaped
-// as \u0000); such lines are measured while they stream in, never held.
+// server. *_cpu is the CPU time of the run with the median cost (steadier
+// than rates on a shared machine), *_cpu_vs_pipe its ratio to the pipe's,
+// *_cpu_split its server/command/client parts (the server's own threads,
+// the command it reaped, this process). A buffered 256 MiB result is
+// ~1.5 GiB of JSON (NULs are escaped as \u0000); such lines are measured
+// while they stream in, never held.
 package main
 
 import (

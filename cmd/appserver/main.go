@@ -14,9 +14,10 @@ import (
 	"appserver/execmgr"
 	"appserver/internal/logenv"
 
-	// The sandbox helper runs from this package's initializer, before the server's heavier
+	// The sandbox helper runs from these packages' initializers, before the server's heavier
 	// packages are initialised (see internal/reexec); it never returns to main.
 	_ "appserver/internal/reexec"
+	_ "appserver/internal/reexec/full"
 )
 
 func main() {

@@ -16,6 +16,7 @@ import (
 
 	"appserver/config"
 	"appserver/execcli"
+	"appserver/internal/pipesize"
 	"appserver/schemaexport"
 	"appserver/server"
 	"appserver/transport"
@@ -223,6 +224,11 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 			return 1
 		}
 		return 0
+	}
+	if f, ok := stdout.(*os.File); ok {
+		// A larger stdout pipe lets streamed command output run ahead of the client's reads: fewer
+		// blocked writes and wake-ups on both sides. Best effort (not a pipe, or over the quota).
+		_, _ = pipesize.Grow(f, pipesize.Bulk)
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeConn(ctx, stdin, stdout) }()

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"appserver/internal/pipesize"
+)
+
+// stdioServer is the binary serving stdio over pipes this test holds, read line by line.
+type stdioServer struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	outR  *os.File
+	out   *bufio.Reader
+	next  int
+	waitC chan error
+}
+
+func startStdioServer(tb testing.TB, bin string) *stdioServer {
+	tb.Helper()
+	outR, outW, err := os.Pipe()
+	require.NoError(tb, err)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+tb.TempDir(), "HOME="+tb.TempDir())
+	cmd.Dir = tb.TempDir()
+	cmd.Stdout, cmd.Stderr = outW, io.Discard
+	in, err := cmd.StdinPipe()
+	require.NoError(tb, err)
+	require.NoError(tb, cmd.Start())
+	outW.Close()
+	s := &stdioServer{cmd: cmd, in: in, outR: outR, out: bufio.NewReaderSize(outR, 1<<20), next: 1, waitC: make(chan error, 1)}
+	go func() { s.waitC <- cmd.Wait() }()
+	tb.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-s.waitC
+		outR.Close()
+	})
+	s.call(tb, `"initialize","params":{"clientInfo":{"name":"t","version":"0"}}`, nil)
+	return s
+}
+
+// call sends {"id":N,"method":<methodAndParams>} and returns the response line, passing every other
+// line to other.
+func (s *stdioServer) call(tb testing.TB, methodAndParams string, other func(line []byte)) []byte {
+	tb.Helper()
+	id := s.next
+	s.next++
+	_, err := fmt.Fprintf(s.in, "{\"id\":%d,\"method\":%s}\n", id, methodAndParams)
+	require.NoError(tb, err)
+	prefix := fmt.Appendf(nil, `{"id":%d,`, id)
+	for {
+		line, err := s.out.ReadSlice('\n')
+		require.NoError(tb, err)
+		if bytes.HasPrefix(line, prefix) {
+			return line
+		}
+		if other != nil {
+			other(line)
+		}
+	}
+}
+
+// stop closes stdin and waits for the exit; it returns the process state.
+func (s *stdioServer) stop(tb testing.TB) *os.ProcessState {
+	tb.Helper()
+	require.NoError(tb, s.in.Close())
+	select {
+	case err := <-s.waitC:
+		require.NoError(tb, err)
+		s.waitC <- nil // for the cleanup
+	case <-time.After(time.Minute):
+		tb.Fatal("server did not exit on stdin EOF")
+	}
+	return s.cmd.ProcessState
+}
+
+// TestStdoutPipeGrown: when stdout is a pipe the server raises its capacity, so that streamed
+// output runs ahead of the client's reads instead of stalling every 64 KiB.
+func TestStdoutPipeGrown(t *testing.T) {
+	if b, err := os.ReadFile("/proc/sys/fs/pipe-max-size"); err == nil && os.Geteuid() != 0 {
+		if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n < pipesize.Bulk {
+			t.Skipf("pipe-max-size is %d here", n)
+		}
+	}
+	s := startStdioServer(t, binPath) // initialize answered: the server is serving
+	n, err := unix.FcntlInt(s.outR.Fd(), unix.F_GETPIPE_SZ, 0)
+	require.NoError(t, err)
+	require.Equal(t, pipesize.Bulk, n)
+}
+
+// BenchmarkCommandExecStreamed moves 256 MiB of `head -c … /dev/zero` through a streamed command/exec
+// of the real binary over stdio pipes, as `appserver-bench exec` does (APPSERVER_BENCH_BIN picks the
+// binary, e.g. a release build). Besides MB/s it reports the CPU time per op of the server with the
+// command it ran (from /proc, steadier than wall time on a shared machine) and of this client.
+func BenchmarkCommandExecStreamed(b *testing.B) {
+	const size = 256 << 20
+	s := startStdioServer(b, benchBinary())
+	pid := s.cmd.Process.Pid
+	req := func(k int) string {
+		return fmt.Sprintf(`"command/exec","params":{"command":["head","-c","%d","/dev/zero"],"processId":"bench-%d",`+
+			`"streamStdoutStderr":true,"disableOutputCap":true,"disableTimeout":true,"sandboxPolicy":{"type":"dangerFullAccess"}}`, size, k)
+	}
+	method, key := []byte(`{"method":"command/exec/outputDelta",`), []byte(`"deltaBase64":"`)
+	b.SetBytes(size)
+	server0, client0 := procCPU(b, pid), selfCPU(b)
+	k, deltas := 0, 0
+	for b.Loop() {
+		got := 0
+		res := s.call(b, req(k), func(line []byte) {
+			if !bytes.HasPrefix(line, method) {
+				return // e.g. remoteControl/status/changed
+			}
+			i := bytes.Index(line, key)
+			require.Positive(b, i, "%.200s", line)
+			b64 := line[i+len(key):]
+			b64 = b64[:bytes.IndexByte(b64, '"')]
+			got += len(b64) / 4 * 3
+			if bytes.HasSuffix(b64, []byte("==")) {
+				got -= 2
+			} else if bytes.HasSuffix(b64, []byte("=")) {
+				got--
+			}
+			deltas++
+		})
+		k++
+		require.Contains(b, string(res), `"result":{"exitCode":0,"stdout":"","stderr":""}`)
+		require.Equal(b, size, got)
+	}
+	server, client := procCPU(b, pid)-server0, selfCPU(b)-client0
+	b.ReportMetric(float64(deltas)/float64(k), "deltas/op")
+	b.ReportMetric(float64(server.Milliseconds())/float64(k), "server-cpu-ms/op")
+	b.ReportMetric(float64(client.Milliseconds())/float64(k), "client-cpu-ms/op")
+	s.stop(b)
+}
+
+// procCPU is the user+system CPU time of pid and of the children it reaped (fields 14–17 of
+// /proc/<pid>/stat, in USER_HZ ticks of 10 ms).
+func procCPU(tb testing.TB, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(tb, err)
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	var ticks int64
+	for _, v := range f[11:15] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		require.NoError(tb, err)
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// selfCPU is the user+system CPU time of this process.
+func selfCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(tb, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
