@@ -503,3 +503,30 @@ func TestImportedRecency(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, sum.RecencyAt)
 }
+
+// An index built from the rollouts lists a fork and a fork of a fork under the root's first message (what the
+// reference shows for its forks), a fork with nothing inherited under its own.
+func TestIndexRebuildForkPreview(t *testing.T) {
+	home := t.TempDir()
+	rootID := tid(41)
+	root := writeTwoTurns(t, home, rootID)
+	fk := forkOf(t, home, rootID, root, tid(42), "fork q", t0.Add(time.Second))
+	forkOf(t, home, tid(42), fk, tid(43), "fork2 q", t0.Add(2*time.Second))
+	emptyID := tid(44)
+	r, err := Create(home, testMeta(emptyID), t0)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	forkOf(t, home, emptyID, r.Path(), tid(45), "own q", t0.Add(3*time.Second))
+
+	s, err := Open(home)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.WaitReconciled(context.Background()))
+	page, _, err := s.List(ListQuery{})
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, sum := range page {
+		got[sum.ID] = sum.Preview
+	}
+	require.Equal(t, map[string]string{rootID: "hi there", tid(42): "hi there", tid(43): "hi there", tid(45): "own q"}, got)
+}
