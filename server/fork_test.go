@@ -132,3 +132,33 @@ func TestForkOfThreadWithoutTurnsFails(t *testing.T) {
 	c.WaitTurnCompleted()
 	require.Equal(t, tid, *forkThread(t, c, map[string]any{"threadId": tid}).ForkedFromID)
 }
+
+// Until its first turn the reference has no rollout for a started thread: its turns and items cannot be listed.
+func TestTurnsOfThreadWithoutRollout(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("R1", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+	tid := c.StartThread(nil)
+	for _, tc := range []struct {
+		method string
+		params map[string]any
+		msg    string
+	}{
+		{"thread/read", map[string]any{"threadId": tid, "includeTurns": true}, "list_turns is not supported yet"},
+		{"thread/turns/list", map[string]any{"threadId": tid}, "list_turns is not supported yet"},
+		{"thread/items/list", map[string]any{"threadId": tid}, "thread/items/list is not supported yet"},
+	} {
+		m := c.Request(tc.method, tc.params)
+		require.NotNil(t, m.Error, tc.method)
+		require.Equal(t, -32601, m.Error.Code, tc.method)
+		require.Equal(t, tc.msg, m.Error.Message, tc.method)
+	}
+	require.Empty(t, readThread(t, c, tid, false).Turns)
+
+	c.StartTurn(tid, "First message")
+	c.WaitTurnCompleted()
+	require.Len(t, readThread(t, c, tid, true).Turns, 1)
+	c.Result("thread/turns/list", map[string]any{"threadId": tid}, nil)
+	c.Result("thread/items/list", map[string]any{"threadId": tid}, nil)
+}

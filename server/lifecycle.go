@@ -213,6 +213,9 @@ func (s *Server) threadRead(ctx context.Context, c *connection, _ *jsonrpc.Reque
 			return protocol.ThreadReadResponse{Thread: info}, nil
 		}
 		if include {
+			if s.withoutRollout(p.ThreadID) {
+				return nil, errListTurnsUnsupported
+			}
 			info.Turns = t.TurnsSnapshot()
 		}
 	} else {
@@ -475,12 +478,10 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
-	if pt, ok := s.threads.Get(p.ThreadID); ok {
+	if s.withoutRollout(p.ThreadID) {
 		// The reference writes a started thread's rollout with its first turn: until then there is nothing to
-		// fork from (as for thread/search/occurrences).
-		if nTurns, _ := pt.HistoryCounts(); nTurns == 0 && pt.Info().ForkedFromID == nil {
-			return nil, jsonrpc.InvalidRequest("no rollout found for thread id " + p.ThreadID)
-		}
+		// fork from.
+		return nil, jsonrpc.InvalidRequest("no rollout found for thread id " + p.ThreadID)
 	}
 	t, err := s.threads.Fork(ctx, thread.ForkOptions{
 		ParentID: p.ThreadID, LastTurnID: deref(p.LastTurnID), BeforeTurnID: deref(p.BeforeTurnID),
@@ -612,9 +613,27 @@ func cursorString(threadID, kind string, a *historyAnchor) *string {
 	return &c
 }
 
+// withoutRollout reports whether id is a loaded thread the reference has no rollout for yet: started, not
+// ephemeral, no turn so far (a fork's rollout is written when it is created).
+func (s *Server) withoutRollout(id string) bool {
+	t, ok := s.threads.Get(id)
+	if !ok {
+		return false
+	}
+	info := t.Info()
+	nTurns, _ := t.HistoryCounts()
+	return !info.Ephemeral && nTurns == 0 && info.ForkedFromID == nil
+}
+
+// errListTurnsUnsupported is the reference's answer when turns are asked of a thread without a rollout.
+var errListTurnsUnsupported = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "list_turns is not supported yet"}
+
 func (s *Server) threadTurnsList(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadTurnsListParams) (any, error) {
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	if s.withoutRollout(p.ThreadID) {
+		return nil, errListTurnsUnsupported
 	}
 	var anchor *historyAnchor
 	if p.Cursor != nil && *p.Cursor != "" {
@@ -679,6 +698,9 @@ func itemsView(tu protocol.Turn, view protocol.TurnItemsView) protocol.Turn {
 func (s *Server) threadItemsList(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadItemsListParams) (any, error) {
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
+	}
+	if s.withoutRollout(p.ThreadID) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: protocol.MethodThreadItemsList + " is not supported yet"}
 	}
 	turns, err := s.threads.Turns(p.ThreadID)
 	if err != nil {
