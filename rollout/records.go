@@ -154,6 +154,17 @@ type TaskStarted struct {
 	StartedAt             int64  `json:"started_at,omitempty"`
 	ModelContextWindow    *int64 `json:"model_context_window,omitempty"`
 	CollaborationModeKind string `json:"collaboration_mode_kind,omitempty"`
+	// TurnAttribution names a sub-agent turn's parent turn (the reference's reviewer turn).
+	TurnAttribution *TurnAttribution `json:"turn_attribution,omitempty"`
+}
+
+// TurnAttribution is task_started's turn_attribution.
+type TurnAttribution struct {
+	TurnID              string  `json:"turn_id"`
+	TurnTrigger         *string `json:"turn_trigger"`
+	ParentTurnID        *string `json:"parent_turn_id"`
+	InitiatingAgentPath *string `json:"initiating_agent_path"`
+	RootTurnID          string  `json:"root_turn_id"`
 }
 
 // TaskComplete is the event_msg that closes a turn; a non-nil Error marks the turn failed.
