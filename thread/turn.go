@@ -54,8 +54,8 @@ type Turn struct {
 	subOpen  bool
 	subItems []protocol.ThreadItem
 	ownItems []protocol.ThreadItem // the task's items outside its sub-agent turn
-	pending   []pendingInput // steered (or folded) input waiting for the next model request
-	firstIn   []protocol.UserInput
+	pending  []pendingInput        // steered (or folded) input waiting for the next model request
+	firstIn  []protocol.UserInput
 	// opts are the turn-only parameters of turn/start (output schema, client message id…).
 	opts     TurnOptions
 	finished bool
