@@ -220,11 +220,7 @@ func (tn *Turn) recordStart(s Settings) {
 		return r.AppendEvent(rollout.TaskStarted{TurnID: tn.ID, RootTurnID: tn.ID, StartedAt: tn.startedAt.Unix(),
 			ModelContextWindow: ptr(model.ContextWindow(s.Model)), CollaborationModeKind: "default"})
 	})
-	initial := t.mgr.takePendingContext(t.ID)
-	for _, item := range initial {
-		t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(item) })
-	}
-	t.appendHistory(initial...)
+	t.appendHistory(t.mgr.takePendingContext(t.ID)...)
 	tc := rollout.TurnContext{TurnID: tn.ID, RootTurnID: tn.ID, Cwd: s.Cwd, ApprovalPolicy: approvalName(s.ApprovalPolicy),
 		ApprovalsReviewer: string(s.ApprovalsReviewer), SandboxPolicy: sandboxCore(s.Sandbox), Model: s.Model,
 		CollaborationMode: map[string]any{"mode": "default", "settings": map[string]any{
