@@ -1,6 +1,7 @@
 package externalagent
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,7 @@ func TestCursorSource(t *testing.T) {
 	require.Equal(t, "Migrate skills from "+cur("skills")+" to "+filepath.Join(f.root, ".agents", "skills"), items[2].Description)
 	require.Equal(t, "Migrate "+filepath.Join(f.repo, ".cursorrules")+" to "+filepath.Join(f.repo, "AGENTS.md"), items[6].Description)
 
-	out := f.svc.Import(items)
+	out := f.svc.Import(context.Background(), items)
 	for _, r := range out.Immediate {
 		require.Empty(t, r.Failures, "%s", r.Type)
 		require.NotEmpty(t, r.Successes, "%s", r.Type)
@@ -79,9 +80,9 @@ func TestCursorSource(t *testing.T) {
 		made = append(made, cwd)
 		return "thread-1", nil
 	}
-	out = f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: top, Cwd: "/no/such/dir"}}}}})
+	out = f.svc.Import(context.Background(), []protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: top, Cwd: "/no/such/dir"}}}}})
 	require.Empty(t, out.Later, "a Cursor session imports into the selection's cwd, which must exist")
-	out = f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: top, Cwd: proj}}}}})
+	out = f.svc.Import(context.Background(), []protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: top, Cwd: proj}}}}})
 	require.Len(t, out.Later, 1)
 	require.Empty(t, out.Later[0].Failures)
 	require.Len(t, made, 1)
@@ -113,7 +114,7 @@ func TestCursorPlugins(t *testing.T) {
 	require.Equal(t, []protocol.PluginsMigration{{MarketplaceName: "mk", PluginNames: []string{"p1"}}}, items[0].Details.Plugins)
 
 	items[0].Details.Plugins = []protocol.PluginsMigration{{MarketplaceName: "mk", PluginNames: []string{"p1", "p3"}}, {MarketplaceName: "nomarket", PluginNames: []string{"p2"}}}
-	out := f.svc.Import(items)
+	out := f.svc.Import(context.Background(), items)
 	require.Empty(t, out.Later)
 	r := out.Immediate[0]
 	id := "p1@mk"

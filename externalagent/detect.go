@@ -283,13 +283,25 @@ func enabledPlugins(settings map[string]any) [][2]string {
 	return out
 }
 
-// entrySource is where a marketplace entry ({"source": "<s>" | {"repo"|"url"|"path": "<s>"}}) comes from
-// ("" when it names none).
-func entrySource(entry map[string]any) string {
+// marketSource is where a marketplace comes from: a local folder, a git URL or a GitHub owner/repo, and the
+// git ref to check out ("" for the default branch).
+type marketSource struct {
+	src, ref string
+}
+
+// entrySource is where a marketplace entry ({"source": "<s>" | {"repo"|"url"|"path": "<s>", "ref": "<r>"}})
+// comes from (src "" when it names none).
+func entrySource(entry map[string]any) marketSource {
 	fields := entry
 	if src, ok := entry["source"].(map[string]any); ok {
 		fields = src
 	}
+	ref, _ := fields["ref"].(string)
+	return marketSource{src: entrySourcePath(entry, fields), ref: strings.TrimSpace(ref)}
+}
+
+// entrySourcePath is the path, URL or repository an entry's source fields name.
+func entrySourcePath(entry, fields map[string]any) string {
 	var source string
 	for _, k := range []string{"repo", "url", "path"} {
 		if s, ok := fields[k].(string); ok {
@@ -306,8 +318,8 @@ func entrySource(entry map[string]any) string {
 // marketplaceSources maps marketplace names to where they come from: extraKnownMarketplaces entries
 // (relative paths resolved against root), then the source agent's registry (an entry's source, else its
 // installLocation folder), plus the built-in marketplaces an enabled plugin names.
-func (s *Service) marketplaceSources(settings map[string]any, root string) map[string]string {
-	out := map[string]string{}
+func (s *Service) marketplaceSources(settings map[string]any, root string) map[string]marketSource {
+	out := map[string]marketSource{}
 	extra, _ := settings["extraKnownMarketplaces"].(map[string]any)
 	for name, v := range extra {
 		entry, ok := v.(map[string]any)
@@ -315,11 +327,11 @@ func (s *Service) marketplaceSources(settings map[string]any, root string) map[s
 			continue
 		}
 		source := entrySource(entry)
-		if source == "" {
+		if source.src == "" {
 			continue
 		}
-		if source == "." || source == ".." || strings.HasPrefix(source, "./") || strings.HasPrefix(source, "../") {
-			source = filepath.Join(root, source)
+		if p := source.src; p == "." || p == ".." || strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") {
+			source.src = filepath.Join(root, p)
 		}
 		out[name] = source
 	}
@@ -332,11 +344,11 @@ func (s *Service) marketplaceSources(settings map[string]any, root string) map[s
 					continue
 				}
 				source := entrySource(entry)
-				if source == "" {
-					source, _ = entry["installLocation"].(string)
-					source = strings.TrimSpace(source)
+				if source.src == "" {
+					loc, _ := entry["installLocation"].(string)
+					source = marketSource{src: strings.TrimSpace(loc)}
 				}
-				if source != "" {
+				if source.src != "" {
 					out[name] = source
 				}
 			}
@@ -345,7 +357,7 @@ func (s *Service) marketplaceSources(settings map[string]any, root string) map[s
 	for _, p := range enabledPlugins(settings) {
 		if repo, ok := builtinMarketplaces[p[1]]; ok {
 			if _, seen := out[p[1]]; !seen {
-				out[p[1]] = repo
+				out[p[1]] = marketSource{src: repo}
 			}
 		}
 	}
@@ -375,7 +387,7 @@ func (s *Service) pluginMigrations(sc scope, settings map[string]any) []protocol
 		if configured[p[0]+"@"+p[1]] {
 			continue
 		}
-		if src, ok := sources[p[1]]; !ok || !loadableSource(src) {
+		if src, ok := sources[p[1]]; !ok || !loadableSource(src.src) {
 			continue
 		}
 		groups[p[1]] = append(groups[p[1]], p[0])
@@ -395,7 +407,7 @@ func loadableSource(src string) bool {
 	if isDir(src) {
 		return true
 	}
-	for _, p := range []string{"https://", "http://", "ssh://", "git@", "file://"} {
+	for _, p := range []string{"https://", "http://", "ssh://", "git@"} {
 		if strings.HasPrefix(src, p) {
 			return true
 		}

@@ -3,8 +3,10 @@ package externalagent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +40,22 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, os.MkdirAll(f.codex, 0o755))
 	require.NoError(t, os.MkdirAll(filepath.Join(f.repo, ".git"), 0o755))
 	f.svc = New(f.codex, f.home)
+	f.gitRewrites(t, nil)
 	return f
+}
+
+// gitRewrites points git (for this test) at a global config that rewrites each URL prefix to its local
+// replacement and sends every other GitHub URL to an unreachable local port: tests never reach the network.
+func (f *fixture) gitRewrites(t *testing.T, rewrites map[string]string) {
+	t.Helper()
+	cfg := "[url \"https://127.0.0.1:1/\"]\n\tinsteadOf = https://github.com/\n"
+	for from, to := range rewrites {
+		cfg += fmt.Sprintf("[url %q]\n\tinsteadOf = %s\n", to, from)
+	}
+	path := filepath.Join(f.root, "gitconfig")
+	write(t, path, cfg)
+	t.Setenv("GIT_CONFIG_GLOBAL", path)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 }
 
 func (f *fixture) claude(rel string) string { return filepath.Join(f.home, ".claude", rel) }
@@ -214,7 +231,7 @@ func importAll(t *testing.T, f *fixture, cwd *string) Outcome {
 	}()})
 	require.NoError(t, err)
 	require.NotEmpty(t, items)
-	return f.svc.Import(items)
+	return f.svc.Import(context.Background(), items)
 }
 
 func TestImportHome(t *testing.T) {
@@ -296,7 +313,7 @@ func TestImportHome(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, items)
 	before := read(t, filepath.Join(f.codex, "config.toml"))
-	again := f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeConfig}, {ItemType: TypeMCP}, {ItemType: TypeHooks},
+	again := f.svc.Import(context.Background(), []protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeConfig}, {ItemType: TypeMCP}, {ItemType: TypeHooks},
 		{ItemType: TypeSkills}, {ItemType: TypeCommands}, {ItemType: TypeSubagents}, {ItemType: TypeAgentsMD}})
 	for _, r := range again.Immediate {
 		require.Empty(t, r.Successes, r.Type)
@@ -339,7 +356,7 @@ func TestImportRepoAndConflicts(t *testing.T) {
 
 	// A cwd that does not exist imports nothing.
 	missing := filepath.Join(f.root, "missing")
-	none := f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeConfig, Cwd: &missing}})
+	none := f.svc.Import(context.Background(), []protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeConfig, Cwd: &missing}})
 	require.Empty(t, none.Immediate[0].Successes)
 	require.Empty(t, none.Immediate[0].Failures)
 }
@@ -351,7 +368,7 @@ func TestImportFailures(t *testing.T) {
 	write(t, filepath.Join(f.repo, ".codex", "config.toml"), "this is = = invalid\n")
 	write(t, f.claude("settings.json"), `{"enabledPlugins":{"p@claude-plugins-official":true}}`)
 	repo := f.repo
-	out := f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{
+	out := f.svc.Import(context.Background(), []protocol.ExternalAgentConfigMigrationItem{
 		{ItemType: TypeConfig, Cwd: &repo},
 		{ItemType: TypePlugins},
 		{ItemType: TypePlugins, Details: &protocol.MigrationDetails{Plugins: []protocol.PluginsMigration{{MarketplaceName: "claude-plugins-official", PluginNames: []string{"p"}}, {MarketplaceName: "nowhere", PluginNames: []string{"q"}}}}},
@@ -377,7 +394,7 @@ func TestImportFailures(t *testing.T) {
 	later := out.Later[0].Failures
 	require.Len(t, later, 2)
 	require.Equal(t, "p@claude-plugins-official", *later[0].Source)
-	require.Contains(t, later[0].Message, "not supported by appserver")
+	require.True(t, strings.HasPrefix(later[0].Message, "git clone https://github.com/anthropics/claude-plugins-official.git "+f.codex+"/.tmp/marketplaces/.staging/marketplace-linux-"), later[0].Message)
 	require.Equal(t, "external agent plugin marketplace source was not found: nowhere", later[1].Message)
 
 	grouped := Group(append(out.Immediate, out.Later...))
@@ -392,12 +409,12 @@ func TestImportFailures(t *testing.T) {
 	// silently, and a server without a thread creator fails the others.
 	session := f.claude("projects/p/s.jsonl")
 	write(t, session, "{}\n")
-	out = f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: session}, {Path: session}}}}})
+	out = f.svc.Import(context.Background(), []protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: session}, {Path: session}}}}})
 	require.Len(t, out.Immediate, 1)
 	require.Empty(t, out.Immediate[0].Failures)
 	require.Empty(t, out.Later)
 	write(t, session, `{"type":"user","cwd":"/","message":{"role":"user","content":"hi"}}`+"\n")
-	out = f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: session}, {Path: session}}}}})
+	out = f.svc.Import(context.Background(), []protocol.ExternalAgentConfigMigrationItem{{ItemType: TypeSessions, Details: &protocol.MigrationDetails{Sessions: []protocol.SessionMigration{{Path: session}, {Path: session}}}}})
 	require.Len(t, out.Later, 1)
 	require.Len(t, out.Later[0].Failures, 1, "duplicates count once")
 	require.Equal(t, "session_import", out.Later[0].Failures[0].FailureStage)

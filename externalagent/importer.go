@@ -1,8 +1,8 @@
 package externalagent
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +78,7 @@ func NeedsReload(items []protocol.ExternalAgentConfigMigrationItem) bool {
 
 // Import carries out the items: each adds only what its target lacks. Failures are reported in the
 // results, never as an error.
-func (s *Service) Import(items []protocol.ExternalAgentConfigMigrationItem) Outcome {
+func (s *Service) Import(ctx context.Context, items []protocol.ExternalAgentConfigMigrationItem) Outcome {
 	var out Outcome
 	if check, later, ok := s.checkSessions(items); ok {
 		out.Immediate = append(out.Immediate, check)
@@ -107,7 +107,7 @@ func (s *Service) Import(items []protocol.ExternalAgentConfigMigrationItem) Outc
 			continue
 		}
 		if it.ItemType == TypePlugins {
-			later := s.importPlugins(it, &r)
+			later := s.importPlugins(ctx, it, &r)
 			out.Immediate = append(out.Immediate, r)
 			if later != nil {
 				out.Later = append(out.Later, *later)
@@ -248,9 +248,10 @@ func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Re
 	return nil
 }
 
-// importPlugins installs the item's plugins of local marketplaces at once (home scope only) and reports the
-// others later as not installed: appserver does not fetch remote marketplaces.
-func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r *Result) *Result {
+// importPlugins installs the item's plugins of local marketplace folders at once (home scope only) and
+// returns the result of the others, which the reference reports later: git and GitHub marketplaces are
+// cloned and installed from, unknown marketplaces and sources that do not resolve fail.
+func (s *Service) importPlugins(ctx context.Context, it protocol.ExternalAgentConfigMigrationItem, r *Result) *Result {
 	if it.Details == nil {
 		r.failure("plugin_import", "plugins migration item is missing details", nil, nil, nil)
 		return nil
@@ -259,7 +260,7 @@ func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r 
 		r.failure("plugin_import", "repository-scoped plugin migration is not allowed", nil, nil, nil)
 		return nil
 	}
-	var sources map[string]string
+	var sources map[string]marketSource
 	sc, ok, err := s.scopeFor(deref(it.Cwd))
 	if err == nil && ok {
 		if settings, ok, err := effectiveSettings(sc.sourceSettings); err == nil && ok {
@@ -274,25 +275,16 @@ func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r 
 	hasLater := false
 	for _, g := range it.Details.Plugins {
 		src, known := sources[g.MarketplaceName]
-		if known && isDir(src) {
-			s.installLocalPlugins(g.MarketplaceName, src, g.PluginNames, r)
+		if known && isDir(src.src) {
+			s.installLocalPlugins(g.MarketplaceName, src.src, g.PluginNames, r)
 			continue
 		}
-		local := known && (filepath.IsAbs(src) || isDir(src))
-		target := &later
-		if local {
-			target = r
-		} else {
-			hasLater = true
+		hasLater = true
+		if !known {
+			failAll(&later, g.MarketplaceName, g.PluginNames, "external agent plugin marketplace source was not found: "+g.MarketplaceName)
+			continue
 		}
-		for _, name := range g.PluginNames {
-			id := name + "@" + g.MarketplaceName
-			msg := fmt.Sprintf("external agent plugin marketplace source was not found: %s", g.MarketplaceName)
-			if known {
-				msg = fmt.Sprintf("installing plugins from marketplace %s (%s) is not supported by appserver", g.MarketplaceName, src)
-			}
-			target.failure("plugin_import", msg, nil, nil, &id)
-		}
+		s.installRemotePlugins(ctx, g.MarketplaceName, src, g.PluginNames, &later)
 	}
 	if !hasLater {
 		return nil

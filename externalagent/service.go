@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	protocol "appserver/protocol/v2"
 )
@@ -49,6 +50,8 @@ type Service struct {
 	ValidateHomeConfig func(data []byte) error
 	// CreateThread, when set, makes the threads imported sessions become; without it sessions fail to import.
 	CreateThread ThreadCreator
+	// GitTimeout bounds each git command fetching a remote marketplace (DefaultGitTimeout when zero).
+	GitTimeout time.Duration
 	// cursor selects Cursor as the source agent (UseSource) instead of Claude Code.
 	cursor bool
 }

@@ -2,6 +2,7 @@ package externalagent
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -197,7 +198,7 @@ func TestImportSessions(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, items, 1)
 
-	out := f.svc.Import(items)
+	out := f.svc.Import(context.Background(), items)
 	require.Len(t, out.Immediate, 1)
 	require.Empty(t, out.Immediate[0].Successes)
 	require.Len(t, out.Later, 1)
@@ -237,14 +238,14 @@ func TestImportSessions(t *testing.T) {
 	items, err = f.svc.Detect(DetectOptions{IncludeHome: true})
 	require.NoError(t, err)
 	require.Empty(t, items)
-	out = f.svc.Import(detected)
+	out = f.svc.Import(context.Background(), detected)
 	require.Empty(t, out.Later, "importing it again does nothing")
 	require.Len(t, made, 1)
 	write(t, path, read(t, path)+sessionLine("user", cwd, now, "more", nil)+"\n")
 	items, err = f.svc.Detect(DetectOptions{IncludeHome: true})
 	require.NoError(t, err)
 	require.Len(t, items, 1)
-	out = f.svc.Import(items)
+	out = f.svc.Import(context.Background(), items)
 	require.Len(t, out.Later[0].Successes, 1, "a changed session imports again")
 	require.Len(t, made, 2)
 }
@@ -265,7 +266,7 @@ func TestImportLocalPlugins(t *testing.T) {
 	require.Equal(t, []protocol.PluginsMigration{{MarketplaceName: "claude-plugins-official", PluginNames: []string{"r"}},
 		{MarketplaceName: "my-market", PluginNames: []string{"escape", "gone", "localplug"}}}, items[0].Details.Plugins)
 
-	out := f.svc.Import(items)
+	out := f.svc.Import(context.Background(), items)
 	require.Len(t, out.Immediate, 1)
 	now := out.Immediate[0]
 	id := "localplug@my-market"
@@ -310,7 +311,7 @@ func TestMemoryImport(t *testing.T) {
 	require.Equal(t, []string{"-p"}, items[0].Details.Memory)
 
 	items[0].Details.Memory = []string{"-nosessions", "-p", "-absent"}
-	out := f.svc.Import(items)
+	out := f.svc.Import(context.Background(), items)
 	require.Len(t, out.Immediate, 1)
 	r := out.Immediate[0]
 	src := "-p"
@@ -346,13 +347,15 @@ func TestPluginMarketplaceRegistry(t *testing.T) {
 		{MarketplaceName: "loc-only", PluginNames: []string{"regplug"}}, {MarketplaceName: "str-market", PluginNames: []string{"x"}}}, items[0].Details.Plugins)
 
 	// The registry's local copy is used only without a source; config and cache use the marketplace's own name.
-	out := f.svc.Import(items)
+	out := f.svc.Import(context.Background(), items)
 	id := "regplug@loc-only"
 	require.Equal(t, []protocol.ExternalAgentConfigImportItemTypeSuccess{{ItemType: TypePlugins, Source: &id, Target: &id}}, out.Immediate[0].Successes)
 	require.Empty(t, out.Immediate[0].Failures)
 	require.Len(t, out.Later, 1)
 	require.Len(t, out.Later[0].Failures, 3)
-	require.Contains(t, out.Later[0].Failures[0].Message, "(anthropics/claude-code)")
+	require.Contains(t, out.Later[0].Failures[0].Message, "git clone https://github.com/anthropics/claude-code.git ")
+	require.Contains(t, out.Later[0].Failures[1].Message, "git clone https://github.com/someone/cloned.git ")
+	require.Contains(t, out.Later[0].Failures[2].Message, "git clone https://github.com/someone/str.git ")
 	require.Equal(t, "[marketplaces.reg-market]\nsource_type = \"local\"\nsource = \""+market+"\"\n\n[plugins.\"regplug@reg-market\"]\nenabled = true\n",
 		read(t, filepath.Join(f.codex, "config.toml")))
 	require.DirExists(t, filepath.Join(f.codex, "plugins", "cache", "reg-market", "regplug", "2.0.0"))
@@ -408,7 +411,7 @@ func TestRepoPluginsAreNotMigrated(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, items)
 	repo := f.repo
-	out := f.svc.Import([]protocol.ExternalAgentConfigMigrationItem{{ItemType: TypePlugins, Cwd: &repo,
+	out := f.svc.Import(context.Background(), []protocol.ExternalAgentConfigMigrationItem{{ItemType: TypePlugins, Cwd: &repo,
 		Details: &protocol.MigrationDetails{Plugins: []protocol.PluginsMigration{{MarketplaceName: "m", PluginNames: []string{"p"}}}}}})
 	require.Empty(t, out.Later)
 	require.Equal(t, []protocol.ExternalAgentConfigImportItemTypeFailure{{ItemType: TypePlugins, Cwd: &repo, FailureStage: "plugin_import",

@@ -22,6 +22,10 @@ type Meta struct {
 	// Model and ReasoningEffort come from the last turn_context.
 	Model           string
 	ReasoningEffort string
+	// FirstTurnStartedAt and LastTurnCompletedAt (unix seconds, 0 when none) are the first task_started's
+	// started_at and the last task_complete's completed_at.
+	FirstTurnStartedAt  int64
+	LastTurnCompletedAt int64
 	// Texts are the user and agent messages in order (thread/search), at most MaxSearchText bytes in all.
 	Texts []string
 }
@@ -40,6 +44,8 @@ var (
 	agentMessageMarker = []byte(`"agent_message"`)
 	agentItemMarker    = []byte(`"AgentMessage"`)
 	nameMarker         = []byte(`"thread_name_updated"`)
+	taskStartedMarker  = []byte(`"task_started"`)
+	taskCompleteMarker = []byte(`"task_complete"`)
 )
 
 // ReadMeta streams a rollout once, decoding only session_meta, turn_context, the first user message and name
@@ -148,9 +154,18 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 			tcEnds = append(tcEnds, [2]int{start, len(tcArena)})
 		case TypeEventMsg:
 			if canonical {
-				if et, ok := leadingType(ln[payloadAt:]); ok && et != "user_message" && et != "agent_message" &&
+				et, ok := leadingType(ln[payloadAt:])
+				if ok && (et == "task_started" || et == "task_complete") {
+					m.readTurnTime(ln)
+					continue
+				}
+				if ok && et != "user_message" && et != "agent_message" &&
 					et != "item_completed" && et != "thread_name_updated" {
 					continue // an event that holds nothing read here
+				}
+			} else if bytes.Contains(ln, taskStartedMarker) || bytes.Contains(ln, taskCompleteMarker) {
+				if m.readTurnTime(ln) {
+					continue
 				}
 			}
 			room := textBytes < MaxSearchText
@@ -236,4 +251,43 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 		}
 	}
 	return m, nil
+}
+
+// ImportedRecency is the last turn's end when the turns are older than the thread, created at created (a
+// session imported from another agent keeps its transcript's times; see ImportedSpan), else 0.
+func (m *Meta) ImportedRecency(created int64) int64 {
+	if m.FirstTurnStartedAt > 0 && m.FirstTurnStartedAt < created && m.LastTurnCompletedAt > 0 {
+		return m.LastTurnCompletedAt
+	}
+	return 0
+}
+
+// readTurnTime records a task_started's or task_complete's time (the first start, the last end); it reports
+// whether ln was one of them.
+func (m *Meta) readTurnTime(ln []byte) bool {
+	rec, err := decodeLine(ln)
+	if err != nil {
+		return false
+	}
+	var ev struct {
+		Type        string `json:"type"`
+		StartedAt   int64  `json:"started_at"`
+		CompletedAt int64  `json:"completed_at"`
+	}
+	if json.Unmarshal(rec.Payload, &ev) != nil {
+		return false
+	}
+	switch ev.Type {
+	case "task_started":
+		if m.FirstTurnStartedAt == 0 {
+			m.FirstTurnStartedAt = ev.StartedAt
+		}
+	case "task_complete":
+		if ev.CompletedAt > 0 {
+			m.LastTurnCompletedAt = ev.CompletedAt
+		}
+	default:
+		return false
+	}
+	return true
 }

@@ -47,7 +47,7 @@ func TestReadMetaMatchesSlow(t *testing.T) {
 		}
 		line("session_meta", `{"id":"01c00000-0000-7000-8000-000000000001","timestamp":"2026-01-02T03:04:05Z","cwd":"/w","history_mode":"paginated"}`)
 		for range rng.IntN(30) {
-			switch rng.IntN(9) {
+			switch rng.IntN(12) {
 			case 0:
 				line("turn_context", fmt.Sprintf(`{"model":%q,"effort":%q,"collaboration_mode":{"settings":{"reasoning_effort":"xhigh"}}}`,
 					models[rng.IntN(3)], efforts[rng.IntN(3)]))
@@ -67,6 +67,12 @@ func TestReadMetaMatchesSlow(t *testing.T) {
 				line("event_msg", `{"msg":"x","type":"agent_message","message":"late type"}`)
 			case 8:
 				b.WriteString("garbage {\n")
+			case 9:
+				line("event_msg", fmt.Sprintf(`{"type":"task_started","turn_id":"t","started_at":%d}`, rng.IntN(5)))
+			case 10:
+				line("event_msg", fmt.Sprintf(`{"type":"task_complete","turn_id":"t","started_at":1,"completed_at":%d,"last_agent_message":"user_message"}`, rng.IntN(5)))
+			case 11:
+				line("event_msg", `{"type":"user_message","message":"about \"task_complete\" and \"task_started\""}`)
 			}
 		}
 		if rng.IntN(3) == 0 {
@@ -175,6 +181,27 @@ func readMetaSlow(path string, limitBytes int64, depth int) (*Meta, error) {
 				m.ReasoningEffort = effort
 			}
 		case TypeEventMsg:
+			if rec, err := decodeLine(ln); err == nil {
+				var ev struct {
+					Type        string `json:"type"`
+					StartedAt   int64  `json:"started_at"`
+					CompletedAt int64  `json:"completed_at"`
+				}
+				if json.Unmarshal(rec.Payload, &ev) == nil {
+					switch ev.Type {
+					case "task_started":
+						if m.FirstTurnStartedAt == 0 {
+							m.FirstTurnStartedAt = ev.StartedAt
+						}
+						continue
+					case "task_complete":
+						if ev.CompletedAt > 0 {
+							m.LastTurnCompletedAt = ev.CompletedAt
+						}
+						continue
+					}
+				}
+			}
 			room := textBytes < MaxSearchText
 			isUser := (!havePreview || room) && (bytes.Contains(ln, userMessageMarker) || bytes.Contains(ln, userItemMarker))
 			isAgent := room && (bytes.Contains(ln, agentMessageMarker) || bytes.Contains(ln, agentItemMarker))

@@ -929,3 +929,17 @@ func optInt(p *int64) any {
 	}
 	return *p
 }
+
+// ImportedSpan is the first turn's start and the last turn's end (unix seconds) of a thread whose turns are
+// older than the thread itself, created at created: a session imported from another agent keeps its
+// transcript's times. ok is false for any other thread.
+func ImportedSpan(created int64, turns []Turn) (first, last int64, ok bool) {
+	if len(turns) == 0 || turns[0].StartedAt == nil || *turns[0].StartedAt >= created {
+		return 0, 0, false
+	}
+	end := turns[len(turns)-1].CompletedAt
+	if end == nil {
+		return 0, 0, false
+	}
+	return *turns[0].StartedAt, *end, true
+}

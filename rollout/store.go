@@ -59,15 +59,18 @@ var sweepInterval = 10 * time.Second
 
 // Summary is what thread/list needs about one thread (protocol Thread minus status and turns).
 type Summary struct {
-	ID              string `json:"id"`
-	Path            string `json:"path"`
-	Cwd             string `json:"cwd"`
-	Preview         string `json:"preview"`
-	Name            string `json:"name,omitempty"`
-	CreatedAt       int64  `json:"createdAt"` // unix seconds
-	UpdatedAt       int64  `json:"updatedAt"` // unix seconds (rollout mtime, like the reference)
-	CreatedAtMs     int64  `json:"createdAtMs"`
-	UpdatedAtMs     int64  `json:"updatedAtMs"`
+	ID          string `json:"id"`
+	Path        string `json:"path"`
+	Cwd         string `json:"cwd"`
+	Preview     string `json:"preview"`
+	Name        string `json:"name,omitempty"`
+	CreatedAt   int64  `json:"createdAt"` // unix seconds
+	UpdatedAt   int64  `json:"updatedAt"` // unix seconds (rollout mtime, like the reference)
+	CreatedAtMs int64  `json:"createdAtMs"`
+	UpdatedAtMs int64  `json:"updatedAtMs"`
+	// RecencyAt (unix seconds) is the thread's recency when it is not UpdatedAt (0): the end of the last turn
+	// of a session imported from another agent (see ImportedSpan).
+	RecencyAt       int64  `json:"recencyAt,omitempty"`
 	ModelProvider   string `json:"modelProvider"`
 	Model           string `json:"model,omitempty"`
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
@@ -303,7 +306,7 @@ func rowOf(sum *Summary, rel string, size, modNs int64, fileName string) *thread
 		ModelProvider: sum.ModelProvider, Model: sum.Model, Effort: sum.ReasoningEffort, Source: sum.Source,
 		SourceKind: sum.SourceKind, CLIVersion: sum.CLIVersion, Originator: sum.Originator,
 		ForkedFrom: sum.ForkedFromID, Archived: sum.Archived, GitInfo: string(sum.GitInfo), Parent: sum.ParentThreadID,
-		HistoryMode: sum.HistoryMode}
+		HistoryMode: sum.HistoryMode, RecencyMs: sum.RecencyAt * 1000}
 }
 
 func (s *Store) summaryOf(r *threadindex.Row) Summary {
@@ -311,7 +314,8 @@ func (s *Store) summaryOf(r *threadindex.Row) Summary {
 		CreatedAt: r.CreatedMs / 1000, CreatedAtMs: r.CreatedMs, UpdatedAt: r.UpdatedMs / 1000, UpdatedAtMs: r.UpdatedMs,
 		ModelProvider: r.ModelProvider, Model: r.Model, ReasoningEffort: r.Effort, Source: r.Source,
 		SourceKind: r.SourceKind, CLIVersion: r.CLIVersion, Originator: r.Originator, ForkedFromID: r.ForkedFrom,
-		ParentThreadID: r.Parent, HistoryMode: r.HistoryMode, Archived: r.Archived, Section: r.Section, SectionEnteredAtMs: r.SectionEnteredMs}
+		ParentThreadID: r.Parent, HistoryMode: r.HistoryMode, Archived: r.Archived, Section: r.Section, SectionEnteredAtMs: r.SectionEnteredMs,
+		RecencyAt: r.RecencyMs / 1000}
 	if r.GitInfo != "" {
 		sum.GitInfo = json.RawMessage(r.GitInfo)
 	}
@@ -736,6 +740,7 @@ func summaryFromMeta(id string, m *Meta, df diskFile) Summary {
 	}
 	sum.ParentThreadID = SpawnParent(m.Session.Source)
 	sum.HistoryMode = m.Session.HistoryMode
+	sum.RecencyAt = m.ImportedRecency(created.Unix())
 	if t := strings.TrimSpace(string(m.Session.Source)); strings.HasPrefix(t, "{") {
 		sum.Source = t // object sources (sub-agents) keep their JSON; see ProtocolSource
 	}
@@ -1152,7 +1157,7 @@ func (s *Store) Touch(threadID string) (Summary, error) {
 	if err := s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error { return tx.Touch(threadID, info.Size(), modNs, modNs/1e6) }); err != nil {
 		return Summary{}, fmt.Errorf("rollout: touch: %w", err)
 	}
-	r.Size, r.ModNs, r.UpdatedMs = info.Size(), modNs, modNs/1e6
+	r.Size, r.ModNs, r.UpdatedMs, r.RecencyMs = info.Size(), modNs, modNs/1e6, 0
 	return s.summaryOf(r), nil
 }
 

@@ -457,3 +457,49 @@ func TestTouch(t *testing.T) {
 	_, err = s.Touch(tid(7))
 	require.ErrorIs(t, err, ErrNotFound)
 }
+
+// An imported session's turns are older than its thread: the index keeps its last turn's end as the recency
+// (from the rollout, so a rebuilt index has it too) until a turn of its own ends; other threads follow their
+// updated time.
+func TestImportedRecency(t *testing.T) {
+	home := t.TempDir()
+	created := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	start, end := created.Add(-48*time.Hour).Unix(), created.Add(-47*time.Hour).Unix()
+	r, err := Create(home, SessionMeta{ID: tid(1), Cwd: "/w", Source: StringSource("vscode"), ModelProvider: "openai", HistoryMode: "legacy"}, created)
+	require.NoError(t, err)
+	require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "external-import-turn-1", StartedAt: start}))
+	require.NoError(t, r.AppendEvent(ItemCompleted{TurnID: "external-import-turn-1", Item: UserMessageItem{ID: "u", Content: []any{NewTextContent("q")}}}))
+	require.NoError(t, r.AppendEvent(TaskComplete{TurnID: "external-import-turn-1", StartedAt: start, CompletedAt: end}))
+	require.NoError(t, r.Close())
+	makeThread(t, home, tid(2), created, nil, "own")
+
+	m, err := ReadMeta(r.Path())
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{start, end}, [2]int64{m.FirstTurnStartedAt, m.LastTurnCompletedAt})
+	require.Equal(t, end, m.ImportedRecency(created.Unix()))
+	require.Zero(t, m.ImportedRecency(start), "turns that do not predate the thread")
+
+	th, err := ReadFile(r.Path())
+	require.NoError(t, err)
+	first, last, ok := ImportedSpan(created.Unix(), th.Turns)
+	require.True(t, ok)
+	require.Equal(t, [2]int64{start, end}, [2]int64{first, last})
+	_, _, ok = ImportedSpan(start, th.Turns)
+	require.False(t, ok)
+
+	s := openStore(t, home)
+	sum, err := s.Get(tid(1))
+	require.NoError(t, err)
+	require.Equal(t, end, sum.RecencyAt)
+	require.Equal(t, created.Unix(), sum.CreatedAt)
+	own, err := s.Get(tid(2))
+	require.NoError(t, err)
+	require.Zero(t, own.RecencyAt)
+
+	sum, err = s.Touch(tid(1))
+	require.NoError(t, err)
+	require.Zero(t, sum.RecencyAt, "a turn ended since")
+	sum, err = s.Get(tid(1))
+	require.NoError(t, err)
+	require.Zero(t, sum.RecencyAt)
+}

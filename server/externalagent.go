@@ -62,7 +62,7 @@ func (s *Server) externalAgentDetect(_ context.Context, c *connection, _ *jsonrp
 	return protocol.ExternalAgentConfigDetectResponse{Items: items, Connectors: []protocol.ExternalAgentDetectedConnectorCandidate{}}, nil
 }
 
-func (s *Server) externalAgentImport(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.ExternalAgentConfigImportParams) (any, error) {
+func (s *Server) externalAgentImport(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ExternalAgentConfigImportParams) (any, error) {
 	for _, it := range p.MigrationItems {
 		if err := externalagent.CheckItemType(it.ItemType); err != nil {
 			return nil, invalidParams("%v", err)
@@ -81,7 +81,7 @@ func (s *Server) externalAgentImport(_ context.Context, c *connection, req *json
 	}
 	svc := s.externalAgent(c)
 	svc.UseSource(deref(p.MigrationSource))
-	out := svc.Import(p.MigrationItems)
+	out := svc.Import(ctx, p.MigrationItems)
 	if externalagent.NeedsReload(p.MigrationItems) {
 		s.reloadAfterWrite()
 	}

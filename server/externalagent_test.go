@@ -195,6 +195,7 @@ func TestExternalAgentSessionImport(t *testing.T) {
 
 	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true}, &det)
 	var resp protocol.ExternalAgentConfigImportResponse
+	before := time.Now().Unix()
 	c.Result("externalAgentConfig/import", map[string]any{"migrationItems": det.Items}, &resp)
 	done := c.WaitNotification("externalAgentConfig/import/completed", nil)
 	var completed protocol.ExternalAgentConfigImportCompletedNotification
@@ -212,9 +213,19 @@ func TestExternalAgentSessionImport(t *testing.T) {
 	require.Equal(t, threadID, list.Data[0].ID)
 	require.Equal(t, "Bug hunt", *list.Data[0].Name)
 	require.Equal(t, "Fix the bug", list.Data[0].Preview)
+	// As the reference: the thread was created and updated at the import, its recency is the transcript's end;
+	// a full read shows the transcript's span.
+	start, end := at.Unix(), at.Add(time.Minute).Unix()
+	imported := list.Data[0].CreatedAt
+	require.GreaterOrEqual(t, imported, before)
+	require.Equal(t, imported, list.Data[0].UpdatedAt)
+	require.Equal(t, end, *list.Data[0].RecencyAt)
 
 	var read protocol.ThreadReadResponse
+	c.Result("thread/read", map[string]any{"threadId": threadID}, &read)
+	require.Equal(t, []int64{imported, imported, end}, []int64{read.Thread.CreatedAt, read.Thread.UpdatedAt, *read.Thread.RecencyAt})
 	c.Result("thread/read", map[string]any{"threadId": threadID, "includeTurns": true}, &read)
+	require.Equal(t, []int64{start, end, end}, []int64{read.Thread.CreatedAt, read.Thread.UpdatedAt, *read.Thread.RecencyAt})
 	require.Len(t, read.Thread.Turns, 1)
 	turn := read.Thread.Turns[0]
 	require.Equal(t, "external-import-turn-1", turn.ID)
@@ -226,6 +237,10 @@ func TestExternalAgentSessionImport(t *testing.T) {
 	require.Equal(t, "userMessage", items[0]["type"])
 	require.Equal(t, "Done.\n\n[external_agent_tool_call: Bash]\ncommand: go test\n[/external_agent_tool_call]", items[1]["text"])
 	require.Equal(t, "<EXTERNAL SESSION IMPORTED>", items[2]["text"])
+
+	var resumed protocol.ThreadResumeResponse
+	c.Result("thread/resume", map[string]any{"threadId": threadID}, &resumed)
+	require.Equal(t, []int64{imported, end}, []int64{resumed.Thread.CreatedAt, *resumed.Thread.RecencyAt})
 
 	c.Result("externalAgentConfig/detect", map[string]any{"includeHome": true}, &det)
 	require.Empty(t, det.Items, "imported sessions are not offered again")

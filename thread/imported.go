@@ -41,6 +41,9 @@ func (m *Manager) CreateImported(cwd, name, preview, originator string, write fu
 	}
 	sum := rollout.Summary{ID: id, Path: rec.Path(), Cwd: cwd, Preview: preview, CreatedAt: now.Unix(), CreatedAtMs: now.UnixMilli(),
 		ModelProvider: provider, Source: "vscode", CLIVersion: m.deps.Version, Originator: originator, HistoryMode: "legacy"}
+	if meta, err := rollout.ReadMeta(rec.Path()); err == nil {
+		sum.RecencyAt = meta.ImportedRecency(now.Unix())
+	}
 	if err := st.Upsert(sum); err != nil {
 		m.log.Warn("rollout index upsert failed", "error", err)
 	}

@@ -40,7 +40,7 @@ func (m *Manager) lookupStored(id string) (rollout.Summary, error) {
 func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protocol.Thread {
 	th := protocol.Thread{
 		ID: sum.ID, SessionID: sum.ID, Preview: sum.Preview, ModelProvider: sum.ModelProvider,
-		CreatedAt: sum.CreatedAt, UpdatedAt: sum.UpdatedAt, RecencyAt: ptr(sum.UpdatedAt), Status: status,
+		CreatedAt: sum.CreatedAt, UpdatedAt: sum.UpdatedAt, RecencyAt: ptr(firstNonZero(sum.RecencyAt, sum.UpdatedAt)), Status: status,
 		Path: ptr(rollout.PlainPath(sum.Path)), Cwd: protocol.AbsolutePathBuf(sum.Cwd), CliVersion: sum.CLIVersion,
 		Source:      protocol.SessionSource{Name: firstNonEmpty(sum.Source, "vscode")},
 		HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Turns: []protocol.Turn{},
@@ -145,8 +145,19 @@ func (m *Manager) ReadStored(id string, includeTurns bool) (protocol.Thread, err
 			return protocol.Thread{}, err
 		}
 		th.Turns = ConvertTurns(rt.Turns)
+		// As the reference, a full read of an imported session shows its transcript's times.
+		if first, last, ok := rollout.ImportedSpan(th.CreatedAt, rt.Turns); ok {
+			th.CreatedAt, th.UpdatedAt, th.RecencyAt = first, last, ptr(last)
+		}
 	}
 	return th, nil
+}
+
+func firstNonZero(a, b int64) int64 {
+	if a != 0 {
+		return a
+	}
+	return b
 }
 
 // Turns returns every turn of a thread, loaded or stored.
@@ -396,6 +407,9 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		Source: protocol.SessionSource{Name: src}, HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Model: ptr(s.Model),
 		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}},
 		CanAcceptDirectInput: ptr(true), Turns: []protocol.Turn{}, ReasoningEffort: s.Effort,
+	}
+	if _, last, ok := rollout.ImportedSpan(created.Unix(), th.Turns); ok {
+		t.meta.RecencyAt = ptr(last) // an imported session's recency is its transcript's end, as in the reference
 	}
 	if g := rollout.GitInfo(th.Meta.Git); g != nil {
 		var gi protocol.GitInfo

@@ -17,7 +17,7 @@ import (
 )
 
 // SchemaVersion is stored in PRAGMA user_version; a database with another version is rebuilt.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // Row is one indexed thread.
 type Row struct {
@@ -42,7 +42,9 @@ type Row struct {
 	GitInfo       string // JSON, "" when none
 	Parent        string // the thread that spawned this one (sub-agent), "" when none
 	HistoryMode   string // session_meta history_mode ("" when the rollout has none)
-	Content       string // user and agent messages joined by ContentSep (thread/search); not filled by reads
+	// RecencyMs is the thread's recency when it is not UpdatedMs (0): an imported session's last turn end.
+	RecencyMs int64
+	Content   string // user and agent messages joined by ContentSep (thread/search); not filled by reads
 	// Name is the effective name (session_index.jsonl over FileName); filled by reads, ignored by writes.
 	Name string
 	// Section is the thread's section (nil when none) and SectionEnteredMs when it entered it; filled by reads.
@@ -74,7 +76,8 @@ CREATE TABLE IF NOT EXISTS threads (
   archived INTEGER NOT NULL,
   git_info TEXT NOT NULL,
   parent TEXT NOT NULL,
-  history_mode TEXT NOT NULL
+  history_mode TEXT NOT NULL,
+  recency_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS contents (id TEXT PRIMARY KEY, content TEXT NOT NULL, lcontent TEXT NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS threads_parent ON threads(parent) WHERE parent <> '';
@@ -279,7 +282,7 @@ func (t *Tx) Set(key, value string) error {
 
 const putColumns = ` INTO threads(id, rel, size, mod_ns, created_ms, updated_ms, cwd, preview, lpreview,
 		file_name, lfile_name, model_provider, model, effort, source, source_kind, cli_version, originator, forked_from,
-		archived, git_info, parent, history_mode) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+		archived, git_info, parent, history_mode, recency_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // Put inserts or replaces a thread row.
 func (t *Tx) Put(r *Row) error { return t.put("INSERT OR REPLACE", r) }
@@ -301,7 +304,7 @@ func (t *Tx) put(verb string, r *Row) error {
 	}
 	_, err := st.Exec(r.ID, r.Rel, r.Size, r.ModNs, r.CreatedMs, r.UpdatedMs, r.Cwd, r.Preview, strings.ToLower(r.Preview),
 		r.FileName, strings.ToLower(r.FileName), r.ModelProvider, r.Model, r.Effort, r.Source, r.SourceKind,
-		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent, r.HistoryMode)
+		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent, r.HistoryMode, r.RecencyMs)
 	if err != nil {
 		return fmt.Errorf("threadindex: put %s: %w", r.ID, err)
 	}
@@ -321,9 +324,9 @@ func (t *Tx) put(verb string, r *Row) error {
 	return nil
 }
 
-// Touch updates a row's file facts and updated time.
+// Touch updates a row's file facts and updated time; the recency follows the updated time again.
 func (t *Tx) Touch(id string, size, modNs, updatedMs int64) error {
-	_, err := t.tx.Exec("UPDATE threads SET size = ?, mod_ns = ?, updated_ms = ? WHERE id = ?", size, modNs, updatedMs, id)
+	_, err := t.tx.Exec("UPDATE threads SET size = ?, mod_ns = ?, updated_ms = ?, recency_ms = 0 WHERE id = ?", size, modNs, updatedMs, id)
 	return err
 }
 
@@ -428,7 +431,7 @@ func (ix *Index) FilesUnder(ctx context.Context, relDir string) (map[string]File
 
 const rowColumns = `t.id, t.rel, t.size, t.mod_ns, t.created_ms, t.updated_ms, t.cwd, t.preview, t.file_name,
 	t.model_provider, t.model, t.effort, t.source, t.source_kind, t.cli_version, t.originator, t.forked_from,
-	t.archived, t.git_info, t.parent, t.history_mode, COALESCE(n.name, t.file_name), COALESCE(m.section_id, ''), COALESCE(s.name, ''),
+	t.archived, t.git_info, t.parent, t.history_mode, t.recency_ms, COALESCE(n.name, t.file_name), COALESCE(m.section_id, ''), COALESCE(s.name, ''),
 	COALESCE(s.appearance, ''), COALESCE(m.entered_ms, 0)`
 
 const rowJoins = ` FROM threads t LEFT JOIN names n ON n.id = t.id LEFT JOIN section_members m ON m.thread_id = t.id
@@ -439,7 +442,7 @@ func scanRow(sc interface{ Scan(...any) error }) (Row, error) {
 	var sec Section
 	err := sc.Scan(&r.ID, &r.Rel, &r.Size, &r.ModNs, &r.CreatedMs, &r.UpdatedMs, &r.Cwd, &r.Preview, &r.FileName,
 		&r.ModelProvider, &r.Model, &r.Effort, &r.Source, &r.SourceKind, &r.CLIVersion, &r.Originator, &r.ForkedFrom,
-		&r.Archived, &r.GitInfo, &r.Parent, &r.HistoryMode, &r.Name, &sec.ID, &sec.Name, &sec.Appearance, &r.SectionEnteredMs)
+		&r.Archived, &r.GitInfo, &r.Parent, &r.HistoryMode, &r.RecencyMs, &r.Name, &sec.ID, &sec.Name, &sec.Appearance, &r.SectionEnteredMs)
 	if sec.ID != "" {
 		r.Section = &sec
 	}
@@ -511,15 +514,15 @@ type Members struct {
 	Outside bool
 }
 
-// Recency returns the updated time (Unix ms) of the listed threads that are indexed, not archived and have
-// a first user message (as listings show them).
+// Recency returns the recency (Unix ms: RecencyMs when set, else the updated time) of the listed threads that
+// are indexed, not archived and have a first user message (as listings show them).
 func (ix *Index) Recency(ctx context.Context, ids []string) (map[string]int64, error) {
 	out := map[string]int64{}
 	if len(ids) == 0 {
 		return out, nil
 	}
 	b, _ := json.Marshal(ids)
-	rows, err := ix.db.QueryContext(ctx, "SELECT id, updated_ms FROM threads WHERE archived = 0 AND preview <> '' AND id IN (SELECT value FROM json_each(?))", string(b))
+	rows, err := ix.db.QueryContext(ctx, "SELECT id, CASE WHEN recency_ms > 0 THEN recency_ms ELSE updated_ms END FROM threads WHERE archived = 0 AND preview <> '' AND id IN (SELECT value FROM json_each(?))", string(b))
 	if err != nil {
 		return nil, fmt.Errorf("threadindex: recency: %w", err)
 	}

@@ -17,6 +17,9 @@ func TestMembersFilterAndRecency(t *testing.T) {
 		for i := 0; i < 5; i++ {
 			r := row(i)
 			r.Archived = i == 4
+			if i == 2 {
+				r.RecencyMs = 42 // an imported session's
+			}
 			if err := tx.Put(r); err != nil {
 				return err
 			}
@@ -43,9 +46,12 @@ func TestMembersFilterAndRecency(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, 4, "leaving out nobody keeps every unarchived thread")
 
-	rec, err := ix.Recency(ctx, []string{"id-0001", "id-0004", "nope"})
+	rec, err := ix.Recency(ctx, []string{"id-0001", "id-0002", "id-0004", "nope"})
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{"id-0001": 999}, rec, "archived and unknown threads have no recency")
+	require.Equal(t, map[string]int64{"id-0001": 999, "id-0002": 42}, rec, "archived and unknown threads have no recency")
+	got, err := ix.Row(ctx, "id-0002")
+	require.NoError(t, err)
+	require.Equal(t, int64(42), got.RecencyMs)
 	rec, err = ix.Recency(ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, rec)
