@@ -33,12 +33,14 @@ type SessionMeta struct {
 	ID                    string            `json:"id"`
 	SessionID             string            `json:"session_id,omitempty"`
 	ForkedFromID          string            `json:"forked_from_id,omitempty"`
+	ParentThreadID        string            `json:"parent_thread_id,omitempty"` // a sub-agent's parent thread
 	Timestamp             string            `json:"timestamp"`
 	Cwd                   string            `json:"cwd"`
 	RuntimeWorkspaceRoots []string          `json:"runtime_workspace_roots,omitempty"`
 	Originator            string            `json:"originator"`
 	CLIVersion            string            `json:"cli_version"`
 	Source                json.RawMessage   `json:"source,omitempty"`
+	ThreadSource          string            `json:"thread_source,omitempty"` // "subagent" for a sub-agent
 	AgentNickname         string            `json:"agent_nickname,omitempty"`
 	AgentRole             string            `json:"agent_role,omitempty"`
 	ModelProvider         string            `json:"model_provider,omitempty"`

@@ -63,7 +63,8 @@ func rolloutEvents(t *testing.T, path string) []map[string]any {
 // reviewer's tool items) before the review turn (enteredReviewMode, exitedReviewMode, agentMessage), as
 // the reference does, the same while the thread is loaded and read back from the rollout after a
 // restart. The rollout records them as the reference's does: the review turn has no task_started of
-// its own, the reviewer's task_started names it as parent and root. The next turn of a fresh thread
+// its own, the reviewer's task_started names it as parent and root, its items name the reviewer's
+// thread, which has a rollout of its own (not listed by thread/list). The next turn of a fresh thread
 // sends the hand-off before the thread's initial context, as the reference does.
 func TestReviewTurnsReadAsReference(t *testing.T) {
 	mm := mockmodel.New(t)
@@ -142,6 +143,8 @@ func TestReviewTurnsReadAsReference(t *testing.T) {
 	home := c.Home
 	c.Close()
 
+	reviewer := reqs[0].Header.Get("thread-id")
+	require.NotEqual(t, tid, reviewer)
 	var starts []map[string]any
 	subItems := 0
 	for _, ev := range rolloutEvents(t, rolloutFile(t, home, tid)) {
@@ -151,6 +154,7 @@ func TestReviewTurnsReadAsReference(t *testing.T) {
 		case "item_completed":
 			if ev["turn_id"] == sub {
 				subItems++
+				require.Equal(t, reviewer, ev["thread_id"], "the reviewer's items name its thread")
 			}
 		}
 	}
@@ -160,8 +164,32 @@ func TestReviewTurnsReadAsReference(t *testing.T) {
 	require.Equal(t, rid, starts[0]["turn_attribution"].(map[string]any)["parent_turn_id"])
 	require.Equal(t, 2, subItems)
 
+	// the reviewer has a rollout of its own: a review sub-agent of the thread, in its session
+	path := rolloutFile(t, home, reviewer)
+	var meta struct {
+		Payload map[string]any `json:"payload"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(string(must(os.ReadFile(path))), "\n", 2)[0]), &meta))
+	require.Equal(t, reviewer, meta.Payload["id"])
+	require.Equal(t, tid, meta.Payload["session_id"])
+	require.Equal(t, tid, meta.Payload["parent_thread_id"])
+	require.Equal(t, map[string]any{"subagent": "review"}, meta.Payload["source"])
+	require.Equal(t, "subagent", meta.Payload["thread_source"])
+	var kinds []string
+	for _, ev := range rolloutEvents(t, path) {
+		kinds = append(kinds, ev["type"].(string))
+		if ev["type"] == "task_started" || ev["type"] == "task_complete" {
+			require.Equal(t, sub, ev["turn_id"])
+			require.Equal(t, rid, ev["root_turn_id"])
+		}
+	}
+	require.Equal(t, []string{"task_started", "task_complete"}, kinds)
+
 	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: home})
 	c2.Initialize(false)
+	listed, _ := listThreads(t, c2, map[string]any{})
+	require.Len(t, listed, 1, "the reviewer's thread is not listed")
+	require.Equal(t, tid, listed[0].ID)
 	stored := readTurns(t, c2, tid)
 	check(stored)
 	require.JSONEq(t, string(must(json.Marshal(loaded))), string(must(json.Marshal(stored))))

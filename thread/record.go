@@ -13,8 +13,9 @@ import (
 // recordItemCompleted appends the item_completed event of a finished turn item, in the reference's core shape,
 // the moment the item completes (a crash afterwards keeps it).
 // A non-nil core is recorded as the item instead of the form coreItem derives; turnID is the turn it is
-// recorded under (tn's, or its announced sub-agent turn's).
-func (tn *Turn) recordItemCompleted(turnID string, item protocol.ThreadItem, core any) {
+// recorded under (tn's, or its announced sub-agent turn's), threadID the thread it names (the
+// sub-agent's for its items, as the reference records them).
+func (tn *Turn) recordItemCompleted(threadID, turnID string, item protocol.ThreadItem, core any) {
 	if core == nil {
 		core = coreItem(item)
 	}
@@ -31,7 +32,7 @@ func (tn *Turn) recordItemCompleted(turnID string, item protocol.ThreadItem, cor
 	t := tn.thread
 	rec := func() {
 		t.record(func(r *rollout.Recorder) error {
-			return r.AppendEvent(rollout.ItemCompleted{ThreadID: t.ID, TurnID: turnID, Item: core, StartedAtMs: started, CompletedAtMs: completed})
+			return r.AppendEvent(rollout.ItemCompleted{ThreadID: threadID, TurnID: turnID, Item: core, StartedAtMs: started, CompletedAtMs: completed})
 		})
 	}
 	tn.mu.Lock()

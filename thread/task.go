@@ -90,7 +90,7 @@ func (tn *Turn) RunTaskWith(o TaskOptions, body TaskBody) {
 			tn.releaseRecords()
 			tn.recordSubStart(s)
 			tn.mu.Lock()
-			tn.subOpen = true
+			tn.subOpen, tn.subThread = true, uuid.Must(uuid.NewV7()).String()
 			tn.mu.Unlock()
 		} else {
 			tn.recordStart(s)

@@ -51,11 +51,13 @@ type Turn struct {
 	lastAgent *protocol.ThreadItem
 	// subOpen is set while the items of a task with TaskOptions.AnnounceID belong to that announced
 	// sub-agent turn (recorded under its id, kept in subItems as well as items).
-	subOpen  bool
-	subItems []protocol.ThreadItem
-	ownItems []protocol.ThreadItem // the task's items outside its sub-agent turn
-	pending  []pendingInput        // steered (or folded) input waiting for the next model request
-	firstIn  []protocol.UserInput
+	subOpen bool
+	// subThread is the sub-agent's own thread id (its rollout, its requests, its items' records).
+	subThread string
+	subItems  []protocol.ThreadItem
+	ownItems  []protocol.ThreadItem // the task's items outside its sub-agent turn
+	pending   []pendingInput        // steered (or folded) input waiting for the next model request
+	firstIn   []protocol.UserInput
 	// opts are the turn-only parameters of turn/start (output schema, client message id…).
 	opts     TurnOptions
 	finished bool
@@ -125,10 +127,10 @@ func (tn *Turn) addItemAs(item protocol.ThreadItem, core any) {
 		return
 	}
 	tn.items = append(tn.items, item)
-	turnID := tn.ID
+	turnID, threadID := tn.ID, tn.thread.ID
 	if tn.subOpen {
 		tn.subItems = append(tn.subItems, item)
-		turnID = tn.taskOpts.AnnounceID
+		turnID, threadID = tn.taskOpts.AnnounceID, tn.subThread
 	} else {
 		tn.ownItems = append(tn.ownItems, item)
 		if _, ok := item.Value.(protocol.ThreadItemAgentMessage); ok {
@@ -138,7 +140,7 @@ func (tn *Turn) addItemAs(item protocol.ThreadItem, core any) {
 	}
 	tn.mu.Unlock()
 	// Recorded when the item completes, not at turn end, so a crash keeps it.
-	tn.recordItemCompleted(turnID, item, core)
+	tn.recordItemCompleted(threadID, turnID, item, core)
 }
 
 // snapshot renders the turn; full selects every item rather than the summary (last agent message).
