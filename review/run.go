@@ -52,7 +52,7 @@ func Start(tn *thread.Turn, req Request, opts Options) {
 
 func body(req Request, opts Options, subTurn string) thread.TaskBody {
 	return func(ctx context.Context, tc *thread.ToolContext) []json.RawMessage {
-		user := protocol.ThreadItemUserMessage{ID: newID(), Content: []protocol.UserInput{{Value: protocol.UserInputText{Text: req.Prompt}}}, StartedAtMs: nowMs()}
+		user := protocol.ThreadItemUserMessage{ID: newID(), Content: []protocol.UserInput{{Value: protocol.UserInputText{Text: req.Prompt, TextElements: []protocol.TextElement{}}}}, StartedAtMs: nowMs()}
 		tc.ItemStarted(protocol.ThreadItem{Value: user})
 		user.CompletedAtMs = user.StartedAtMs
 		tc.ItemCompleted(protocol.ThreadItem{Value: user})
@@ -67,9 +67,18 @@ func body(req Request, opts Options, subTurn string) thread.TaskBody {
 			Subagent:  "review",
 			TurnID:    subTurn,
 		})
+		tc.EndSubTurn()
 		if ctx.Err() != nil {
-			// interrupted: nothing more is shown, the thread's history learns the review did not finish
-			return cutShort()
+			// interrupted: nothing more is shown; the exit (no output) and the cut-short message are
+			// recorded, and the thread's history learns the review did not finish
+			exited := protocol.ThreadItemExitedReviewMode{ID: newID(), Review: findings.Render(findings.Output{}), StartedAtMs: nowMs()}
+			exited.CompletedAtMs = exited.StartedAtMs
+			tc.ItemRecorded(protocol.ThreadItem{Value: exited}, exitedCore{Type: "ExitedReviewMode", ID: exited.ID})
+			msgID := "msg_" + newID()
+			msg := protocol.ThreadItemAgentMessage{ID: msgID, Text: CutShortMessage, StartedAtMs: nowMs()}
+			msg.CompletedAtMs = msg.StartedAtMs
+			tc.ItemRecorded(protocol.ThreadItem{Value: msg}, nil)
+			return cutShort(msgID)
 		}
 		shown := ""
 		if err != nil {
@@ -110,8 +119,8 @@ func body(req Request, opts Options, subTurn string) thread.TaskBody {
 const CutShortMessage = "Review was interrupted. Please re-run /review and wait for it to complete."
 
 // cutShort is the history an unfinished review leaves: the hand-off saying so and CutShortMessage.
-func cutShort() []json.RawMessage {
-	return []json.RawMessage{thread.MessageItem("user", HandoffCutShort()), assistantItem("msg_"+newID(), CutShortMessage)}
+func cutShort(msgID string) []json.RawMessage {
+	return []json.RawMessage{thread.MessageItem("user", HandoffCutShort()), assistantItem(msgID, CutShortMessage)}
 }
 
 func assistantItem(id, text string) json.RawMessage {

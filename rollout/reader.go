@@ -90,6 +90,7 @@ type builder struct {
 	cur       int // index of the open turn in th.Turns, -1 if none
 	curOpen   bool
 	implicit  bool // the open turn was opened by a legacy user_message, not task_started
+	byItem    bool // the open turn was opened by an item of it, not task_started
 	legacyN   int
 	implicitN int
 	haveMeta  bool
@@ -461,6 +462,7 @@ func (b *builder) openTurn(id string, implicit bool) *Turn {
 	b.cur = len(b.th.Turns) - 1
 	b.curOpen = true
 	b.implicit = implicit
+	b.byItem = false
 	b.turnIndex[id] = b.cur
 	return &b.th.Turns[b.cur]
 }
@@ -483,7 +485,9 @@ func (b *builder) turnFor(turnID string) *Turn {
 		if i, ok := b.turnIndex[turnID]; ok {
 			return &b.th.Turns[i]
 		}
-		return b.openTurn(turnID, false)
+		t := b.openTurn(turnID, false)
+		b.byItem = true
+		return t
 	}
 	if b.curOpen {
 		return &b.th.Turns[b.cur]
@@ -504,6 +508,9 @@ func (b *builder) event(payload json.RawMessage) {
 	case "task_started":
 		var ev TaskStarted
 		_ = unmarshal(payload, &ev)
+		if b.subTurnStart(ev) {
+			return
+		}
 		t := b.openTurn(ev.TurnID, false)
 		if ev.RootTurnID != "" {
 			root := ev.RootTurnID
@@ -518,6 +525,7 @@ func (b *builder) event(payload json.RawMessage) {
 		// applies (it holds any JSON, decoded apart by the standard library, see unmarshal).
 		var ev struct {
 			TurnID      string `json:"turn_id"`
+			RootTurnID  string `json:"root_turn_id"`
 			StartedAt   int64  `json:"started_at,omitempty"`
 			CompletedAt int64  `json:"completed_at,omitempty"`
 			DurationMs  *int64 `json:"duration_ms,omitempty"`
@@ -530,6 +538,10 @@ func (b *builder) event(payload json.RawMessage) {
 		_ = unmarshal(payload, &ev)
 		t := b.turnFor(ev.TurnID)
 		b.finishTurn(t, ev.StartedAt, ev.CompletedAt, ev.DurationMs)
+		if t.RootTurnID == nil && ev.RootTurnID != "" { // a turn its items opened (a review)
+			root := ev.RootTurnID
+			t.RootTurnID = &root
+		}
 		t.Status = TurnCompleted
 		if ev.Error != nil {
 			var info any
@@ -554,6 +566,10 @@ func (b *builder) event(payload json.RawMessage) {
 		}
 		t = b.turnFor(ev.TurnID)
 		b.finishTurn(t, ev.StartedAt, ev.CompletedAt, ev.DurationMs)
+		if t.RootTurnID == nil && ev.RootTurnID != "" {
+			root := ev.RootTurnID
+			t.RootTurnID = &root
+		}
 		t.Status = TurnInterrupted
 		b.endTurn(t)
 	case "item_completed":
@@ -606,6 +622,38 @@ func (b *builder) event(payload json.RawMessage) {
 			b.legacyEvent(typ, payload)
 		}
 	}
+}
+
+// subTurnStart places a sub-agent turn started inside the open turn, which only its items opened so far
+// (the reference's review: enteredReviewMode, then its reviewer's task_started naming the review as the
+// root): the sub-agent's turn reads before it and becomes the open one, and the review stays open until
+// its own end. It reports whether it did.
+func (b *builder) subTurnStart(ev TaskStarted) bool {
+	if !b.curOpen || !b.byItem || ev.RootTurnID == "" || ev.RootTurnID == ev.TurnID || b.th.Turns[b.cur].ID != ev.RootTurnID {
+		return false
+	}
+	if _, dup := b.turnIndex[ev.TurnID]; dup || ev.TurnID == "" {
+		return false
+	}
+	root := ev.RootTurnID
+	sub := Turn{ID: ev.TurnID, RootTurnID: &root, Items: []map[string]any{}, ItemsView: "full", Status: TurnInProgress,
+		Ordinal: b.ord, Inherited: b.inParent}
+	if ev.StartedAt > 0 {
+		st := ev.StartedAt
+		sub.StartedAt = &st
+	}
+	i := b.cur
+	b.th.Turns = append(b.th.Turns, Turn{})
+	copy(b.th.Turns[i+1:], b.th.Turns[i:])
+	b.th.Turns[i] = sub
+	for id, j := range b.turnIndex {
+		if j >= i {
+			b.turnIndex[id] = j + 1
+		}
+	}
+	b.turnIndex[sub.ID] = i
+	b.byItem = false
+	return true
 }
 
 func (b *builder) finishTurn(t *Turn, started, completed int64, dur *int64) {

@@ -35,12 +35,14 @@ type SessionMeta struct {
 	ForkedFromID string `json:"forked_from_id,omitempty"`
 	// ForkedFromOrdinalExclusive repeats HistoryBase.EndOrdinalExclusive, as the reference writes it for a fork.
 	ForkedFromOrdinalExclusive *int64            `json:"forked_from_ordinal_exclusive,omitempty"`
+	ParentThreadID             string            `json:"parent_thread_id,omitempty"` // a sub-agent's parent thread
 	Timestamp                  string            `json:"timestamp"`
 	Cwd                        string            `json:"cwd"`
 	RuntimeWorkspaceRoots      []string          `json:"runtime_workspace_roots,omitempty"`
 	Originator                 string            `json:"originator"`
 	CLIVersion                 string            `json:"cli_version"`
 	Source                     json.RawMessage   `json:"source,omitempty"`
+	ThreadSource               string            `json:"thread_source,omitempty"` // "subagent" for a sub-agent
 	AgentNickname              string            `json:"agent_nickname,omitempty"`
 	AgentRole                  string            `json:"agent_role,omitempty"`
 	ModelProvider              string            `json:"model_provider,omitempty"`
@@ -156,6 +158,17 @@ type TaskStarted struct {
 	StartedAt             int64  `json:"started_at,omitempty"`
 	ModelContextWindow    *int64 `json:"model_context_window,omitempty"`
 	CollaborationModeKind string `json:"collaboration_mode_kind,omitempty"`
+	// TurnAttribution names a sub-agent turn's parent turn (the reference's reviewer turn).
+	TurnAttribution *TurnAttribution `json:"turn_attribution,omitempty"`
+}
+
+// TurnAttribution is task_started's turn_attribution.
+type TurnAttribution struct {
+	TurnID              string  `json:"turn_id"`
+	TurnTrigger         *string `json:"turn_trigger"`
+	ParentTurnID        *string `json:"parent_turn_id"`
+	InitiatingAgentPath *string `json:"initiating_agent_path"`
+	RootTurnID          string  `json:"root_turn_id"`
 }
 
 // TaskComplete is the event_msg that closes a turn; a non-nil Error marks the turn failed.

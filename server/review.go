@@ -39,7 +39,7 @@ func (s *Server) reviewStart(ctx context.Context, c *connection, req *jsonrpc.Re
 	turn := tn.PendingTurn()
 	turn.RootTurnID = nil // the reference answers null here
 	turn.Items = []protocol.ThreadItem{{Value: protocol.ThreadItemUserMessage{
-		ID: tn.ID, Content: []protocol.UserInput{{Value: protocol.UserInputText{Text: rq.Hint}}},
+		ID: tn.ID, Content: []protocol.UserInput{{Value: protocol.UserInputText{Text: rq.Hint, TextElements: []protocol.TextElement{}}}},
 	}}}
 	req.Reply(protocol.ReviewStartResponse{Turn: turn, ReviewThreadID: t.ID}, nil)
 	review.Start(tn, rq, review.Options{

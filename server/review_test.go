@@ -360,9 +360,9 @@ func TestReviewRolloutAcrossRestart(t *testing.T) {
 	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: home})
 	c2.Initialize(false)
 	read := readThread(t, c2, tid, true)
-	require.Len(t, read.Turns, 1)
+	require.Len(t, read.Turns, 2, "the reviewer's turn, then the review turn")
 	var types []string
-	for _, it := range read.Turns[0].Items {
+	for _, it := range read.Turns[1].Items {
 		types = append(types, it["type"].(string))
 		switch it["type"] {
 		case "enteredReviewMode":

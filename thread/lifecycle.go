@@ -814,16 +814,20 @@ func (m *Manager) StartFromHistory(ctx context.Context, opts StartOptions, histo
 		return nil, err
 	}
 	t.mu.Lock()
-	t.history = append(t.history, raw...)
 	if t.meta.Preview == "" {
 		t.meta.Preview = rollout.PreviewFromResponseItems(raw)
 	}
 	t.mu.Unlock()
+	// the imported items follow the initial context, in the history when the first turn starts
 	m.mu.Lock()
-	if _, ok := m.pendingContext[t.ID]; ok {
+	_, pending := m.pendingContext[t.ID]
+	if pending {
 		m.pendingContext[t.ID] = append(m.pendingContext[t.ID], raw...)
 	}
 	m.mu.Unlock()
+	if !pending {
+		t.appendHistory(raw...)
+	}
 	return t, nil
 }
 

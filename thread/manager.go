@@ -71,7 +71,8 @@ type Manager struct {
 	refHist *rollout.RefHistory
 	// cfg is the current configuration (deps.Config until SetConfig swaps it after a config write).
 	cfg atomic.Pointer[config.Config]
-	// pendingContext holds a new thread's initial context items until its first turn records them.
+	// pendingContext holds a new thread's initial context items until its first turn records them and adds
+	// them to the thread's history.
 	pendingContext map[string][]json.RawMessage
 	// unloadTimers unload a thread whose last subscriber left, after config.ThreadUnloadDelay.
 	unloadTimers map[string]*unloadTimer
@@ -352,10 +353,12 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		path := rec.Path()
 		t.meta.Path = &path
 	}
-	t.history = append(t.history, initialContext(s)...)
+	// The initial context joins the history (and the rollout) at the first turn that records a start, as
+	// the reference's does: a review's hand-off before it comes first.
+	initial := initialContext(s)
 	if m.deps.SkillsPrompt != nil {
 		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
-			t.history = append(t.history, messageItem("developer", text))
+			initial = append(initial, messageItem("developer", text))
 		}
 	}
 	t.permissions = permissionsText(s)
@@ -363,7 +366,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		return nil, err
 	}
 	m.mu.Lock()
-	m.pendingContext[id] = append([]json.RawMessage(nil), t.history...)
+	m.pendingContext[id] = initial
 	m.mu.Unlock()
 	return t, nil
 }

@@ -12,8 +12,10 @@ import (
 
 // recordItemCompleted appends the item_completed event of a finished turn item, in the reference's core shape,
 // the moment the item completes (a crash afterwards keeps it).
-// A non-nil core is recorded as the item instead of the form coreItem derives.
-func (tn *Turn) recordItemCompleted(item protocol.ThreadItem, core any) {
+// A non-nil core is recorded as the item instead of the form coreItem derives; turnID is the turn it is
+// recorded under (tn's, or its announced sub-agent turn's), threadID the thread it names (the
+// sub-agent's for its items, as the reference records them).
+func (tn *Turn) recordItemCompleted(threadID, turnID string, item protocol.ThreadItem, core any) {
 	if core == nil {
 		core = coreItem(item)
 	}
@@ -30,7 +32,7 @@ func (tn *Turn) recordItemCompleted(item protocol.ThreadItem, core any) {
 	t := tn.thread
 	rec := func() {
 		t.record(func(r *rollout.Recorder) error {
-			return r.AppendEvent(rollout.ItemCompleted{ThreadID: t.ID, TurnID: tn.ID, Item: core, StartedAtMs: started, CompletedAtMs: completed})
+			return r.AppendEvent(rollout.ItemCompleted{ThreadID: threadID, TurnID: turnID, Item: core, StartedAtMs: started, CompletedAtMs: completed})
 		})
 	}
 	tn.mu.Lock()
@@ -212,16 +214,14 @@ func shellSplit(s string) []string {
 }
 
 // recordStart appends what the reference writes when a turn begins: task_started, the initial context of a new
-// thread (first turn only), then turn_context.
+// thread (first turn only; it joins the history then), then turn_context.
 func (tn *Turn) recordStart(s Settings) {
 	t := tn.thread
 	t.record(func(r *rollout.Recorder) error {
 		return r.AppendEvent(rollout.TaskStarted{TurnID: tn.ID, RootTurnID: tn.ID, StartedAt: tn.startedAt.Unix(),
 			ModelContextWindow: ptr(model.ContextWindow(s.Model)), CollaborationModeKind: "default"})
 	})
-	for _, item := range t.mgr.takePendingContext(t.ID) {
-		t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(item) })
-	}
+	t.appendHistory(t.mgr.takePendingContext(t.ID)...)
 	tc := rollout.TurnContext{TurnID: tn.ID, RootTurnID: tn.ID, Cwd: s.Cwd, ApprovalPolicy: approvalName(s.ApprovalPolicy),
 		ApprovalsReviewer: string(s.ApprovalsReviewer), SandboxPolicy: sandboxCore(s.Sandbox), Model: s.Model,
 		CollaborationMode: map[string]any{"mode": "default", "settings": map[string]any{
@@ -234,6 +234,17 @@ func (tn *Turn) recordStart(s Settings) {
 		tc.Summary = string(*s.Summary)
 	}
 	t.record(func(r *rollout.Recorder) error { return r.AppendTurnContext(tc) })
+}
+
+// recordSubStart appends the task_started of a task's announced sub-agent turn (the reference records its
+// reviewer's turn so in the parent thread, in place of the task's own start).
+func (tn *Turn) recordSubStart(s Settings) {
+	t := tn.thread
+	t.record(func(r *rollout.Recorder) error {
+		return r.AppendEvent(rollout.TaskStarted{TurnID: tn.taskOpts.AnnounceID, RootTurnID: tn.ID, StartedAt: tn.startedAt.Unix(),
+			ModelContextWindow: ptr(model.ContextWindow(s.Model)), CollaborationModeKind: "default",
+			TurnAttribution: &rollout.TurnAttribution{TurnID: tn.taskOpts.AnnounceID, ParentTurnID: &tn.ID, RootTurnID: tn.ID}})
+	})
 }
 
 // recordUsage appends the token_usage_record written after each model response.

@@ -40,7 +40,10 @@ type TaskOptions struct {
 	// first).
 	Prelude func(tc *ToolContext)
 	// AnnounceID, when set, is the turn id turn/started names, with the task's own id as its rootTurnId
-	// (the reference announces its reviewer sub-agent's turn there).
+	// (the reference announces its reviewer sub-agent's turn there). The items the body reports until
+	// ToolContext.EndSubTurn belong to that turn: recorded under its id, and read back as a turn of its
+	// own (status interrupted, never completed) before the task's turn; its task_started stands for the
+	// task's own start in the rollout.
 	AnnounceID string
 	// NoteRead updates the thread's read state when the turn completes, as a model turn does.
 	NoteRead bool
@@ -82,8 +85,17 @@ func (tn *Turn) RunTaskWith(o TaskOptions, body TaskBody) {
 			started.ID, started.RootTurnID = o.AnnounceID, &tn.ID
 		}
 		t.emit(protocol.NotifyTurnStarted, protocol.TurnStartedNotification{ThreadID: t.ID, Turn: started})
-		tn.recordStart(s)
-		tn.releaseRecords()
+		if o.AnnounceID != "" {
+			// the sub-agent's turn starts after the prelude's items; its items follow until EndSubTurn
+			tn.releaseRecords()
+			tn.recordSubStart(s)
+			tn.mu.Lock()
+			tn.subOpen, tn.subThread = true, uuid.Must(uuid.NewV7()).String()
+			tn.mu.Unlock()
+		} else {
+			tn.recordStart(s)
+			tn.releaseRecords()
+		}
 		t.markHistory(tn.ID) // where thread/revert cuts the history
 		hist := body(tn.ctx, tc)
 		t.appendHistory(hist...)
@@ -103,6 +115,19 @@ func (tn *Turn) RunTaskWith(o TaskOptions, body TaskBody) {
 		}
 		tn.finish(status, tn.taskErr)
 	}()
+}
+
+// EndSubTurn ends the announced sub-agent turn (TaskOptions.AnnounceID): later items are the task's own.
+func (tc *ToolContext) EndSubTurn() {
+	tc.Turn.mu.Lock()
+	tc.Turn.subOpen = false
+	tc.Turn.mu.Unlock()
+}
+
+// ItemRecorded keeps a finished item in the turn and the rollout without announcing it (the reference's
+// interrupted review records its exit so).
+func (tc *ToolContext) ItemRecorded(item protocol.ThreadItem, core any) {
+	tc.Turn.addItemAs(item, core)
 }
 
 // Fail makes the task turn end as failed with err (a model error keeps its text and error info), and

@@ -63,8 +63,33 @@ func (tc *ToolContext) Converse(ctx context.Context, o ConverseOptions) (string,
 		}
 	}
 	conv = append(conv, messageItem("user", environmentContext(s.Cwd, time.Now())))
+	tn.mu.Lock()
+	convID := tn.subThread // the announced sub-agent turn's thread, if any
+	tn.mu.Unlock()
+	if convID == "" {
+		convID = uuid.Must(uuid.NewV7()).String()
+	}
+	var sr *subRollout
+	if o.Subagent != "" {
+		turnID := o.TurnID
+		if turnID == "" {
+			turnID = tn.ID
+		}
+		sr = newSubRollout(tn, convID, o.Subagent, turnID, o.Developer, s)
+		sr.items(conv[1:]...) // the developer message is the file's base instructions
+		sr.turnContext(s)
+		sr.items(o.Input...)
+	}
 	conv = append(conv, o.Input...)
-	convID := uuid.Must(uuid.NewV7()).String()
+	answer, err := converse(ctx, tn, sub, client, s, sets, conv, convID, o, sr)
+	sr.end(answer, ctx.Err() != nil)
+	return answer, err
+}
+
+// converse is Converse's request loop; sr (nil: none) records the conversation's items.
+func converse(ctx context.Context, tn *Turn, sub *ToolContext, client *model.Client, s Settings, sets []ToolSet,
+	conv []json.RawMessage, convID string, o ConverseOptions, sr *subRollout) (string, error) {
+	t := tn.thread
 	for step := 0; ; step++ {
 		if step == maxConverseSteps {
 			return "", ErrConverseSteps
@@ -88,6 +113,7 @@ func (tc *ToolContext) Converse(ctx context.Context, o ConverseOptions) (string,
 			return "", err
 		}
 		conv = append(conv, comp.Items...)
+		sr.items(comp.Items...)
 		calls := toolCalls(comp.Items)
 		if len(calls) == 0 {
 			return compaction.OutputText(comp.Items), nil
@@ -96,7 +122,9 @@ func (tc *ToolContext) Converse(ctx context.Context, o ConverseOptions) (string,
 			if err := ctx.Err(); err != nil {
 				return "", err
 			}
-			conv = append(conv, dispatchTool(ctx, sub, sets, call))
+			out := dispatchTool(ctx, sub, sets, call)
+			conv = append(conv, out)
+			sr.items(out)
 		}
 	}
 }

@@ -49,7 +49,14 @@ type Turn struct {
 	startedAt time.Time
 	items     []protocol.ThreadItem
 	lastAgent *protocol.ThreadItem
-	pending   []pendingInput // steered (or folded) input waiting for the next model request
+	// subOpen is set while the items of a task with TaskOptions.AnnounceID belong to that announced
+	// sub-agent turn (recorded under its id, kept in subItems as well as items).
+	subOpen bool
+	// subThread is the sub-agent's own thread id (its rollout, its requests, its items' records).
+	subThread string
+	subItems  []protocol.ThreadItem
+	ownItems  []protocol.ThreadItem // the task's items outside its sub-agent turn
+	pending   []pendingInput        // steered (or folded) input waiting for the next model request
 	firstIn   []protocol.UserInput
 	// opts are the turn-only parameters of turn/start (output schema, client message id…).
 	opts     TurnOptions
@@ -120,13 +127,20 @@ func (tn *Turn) addItemAs(item protocol.ThreadItem, core any) {
 		return
 	}
 	tn.items = append(tn.items, item)
-	if _, ok := item.Value.(protocol.ThreadItemAgentMessage); ok {
-		it := item
-		tn.lastAgent = &it
+	turnID, threadID := tn.ID, tn.thread.ID
+	if tn.subOpen {
+		tn.subItems = append(tn.subItems, item)
+		turnID, threadID = tn.taskOpts.AnnounceID, tn.subThread
+	} else {
+		tn.ownItems = append(tn.ownItems, item)
+		if _, ok := item.Value.(protocol.ThreadItemAgentMessage); ok {
+			it := item
+			tn.lastAgent = &it
+		}
 	}
 	tn.mu.Unlock()
 	// Recorded when the item completes, not at turn end, so a crash keeps it.
-	tn.recordItemCompleted(item, core)
+	tn.recordItemCompleted(threadID, turnID, item, core)
 }
 
 // snapshot renders the turn; full selects every item rather than the summary (last agent message).
@@ -887,6 +901,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	tn.mu.Lock()
 	tn.finished = true
 	full := append([]protocol.ThreadItem{}, tn.items...)
+	sub, own := tn.splitSub()
 	summary := []protocol.ThreadItem{}
 	if status == protocol.TurnStatusCompleted && tn.lastAgent != nil {
 		summary = append(summary, *tn.lastAgent)
@@ -919,6 +934,12 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	stored := turn
 	stored.Items = full
 	stored.ItemsView = ptr(protocol.TurnItemsViewFull)
+	if sub != nil {
+		// The announced sub-agent turn reads as a turn of its own before the task's, never completed
+		// in the thread (as the reference reads it back).
+		t.turns = append(t.turns, *sub)
+		stored.Items = own
+	}
 	t.turns = append(t.turns, stored)
 	t.active = nil
 	t.flags = map[protocol.ThreadActiveFlag]int{}
@@ -948,6 +969,20 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 		s.Notify(protocol.NotifyTurnCompleted, protocol.TurnCompletedNotification{ThreadID: t.ID, Turn: turn})
 	}
 	tn.cancel(context.Canceled)
+}
+
+// splitSub returns the announced sub-agent turn of a task (nil if it has none) and the items that are the
+// task's own (tn.mu held).
+func (tn *Turn) splitSub() (*protocol.Turn, []protocol.ThreadItem) {
+	id := tn.taskOpts.AnnounceID
+	if id == "" {
+		return nil, nil
+	}
+	own := append([]protocol.ThreadItem{}, tn.ownItems...)
+	return &protocol.Turn{
+		ID: id, RootTurnID: ptr(tn.ID), Items: append([]protocol.ThreadItem{}, tn.subItems...),
+		ItemsView: ptr(protocol.TurnItemsViewFull), Status: protocol.TurnStatusInterrupted, StartedAt: ptr(tn.startedAt.Unix()),
+	}, own
 }
 
 func ptrIf(s string) *string {
