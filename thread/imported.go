@@ -35,6 +35,9 @@ func (m *Manager) CreateImported(cwd, name, preview, originator string, write fu
 		_ = os.Remove(rec.Path())
 		return "", err
 	}
+	// Created and updated at the import, as the reference: the rollout's modification time is the list's
+	// updatedAt, and writing it may have crossed a second boundary after now.
+	_ = os.Chtimes(rec.Path(), now, now)
 	st, err := m.Store()
 	if err != nil {
 		return id, nil // the index finds the rollout when it opens
