@@ -156,7 +156,11 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 			if canonical {
 				et, ok := leadingType(ln[payloadAt:])
 				if ok && (et == "task_started" || et == "task_complete") {
-					m.readTurnTime(ln)
+					// Only the first start with a time counts: later ones need no decoding (unless a second
+					// "type" member, which decoding would take, may make it another event).
+					if et == "task_complete" || m.FirstTurnStartedAt == 0 || bytes.Count(ln[payloadAt:], typeKey) > 1 {
+						m.readTurnTime(ln)
+					}
 					continue
 				}
 				if ok && et != "user_message" && et != "agent_message" &&
@@ -276,7 +280,7 @@ func (m *Meta) readTurnTime(ln []byte) bool {
 		StartedAt   int64  `json:"started_at"`
 		CompletedAt int64  `json:"completed_at"`
 	}
-	if json.Unmarshal(rec.Payload, &ev) != nil {
+	if unmarshal(rec.Payload, &ev) != nil {
 		return false
 	}
 	switch ev.Type {

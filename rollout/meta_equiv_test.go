@@ -47,7 +47,7 @@ func TestReadMetaMatchesSlow(t *testing.T) {
 		}
 		line("session_meta", `{"id":"01c00000-0000-7000-8000-000000000001","timestamp":"2026-01-02T03:04:05Z","cwd":"/w","history_mode":"paginated"}`)
 		for range rng.IntN(30) {
-			switch rng.IntN(12) {
+			switch rng.IntN(13) {
 			case 0:
 				line("turn_context", fmt.Sprintf(`{"model":%q,"effort":%q,"collaboration_mode":{"settings":{"reasoning_effort":"xhigh"}}}`,
 					models[rng.IntN(3)], efforts[rng.IntN(3)]))
@@ -73,6 +73,8 @@ func TestReadMetaMatchesSlow(t *testing.T) {
 				line("event_msg", fmt.Sprintf(`{"type":"task_complete","turn_id":"t","started_at":1,"completed_at":%d,"last_agent_message":"user_message"}`, rng.IntN(5)))
 			case 11:
 				line("event_msg", `{"type":"user_message","message":"about \"task_complete\" and \"task_started\""}`)
+			case 12: // a second "type" member: decoding takes the last
+				line("event_msg", fmt.Sprintf(`{"type":"task_started","started_at":%d,"type":"task_complete","completed_at":%d}`, rng.IntN(5), rng.IntN(5)))
 			}
 		}
 		if rng.IntN(3) == 0 {

@@ -137,6 +137,8 @@ type Store struct {
 
 	// requests counts index queries in progress (pages, lookups); background reads give way to them.
 	requests atomic.Int32
+	// foreground counts thread reads in progress (Busy); background reads give way to them too.
+	foreground atomic.Int32
 }
 
 // maxYield bounds how long background index work waits for requests in one go, so that it always progresses.
@@ -148,10 +150,24 @@ func (s *Store) serving() func() {
 	return func() { s.requests.Add(-1) }
 }
 
-// yield waits, up to maxYield, while index queries are in progress: a page asked for during a reconcile does
-// not share the CPU (and the garbage collector) with rollout reading.
+// maxForegroundYield bounds how long background index work waits for a thread read (Busy) in one go.
+const maxForegroundYield = time.Second
+
+// Busy marks a foreground read of a rollout (a thread being resumed) in progress until the returned func is
+// called: background index reads give way to it, up to maxForegroundYield at a time.
+func (s *Store) Busy() (done func()) {
+	s.foreground.Add(1)
+	return func() { s.foreground.Add(-1) }
+}
+
+// yield waits, up to maxYield, while index queries are in progress, and up to maxForegroundYield while a thread
+// is read (Busy): a page asked for during a reconcile, or a resume, does not share the CPU (and the garbage
+// collector) with rollout reading.
 func (s *Store) yield() {
-	for waited := time.Duration(0); waited < maxYield && s.requests.Load() > 0 && s.ctx.Err() == nil; waited += time.Millisecond {
+	for waited := time.Duration(0); s.ctx.Err() == nil; waited += time.Millisecond {
+		if !(waited < maxYield && s.requests.Load() > 0) && !(waited < maxForegroundYield && s.foreground.Load() > 0) {
+			return
+		}
 		time.Sleep(time.Millisecond)
 	}
 }

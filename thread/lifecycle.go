@@ -277,6 +277,8 @@ func (m *Manager) Resume(ctx context.Context, id, path string, o ResumeOverrides
 		if err != nil {
 			return nil, false, err
 		}
+		// The index's background reads (its first build) wait while the thread is read.
+		defer st.Busy()()
 		// Locate, not Find: the index need not read the rollout's metadata first, the file is read once here.
 		p, err := st.Locate(id)
 		if err != nil {
