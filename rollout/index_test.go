@@ -117,3 +117,24 @@ func TestIndexSurvivesCrashDuringBuild(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page, 20)
 }
+
+// While a thread is read (Busy), background index reads wait, up to maxForegroundYield at a time, and go on
+// once it is done.
+func TestYieldGivesWayToBusy(t *testing.T) {
+	s := &Store{ctx: context.Background()}
+	s.yield() // nothing in progress: returns at once (a hang here fails the test by its timeout)
+
+	done := s.Busy()
+	t0 := time.Now()
+	s.yield()
+	require.GreaterOrEqual(t, time.Since(t0), maxForegroundYield, "yield returned while a thread was read")
+
+	returned := make(chan struct{})
+	go func() { s.yield(); close(returned) }()
+	done()
+	select {
+	case <-returned:
+	case <-time.After(30 * time.Second):
+		t.Fatal("yield still waiting after the read was done")
+	}
+}
