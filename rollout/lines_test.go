@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -125,5 +126,27 @@ func TestUnmarshalMatchesStandardLibrary(t *testing.T) {
 		gotErr := unmarshal([]byte(s), &got)
 		require.Equal(t, wantErr == nil, gotErr == nil, s)
 		require.Equal(t, want, got, s)
+	}
+}
+
+// keep copies items into shared blocks; appending to one must not overwrite the next, and big items and the
+// block's end are handled.
+func TestKeepCopiesWithoutOverlap(t *testing.T) {
+	var b builder
+	src := []byte(`{"type":"message"}`)
+	first := b.keep(src)
+	second := b.keep([]byte(`{"b":2}`))
+	src[0] = 'x' // a copy, not the caller's bytes
+	require.Equal(t, `{"type":"message"}`, string(first))
+	_ = append(first, "garbage"...)
+	require.Equal(t, `{"b":2}`, string(second))
+	big := make([]byte, arenaChunk)
+	require.Equal(t, big, []byte(b.keep(big)))
+	var kept []json.RawMessage
+	for i := range 3 * arenaChunk / 1000 {
+		kept = append(kept, b.keep([]byte(fmt.Sprintf("%0999d", i))))
+	}
+	for i, k := range kept {
+		require.Equal(t, fmt.Sprintf("%0999d", i), string(k))
 	}
 }

@@ -99,6 +99,8 @@ type builder struct {
 	// tcArena holds every turn_context payload read, tcEnds their [start, end) in it, oldest first.
 	tcArena []byte
 	tcEnds  [][2]int
+	// arena is the block response items are being copied into (keep).
+	arena []byte
 }
 
 // turnContexts sets the thread's model (the newest non-empty one), reasoning effort and last turn context from
@@ -397,7 +399,11 @@ func turnContextSettings(payload json.RawMessage) (model, effort string, ok bool
 func (b *builder) add(rec line) {
 	switch rec.Type {
 	case TypeResponseItem:
-		b.th.ResponseItems = append(b.th.ResponseItems, stripInternal(rec.Payload))
+		if bytes.Contains(rec.Payload, internalKey) {
+			b.th.ResponseItems = append(b.th.ResponseItems, stripInternal(rec.Payload))
+		} else {
+			b.th.ResponseItems = append(b.th.ResponseItems, b.keep(rec.Payload))
+		}
 	case TypeCompacted:
 		b.compacted(rec.Payload)
 	case TypeTurnContext:
@@ -410,9 +416,28 @@ func (b *builder) add(rec line) {
 	}
 }
 
+// arenaChunk is the size of the blocks keep copies response items into.
+const arenaChunk = 256 << 10
+
+// keep returns a copy of raw, carved from a shared block (one allocation for many items, not one each); its
+// capacity ends with it, so appending to it cannot overwrite the next one.
+func (b *builder) keep(raw []byte) json.RawMessage {
+	if len(raw) > arenaChunk/4 {
+		return append(json.RawMessage(nil), raw...)
+	}
+	if len(b.arena)+len(raw) > cap(b.arena) {
+		b.arena = make([]byte, 0, arenaChunk)
+	}
+	start := len(b.arena)
+	b.arena = append(b.arena, raw...)
+	return json.RawMessage(b.arena[start:len(b.arena):len(b.arena)])
+}
+
+var internalKey = []byte(`"internal_chat_message_metadata_passthrough"`)
+
 // stripInternal removes the reference's bookkeeping member from a response item.
 func stripInternal(raw json.RawMessage) json.RawMessage {
-	if !bytes.Contains(raw, []byte(`"internal_chat_message_metadata_passthrough"`)) {
+	if !bytes.Contains(raw, internalKey) {
 		return append(json.RawMessage(nil), raw...)
 	}
 	var m map[string]json.RawMessage
