@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
@@ -330,6 +331,15 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		// An ephemeral thread has no rollout to resume from, loaded or not.
 		return nil, jsonrpc.InvalidRequest("no rollout found for thread id " + p.ThreadID)
 	}
+	// The thread index's background reads (its first build, started by the first resume) wait until the reply
+	// is written: they would share the CPU and the garbage collector with it.
+	release := func() {}
+	if deref(p.Path) == "" {
+		if st, err := s.threads.Store(); err == nil {
+			release = sync.OnceFunc(st.Busy())
+			defer release()
+		}
+	}
 	t, loadedNow, err := s.threads.Resume(ctx, p.ThreadID, deref(p.Path), resumeOverrides(p.Model, p.ModelProvider, p.Cwd,
 		p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions))
 	if err != nil {
@@ -362,6 +372,7 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		}
 	}
 	req.Reply(withTurns(resp, &resp.Thread, turns))
+	release()
 	if loadedNow || newSubscriber {
 		// A connection that already follows the thread is not told its usage again (the reference's
 		// behaviour); one that (re)subscribes is.
