@@ -87,6 +87,50 @@ func (r *Request) MarshalBody() ([]byte, error) {
 	if b.Include == nil {
 		b.Include = []string{}
 	}
+	// The history is most of the body and already compact JSON: splice it in as is rather than have
+	// encoding/json re-scan every item on every request (falling back to it for any item that is not).
+	if len(b.Input) > 0 && allCompactValid(b.Input) {
+		items := b.Input
+		b.Input = []json.RawMessage{}
+		out, err := encodeBody(b)
+		if err != nil {
+			return nil, err
+		}
+		// `,"input":[]` cannot occur inside an encoded string (its quote would be escaped), and the
+		// fields before input are model, instructions and stream.
+		at := bytes.Index(out, []byte(`,"input":[]`))
+		if at < 0 {
+			return nil, fmt.Errorf("model request: input field not found")
+		}
+		at += len(`,"input":[`)
+		n := len(out) + len(items)
+		for _, it := range items {
+			n += len(it)
+		}
+		spliced := make([]byte, 0, n)
+		spliced = append(spliced, out[:at]...)
+		for i, it := range items {
+			if i > 0 {
+				spliced = append(spliced, ',')
+			}
+			spliced = append(spliced, it...)
+		}
+		return append(spliced, out[at:]...), nil
+	}
+	return encodeBody(b)
+}
+
+func allCompactValid(items []json.RawMessage) bool {
+	for _, it := range items {
+		if !compactValid(it) {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeBody encodes b without HTML escaping and without the trailing newline.
+func encodeBody(b body) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
