@@ -16,6 +16,9 @@ func referenceBody(r *Request) ([]byte, error) {
 		Reasoning: r.Reasoning, Include: r.Include, PromptCacheKey: r.PromptCacheKey, Text: r.Text,
 		ClientMetadata: r.ClientMetadata,
 	}
+	if b.Input == nil {
+		b.Input = []json.RawMessage{}
+	}
 	if b.Tools == nil {
 		b.Tools = []json.RawMessage{}
 	}
@@ -49,7 +52,7 @@ func TestMarshalBodyMatchesEncodingJSON(t *testing.T) {
 			{json.RawMessage(it)},
 			{json.RawMessage(`{"type":"message"}`), json.RawMessage(it), json.RawMessage(`[1]`)},
 		} {
-			r := &Request{Model: `m,"input":[]`, Instructions: `i "input":[]`, Input: hist,
+			r := &Request{Model: `m,"input":[],"tools":[]`, Instructions: `i "input":[],"tools":[]`, Input: hist, Tools: hist,
 				Reasoning: json.RawMessage(`{"effort":"low"}`), PromptCacheKey: "k", ClientMetadata: map[string]string{"a": "b"}}
 			want, wantErr := referenceBody(r)
 			got, err := r.MarshalBody()
@@ -60,6 +63,20 @@ func TestMarshalBodyMatchesEncodingJSON(t *testing.T) {
 			require.NoError(t, err, "item %q", it)
 			require.Equal(t, string(want), string(got), "item %q", it)
 		}
+	}
+	for _, tc := range []struct{ input, tools []json.RawMessage }{
+		{nil, []json.RawMessage{json.RawMessage(`{"type":"function"}`)}},
+		{[]json.RawMessage{json.RawMessage(`{"a":1}`)}, nil},
+		{[]json.RawMessage{json.RawMessage(`{"a":1}`)}, []json.RawMessage{json.RawMessage(`{ "b":2}`)}},
+		{[]json.RawMessage{json.RawMessage(`{"a": 1}`)}, []json.RawMessage{json.RawMessage(`{"b":2}`)}},
+		{[]json.RawMessage{nil}, nil},
+	} {
+		r := &Request{Model: "m", Input: tc.input, Tools: tc.tools, Text: json.RawMessage(`{"verbosity":"low"}`)}
+		want, err := referenceBody(r)
+		require.NoError(t, err)
+		got, err := r.MarshalBody()
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
 	}
 	deep := bytes.Repeat([]byte("["), 2000)
 	deep = append(deep, bytes.Repeat([]byte("]"), 2000)...)
