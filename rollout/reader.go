@@ -711,6 +711,11 @@ func (b *builder) putItem(t *Turn, item map[string]any) {
 			}
 		}
 	}
+	if cap(t.Items) == 0 {
+		// Most turns hold a user and an agent message: one allocation, not two.
+		t.Items = make([]map[string]any, 0, 2)
+		t.ItemOrdinals = make([]int64, 0, 2)
+	}
 	t.Items = append(t.Items, item)
 	t.ItemOrdinals = append(t.ItemOrdinals, b.ord)
 }
