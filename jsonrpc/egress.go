@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bufio"
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -285,6 +286,18 @@ func StringLen(s string) int {
 
 const hexDigits = "0123456789abcdef"
 
+// uEscaped marks the bytes a JSON string holds as \u00XX: the control bytes without a short escape.
+var uEscaped = func() (t [256]bool) {
+	for b := range 0x20 {
+		switch b {
+		case '\b', '\f', '\n', '\r', '\t':
+		default:
+			t[b] = true
+		}
+	}
+	return t
+}()
+
 func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -295,6 +308,22 @@ func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 				continue
 			}
 			dst = append(dst, s[start:i]...)
+			if uEscaped[b] { // a run of \u00XX escapes (binary output: NULs) is encoded in one pass
+				j := i + 1
+				for j < len(s) && uEscaped[s[j]] {
+					j++
+				}
+				n := len(dst)
+				dst = slices.Grow(dst, 6*(j-i))[:n+6*(j-i)]
+				d := dst[n:]
+				for ; i < j && len(d) >= 6; i++ {
+					c := s[i]
+					d[0], d[1], d[2], d[3], d[4], d[5] = '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF]
+					d = d[6:]
+				}
+				start = i
+				continue
+			}
 			switch b {
 			case '"', '\\':
 				dst = append(dst, '\\', b)
