@@ -87,6 +87,61 @@ func (r *Request) MarshalBody() ([]byte, error) {
 	if b.Include == nil {
 		b.Include = []string{}
 	}
+	// The history (and the tool list) is most of the body and already compact JSON: splice it in as is
+	// rather than have encoding/json re-scan every item on every request (falling back to it for any
+	// item that is not).
+	if len(b.Input)+len(b.Tools) > 0 && allCompactValid(b.Input) && allCompactValid(b.Tools) {
+		items, tools := b.Input, b.Tools
+		b.Input, b.Tools = []json.RawMessage{}, []json.RawMessage{}
+		out, err := encodeBody(b)
+		if err != nil {
+			return nil, err
+		}
+		// The marker cannot occur inside an encoded string (its quotes would be escaped), and the
+		// fields before input are model, instructions and stream.
+		const marker = `,"input":[],"tools":[]`
+		at := bytes.Index(out, []byte(marker))
+		if at < 0 {
+			return nil, fmt.Errorf("model request: input field not found")
+		}
+		n := len(out) + len(items) + len(tools)
+		for _, it := range items {
+			n += len(it)
+		}
+		for _, it := range tools {
+			n += len(it)
+		}
+		spliced := make([]byte, 0, n)
+		spliced = append(spliced, out[:at]...)
+		spliced = appendArray(append(spliced, `,"input":`...), items)
+		spliced = appendArray(append(spliced, `,"tools":`...), tools)
+		return append(spliced, out[at+len(marker):]...), nil
+	}
+	return encodeBody(b)
+}
+
+func appendArray(dst []byte, items []json.RawMessage) []byte {
+	dst = append(dst, '[')
+	for i, it := range items {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, it...)
+	}
+	return append(dst, ']')
+}
+
+func allCompactValid(items []json.RawMessage) bool {
+	for _, it := range items {
+		if !compactValid(it) {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeBody encodes b without HTML escaping and without the trailing newline.
+func encodeBody(b body) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
