@@ -93,6 +93,10 @@ type Conn struct {
 
 	egress chan outLine // replies, requests and notifications, in order
 	bulk   chan outLine // bulk notifications (NotifyBulk), written when egress lets them
+	// bulkPending and egressPending count the lines (and markers) queued and not yet written.
+	bulkPending   atomic.Int64
+	egressPending atomic.Int64
+	out           output
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc

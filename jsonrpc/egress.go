@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bufio"
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -64,7 +65,14 @@ func (c *Conn) appendNotification(method string, params Appender) outLine {
 }
 
 // write queues one ordinary line, blocking while the queue is full, as stdio does in the reference.
-func (c *Conn) write(l outLine) error { return c.enqueue(c.egress, l) }
+func (c *Conn) write(l outLine) error {
+	c.egressPending.Add(1)
+	if err := c.enqueue(c.egress, l); err != nil {
+		c.egressPending.Add(-1)
+		return err
+	}
+	return nil
+}
 
 func (c *Conn) enqueue(q chan outLine, l outLine) error {
 	select {
@@ -86,15 +94,85 @@ func (c *Conn) enqueue(q chan outLine, l outLine) error {
 // for high-volume output such as a process's streamed output. Bulk notifications are written in the
 // order they were queued, but ordinary messages overtake the ones still waiting, so call FlushBulk
 // before a message that must follow them. It blocks while the bulk queue is full.
+//
+// When nothing waits in either queue, the caller writes the line itself instead of handing it to
+// the writer goroutine: a stream then costs no goroutine switch per line.
 func (c *Conn) NotifyBulk(method string, params Appender) error {
-	return c.enqueue(c.bulk, c.appendNotification(method, params))
+	l := c.appendNotification(method, params)
+	// egressPending also counts a line the writer has taken from its queue and waits to write: the
+	// caller must not barge in front of it.
+	if c.bulkPending.Load() == 0 && c.egressPending.Load() == 0 && c.out.mu.TryLock() {
+		// Under the lock no queued bulk line is being written, so none of the caller's own earlier
+		// lines can still be waiting when the count reads zero: writing now keeps their order.
+		if c.bulkPending.Load() == 0 && c.out.bw != nil && !c.out.closed {
+			c.put(l)
+			c.out.mu.Unlock()
+			return nil
+		}
+		c.out.mu.Unlock()
+	}
+	return c.enqueueBulk(l)
+}
+
+// enqueueBulk queues a bulk line or marker, counting it in bulkPending until it is written.
+func (c *Conn) enqueueBulk(l outLine) error {
+	c.bulkPending.Add(1)
+	if err := c.enqueue(c.bulk, l); err != nil {
+		c.bulkPending.Add(-1)
+		return err
+	}
+	return nil
+}
+
+// output is the connection's output side, shared by the writer goroutine and NotifyBulk's direct
+// writes: mu serializes the lines, so each is written whole.
+type output struct {
+	mu     sync.Mutex
+	bw     *bufio.Writer // set when the writer starts
+	broken bool          // a write failed: further lines are dropped
+	closed bool          // the writer has returned
+}
+
+// put writes one line (or reaches a marker); c.out.mu must be held.
+func (c *Conn) put(l outLine) {
+	if l.marker != nil {
+		close(l.marker)
+		return
+	}
+	defer l.release()
+	if c.out.broken {
+		return
+	}
+	bw := c.out.bw
+	var err error
+	if len(l.b) >= directWriteMin {
+		if bw.Buffered() > 0 {
+			err = bw.Flush()
+		}
+		if err == nil {
+			_, err = c.w.Write(l.b)
+		}
+	} else {
+		_, err = bw.Write(l.b)
+	}
+	if err == nil && !l.nl {
+		err = bw.WriteByte('\n')
+	}
+	if err == nil && len(c.egress) == 0 && len(c.bulk) == 0 {
+		err = bw.Flush()
+	}
+	if err != nil {
+		c.out.broken = true
+		c.log.Warn("output closed; dropping further messages", "error", err)
+		c.cancel(ErrClosed)
+	}
 }
 
 // FlushBulk waits until every bulk notification queued before the call has been handed to the
 // output (so a message written afterwards follows them), the connection's output ends, or ctx ends.
 func (c *Conn) FlushBulk(ctx context.Context) error {
 	m := make(chan struct{})
-	if err := c.enqueue(c.bulk, outLine{marker: m}); err != nil {
+	if err := c.enqueueBulk(outLine{marker: m}); err != nil {
 		return err
 	}
 	select {
@@ -109,46 +187,25 @@ func (c *Conn) FlushBulk(ctx context.Context) error {
 
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
-	bw := bufio.NewWriterSize(c.w, 64<<10)
-	broken := false
-	put := func(l outLine) {
-		if l.marker != nil {
-			close(l.marker)
-			return
-		}
-		defer l.release()
-		if broken {
-			return
-		}
-		var err error
-		if len(l.b) >= directWriteMin {
-			if bw.Buffered() > 0 {
-				err = bw.Flush()
-			}
-			if err == nil {
-				_, err = c.w.Write(l.b)
-			}
+	c.out.mu.Lock()
+	c.out.bw = bufio.NewWriterSize(c.w, 64<<10)
+	c.out.mu.Unlock()
+	put := func(l outLine, bulk bool) {
+		c.out.mu.Lock()
+		c.put(l)
+		if bulk {
+			c.bulkPending.Add(-1)
 		} else {
-			_, err = bw.Write(l.b)
+			c.egressPending.Add(-1)
 		}
-		if err == nil && !l.nl {
-			err = bw.WriteByte('\n')
-		}
-		if err == nil && len(c.egress) == 0 && len(c.bulk) == 0 {
-			err = bw.Flush()
-		}
-		if err != nil {
-			broken = true
-			c.log.Warn("output closed; dropping further messages", "error", err)
-			c.cancel(ErrClosed)
-		}
+		c.out.mu.Unlock()
 	}
 	burst := 0
 	for {
 		if burst < maxEgressBurst {
 			select {
 			case l := <-c.egress:
-				put(l)
+				put(l, false)
 				burst++
 				continue
 			default:
@@ -156,7 +213,7 @@ func (c *Conn) writeLoop() {
 		}
 		select {
 		case l := <-c.bulk:
-			put(l)
+			put(l, true)
 			burst = 0
 			continue
 		default:
@@ -164,21 +221,24 @@ func (c *Conn) writeLoop() {
 		burst = 0
 		select {
 		case l := <-c.egress:
-			put(l)
+			put(l, false)
 			burst++
 		case l := <-c.bulk:
-			put(l)
+			put(l, true)
 		case <-c.stopWriter:
 			for {
 				select {
 				case l := <-c.egress:
-					put(l)
+					put(l, false)
 				case l := <-c.bulk:
-					put(l)
+					put(l, true)
 				default:
-					if !broken {
-						_ = bw.Flush()
+					c.out.mu.Lock()
+					if !c.out.broken {
+						_ = c.out.bw.Flush()
 					}
+					c.out.closed = true
+					c.out.mu.Unlock()
 					return
 				}
 			}
@@ -226,6 +286,18 @@ func StringLen(s string) int {
 
 const hexDigits = "0123456789abcdef"
 
+// uEscaped marks the bytes a JSON string holds as \u00XX: the control bytes without a short escape.
+var uEscaped = func() (t [256]bool) {
+	for b := range 0x20 {
+		switch b {
+		case '\b', '\f', '\n', '\r', '\t':
+		default:
+			t[b] = true
+		}
+	}
+	return t
+}()
+
 func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -236,6 +308,22 @@ func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 				continue
 			}
 			dst = append(dst, s[start:i]...)
+			if uEscaped[b] { // a run of \u00XX escapes (binary output: NULs) is encoded in one pass
+				j := i + 1
+				for j < len(s) && uEscaped[s[j]] {
+					j++
+				}
+				n := len(dst)
+				dst = slices.Grow(dst, 6*(j-i))[:n+6*(j-i)]
+				d := dst[n:]
+				for ; i < j && len(d) >= 6; i++ {
+					c := s[i]
+					d[0], d[1], d[2], d[3], d[4], d[5] = '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF]
+					d = d[6:]
+				}
+				start = i
+				continue
+			}
 			switch b {
 			case '"', '\\':
 				dst = append(dst, '\\', b)

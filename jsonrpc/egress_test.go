@@ -2,10 +2,12 @@ package jsonrpc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -233,10 +235,11 @@ func TestBulkStreamIsNotStarvedByOrdinaryTraffic(t *testing.T) {
 	p := newRawPeer(t, h)
 	p.send(`{"id":1,"method":"stream"}`)
 	require.Equal(t, "delta", p.next().Method)
-	// Output is not read now: the bulk queue fills, then the flood fills the ordinary queue.
+	// Output is not read now: the next delta's write blocks (the producer writes it itself, the
+	// queues being empty), then the flood fills the ordinary queue behind it.
 	p.send(`{"id":2,"method":"flood"}`)
 	require.Eventually(t, func() bool {
-		return len(p.conn.egress) == cap(p.conn.egress) && len(p.conn.bulk) == cap(p.conn.bulk)
+		return len(p.conn.egress) == cap(p.conn.egress)
 	}, 30*time.Second, time.Millisecond)
 	run, deltas := 0, 1
 	for deltas < n-1 { // the queued deltas need no help from their producer to be written
@@ -275,5 +278,37 @@ func TestReplyUsesAppender(t *testing.T) {
 func TestStringLen(t *testing.T) {
 	for _, s := range []string{"", "plain", `q"b\`, "\b\f\n\r\t\x00\x1f\x7f", "héllo 😀", "\u2028\u2029", "bad \xff \xc3", "\xe2\x82", "\xf0\x9f\x98"} {
 		require.Equal(t, len(AppendString(nil, s)), StringLen(s), "%q", s)
+	}
+}
+
+// TestAppendStringMatchesEncodingJSONRandom: random strings weighted towards control bytes, quotes,
+// invalid UTF-8 and U+2028 encode as encoding/json (without HTML escaping) encodes them.
+func TestAppendStringMatchesEncodingJSONRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"\x00", "\x01", "\x1f", "\n", "\t", "\b", "\"", "\\", "a", "é", "\u2028", "\xff", "\xc3", "<", "😀", "\x7f"}
+	for range 2000 {
+		var sb strings.Builder
+		for range rng.IntN(64) {
+			p := pieces[rng.IntN(len(pieces))]
+			for range 1 + rng.IntN(8) {
+				sb.WriteString(p)
+			}
+		}
+		s := sb.String()
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		require.NoError(t, enc.Encode(s))
+		require.Equal(t, strings.TrimSuffix(want.String(), "\n"), string(AppendString(nil, s)), "%q", s)
+	}
+}
+
+// BenchmarkAppendStringNUL encodes 1 MiB of NUL bytes (binary command output in a buffered reply).
+func BenchmarkAppendStringNUL(b *testing.B) {
+	s := make([]byte, 1<<20)
+	dst := make([]byte, 0, 6<<20+2)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		dst = AppendBytesString(dst[:0], s)
 	}
 }
