@@ -222,8 +222,10 @@ func (s *server) start() {
 			s.mu.Unlock()
 		}()
 	}
-	close(s.done)
+	// The outcome is reported before done closes, so whatever waits for readiness (a turn, WaitReady's
+	// callers) comes after the server's status update.
 	s.m.onStatus(s.cfg.Name, status, errMsg)
+	close(s.done)
 }
 
 // connect opens the transport, performs the handshake and lists the (filtered) tools.
