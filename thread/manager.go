@@ -205,6 +205,7 @@ func (m *Manager) Close() {
 		}()
 	}
 	wg.Wait()
+	m.readStates().closeLog()
 	m.storeMu.Lock()
 	if m.refHist != nil {
 		m.refHist.Close()

@@ -146,6 +146,17 @@ func (s *readStateStore) appendLocked(l readStateLine) error {
 	return nil
 }
 
+// closeLog closes the log's file; the next append opens it again. A Manager closing calls it, so a
+// home's store holds no descriptor while no server uses it.
+func (s *readStateStore) closeLog() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.logFile != nil {
+		_ = s.logFile.Close()
+		s.logFile = nil
+	}
+}
+
 // compactLocked replaces the snapshot atomically with every state, then empties the log (s.mu held).
 func (s *readStateStore) compactLocked() error {
 	b, err := json.Marshal(s.states)

@@ -83,3 +83,16 @@ func TestReadStateCompaction(t *testing.T) {
 	want["th1"] = turnUnread("t", "late")
 	require.Equal(t, want, reloadReadStates(t, path))
 }
+
+// closeLog gives the descriptor back; the next change opens the log again and is kept.
+func TestReadStateCloseLogReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ReadStateFileName)
+	s := &readStateStore{path: path}
+	s.loadLocked()
+	require.NoError(t, s.putLocked("a", turnUnread("t1", "r1")))
+	require.NotNil(t, s.logFile)
+	s.closeLog()
+	require.Nil(t, s.logFile)
+	require.NoError(t, s.putLocked("a", turnUnread("t1", "r2")))
+	require.Equal(t, map[string]protocol.ThreadReadState{"a": turnUnread("t1", "r2")}, reloadReadStates(t, path))
+}
