@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"appserver/configedit"
 	protocol "appserver/protocol/v2"
 )
 
@@ -49,30 +48,7 @@ func (s *Service) rewrite(text string) string {
 
 // replaceWordHyphen is replaceWord where a hyphen also joins words ("cursor-agent" stays).
 func replaceWordHyphen(input, needle, repl string) string {
-	lower := asciiLower(input)
-	needle = asciiLower(needle)
-	word := func(b byte) bool { return b == '-' || isWordByte(b) }
-	var out strings.Builder
-	last, from := 0, 0
-	for {
-		i := strings.Index(lower[from:], needle)
-		if i < 0 {
-			break
-		}
-		start := from + i
-		end := start + len(needle)
-		if (start == 0 || !word(input[start-1])) && (end == len(input) || !word(input[end])) {
-			out.WriteString(input[last:start])
-			out.WriteString(repl)
-			last = end
-		}
-		from = start + 1
-	}
-	if last == 0 {
-		return input
-	}
-	out.WriteString(input[last:])
-	return out.String()
+	return replaceBounded(input, needle, repl, func(b byte) bool { return b == '-' || isWordByte(b) })
 }
 
 // cursorMCPPath is the scope's Cursor MCP file (~/.cursor/mcp.json or <repo>/.cursor/mcp.json).
@@ -97,18 +73,10 @@ func cursorMCPServers(sc scope) (map[string]any, error) {
 // Codex's {event: [groups]}, one group per hook, matchers kept where Codex takes them.
 func cursorHookMigration(sc scope) (object, error) {
 	file := filepath.Join(sc.sourceDir, cursorHookFile)
-	if !isFile(file) {
-		return nil, nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
+	m, ok, err := readHookSettings(file)
+	if err != nil || !ok {
 		return nil, err
 	}
-	v, err := decodeJSON(b)
-	if err != nil {
-		return nil, invalidf("invalid hooks settings: %v", err)
-	}
-	m, _ := v.(map[string]any)
 	cfg, _ := m["hooks"].(map[string]any)
 	var out object
 	for _, ev := range cursorHookEvents {
@@ -164,18 +132,8 @@ func (s *Service) detectCursorScope(sc scope, add func(ItemType, string, *protoc
 	if err != nil {
 		return err
 	}
-	if len(hookMig) > 0 {
-		empty, err := isMissingOrEmpty(sc.targetHooks)
-		if err != nil {
-			return err
-		}
-		if empty {
-			d := details()
-			for _, n := range hookEventNames(hookMig) {
-				d.Hooks = append(d.Hooks, protocol.HookMigration{Name: n})
-			}
-			add(TypeHooks, fmt.Sprintf("Migrate hooks from %s to %s", sc.sourceDir, sc.targetHooks), d)
-		}
+	if err := detectHooks(sc, hookMig, add); err != nil {
+		return err
 	}
 	if err := s.detectFiles(sc, add); err != nil {
 		return err
@@ -299,20 +257,8 @@ func (s *Service) importCursorMCP(sc scope, r *Result) error {
 	if err != nil || len(migrated) == 0 {
 		return err
 	}
-	var names []string
-	_, err = s.applyMissing(sc.targetConfig, sc.repo == "", func(existing map[string]any) ([]configedit.Edit, error) {
-		names = missingServerNames(existing, migrated)
-		edits := make([]configedit.Edit, 0, len(names))
-		for _, n := range names {
-			edits = append(edits, configedit.Edit{Path: []string{"mcp_servers", n}, Value: migrated[n], Strategy: configedit.Replace})
-		}
-		return edits, nil
-	})
-	if err != nil {
+	if err := s.addMissingMCPServers(sc.targetConfig, sc.repo == "", migrated, r); err != nil {
 		return err
-	}
-	for _, n := range names {
-		r.success(n, n)
 	}
 	return nil
 }

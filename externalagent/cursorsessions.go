@@ -71,20 +71,13 @@ func readCursorTranscript(path, cwd string) (Transcript, bool, error) {
 				if prompt == "" {
 					prompt = firstLine(user)
 				}
-				t.Turns = append(t.Turns, TranscriptTurn{StartedAt: at, User: user})
-				t.LastAt = at
+				t.startTurn(at, user)
 			}
-			if len(results) > 0 && len(t.Turns) > 0 {
-				last := &t.Turns[len(t.Turns)-1]
-				last.Agent = append(last.Agent, results...)
-				t.LastAt = at
-			}
+			t.addAgent(at, results...)
 			continue
 		}
-		if text := assistantContent(l.Message); text != "" && len(t.Turns) > 0 {
-			last := &t.Turns[len(t.Turns)-1]
-			last.Agent = append(last.Agent, text)
-			t.LastAt = at
+		if text := assistantContent(l.Message); text != "" {
+			t.addAgent(at, text)
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -138,18 +138,8 @@ func (s *Service) detectScope(sc scope, items *[]protocol.ExternalAgentConfigMig
 	if err != nil {
 		return err
 	}
-	if len(hookMig) > 0 {
-		empty, err := isMissingOrEmpty(sc.targetHooks)
-		if err != nil {
-			return err
-		}
-		if empty {
-			d := details()
-			for _, n := range hookEventNames(hookMig) {
-				d.Hooks = append(d.Hooks, protocol.HookMigration{Name: n})
-			}
-			add(TypeHooks, fmt.Sprintf("Migrate hooks from %s to %s", sc.sourceDir, sc.targetHooks), d)
-		}
+	if err := detectHooks(sc, hookMig, add); err != nil {
+		return err
 	}
 
 	if err := s.detectFiles(sc, add); err != nil {
@@ -417,4 +407,22 @@ func loadableSource(src string) bool {
 	}
 	owner, repo, ok := strings.Cut(src, "/")
 	return ok && owner != "" && repo != "" && !strings.Contains(repo, "/")
+}
+
+// detectHooks offers the hooks migration hookMig when it is not empty and the scope's hooks file is missing or
+// empty.
+func detectHooks(sc scope, hookMig object, add func(ItemType, string, *protocol.MigrationDetails)) error {
+	if len(hookMig) == 0 {
+		return nil
+	}
+	empty, err := isMissingOrEmpty(sc.targetHooks)
+	if err != nil || !empty {
+		return err
+	}
+	d := details()
+	for _, n := range hookEventNames(hookMig) {
+		d.Hooks = append(d.Hooks, protocol.HookMigration{Name: n})
+	}
+	add(TypeHooks, fmt.Sprintf("Migrate hooks from %s to %s", sc.sourceDir, sc.targetHooks), d)
+	return nil
 }

@@ -13,6 +13,24 @@ import (
 var matcherEvents = map[string]bool{"PreToolUse": true, "PermissionRequest": true, "PostToolUse": true, "PreCompact": true,
 	"PostCompact": true, "SessionStart": true, "SessionEnd": true, "SubagentStart": true, "SubagentStop": true}
 
+// readHookSettings reads a JSON settings file holding hooks; ok is false when it is not a regular file, and m
+// is nil when its top level is not an object.
+func readHookSettings(file string) (m map[string]any, ok bool, err error) {
+	if !isFile(file) {
+		return nil, false, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := decodeJSON(b)
+	if err != nil {
+		return nil, false, invalidf("invalid hooks settings: %v", err)
+	}
+	m, _ = v.(map[string]any)
+	return m, true, nil
+}
+
 // hookMigration converts the command hooks of sourceDir's settings.json and settings.local.json to
 // hooks.json's {event: [groups]} form; scripts referenced under .claude/hooks/ are pointed at targetDir/hooks.
 // disableAllHooks (last file wins) turns everything off.
@@ -21,18 +39,13 @@ func hookMigration(sourceDir, targetDir string) (object, error) {
 	disableAll := false
 	for _, name := range []string{"settings.json", "settings.local.json"} {
 		file := filepath.Join(sourceDir, name)
-		if !isFile(file) {
-			continue
-		}
-		b, err := os.ReadFile(file)
+		m, ok, err := readHookSettings(file)
 		if err != nil {
 			return nil, err
 		}
-		v, err := decodeJSON(b)
-		if err != nil {
-			return nil, invalidf("invalid hooks settings: %v", err)
+		if !ok {
+			continue
 		}
-		m, _ := v.(map[string]any)
 		if d, ok := m["disableAllHooks"].(bool); ok {
 			disableAll = d
 		}

@@ -189,20 +189,8 @@ func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Re
 		if len(migrated) == 0 {
 			return nil
 		}
-		var names []string
-		_, err = s.applyMissing(sc.targetConfig, home, func(existing map[string]any) ([]configedit.Edit, error) {
-			names = missingServerNames(existing, migrated)
-			edits := make([]configedit.Edit, 0, len(names))
-			for _, n := range names {
-				edits = append(edits, configedit.Edit{Path: []string{"mcp_servers", n}, Value: migrated[n], Strategy: configedit.Replace})
-			}
-			return edits, nil
-		})
-		if err != nil {
+		if err := s.addMissingMCPServers(sc.targetConfig, home, migrated, r); err != nil {
 			return err
-		}
-		for _, n := range names {
-			r.success(n, n)
 		}
 	case TypeHooks:
 		names, err := importHooks(sc.sourceDir, sc.targetHooks)
@@ -367,4 +355,24 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// addMissingMCPServers adds to config the migrated MCP servers it lacks, reporting each added one to r.
+func (s *Service) addMissingMCPServers(config string, home bool, migrated map[string]any, r *Result) error {
+	var names []string
+	_, err := s.applyMissing(config, home, func(existing map[string]any) ([]configedit.Edit, error) {
+		names = missingServerNames(existing, migrated)
+		edits := make([]configedit.Edit, 0, len(names))
+		for _, n := range names {
+			edits = append(edits, configedit.Edit{Path: []string{"mcp_servers", n}, Value: migrated[n], Strategy: configedit.Replace})
+		}
+		return edits, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		r.success(n, n)
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package externalagent
 
 import (
 	"encoding/json"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -40,12 +39,8 @@ type memoryProject struct {
 // memoryProjects lists the source projects holding Markdown memory files whose working directory a transcript
 // names (and exists), by key.
 func (s *Service) memoryProjects() (map[string]memoryProject, error) {
-	root := filepath.Join(s.SourceHome, "projects")
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	root, entries, ok, err := s.sourceProjects()
+	if err != nil || !ok {
 		return nil, err
 	}
 	out := map[string]memoryProject{}

@@ -53,7 +53,7 @@ func localCatalogue(root string) (string, map[string]string, error) {
 	}
 	out := map[string]string{}
 	for _, p := range c.Plugins {
-		rel := pluginSourcePath(p.Source)
+		rel := plugins.SourcePath(p.Source, "local", "directory")
 		if p.Name == "" || rel == "" {
 			continue
 		}
@@ -64,22 +64,6 @@ func localCatalogue(root string) (string, map[string]string, error) {
 		out[p.Name] = dir
 	}
 	return c.Name, out, nil
-}
-
-// pluginSourcePath is a catalogue entry's relative folder: "./x", or {"source":"local"|"directory","path":"./x"}.
-func pluginSourcePath(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var o struct {
-		Source string `json:"source"`
-		Path   string `json:"path"`
-	}
-	if json.Unmarshal(raw, &o) == nil && (o.Source == "local" || o.Source == "directory") {
-		return o.Path
-	}
-	return ""
 }
 
 // pluginVersion is the version a plugin's manifest declares ("local" without one), naming its cache folder.

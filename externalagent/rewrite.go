@@ -24,6 +24,12 @@ func isWordByte(b byte) bool {
 
 // replaceWord replaces the ASCII-case-insensitive occurrences of needle bounded by non-word bytes.
 func replaceWord(input, needle, repl string) string {
+	return replaceBounded(input, needle, repl, isWordByte)
+}
+
+// replaceBounded replaces the ASCII-case-insensitive occurrences of needle not preceded or followed by a
+// byte word accepts.
+func replaceBounded(input, needle, repl string, word func(byte) bool) string {
 	lower := asciiLower(input)
 	needle = asciiLower(needle)
 	var out strings.Builder
@@ -35,9 +41,7 @@ func replaceWord(input, needle, repl string) string {
 		}
 		start := from + i
 		end := start + len(needle)
-		before := start == 0 || !isWordByte(input[start-1])
-		after := end == len(input) || !isWordByte(input[end])
-		if before && after {
+		if (start == 0 || !word(input[start-1])) && (end == len(input) || !word(input[end])) {
 			out.WriteString(input[last:start])
 			out.WriteString(repl)
 			last = end

@@ -125,12 +125,8 @@ func (s *Service) detectSessions(opts DetectOptions) ([]protocol.SessionMigratio
 		now = opts.Now()
 	}
 	cutoff := now.Add(-time.Duration(maxAge) * 24 * time.Hour)
-	root := filepath.Join(s.SourceHome, "projects")
-	projects, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	root, projects, ok, err := s.sourceProjects()
+	if err != nil || !ok {
 		return nil, err
 	}
 	var files []sessionFile
@@ -365,4 +361,17 @@ func appendMessage(rec *rollout.Recorder, role, kind, text string) error {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// sourceProjects lists the source home's projects folder; ok is false when it does not exist.
+func (s *Service) sourceProjects() (root string, entries []os.DirEntry, ok bool, err error) {
+	root = filepath.Join(s.SourceHome, "projects")
+	entries, err = os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return root, nil, false, nil
+	}
+	if err != nil {
+		return root, nil, false, err
+	}
+	return root, entries, true, nil
 }

@@ -61,6 +61,22 @@ type contentBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 }
 
+// startTurn opens a turn the user started at at.
+func (t *Transcript) startTurn(at int64, user string) {
+	t.Turns = append(t.Turns, TranscriptTurn{StartedAt: at, User: user})
+	t.LastAt = at
+}
+
+// addAgent appends agent texts to the last turn, if any, as of at.
+func (t *Transcript) addAgent(at int64, texts ...string) {
+	if len(texts) == 0 || len(t.Turns) == 0 {
+		return
+	}
+	last := &t.Turns[len(t.Turns)-1]
+	last.Agent = append(last.Agent, texts...)
+	t.LastAt = at
+}
+
 // ReadTranscript parses a source session file; malformed lines are skipped. ok is false when the file holds
 // no conversation line at all.
 func ReadTranscript(path string) (Transcript, bool, error) {
@@ -111,20 +127,13 @@ func ReadTranscript(path string) (Transcript, bool, error) {
 				if prompt == "" && !isCommandMessage(user) {
 					prompt = firstLine(user)
 				}
-				t.Turns = append(t.Turns, TranscriptTurn{StartedAt: at, User: user})
-				t.LastAt = at
+				t.startTurn(at, user)
 			}
-			if len(results) > 0 && len(t.Turns) > 0 {
-				last := &t.Turns[len(t.Turns)-1]
-				last.Agent = append(last.Agent, results...)
-				t.LastAt = at
-			}
+			t.addAgent(at, results...)
 			continue
 		}
-		if text := assistantContent(l.Message); text != "" && len(t.Turns) > 0 {
-			last := &t.Turns[len(t.Turns)-1]
-			last.Agent = append(last.Agent, text)
-			t.LastAt = at
+		if text := assistantContent(l.Message); text != "" {
+			t.addAgent(at, text)
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -100,7 +101,7 @@ func ReadMarketplace(path string) (Marketplace, error) {
 	root := marketplaceRoot(path)
 	m := Marketplace{Name: c.Name, Path: path, DisplayName: c.Interface.DisplayName}
 	for _, e := range c.Plugins {
-		rel := localSource(e.Source)
+		rel := SourcePath(e.Source, "local")
 		if rel == "" || e.Name == "" {
 			continue
 		}
@@ -137,8 +138,9 @@ func marketplaceRoot(file string) string {
 	return dir
 }
 
-// localSource returns the relative path of a local source ("./x" or {"source":"local","path":"./x"}).
-func localSource(raw json.RawMessage) string {
+// SourcePath returns the relative folder of a catalogue entry's source given as "./x" or as
+// {"source": kind, "path": "./x"} with kind one of kinds; "" for any other source.
+func SourcePath(raw json.RawMessage, kinds ...string) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
@@ -147,7 +149,7 @@ func localSource(raw json.RawMessage) string {
 		Source string `json:"source"`
 		Path   string `json:"path"`
 	}
-	if json.Unmarshal(raw, &o) == nil && o.Source == "local" {
+	if json.Unmarshal(raw, &o) == nil && slices.Contains(kinds, o.Source) {
 		return o.Path
 	}
 	return ""
