@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // ErrNoSessionMeta is returned when a file has no readable session_meta record.
@@ -272,6 +274,9 @@ func findRolloutByID(home, id string) (string, error) {
 	if !validThreadID(id) {
 		return "", fmt.Errorf("rollout: invalid thread id %q", id)
 	}
+	if p := findInCreationDays(home, id); p != "" {
+		return p, nil
+	}
 	pats := []string{
 		filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
 		filepath.Join(home, "archived_sessions", "rollout-*-"+id+".jsonl"),
@@ -285,6 +290,27 @@ func findRolloutByID(home, id string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: %s", ErrNotFound, id)
+}
+
+// findInCreationDays looks for a time-ordered (UUIDv7) id's rollout in the day folders around the time
+// its id carries, so that finding it does not list every day folder of the home; "" when it is not
+// there (another clock or time zone wrote it: the caller's full search decides).
+func findInCreationDays(home, id string) string {
+	u, err := uuid.Parse(id)
+	if err != nil || u.Version() != 7 {
+		return ""
+	}
+	sec, nsec := u.Time().UnixTime()
+	created := time.Unix(sec, nsec).Local()
+	for _, day := range []time.Time{created, created.AddDate(0, 0, -1), created.AddDate(0, 0, 1)} {
+		dir := filepath.Join(home, "sessions", day.Format("2006"), day.Format("01"), day.Format("02"))
+		for _, suffix := range []string{".jsonl", ".jsonl" + CompressedSuffix} {
+			if m, _ := filepath.Glob(filepath.Join(dir, "rollout-*-"+id+suffix)); len(m) > 0 {
+				return m[0]
+			}
+		}
+	}
+	return ""
 }
 
 // validThreadID accepts ids safe to embed in a glob and a file name.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -635,4 +636,30 @@ func TestLegacyToolEvents(t *testing.T) {
 	require.EqualValues(t, 1000, it[3]["durationMs"])
 	require.Equal(t, map[string]any{"message": "boom"}, it[4]["error"])
 	require.Equal(t, []any{"raw"}, it[5]["content"])
+}
+
+// A time-ordered id is found in its creation day's folder; one written under another day (another
+// clock or time zone) is still found by the full search.
+func TestFindRolloutByIDCreationDay(t *testing.T) {
+	home := t.TempDir()
+	id := uuid.Must(uuid.NewV7()).String()
+	now := time.Now()
+	dir := filepath.Join(home, "sessions", now.Format("2006"), now.Format("01"), now.Format("02"))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	p := filepath.Join(dir, "rollout-x-"+id+".jsonl")
+	require.NoError(t, os.WriteFile(p, nil, 0o600))
+	require.Equal(t, p, findInCreationDays(home, id))
+	got, err := findRolloutByID(home, id)
+	require.NoError(t, err)
+	require.Equal(t, p, got)
+
+	other := uuid.Must(uuid.NewV7()).String()
+	far := filepath.Join(home, "sessions", "1999", "01", "01")
+	require.NoError(t, os.MkdirAll(far, 0o755))
+	q := filepath.Join(far, "rollout-x-"+other+".jsonl")
+	require.NoError(t, os.WriteFile(q, nil, 0o600))
+	require.Empty(t, findInCreationDays(home, other))
+	got, err = findRolloutByID(home, other)
+	require.NoError(t, err)
+	require.Equal(t, q, got)
 }
