@@ -196,3 +196,20 @@ func TestImportMarketplaceCloneTimeout(t *testing.T) {
 	require.Regexp(t, `^git clone git@hang\.invalid:x/y\.git .*/checkout timed out after 200ms$`, out.Later[0].Failures[0].Message)
 	requireGone(t, pidFile)
 }
+
+// Start returns before any clone runs (the server answers then); finish does the clone.
+func TestStartLeavesClonesToFinish(t *testing.T) {
+	f := newFixture(t)
+	pidFile := hangingSSH(t, f.root)
+	write(t, f.claude("settings.json"), `{"extraKnownMarketplaces":{"sshmkt":{"source":{"source":"git","url":"git@hang.invalid:x/y.git"}}}}`)
+	immediate, finish := f.svc.Start(pluginsItem(protocol.PluginsMigration{MarketplaceName: "sshmkt", PluginNames: []string{"a"}}))
+	require.Len(t, immediate, 1)
+	require.Empty(t, immediate[0].Failures)
+	_, err := os.Stat(pidFile)
+	require.ErrorIs(t, err, os.ErrNotExist, "Start must not clone")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	later := finish(ctx)
+	require.Len(t, later, 1)
+	require.Regexp(t, `was cancelled: context canceled$`, later[0].Failures[0].Message)
+}

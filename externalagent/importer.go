@@ -79,11 +79,19 @@ func NeedsReload(items []protocol.ExternalAgentConfigMigrationItem) bool {
 // Import carries out the items: each adds only what its target lacks. Failures are reported in the
 // results, never as an error.
 func (s *Service) Import(ctx context.Context, items []protocol.ExternalAgentConfigMigrationItem) Outcome {
-	var out Outcome
-	if check, later, ok := s.checkSessions(items); ok {
-		out.Immediate = append(out.Immediate, check)
-		if later != nil {
-			out.Later = append(out.Later, *later)
+	immediate, finish := s.Start(items)
+	return Outcome{Immediate: immediate, Later: finish(ctx)}
+}
+
+// Start carries out what the reference does before it answers (every item but session imports and
+// plugins from remote marketplaces) and returns finish, which does the rest: a caller answers the request
+// between the two, so a slow clone or a long transcript never holds up the answer.
+func (s *Service) Start(items []protocol.ExternalAgentConfigMigrationItem) (immediate []Result, finish func(context.Context) []Result) {
+	var later []func(context.Context) *Result
+	if check, sessions, ok := s.checkSessions(items); ok {
+		immediate = append(immediate, check)
+		if sessions != nil {
+			later = append(later, sessions)
 		}
 	}
 	for _, it := range items {
@@ -96,35 +104,36 @@ func (s *Service) Import(ctx context.Context, items []protocol.ExternalAgentConf
 			cwd = &c
 		}
 		r := newResult(it.ItemType, cwd)
-		if it.ItemType == TypeMemory {
+		switch {
+		case it.ItemType == TypeMemory:
 			s.importMemory(it, &r)
-			out.Immediate = append(out.Immediate, r)
-			continue
-		}
-		if it.ItemType == TypePlugins && s.cursor {
+		case it.ItemType == TypePlugins && s.cursor:
 			s.importCursorPlugins(it, &r)
-			out.Immediate = append(out.Immediate, r)
-			continue
-		}
-		if it.ItemType == TypePlugins {
-			later := s.importPlugins(ctx, it, &r)
-			out.Immediate = append(out.Immediate, r)
-			if later != nil {
-				out.Later = append(out.Later, *later)
+		case it.ItemType == TypePlugins:
+			if remote := s.importPlugins(it, &r); remote != nil {
+				later = append(later, remote)
 			}
-			continue
-		}
-		if err := s.importItem(it, &r); err != nil {
-			msg := err.Error()
-			et := "external_agent_config_import_error"
-			if strings.Contains(msg, "invalid existing config.toml") {
-				et = "invalid_existing_config"
+		default:
+			if err := s.importItem(it, &r); err != nil {
+				msg := err.Error()
+				et := "external_agent_config_import_error"
+				if strings.Contains(msg, "invalid existing config.toml") {
+					et = "invalid_existing_config"
+				}
+				r.failure("import_request_failed", msg, &et, nil, nil)
 			}
-			r.failure("import_request_failed", msg, &et, nil, nil)
 		}
-		out.Immediate = append(out.Immediate, r)
+		immediate = append(immediate, r)
 	}
-	return out
+	return immediate, func(ctx context.Context) []Result {
+		var out []Result
+		for _, f := range later {
+			if r := f(ctx); r != nil {
+				out = append(out, *r)
+			}
+		}
+		return out
+	}
 }
 
 func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Result) error {
@@ -239,7 +248,7 @@ func (s *Service) importItem(it protocol.ExternalAgentConfigMigrationItem, r *Re
 // importPlugins installs the item's plugins of local marketplace folders at once (home scope only) and
 // returns the result of the others, which the reference reports later: git and GitHub marketplaces are
 // cloned and installed from, unknown marketplaces and sources that do not resolve fail.
-func (s *Service) importPlugins(ctx context.Context, it protocol.ExternalAgentConfigMigrationItem, r *Result) *Result {
+func (s *Service) importPlugins(it protocol.ExternalAgentConfigMigrationItem, r *Result) func(context.Context) *Result {
 	if it.Details == nil {
 		r.failure("plugin_import", "plugins migration item is missing details", nil, nil, nil)
 		return nil
@@ -259,32 +268,37 @@ func (s *Service) importPlugins(ctx context.Context, it protocol.ExternalAgentCo
 			sources = s.marketplaceSources(settings, root)
 		}
 	}
-	later := newResult(TypePlugins, r.cwd)
-	hasLater := false
+	var remote []protocol.PluginsMigration
 	for _, g := range it.Details.Plugins {
-		src, known := sources[g.MarketplaceName]
-		if known && isDir(src.src) {
+		if src, known := sources[g.MarketplaceName]; known && isDir(src.src) {
 			s.installLocalPlugins(g.MarketplaceName, src.src, g.PluginNames, r)
 			continue
 		}
-		hasLater = true
-		if !known {
-			failAll(&later, g.MarketplaceName, g.PluginNames, "external agent plugin marketplace source was not found: "+g.MarketplaceName)
-			continue
-		}
-		s.installRemotePlugins(ctx, g.MarketplaceName, src, g.PluginNames, &later)
+		remote = append(remote, g)
 	}
-	if !hasLater {
+	if len(remote) == 0 {
 		return nil
 	}
-	return &later
+	cwd := r.cwd
+	return func(ctx context.Context) *Result {
+		later := newResult(TypePlugins, cwd)
+		for _, g := range remote {
+			src, known := sources[g.MarketplaceName]
+			if !known {
+				failAll(&later, g.MarketplaceName, g.PluginNames, "external agent plugin marketplace source was not found: "+g.MarketplaceName)
+				continue
+			}
+			s.installRemotePlugins(ctx, g.MarketplaceName, src, g.PluginNames, &later)
+		}
+		return &later
+	}
 }
 
 // checkSessions validates the SESSIONS items' sessions (each must be a .jsonl file under the source's projects
 // folder) and imports the valid ones as threads. ok is false when no session was selected. The check is
 // reported at once, the imports later, as the reference reports its background session imports; a session
 // without any conversation is skipped silently.
-func (s *Service) checkSessions(items []protocol.ExternalAgentConfigMigrationItem) (Result, *Result, bool) {
+func (s *Service) checkSessions(items []protocol.ExternalAgentConfigMigrationItem) (Result, func(context.Context) *Result, bool) {
 	var sessions []protocol.SessionMigration
 	for _, it := range items {
 		if it.ItemType == TypeSessions && it.Details != nil {
@@ -295,7 +309,7 @@ func (s *Service) checkSessions(items []protocol.ExternalAgentConfigMigrationIte
 		return Result{}, nil, false
 	}
 	check := newResult(TypeSessions, nil)
-	later := newResult(TypeSessions, nil)
+	var accepted []protocol.SessionMigration
 	seen := map[string]bool{}
 	for _, sess := range sessions {
 		src := sess.Path
@@ -309,6 +323,16 @@ func (s *Service) checkSessions(items []protocol.ExternalAgentConfigMigrationIte
 			check.failure("session_missing", "external agent session was not detected for import: "+sess.Path, nil, &sub, &src)
 		case !seen[canon]:
 			seen[canon] = true
+			accepted = append(accepted, sess)
+		}
+	}
+	if len(accepted) == 0 {
+		return check, nil, true
+	}
+	return check, func(context.Context) *Result {
+		later := newResult(TypeSessions, nil)
+		for _, sess := range accepted {
+			src := sess.Path
 			succ, ok, err := s.importSession(sess)
 			switch {
 			case err != nil:
@@ -318,11 +342,11 @@ func (s *Service) checkSessions(items []protocol.ExternalAgentConfigMigrationIte
 				later.Successes = append(later.Successes, succ)
 			}
 		}
-	}
-	if len(later.Failures) == 0 && len(later.Successes) == 0 {
-		return check, nil, true
-	}
-	return check, &later, true
+		if len(later.Failures) == 0 && len(later.Successes) == 0 {
+			return nil
+		}
+		return &later
+	}, true
 }
 
 // sessionSource resolves a session path that lies under the source's projects folder ("" otherwise).

@@ -16,65 +16,8 @@ func scanValue(b []byte, i, depth int) (int, bool) {
 		return i, false
 	}
 	switch c := b[i]; {
-	case c == '{':
-		if depth >= maxRawDepth {
-			return i, false
-		}
-		i++
-		if i < len(b) && b[i] == '}' {
-			return i + 1, true
-		}
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return i, false
-			}
-			var ok bool
-			if i, ok = scanString(b, i); !ok {
-				return i, false
-			}
-			if i >= len(b) || b[i] != ':' {
-				return i, false
-			}
-			if i, ok = scanValue(b, i+1, depth+1); !ok {
-				return i, false
-			}
-			if i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case ',':
-				i++
-			case '}':
-				return i + 1, true
-			default:
-				return i, false
-			}
-		}
-	case c == '[':
-		if depth >= maxRawDepth {
-			return i, false
-		}
-		i++
-		if i < len(b) && b[i] == ']' {
-			return i + 1, true
-		}
-		for {
-			var ok bool
-			if i, ok = scanValue(b, i, depth+1); !ok {
-				return i, false
-			}
-			if i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case ',':
-				i++
-			case ']':
-				return i + 1, true
-			default:
-				return i, false
-			}
-		}
+	case c == '{' || c == '[':
+		return scanContainer(b, i, depth)
 	case c == '"':
 		return scanString(b, i)
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -87,6 +30,51 @@ func scanValue(b []byte, i, depth int) (int, bool) {
 		return scanLiteral(b, i, "null")
 	}
 	return i, false
+}
+
+// scanContainer scans the object or array opening at b[i]: its members are "key":value pairs for an object,
+// values for an array.
+func scanContainer(b []byte, i, depth int) (int, bool) {
+	if depth >= maxRawDepth {
+		return i, false
+	}
+	obj, end := b[i] == '{', byte(']')
+	if obj {
+		end = '}'
+	}
+	i++
+	if i < len(b) && b[i] == end {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if obj {
+			if i >= len(b) || b[i] != '"' {
+				return i, false
+			}
+			if i, ok = scanString(b, i); !ok {
+				return i, false
+			}
+			if i >= len(b) || b[i] != ':' {
+				return i, false
+			}
+			i++
+		}
+		if i, ok = scanValue(b, i, depth+1); !ok {
+			return i, false
+		}
+		if i >= len(b) {
+			return i, false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case end:
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
 }
 
 func scanLiteral(b []byte, i int, lit string) (int, bool) {

@@ -81,16 +81,22 @@ func (s *Server) externalAgentImport(ctx context.Context, c *connection, req *js
 	}
 	svc := s.externalAgent(c)
 	svc.UseSource(deref(p.MigrationSource))
-	out := svc.Import(ctx, p.MigrationItems)
-	if externalagent.NeedsReload(p.MigrationItems) {
+	immediate, finish := svc.Start(p.MigrationItems)
+	reload := externalagent.NeedsReload(p.MigrationItems)
+	if reload {
 		s.reloadAfterWrite()
 	}
 	importID := uuid.NewString()
 	req.Reply(protocol.ExternalAgentConfigImportResponse{ImportID: importID}, nil)
+	// Session imports and remote marketplaces run after the answer, as the reference's do.
+	later := finish(ctx)
+	if len(later) > 0 && reload {
+		s.reloadAfterWrite()
+	}
 	if len(p.MigrationItems) == 0 {
 		return nil, nil
 	}
-	results := append(out.Immediate, out.Later...)
+	results := append(immediate, later...)
 	for _, r := range results {
 		s.broadcast(protocol.NotifyExternalAgentConfigImportProgress, protocol.ExternalAgentConfigImportProgressNotification{
 			ImportID: importID, ItemTypeResults: []protocol.ExternalAgentConfigImportTypeResult{r.TypeResult()}})

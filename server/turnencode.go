@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
 	protocol "appserver/protocol/v2"
 )
@@ -26,31 +25,22 @@ func appendTurn(out []byte, t *protocol.Turn) ([]byte, error) {
 		return nil, err
 	}
 	out = append(out, `,"id":`...)
-	out = appendString(out, t.ID)
+	out = protocol.AppendString(out, t.ID)
 	out = append(out, `,"items":[`...)
-	for i := range t.Items {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		if out, err = appendItem(out, &t.Items[i]); err != nil {
-			return nil, err
-		}
+	if out, err = appendEach(out, t.Items, appendItem); err != nil {
+		return nil, err
 	}
 	out = append(out, ']')
 	if t.ItemsView != nil {
 		out = append(out, `,"itemsView":`...)
-		out = appendString(out, string(*t.ItemsView))
+		out = protocol.AppendString(out, string(*t.ItemsView))
 	}
 	out = append(out, `,"rootTurnId":`...)
-	if t.RootTurnID == nil {
-		out = append(out, "null"...)
-	} else {
-		out = appendString(out, *t.RootTurnID)
-	}
+	out = appendOptString(out, t.RootTurnID)
 	out = append(out, `,"startedAt":`...)
 	out = appendOptInt(out, t.StartedAt)
 	out = append(out, `,"status":`...)
-	out = appendString(out, string(t.Status))
+	out = protocol.AppendString(out, string(t.Status))
 	return append(out, '}'), nil
 }
 
@@ -60,24 +50,15 @@ func appendItem(out []byte, it *protocol.ThreadItem) ([]byte, error) {
 	switch v := it.Value.(type) {
 	case protocol.ThreadItemUserMessage:
 		out = append(out, `{"type":"userMessage","clientId":`...)
-		if v.ClientID == nil {
-			out = append(out, "null"...)
-		} else {
-			out = appendString(out, *v.ClientID)
-		}
+		out = appendOptString(out, v.ClientID)
 		out = append(out, `,"completedAtMs":`...)
 		out = appendOptInt(out, v.CompletedAtMs)
 		out = append(out, `,"content":[`...)
-		for i := range v.Content {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			if out, err = appendUserInput(out, &v.Content[i]); err != nil {
-				return nil, err
-			}
+		if out, err = appendEach(out, v.Content, appendUserInput); err != nil {
+			return nil, err
 		}
 		out = append(out, `],"id":`...)
-		out = appendString(out, v.ID)
+		out = protocol.AppendString(out, v.ID)
 		out = append(out, `,"startedAtMs":`...)
 		out = appendOptInt(out, v.StartedAtMs)
 		return append(out, '}'), nil
@@ -85,13 +66,9 @@ func appendItem(out []byte, it *protocol.ThreadItem) ([]byte, error) {
 		out = append(out, `{"type":"agentMessage","completedAtMs":`...)
 		out = appendOptInt(out, v.CompletedAtMs)
 		out = append(out, `,"delivery":`...)
-		if v.Delivery == nil {
-			out = append(out, "null"...)
-		} else {
-			out = appendString(out, string(*v.Delivery))
-		}
+		out = appendOptString(out, v.Delivery)
 		out = append(out, `,"id":`...)
-		out = appendString(out, v.ID)
+		out = protocol.AppendString(out, v.ID)
 		out = append(out, `,"memoryCitation":`...)
 		if out, err = appendMarshalOrNull(out, v.MemoryCitation == nil, v.MemoryCitation); err != nil {
 			return nil, err
@@ -101,11 +78,7 @@ func appendItem(out []byte, it *protocol.ThreadItem) ([]byte, error) {
 			return nil, err
 		}
 		out = append(out, `,"phase":`...)
-		if v.Phase == nil {
-			out = append(out, "null"...)
-		} else {
-			out = appendString(out, string(*v.Phase))
-		}
+		out = appendOptString(out, v.Phase)
 		out = append(out, `,"questions":`...)
 		if out, err = appendMarshalOrNull(out, v.Questions == nil, v.Questions); err != nil {
 			return nil, err
@@ -113,7 +86,7 @@ func appendItem(out []byte, it *protocol.ThreadItem) ([]byte, error) {
 		out = append(out, `,"startedAtMs":`...)
 		out = appendOptInt(out, v.StartedAtMs)
 		out = append(out, `,"text":`...)
-		out = appendString(out, v.Text)
+		out = protocol.AppendString(out, v.Text)
 		return append(out, '}'), nil
 	}
 	b, err := it.MarshalJSON()
@@ -127,7 +100,7 @@ func appendItem(out []byte, it *protocol.ThreadItem) ([]byte, error) {
 func appendUserInput(out []byte, in *protocol.UserInput) ([]byte, error) {
 	if v, ok := in.Value.(protocol.UserInputText); ok {
 		out = append(out, `{"type":"text","text":`...)
-		out = appendString(out, v.Text)
+		out = protocol.AppendString(out, v.Text)
 		if v.TextElements != nil {
 			out = append(out, `,"text_elements":`...)
 			if len(v.TextElements) == 0 {
@@ -155,6 +128,28 @@ func appendOptInt(out []byte, p *int64) []byte {
 	return strconv.AppendInt(out, *p, 10)
 }
 
+// appendOptString appends *p as a JSON string, or null when p is nil.
+func appendOptString[S ~string](out []byte, p *S) []byte {
+	if p == nil {
+		return append(out, "null"...)
+	}
+	return protocol.AppendString(out, string(*p))
+}
+
+// appendEach appends the elements of xs, comma-separated, each written by appendOne.
+func appendEach[T any](out []byte, xs []T, appendOne func([]byte, *T) ([]byte, error)) ([]byte, error) {
+	var err error
+	for i := range xs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if out, err = appendOne(out, &xs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 func appendMarshalOrNull(out []byte, isNil bool, v any) ([]byte, error) {
 	if isNil {
 		return append(out, "null"...), nil
@@ -168,20 +163,4 @@ func appendMarshal(out []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(out, b...), nil
-}
-
-// appendString appends s as a JSON string the way encoding/json writes it (HTML characters, U+2028 and
-// U+2029 escaped, invalid UTF-8 replaced): printable ASCII that needs no escape is copied, anything else is
-// left to encoding/json.
-func appendString(out []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s) // a string always encodes
-			return append(out, b...)
-		}
-	}
-	out = append(out, '"')
-	out = append(out, s...)
-	return append(out, '"')
 }

@@ -36,18 +36,18 @@ func marshalTagged(key, tag string, v any) ([]byte, error) {
 	}
 	b := make([]byte, 0, len(body)+len(key)+len(tag)+8)
 	b = append(b, '{')
-	b = appendPlainString(b, key)
+	b = AppendString(b, key)
 	b = append(b, ':')
-	b = appendPlainString(b, tag)
+	b = AppendString(b, tag)
 	if rest := bytes.TrimSpace(body[1:]); len(rest) > 0 && rest[0] != '}' {
 		b = append(b, ',')
 	}
 	return append(b, body[1:]...), nil
 }
 
-// appendPlainString appends s as json.Marshal would: copied when it is printable ASCII needing no escape (the
-// generated keys and tags), else through encoding/json.
-func appendPlainString(b []byte, s string) []byte {
+// AppendString appends s as a JSON string byte for byte as json.Marshal writes it (HTML characters escaped):
+// printable ASCII needing no escape (keys, tags, ids) is copied, anything else goes through encoding/json.
+func AppendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s)
