@@ -19,6 +19,7 @@ import (
 	"appserver/environments"
 	"appserver/execmgr"
 	"appserver/features"
+	"appserver/internal/idlefree"
 	"appserver/jsonrpc"
 	"appserver/model"
 	protocol "appserver/protocol/v2"
@@ -80,6 +81,7 @@ type Server struct {
 
 	envs    *environments.Registry // environment/*, built with the routes
 	samples sampleTable            // in-flight thread/sample requests, for thread/sample/cancel
+	idle    *idlefree.Releaser     // gives freed memory back once turns stop ending
 
 	nextConnID atomic.Int64
 	ctx        context.Context
@@ -92,7 +94,8 @@ func New(opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: opts.Config, log: opts.Logger, opts: opts, conns: map[*connection]struct{}{}, ctx: ctx, cancel: cancel}
+	s := &Server{cfg: opts.Config, log: opts.Logger, opts: opts, conns: map[*connection]struct{}{}, ctx: ctx, cancel: cancel,
+		idle: idlefree.New()}
 	s.auth = auth.NewStore(opts.Config.CodexHome)
 	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger})
 	if opts.Tools == nil {
@@ -135,6 +138,7 @@ func (s *Server) Close() {
 		s.logins.Close()
 	}
 	s.threads.Close()
+	s.idle.Close()
 	if err := s.exec.Close(); err != nil {
 		s.log.Warn("closing processes", "error", err)
 	}
