@@ -16,6 +16,7 @@ import (
 
 	"appserver/config"
 	"appserver/execcli"
+	"appserver/internal/early"
 	"appserver/internal/pipesize"
 	"appserver/schemaexport"
 	"appserver/server"
@@ -172,7 +173,11 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 	}
 	overrides := overridesOf(p)
 	printStartup := p.has("print-startup-config")
-	cfg, err := config.Load(home, overrides)
+	// A plain stdio start has loaded the configuration already (internal/early).
+	cfg := early.Config(home)
+	if cfg == nil || len(overrides) > 0 {
+		cfg, err = config.Load(home, overrides)
+	}
 	if err != nil {
 		if printStartup {
 			printConfigLoadError(stdout, err)
@@ -244,7 +249,20 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 		_, _ = pipesize.Grow(f, pipesize.Bulk)
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeConn(ctx, stdin, stdout) }()
+	go func() {
+		// A plain stdio start may have answered initialize already (internal/early).
+		st, engaged, err := early.Wait(ctx)
+		switch {
+		case err != nil:
+			done <- nil // a signal came first
+		case !engaged:
+			done <- srv.ServeConn(ctx, stdin, stdout)
+		case st.Initialized != nil:
+			done <- srv.ServeConnInitialized(ctx, st.Input, stdout, st.Initialized)
+		default:
+			done <- srv.ServeConn(ctx, st.Input, stdout)
+		}
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
