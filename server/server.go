@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -125,7 +126,7 @@ func (s *Server) ServeConnInitialized(ctx context.Context, r io.Reader, w io.Wri
 
 func (s *Server) serveConn(ctx context.Context, r io.Reader, w io.Writer, initialized *protocol.InitializeParams) error {
 	c := &connection{srv: s, id: s.nextConnID.Add(1), log: s.log}
-	c.rpc = jsonrpc.NewConn(r, w, c, jsonrpc.Options{QueueSize: s.opts.QueueSize, Logger: s.log})
+	c.rpc = jsonrpc.NewConn(r, w, c, jsonrpc.Options{QueueSize: s.opts.QueueSize, Logger: s.log, ReleaseMemory: debug.FreeOSMemory})
 	if initialized != nil {
 		c.adoptInitialize(initialized)
 		s.afterInitialize(c)
