@@ -38,9 +38,9 @@ func Response(ci protocol.ClientInfo, codexHome string) protocol.InitializeRespo
 // DecodeParams decodes the params of a well-formed `initialize` request; ok is false for anything
 // the server's strict decoding would refuse or report (the server then answers it itself).
 func DecodeParams(raw json.RawMessage) (p *protocol.InitializeParams, ok bool) {
-	spec, found := protocol.LookupClientRequest(protocol.MethodInitialize)
+	spec := initializeSpec()
 	trimmed := bytes.TrimSpace(raw)
-	if !found || spec.NewParams == nil || len(trimmed) == 0 || trimmed[0] != '{' {
+	if spec == nil || spec.NewParams == nil || len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, false
 	}
 	v := spec.NewParams()
@@ -49,6 +49,17 @@ func DecodeParams(raw json.RawMessage) (p *protocol.InitializeParams, ok bool) {
 	}
 	p, ok = v.(*protocol.InitializeParams)
 	return p, ok
+}
+
+// initializeSpec finds initialize in the method table without building the table's index (the early
+// answer needs no other method).
+func initializeSpec() *protocol.MethodSpec {
+	for i := range protocol.ClientRequests {
+		if protocol.ClientRequests[i].Name == protocol.MethodInitialize {
+			return &protocol.ClientRequests[i]
+		}
+	}
+	return nil
 }
 
 // UserAgent is the user agent reported to a client (and sent to the model provider): the client's
