@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
 )
 
@@ -25,9 +26,27 @@ const (
 // own as semver build metadata, so clients that gate on the codex version see 0.169.0.
 const UserAgentVersion = CompatVersion + "+appserver." + Version
 
+// Reply is the result of `initialize`. It encodes itself (jsonrpc.Appender) as json.Marshal encodes
+// protocol.InitializeResponse, without reflection: encoding/json's first use is a noticeable part of
+// an early answer.
+type Reply protocol.InitializeResponse
+
+// AppendJSON implements jsonrpc.Appender.
+func (r Reply) AppendJSON(b []byte) []byte {
+	b = append(b, `{"codexHome":`...)
+	b = jsonrpc.AppendString(b, r.CodexHome)
+	b = append(b, `,"platformFamily":`...)
+	b = jsonrpc.AppendString(b, r.PlatformFamily)
+	b = append(b, `,"platformOs":`...)
+	b = jsonrpc.AppendString(b, r.PlatformOs)
+	b = append(b, `,"userAgent":`...)
+	b = jsonrpc.AppendString(b, r.UserAgent)
+	return append(b, '}')
+}
+
 // Response is the result of `initialize` for a client, with the server's CODEX_HOME.
-func Response(ci protocol.ClientInfo, codexHome string) protocol.InitializeResponse {
-	return protocol.InitializeResponse{
+func Response(ci protocol.ClientInfo, codexHome string) Reply {
+	return Reply{
 		UserAgent:      UserAgent(ci),
 		CodexHome:      protocol.AbsolutePathBuf(codexHome),
 		PlatformFamily: platformFamily(),
