@@ -13,8 +13,9 @@
 // follow the answer (server.ServeConnInitialized), so the client sees the same messages in the same
 // order; only the answer comes earlier.
 //
-// It runs only for `appserver` and `appserver app-server` without options: any option (-c, --listen,
-// --strict-config, ...) or subcommand leaves the start-up as it was.
+// It runs only for `appserver` and `appserver app-server` without options (firstline.Wanted): any
+// option (-c, --listen, --strict-config, ...) or subcommand leaves the start-up as it was. The first
+// line is read by package firstline, whose initializer runs much earlier.
 package early
 
 import (
@@ -25,12 +26,10 @@ import (
 
 	"appserver/config"
 	"appserver/handshake"
+	"appserver/internal/early/firstline"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
 )
-
-// maxFirstLine bounds what is read looking for the first line; a longer line is left to the server.
-const maxFirstLine = 64 << 10
 
 // Start is what the early start did.
 type Start struct {
@@ -50,16 +49,11 @@ var (
 )
 
 func init() {
-	if !wanted(os.Args[1:]) {
-		return
+	if !firstline.Started() {
+		return // not a plain stdio start (firstline.Wanted)
 	}
 	engaged = true
 	go run(os.Stdin, os.Stdout)
-}
-
-// wanted reports whether the command line is the plain stdio app-server.
-func wanted(args []string) bool {
-	return len(args) == 0 || len(args) == 1 && args[0] == "app-server"
 }
 
 // Config returns the configuration of codexHome as the early start loaded it (no overrides), or nil
@@ -104,13 +98,14 @@ func run(stdin io.Reader, stdout io.Writer) {
 	}
 	home, cfg = h, c
 	close(configDone)
-	result = answer(stdin, stdout, c.CodexHome)
+	read, eol := firstline.Result()
+	result = answer(read, eol, stdin, stdout, c.CodexHome)
 	close(inputDone)
 }
 
-// answer reads the first line of stdin and answers it when it is a well-formed initialize.
-func answer(stdin io.Reader, stdout io.Writer, codexHome string) Start {
-	read, eol := readFirstLine(stdin)
+// answer answers the first line of stdin when it is a well-formed initialize; read is what was read
+// from stdin and eol the index of its first newline (-1: none).
+func answer(read []byte, eol int, stdin io.Reader, stdout io.Writer, codexHome string) Start {
 	rest := Start{Input: io.MultiReader(bytes.NewReader(read), stdin)}
 	if eol < 0 {
 		return rest
@@ -127,24 +122,4 @@ func answer(stdin io.Reader, stdout io.Writer, codexHome string) Start {
 	// A failed write is the server's failed write: the client is gone either way.
 	_, _ = stdout.Write(line)
 	return Start{Initialized: p, Input: io.MultiReader(bytes.NewReader(read[eol+1:]), stdin)}
-}
-
-// readFirstLine reads until a newline, EOF, an error or maxFirstLine bytes; eol is the index of the
-// first newline in read, -1 when there is none.
-func readFirstLine(r io.Reader) (read []byte, eol int) {
-	buf := make([]byte, 0, 4096)
-	for len(buf) < maxFirstLine {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-			return buf, i
-		}
-		if err != nil {
-			break
-		}
-	}
-	return buf, -1
 }

@@ -14,15 +14,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"appserver/config"
+	"appserver/internal/early/firstline"
 	"appserver/server"
 )
 
 func TestWanted(t *testing.T) {
-	require.True(t, wanted(nil))
-	require.True(t, wanted([]string{"app-server"}))
+	require.True(t, firstline.Wanted(nil))
+	require.True(t, firstline.Wanted([]string{"app-server"}))
 	for _, args := range [][]string{{"app-server", "--listen", "stdio://"}, {"-c", "model=x"}, {"exec", "hi"},
 		{"--strict-config"}, {"app-server", "proxy"}, {"__appserver_sandbox"}, {"--version"}} {
-		require.False(t, wanted(args), "%q", args)
+		require.False(t, firstline.Wanted(args), "%q", args)
 	}
 }
 
@@ -53,7 +54,9 @@ type answered struct {
 func answerFor(t *testing.T, home, input string) answered {
 	t.Helper()
 	var out bytes.Buffer
-	st := answer(strings.NewReader(input), &out, home)
+	in := strings.NewReader(input)
+	read, eol := firstline.ReadFirstLine(in)
+	st := answer(read, eol, in, &out, home)
 	return answered{Start: st, written: out.Bytes()}
 }
 
@@ -113,7 +116,7 @@ func TestAnswerLeavesTheRest(t *testing.T) {
 		`{"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}` + "\n",
 		`not json` + "\n",
 		`[{"id":1,"method":"initialize"}]` + "\n",
-		strings.Repeat(" ", maxFirstLine+10) + "\n",
+		strings.Repeat(" ", firstline.MaxLine+10) + "\n",
 	} {
 		st := answerFor(t, testHome(t), input)
 		require.Nil(t, st.Initialized, "%.80q", input)
@@ -122,19 +125,4 @@ func TestAnswerLeavesTheRest(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, input, string(rest))
 	}
-}
-
-func TestReadFirstLine(t *testing.T) {
-	pr, pw := io.Pipe()
-	go func() {
-		for _, chunk := range []string{`{"id":1,`, `"method"`, ":\"x\"}\n{\"id\":2}\n"} {
-			_, _ = pw.Write([]byte(chunk)) // one Read each
-		}
-		_ = pw.Close()
-	}()
-	read, eol := readFirstLine(pr)
-	require.Equal(t, `{"id":1,"method":"x"}`, string(read[:eol]))
-	rest, err := io.ReadAll(io.MultiReader(bytes.NewReader(read[eol+1:]), pr))
-	require.NoError(t, err)
-	require.Equal(t, "{\"id\":2}\n", string(rest))
 }
