@@ -15,7 +15,7 @@
 //
 // It runs only for `appserver` and `appserver app-server` without options (firstline.Wanted): any
 // option (-c, --listen, --strict-config, ...) or subcommand leaves the start-up as it was. The first
-// line is read by package firstline, whose initializer runs much earlier.
+// line is read by package firstline and decoded by package request, whose initializers run earlier.
 package early
 
 import (
@@ -27,6 +27,7 @@ import (
 	"appserver/config"
 	"appserver/handshake"
 	"appserver/internal/early/firstline"
+	"appserver/internal/early/request"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
 )
@@ -98,28 +99,17 @@ func run(stdin io.Reader, stdout io.Writer) {
 	}
 	home, cfg = h, c
 	close(configDone)
-	read, eol := firstline.Result()
-	result = answer(read, eol, stdin, stdout, c.CodexHome)
+	result = answer(request.Result(), stdin, stdout, c.CodexHome)
 	close(inputDone)
 }
 
-// answer answers the first line of stdin when it is a well-formed initialize; read is what was read
-// from stdin and eol the index of its first newline (-1: none).
-func answer(read []byte, eol int, stdin io.Reader, stdout io.Writer, codexHome string) Start {
-	rest := Start{Input: io.MultiReader(bytes.NewReader(read), stdin)}
-	if eol < 0 {
-		return rest
+// answer answers the first line of stdin when it is a well-formed initialize.
+func answer(f request.First, stdin io.Reader, stdout io.Writer, codexHome string) Start {
+	if f.Params == nil {
+		return Start{Input: io.MultiReader(bytes.NewReader(f.Read), stdin)}
 	}
-	msg, err := jsonrpc.Decode(read[:eol])
-	if err != nil || msg.Kind != jsonrpc.KindRequest || msg.Method != protocol.MethodInitialize || msg.Params == nil {
-		return rest
-	}
-	p, ok := handshake.DecodeParams(msg.Params)
-	if !ok {
-		return rest
-	}
-	line := append(jsonrpc.EncodeResult(msg.ID, handshake.Response(p.ClientInfo, codexHome)), '\n')
+	line := append(jsonrpc.EncodeResult(f.ID, handshake.Response(f.Params.ClientInfo, codexHome)), '\n')
 	// A failed write is the server's failed write: the client is gone either way.
 	_, _ = stdout.Write(line)
-	return Start{Initialized: p, Input: io.MultiReader(bytes.NewReader(read[eol+1:]), stdin)}
+	return Start{Initialized: f.Params, Input: io.MultiReader(bytes.NewReader(f.Read[f.EOL+1:]), stdin)}
 }

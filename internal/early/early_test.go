@@ -15,6 +15,7 @@ import (
 
 	"appserver/config"
 	"appserver/internal/early/firstline"
+	"appserver/internal/early/request"
 	"appserver/server"
 )
 
@@ -55,8 +56,7 @@ func answerFor(t *testing.T, home, input string) answered {
 	t.Helper()
 	var out bytes.Buffer
 	in := strings.NewReader(input)
-	read, eol := firstline.ReadFirstLine(in)
-	st := answer(read, eol, in, &out, home)
+	st := answer(request.Decode(firstline.ReadFirstLine(in)), in, &out, home)
 	return answered{Start: st, written: out.Bytes()}
 }
 
