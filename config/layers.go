@@ -34,8 +34,11 @@ type Error struct {
 	File   string // file path, or a description such as "-c override"
 	Line   int    // 1-based; 0 when unknown
 	Column int    // 1-based; 0 when unknown
-	Key    string // dotted key, empty when unknown
-	Msg    string
+	// EndLine and EndColumn are the last character of the offending text (the value, or where a
+	// syntax error is found); 0 when unknown.
+	EndLine, EndColumn int
+	Key                string // dotted key, empty when unknown
+	Msg                string
 }
 
 // Error renders "file:line:col: msg (key `k`)" with the known parts.
@@ -58,8 +61,12 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// position is a 1-based line/column in a file.
-type position struct{ line, col int }
+// position is where a key or table header is defined (1-based line and column) and, for a key-value,
+// the first and last character of its value (0 when unknown).
+type position struct {
+	line, col               int
+	valLine, valCol, valEnd int // valEnd: column of the value's last character, on valLine
+}
 
 // layer is one configuration source with its raw content.
 type layer struct {
@@ -116,6 +123,10 @@ func (l *layer) locate(path []string, msg string) *Error {
 	for n := len(full); n > 0; n-- {
 		if p, ok := pos[joinKey(full[:n])]; ok {
 			e.Line, e.Column = p.line, p.col
+			if n == len(full) && p.valLine > 0 {
+				// The value is what is wrong: point at it, as the reference does.
+				e.Line, e.Column, e.EndLine, e.EndColumn = p.valLine, p.valCol, p.valLine, p.valEnd
+			}
 			break
 		}
 	}
@@ -170,6 +181,7 @@ func parseTOML(file string, data []byte) (tree, *positionIndex, error) {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			e.Line, e.Column = de.Position()
+			e.EndLine, e.EndColumn = e.Line, e.Column
 			e.Key = strings.Join(de.Key(), ".")
 			e.Msg = strings.TrimPrefix(de.Error(), "toml: ")
 		}
@@ -203,7 +215,7 @@ func indexPositions(data []byte) map[string]position {
 		case unstable.Table:
 			prefix = keyOf(n.Key())
 			sh := p.Shape(n.Child().Raw)
-			record(out, prefix, position{sh.Start.Line, sh.Start.Column})
+			record(out, prefix, position{line: sh.Start.Line, col: sh.Start.Column})
 		case unstable.ArrayTable:
 			k := keyOf(n.Key())
 			jk := joinKey(k)
@@ -211,11 +223,18 @@ func indexPositions(data []byte) map[string]position {
 			arrayCounts[jk] = idx + 1
 			prefix = append(k, fmt.Sprint(idx))
 			sh := p.Shape(n.Child().Raw)
-			record(out, prefix, position{sh.Start.Line, sh.Start.Column})
+			record(out, prefix, position{line: sh.Start.Line, col: sh.Start.Column})
 		case unstable.KeyValue:
 			k := append(append([]string{}, prefix...), keyOf(n.Key())...)
 			sh := p.Shape(n.Raw)
-			record(out, k, position{sh.Start.Line, sh.Start.Column})
+			pos := position{line: sh.Start.Line, col: sh.Start.Column}
+			if v := n.Value(); v != nil && v.Raw.Length > 0 {
+				vs := p.Shape(v.Raw)
+				if vs.End.Line == vs.Start.Line && vs.End.Column > vs.Start.Column {
+					pos.valLine, pos.valCol, pos.valEnd = vs.Start.Line, vs.Start.Column, vs.End.Column-1
+				}
+			}
+			record(out, k, pos)
 		}
 	}
 	return out
@@ -230,6 +249,7 @@ func record(out map[string]position, path []string, pos position) {
 			return
 		}
 		out[k] = pos
+		pos = position{line: pos.line, col: pos.col} // a prefix has no value of its own
 	}
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,9 @@ import (
 
 	toml "github.com/pelletier/go-toml/v2"
 )
+
+// overrideLabel names the `-c` overrides in errors.
+const overrideLabel = "-c override"
 
 // ConfigFileName is the user configuration file inside CODEX_HOME.
 const ConfigFileName = "config.toml"
@@ -100,15 +104,15 @@ func LoadWith(codexHome string, overrides []string, o LoadOptions) (*Config, err
 
 // parseOverrides turns `-c key=value` strings into a session-flags layer.
 func parseOverrides(overrides []string) (*layer, error) {
-	l := &layer{source: SourceSessionFlags, raw: tree{}, label: "-c override"}
+	l := &layer{source: SourceSessionFlags, raw: tree{}, label: overrideLabel}
 	for _, o := range overrides {
 		k, v, ok := strings.Cut(o, "=")
 		if !ok {
-			return nil, &Error{File: "-c override", Msg: fmt.Sprintf("invalid override %q: expected key=value", o)}
+			return nil, &Error{File: overrideLabel, Msg: fmt.Sprintf("invalid override %q: expected key=value", o)}
 		}
 		path, err := splitKey(strings.TrimSpace(k))
 		if err != nil {
-			return nil, &Error{File: "-c override", Msg: fmt.Sprintf("invalid override %q: %v", o, err)}
+			return nil, &Error{File: overrideLabel, Msg: fmt.Sprintf("invalid override %q: %v", o, err)}
 		}
 		setPath(l.raw, path, parseOverrideValue(v))
 	}
@@ -279,4 +283,29 @@ func (c *Config) ForCwd(cwd string) (*Config, error) {
 // clone recomposes the same layers into an independent Config.
 func (c *Config) clone() (*Config, error) {
 	return compose(c.CodexHome, c.layers)
+}
+
+// InvalidSummary is the configWarning summary the reference sends when the configuration does not load
+// at start and the server carries on with defaults.
+const InvalidSummary = "Invalid configuration; using defaults."
+
+// Defaults returns the built-in configuration for codexHome with the `-c` overrides applied: what a
+// server runs with when its configuration files do not load. An override that does not apply is an
+// error (the reference refuses to start then).
+func Defaults(codexHome string, overrides []string) (*Config, error) {
+	var layers []*layer
+	if len(overrides) > 0 {
+		flags, err := parseOverrides(overrides)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, flags)
+	}
+	return compose(codexHome, layers)
+}
+
+// IsOverrideError reports whether err is about a `-c` override rather than a configuration file.
+func IsOverrideError(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.File == overrideLabel
 }

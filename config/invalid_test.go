@@ -1,0 +1,54 @@
+package config
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The reference's configWarning for a configuration that does not load carries the range of the
+// offending value (or of the syntax error): first and last character, 1-based.
+func TestErrorRange(t *testing.T) {
+	cases := []struct {
+		name, file                 string
+		line, col, endLine, endCol int
+	}{
+		{"syntax", "model = \"gpt-5\"\nfoo = [\n", 2, 8, 2, 8},
+		{"integer for string", "model = 5\n", 1, 9, 1, 9},
+		{"unknown variant", "approval_policy = \"bogus\"\n", 1, 19, 1, 25},
+		{"nested value", "[model_providers.m]\nname = \"x\"\nrequest_max_retries = \"many\"\n", 3, 23, 3, 28},
+		{"table (no value span)", "[approval_policy]\nother = 1\n", 1, 2, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := loadErr(t, c.file)
+			require.Equal(t, []int{c.line, c.col, c.endLine, c.endCol}, []int{e.Line, e.Column, e.EndLine, e.EndColumn}, e.Error())
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	dir := home(t, "model = 5\n")
+	_, err := Load(dir, nil)
+	require.Error(t, err)
+	require.False(t, IsOverrideError(err))
+
+	c, err := Defaults(dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, dir, c.CodexHome)
+	def, err := Load(t.TempDir(), nil)
+	require.NoError(t, err)
+	require.Equal(t, def.Model, c.Model)
+
+	c, err = Defaults(dir, []string{"model=m2"})
+	require.NoError(t, err)
+	require.Equal(t, "m2", c.Model)
+
+	for _, bad := range []string{"model=5", "nokey"} {
+		_, err = Defaults(dir, []string{bad})
+		require.True(t, IsOverrideError(err), bad)
+		_, err = Load(filepath.Join(dir, "x"), []string{bad})
+		require.True(t, IsOverrideError(err), bad)
+	}
+}
