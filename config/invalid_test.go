@@ -24,6 +24,7 @@ func TestErrorRange(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := loadErr(t, c.file)
 			require.Equal(t, []int{c.line, c.col, c.endLine, c.endCol}, []int{e.Line, e.Column, e.EndLine, e.EndColumn}, e.Error())
+			require.Equal(t, c.name == "syntax", e.Syntax)
 		})
 	}
 }

@@ -39,6 +39,7 @@ type Error struct {
 	EndLine, EndColumn int
 	Key                string // dotted key, empty when unknown
 	Msg                string
+	Syntax             bool // the file is not valid TOML (else a value is wrong)
 }
 
 // Error renders "file:line:col: msg (key `k`)" with the known parts.
@@ -177,7 +178,7 @@ func (p *positionIndex) get() map[string]position {
 func parseTOML(file string, data []byte) (tree, *positionIndex, error) {
 	var raw tree
 	if err := toml.Unmarshal(data, &raw); err != nil {
-		e := &Error{File: file, Msg: err.Error()}
+		e := &Error{File: file, Msg: err.Error(), Syntax: true}
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			e.Line, e.Column = de.Position()

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
+
+	"appserver/config/codexhome"
 )
 
 // overrideLabel names the `-c` overrides in errors.
@@ -19,35 +21,8 @@ const ConfigFileName = "config.toml"
 // systemConfigPath is a variable so tests can point it elsewhere.
 var systemConfigPath = SystemConfigPath
 
-// CodexHome returns the absolute Codex home directory: $CODEX_HOME when set
-// and non-empty, else ~/.codex. The directory is created (0700) when
-// missing; unlike the reference, which rejects a CODEX_HOME that does not
-// exist, we create it, since an IDE launching us cannot easily fix that.
-func CodexHome() (string, error) {
-	dir := os.Getenv("CODEX_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("locate home directory: %w", err)
-		}
-		dir = filepath.Join(home, ".codex")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("resolve CODEX_HOME %q: %w", dir, err)
-	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return "", fmt.Errorf("create CODEX_HOME: %w", err)
-	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("stat CODEX_HOME: %w", err)
-	}
-	if !st.IsDir() {
-		return "", fmt.Errorf("CODEX_HOME %s is not a directory", abs)
-	}
-	return abs, nil
-}
+// CodexHome returns the absolute Codex home directory (codexhome.Dir).
+func CodexHome() (string, error) { return codexhome.Dir() }
 
 // Load reads /etc/codex/config.toml (if present) and
 // <codexHome>/config.toml (missing = defaults), applies the `-c key=value`

@@ -78,6 +78,9 @@ func (s *Server) providerModels(ctx context.Context, p *protocol.ModelListParams
 }
 
 func (s *Server) configRead(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ConfigReadParams) (any, error) {
+	if err := s.configLoadError(); err != nil {
+		return nil, configReadError(err)
+	}
 	cwd := ""
 	if p.Cwd != nil {
 		cwd = *p.Cwd

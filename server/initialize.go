@@ -50,6 +50,9 @@ func (c *connection) adoptInitialize(p *protocol.InitializeParams) {
 
 // afterInitialize sends the notifications that follow the answer to initialize.
 func (s *Server) afterInitialize(c *connection) {
+	if err := s.startupConfigError(); err != nil {
+		c.notify(protocol.NotifyConfigWarning, invalidConfigWarning(err))
+	}
 	c.notify(protocol.NotifyRemoteControlStatusChanged, map[string]any{
 		"status":         "disabled",
 		"serverName":     hostname(),

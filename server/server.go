@@ -48,6 +48,10 @@ type Options struct {
 	Tools thread.ToolProvider
 	// ReloadConfig re-reads the configuration from disk (config/mcpServer/reload); nil keeps the loaded one.
 	ReloadConfig func() (*config.Config, error)
+	// ConfigError is why the configuration did not load at start, when Config holds the defaults the
+	// server runs with instead (config.Defaults): initialize is followed by a configWarning, and
+	// config/read and thread/start fail with it until the configuration loads again.
+	ConfigError error
 	// SessionSource is recorded as the source of threads started here ("vscode" when empty; `exec`
 	// uses "exec").
 	SessionSource string
@@ -70,6 +74,7 @@ type Server struct {
 	mu       sync.Mutex
 	conns    map[*connection]struct{}
 	mcpTable map[string]config.MCPServer // [mcp_servers] after a reload; nil = s.cfg's
+	cfgErr   error                       // Options.ConfigError until the configuration loads (configstate.go)
 
 	features features.Runtime // experimentalFeature/enablement/set
 	skills   *skills.Catalog  // skills/*, built with the routes
@@ -97,7 +102,7 @@ func New(opts Options) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: opts.Config, log: opts.Logger, opts: opts, conns: map[*connection]struct{}{}, ctx: ctx, cancel: cancel,
-		idle: idlefree.New()}
+		idle: idlefree.New(), cfgErr: opts.ConfigError}
 	s.auth = auth.NewStore(opts.Config.CodexHome)
 	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger})
 	if opts.Tools == nil {

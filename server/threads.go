@@ -40,6 +40,9 @@ func (s *Server) loadedThread(id string) (*thread.Thread, error) {
 }
 
 func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadStartParams) (any, error) {
+	if err := s.configLoadError(); err != nil {
+		return nil, threadConfigError(err)
+	}
 	if err := s.checkProject(ctx, p.ProjectID); err != nil {
 		return nil, err
 	}

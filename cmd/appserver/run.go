@@ -173,17 +173,13 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 	}
 	overrides := overridesOf(p)
 	printStartup := p.has("print-startup-config")
-	// A plain stdio start has loaded the configuration already (internal/early).
-	cfg := early.Config(home)
-	if cfg == nil || len(overrides) > 0 {
-		cfg, err = config.Load(home, overrides)
-	}
-	if err != nil {
+	cfg, cfgErr := loadConfig(p, home, overrides, logger)
+	if cfg == nil {
 		if printStartup {
-			printConfigLoadError(stdout, err)
+			printConfigLoadError(stdout, cfgErr)
 			return 1
 		}
-		fmt.Fprintf(stderr, "Error loading configuration: %v\n", err)
+		fmt.Fprintf(stderr, "Error: %v\n", cfgErr)
 		return 1
 	}
 	if p.has("strict-config") || printStartup {
@@ -227,7 +223,7 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 		fmt.Fprintf(stderr, "Error: refusing to start non-loopback websocket listener %s without auth; configure `--ws-auth capability-token` or `--ws-auth signed-bearer-token`\n", ep.Addr)
 		return 1
 	}
-	srv := server.New(server.Options{Config: cfg, Logger: logger, ReloadConfig: func() (*config.Config, error) {
+	srv := server.New(server.Options{Config: cfg, ConfigError: cfgErr, Logger: logger, ReloadConfig: func() (*config.Config, error) {
 		return config.Load(home, overrides)
 	}})
 	defer srv.Close()
@@ -272,6 +268,26 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 		logger.Info("signal received; shutting down")
 	}
 	return 0
+}
+
+// loadConfig loads the configuration for serve. When the configuration files do not load, the server
+// runs with the defaults (and the -c overrides) and reports why after initialize, as the reference
+// does: cfg is the defaults and err the failure. cfg is nil when the start must fail instead: under
+// --strict-config or --print-startup-config, or when a -c override is what does not load.
+func loadConfig(p *parsed, home string, overrides []string, logger *slog.Logger) (cfg *config.Config, err error) {
+	cfg, err = config.Load(home, overrides)
+	if err == nil {
+		return cfg, nil
+	}
+	if p.has("strict-config") || p.has("print-startup-config") || config.IsOverrideError(err) {
+		return nil, err
+	}
+	cfg, derr := config.Defaults(home, overrides)
+	if derr != nil {
+		return nil, derr
+	}
+	logger.Error(config.InvalidSummary + " " + err.Error())
+	return cfg, err
 }
 
 // serveListener runs the WebSocket endpoint on a TCP or Unix socket until a signal arrives.

@@ -2,16 +2,18 @@
 // initializer, so the answer does not wait for the rest of the binary's start-up.
 //
 // Go initialises packages in import-path order as their imports become ready (see internal/reexec).
-// This package needs only the configuration, the protocol types, the JSON-RPC encoding and the
-// handshake; when it is initialised, about half of a start is still ahead: the SQLite driver, the MCP
-// SDK and its JSON schema, net/http, crypto, the server's own packages, then main. Its initializer
-// starts a goroutine that loads the configuration as the server would, reads the first line of stdin
-// and, when it is a well-formed `initialize`, writes the answer the server's handler would have
-// written (handshake.Response, jsonrpc.EncodeResult). Everything else (an error, another method,
-// a malformed line, a configuration that does not load) is left untouched for the server, which then
-// reads the same bytes. The server starts the connection initialized and sends the notifications that
-// follow the answer (server.ServeConnInitialized), so the client sees the same messages in the same
-// order; only the answer comes earlier.
+// This package needs only the Codex home (config/codexhome), the protocol types, the JSON-RPC encoding
+// and the handshake; when it is initialised, about half of a start is still ahead: the configuration
+// (TOML), the SQLite driver, the MCP SDK and its JSON schema, net/http, crypto, the server's own
+// packages, then main. Its initializer starts a goroutine that reads the first line of stdin and, when
+// it is a well-formed `initialize`, writes the answer the server's handler would have written
+// (handshake.Response, jsonrpc.EncodeResult). The answer does not depend on config.toml: as the
+// reference, the server answers initialize even when the configuration does not load, and says so in a
+// configWarning after the answer. Everything else (an error, another method, a malformed line, a
+// Codex home that cannot be created) is left untouched for the server, which then reads the same
+// bytes. The server starts the connection initialized and sends the notifications that follow the
+// answer (server.ServeConnInitialized), so the client sees the same messages in the same order; only
+// the answer comes earlier.
 //
 // It runs only for `appserver` and `appserver app-server` without options (firstline.Wanted): any
 // option (-c, --listen, --strict-config, ...) or subcommand leaves the start-up as it was. The first
@@ -24,7 +26,7 @@ import (
 	"io"
 	"os"
 
-	"appserver/config"
+	"appserver/config/codexhome"
 	"appserver/handshake"
 	"appserver/internal/early/firstline"
 	"appserver/internal/early/request"
@@ -41,12 +43,9 @@ type Start struct {
 }
 
 var (
-	engaged    bool
-	configDone = make(chan struct{}) // closed when home and cfg are set (cfg nil on failure)
-	inputDone  = make(chan struct{}) // closed when result is set
-	home       string
-	cfg        *config.Config
-	result     Start
+	engaged   bool
+	inputDone = make(chan struct{}) // closed when result is set
+	result    Start
 )
 
 func init() {
@@ -55,19 +54,6 @@ func init() {
 	}
 	engaged = true
 	go run(os.Stdin, os.Stdout)
-}
-
-// Config returns the configuration of codexHome as the early start loaded it (no overrides), or nil
-// when it did not run, did not load it, or loaded another home.
-func Config(codexHome string) *config.Config {
-	if !engaged {
-		return nil
-	}
-	<-configDone
-	if home != codexHome {
-		return nil
-	}
-	return cfg
 }
 
 // Wait returns what the early start did once it has read the first line; ok is false when it did not
@@ -85,21 +71,12 @@ func Wait(ctx context.Context) (s Start, ok bool, err error) {
 }
 
 func run(stdin io.Reader, stdout io.Writer) {
-	h, err := config.CodexHome()
-	var c *config.Config
-	if err == nil {
-		c, err = config.Load(h, nil)
-	}
+	f := request.Result()
+	home, err := codexhome.Dir()
 	if err != nil {
-		// The server loads it again and reports the error as usual.
-		close(configDone)
-		result = Start{Input: stdin}
-		close(inputDone)
-		return
+		f.Params = nil // the server reports the error as usual
 	}
-	home, cfg = h, c
-	close(configDone)
-	result = answer(request.Result(), stdin, stdout, c.CodexHome)
+	result = answer(f, stdin, stdout, home)
 	close(inputDone)
 }
 

@@ -31,9 +31,14 @@ func TestWanted(t *testing.T) {
 // serverOutput runs the server's own stdio handling on input until EOF and returns what it wrote.
 func serverOutput(t *testing.T, home string, input string, initialized bool) []string {
 	t.Helper()
-	cfg, err := config.Load(home, nil)
-	require.NoError(t, err)
-	srv := server.New(server.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)})
+	// As cmd/appserver: a configuration that does not load is replaced by the defaults.
+	cfg, cfgErr := config.Load(home, nil)
+	if cfgErr != nil {
+		var err error
+		cfg, err = config.Defaults(home, nil)
+		require.NoError(t, err)
+	}
+	srv := server.New(server.Options{Config: cfg, ConfigError: cfgErr, Logger: slog.New(slog.DiscardHandler)})
 	defer srv.Close()
 	var out bytes.Buffer
 	st := answerFor(t, cfg.CodexHome, input)
@@ -98,6 +103,28 @@ func TestAnswerIsTheServers(t *testing.T) {
 		got := serverOutput(t, home, input, true)
 		require.Equal(t, want, got, "%s", input)
 		require.Contains(t, want[0], `"result":{"codexHome":`)
+	}
+}
+
+// TestAnswerWithInvalidConfig: the answer does not depend on config.toml; a configuration that does not
+// load is reported by a configWarning right after the answer, early or not.
+func TestAnswerWithInvalidConfig(t *testing.T) {
+	input := `{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}` + "\n" +
+		`{"method":"initialized"}` + "\n" + `{"id":2,"method":"config/read","params":{}}` + "\n"
+	for _, content := range []string{"model = 5\n", "foo = [\n", "model = \"m\"\n"} {
+		home := testHome(t)
+		file := filepath.Join(home, config.ConfigFileName)
+		require.NoError(t, os.WriteFile(file, []byte(content), 0o600))
+		want := serverOutput(t, home, input, false)
+		got := serverOutput(t, home, input, true)
+		require.Equal(t, want, got, "%s", content)
+		require.Contains(t, want[0], `"result":{"codexHome":`)
+		if content == "model = \"m\"\n" {
+			require.NotContains(t, want[1], `"configWarning"`)
+			continue
+		}
+		require.Contains(t, want[1], `{"method":"configWarning","params":{"summary":"Invalid configuration; using defaults.","details":"`+file+`:1:`)
+		require.Contains(t, want[2], `"remoteControl/status/changed"`)
 	}
 }
 
