@@ -44,7 +44,7 @@ type reader struct {
 
 func (r *reader) fail(path []string, v any, want string) {
 	if r.err == nil {
-		r.err = &convError{path: append([]string{}, path...), msg: fmt.Sprintf("invalid type for `%s`: %s, expected %s", joinKey(path), describe(v), want)}
+		r.err = &convError{path: append([]string{}, path...), msg: fmt.Sprintf("invalid type: %s, expected %s", describe(v), want)}
 	}
 }
 
@@ -188,7 +188,7 @@ func (r *reader) oneOf(t tree, path []string, k string, allowed ...string) strin
 			return s
 		}
 	}
-	r.failMsg(child(path, k), fmt.Sprintf("invalid value for `%s`: unknown variant `%s`, expected one of %s", joinKey(child(path, k)), s, quoteList(allowed)))
+	r.failMsg(child(path, k), fmt.Sprintf("unknown variant `%s`, expected one of %s", s, quoteList(allowed)))
 	return ""
 }
 

@@ -44,6 +44,9 @@ type Options struct {
 	Home string
 	// Clock times approval waits (nil: the real clock).
 	Clock stopwatch.Clock
+	// InvalidConfig starts the server as cmd/appserver does when config.toml does not load: with the
+	// defaults and the load error (without it, a config.toml that does not load fails the test).
+	InvalidConfig bool
 }
 
 // Message is one line the server wrote, decoded.
@@ -126,11 +129,18 @@ stream_max_retries = %d
 `, opts.ApprovalPolicy, opts.SandboxMode, opts.Config, opts.Model.URL(), opts.RequestRetries, opts.StreamRetries)
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(text), 0o644))
-	cfg, err := config.Load(home, nil)
-	require.NoError(t, err)
+	cfg, cfgErr := config.Load(home, nil)
+	if opts.InvalidConfig {
+		require.Error(t, cfgErr)
+		var err error
+		cfg, err = config.Defaults(home, nil)
+		require.NoError(t, err)
+	} else {
+		require.NoError(t, cfgErr)
+	}
 	c := &Client{T: t, Home: home, Work: work, Model: opts.Model, methods: map[string]string{}, done: make(chan error, 1)}
 	c.cond = sync.NewCond(&c.mu)
-	c.Srv = server.New(server.Options{Config: cfg, Tools: opts.Tools, Clock: opts.Clock, ReloadConfig: func() (*config.Config, error) { return config.Load(home, nil) }})
+	c.Srv = server.New(server.Options{Config: cfg, ConfigError: cfgErr, Tools: opts.Tools, Clock: opts.Clock, ReloadConfig: func() (*config.Config, error) { return config.Load(home, nil) }})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c.in = inW

@@ -1,0 +1,86 @@
+package server_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+)
+
+// A config.toml that does not load does not stop the server (as the reference): initialize is answered,
+// a configWarning follows the answer (before remoteControl/status/changed), config/read and thread/start
+// fail with the load error, and once the file is fixed both use it.
+func TestInvalidConfigAtStart(t *testing.T) {
+	cases := []struct {
+		name, file string
+		details    string // after "<path>:"
+		rng        string
+		readErr    string // config/read's message
+	}{
+		{"syntax", "model = \"m\"\nfoo = [\n", "2:8: ", `{"start":{"line":2,"column":8},"end":{"line":2,"column":8}}`, "failed to read configuration layers: <path>:2:8: "},
+		{"wrong type", "model = 5\n", "1:9: invalid type: integer `5`, expected a string", `{"start":{"line":1,"column":9},"end":{"line":1,"column":9}}`,
+			"invalid configuration: invalid type: integer `5`, expected a string\nin `model`\n"},
+		{"unknown variant", "sandbox_mode = \"bogus\"\n", "1:16: unknown variant `bogus`, expected one of ", `{"start":{"line":1,"column":16},"end":{"line":1,"column":22}}`,
+			"invalid configuration: unknown variant `bogus`, expected one of "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := apptest.Start(t, apptest.Options{Raw: true, Config: tc.file, InvalidConfig: true})
+			path := filepath.Join(c.Home, "config.toml")
+			c.Initialize(false)
+			msgs := c.Messages()
+			require.GreaterOrEqual(t, len(msgs), 3)
+			require.NotNil(t, msgs[0].Result, "the initialize answer comes first")
+			w := msgs[1]
+			require.Equal(t, "configWarning", w.Method, string(w.Raw))
+			var p map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(w.Params, &p))
+			require.Len(t, p, 4, "summary, details, path, range: %s", w.Params)
+			require.JSONEq(t, `"Invalid configuration; using defaults."`, string(p["summary"]))
+			var details string
+			require.NoError(t, json.Unmarshal(p["details"], &details))
+			require.Contains(t, details, path+":"+tc.details)
+			require.JSONEq(t, string(mustJSON(t, path)), string(p["path"]))
+			require.JSONEq(t, tc.rng, string(p["range"]))
+			require.Equal(t, "remoteControl/status/changed", msgs[2].Method)
+
+			m := c.Request("config/read", map[string]any{})
+			require.NotNil(t, m.Error, string(m.Raw))
+			require.Equal(t, -32603, m.Error.Code)
+			want := tc.readErr
+			if i := len("failed to read configuration layers: <path>"); len(want) >= i && want[:i] == "failed to read configuration layers: <path>" {
+				want = "failed to read configuration layers: " + path + want[i:]
+			}
+			require.Contains(t, m.Error.Message, want)
+			m = c.Request("thread/start", map[string]any{})
+			requireError(t, m, -32600, "failed to load configuration: "+details)
+
+			require.NoError(t, os.WriteFile(path, []byte("model = \"fixed-model\"\n"), 0o600))
+			var read struct {
+				Config map[string]any `json:"config"`
+			}
+			c.Result("config/read", map[string]any{}, &read)
+			require.Equal(t, "fixed-model", read.Config["model"])
+			var st struct {
+				Model string `json:"model"`
+			}
+			c.Result("thread/start", map[string]any{}, &st)
+			require.Equal(t, "fixed-model", st.Model)
+		})
+	}
+}
+
+// A valid configuration gives no configWarning.
+func TestValidConfigNoWarning(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(false)
+	for _, m := range c.Messages() {
+		if m.Method == "configWarning" {
+			require.NotContains(t, string(m.Params), "Invalid configuration")
+		}
+	}
+}
