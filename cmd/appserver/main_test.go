@@ -153,30 +153,62 @@ func TestAliasOverridesAndCleanExitOnEOF(t *testing.T) {
 	}
 }
 
-func TestMalformedConfigFailsStartup(t *testing.T) {
-	home := writeConfig(t, "model = \"x\"\n[model_providers.mock\nbase_url = 1\n")
-	cmd := exec.Command(binPath)
-	cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
-	cmd.Stdin = strings.NewReader("")
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	require.ErrorAs(t, err, &exitErr)
-	require.NotEqual(t, 0, exitErr.ExitCode())
-	require.Contains(t, stderr.String(), "config.toml")
-	require.Contains(t, stderr.String(), ":2")
-	require.Empty(t, stdout.String(), "nothing but protocol messages on stdout")
+// A config.toml that does not load does not stop the server (as the reference): it answers initialize,
+// sends a configWarning right after the answer and logs the error; on the early path (no options) and
+// the server's own alike.
+func TestInvalidConfigStillServes(t *testing.T) {
+	for _, file := range []string{"model = \"x\"\n[model_providers.mock\nbase_url = 1\n", "model = 5\n"} {
+		for _, args := range [][]string{nil, {"--listen", "stdio://"}} {
+			home := writeConfig(t, file)
+			p := startBinary(t, home, args...)
+			p.send(map[string]any{"id": 0, "method": "initialize", "params": map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}}})
+			first := p.waitFor(func(map[string]any) bool { return true })
+			require.NotNil(t, first["result"], "%v", first)
+			next := p.waitFor(func(map[string]any) bool { return true })
+			require.Equal(t, "configWarning", next["method"], "%v", next)
+			params := next["params"].(map[string]any)
+			require.Equal(t, "Invalid configuration; using defaults.", params["summary"])
+			require.Equal(t, filepath.Join(home, "config.toml"), params["path"])
+			require.Contains(t, params["details"], filepath.Join(home, "config.toml")+":")
+			require.NotNil(t, params["range"])
+			require.NoError(t, p.stdin.Close())
+			select {
+			case err := <-p.done:
+				require.NoError(t, err, "exit status 0 on stdin EOF")
+			case <-time.After(time.Minute):
+				t.Fatal("server did not exit on stdin EOF")
+			}
+			require.Contains(t, p.stderr.String(), "Invalid configuration; using defaults. "+filepath.Join(home, "config.toml"))
+		}
+	}
 }
 
-func TestWrongTypeConfigNamesKey(t *testing.T) {
-	home := writeConfig(t, "model = 5\n")
-	cmd := exec.Command(binPath)
-	cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
-	cmd.Stdin = strings.NewReader("")
-	out, err := cmd.CombinedOutput()
-	require.Error(t, err)
-	require.Contains(t, string(out), "model")
+// Under --strict-config, and for a -c override that does not apply, the start fails (as the reference).
+func TestInvalidConfigFailsStartup(t *testing.T) {
+	cases := []struct {
+		file   string
+		args   []string
+		stderr string
+	}{
+		{"model = 5\n", []string{"--strict-config"}, "Error: <home>/config.toml:1:9: invalid type: integer `5`, expected a string"},
+		{"model = \"x\"\n[model_providers.mock\n", []string{"--strict-config"}, "Error: <home>/config.toml:2:"},
+		{"model = \"x\"\n", []string{"-c", "model=5"}, "Error: -c override: invalid type: integer `5`, expected a string (key `model`)"},
+		{"model = \"x\"\n", []string{"-c", "nokey"}, "Error: -c override: invalid override"},
+	}
+	for _, tc := range cases {
+		home := writeConfig(t, tc.file)
+		cmd := exec.Command(binPath, tc.args...)
+		cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
+		cmd.Stdin = strings.NewReader("")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exitErr *exec.ExitError
+		require.ErrorAs(t, err, &exitErr, "%q", tc.args)
+		require.Equal(t, 1, exitErr.ExitCode())
+		require.Contains(t, stderr.String(), strings.ReplaceAll(tc.stderr, "<home>", home))
+		require.Empty(t, stdout.String(), "nothing but protocol messages on stdout")
+	}
 }
 
 func TestUnsupportedListenScheme(t *testing.T) {
