@@ -1,11 +1,13 @@
 // Package codexhome locates the Codex home directory. It is apart from package config so that the early
-// start (internal/early) can answer initialize without initialising the configuration's packages.
+// start (internal/early) can answer initialize without initialising the configuration's packages; it
+// uses package path rather than path/filepath (the same on Unix) because path/filepath sorts late in
+// the binary's package initialisation order, which would hold the early start back.
 package codexhome
 
 import (
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 )
 
 // Dir returns the absolute Codex home directory: $CODEX_HOME when set and non-empty, else ~/.codex. The
@@ -18,11 +20,15 @@ func Dir() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("locate home directory: %w", err)
 		}
-		dir = filepath.Join(home, ".codex")
+		dir = path.Join(home, ".codex")
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("resolve CODEX_HOME %q: %w", dir, err)
+	abs := path.Clean(dir)
+	if !path.IsAbs(abs) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("resolve CODEX_HOME %q: %w", dir, err)
+		}
+		abs = path.Join(wd, dir)
 	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return "", fmt.Errorf("create CODEX_HOME: %w", err)
