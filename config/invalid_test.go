@@ -53,3 +53,20 @@ func TestDefaults(t *testing.T) {
 		require.True(t, IsOverrideError(err), bad)
 	}
 }
+
+func TestUnknownKeysWarning(t *testing.T) {
+	require.Empty(t, UnknownKeysWarning(nil))
+	require.Equal(t, "Codex is ignoring 1 unrecognized configuration setting. Check for typos or deprecated settings.\n  user (/h/config.toml): `foo` is ignored.",
+		UnknownKeysWarning([]UnknownKey{{File: "/h/config.toml", Line: 2, Key: "foo"}}))
+	require.Equal(t, "Codex is ignoring 3 unrecognized configuration settings. Check for typos or deprecated settings.\n"+
+		"  user (/h/config.toml): `bar` is ignored.\n  user (/h/config.toml): `features.xyz` is ignored.\n  user (/h/config.toml): `foo_unknown` is ignored.",
+		UnknownKeysWarning([]UnknownKey{{File: "/h/config.toml", Line: 2, Key: "foo_unknown"}, {File: "/h/config.toml", Line: 3, Key: "bar"}, {File: "/h/config.toml", Line: 5, Key: "features.xyz"}}))
+}
+
+// appserver's own settings are not unknown keys (the client would be warned about them).
+func TestOwnKeysAreKnown(t *testing.T) {
+	dir := home(t, "approval_timeout_ms = 5\n[model_providers.m]\nname = \"M\"\nnetwork_wait_max_retries = 2\n")
+	keys, err := UserConfigUnknownKeys(dir)
+	require.NoError(t, err)
+	require.Empty(t, keys)
+}

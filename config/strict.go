@@ -39,6 +39,9 @@ const knownTopLevelKeys = `agents allow_login_shell allow_symlinked_codex_home a
 		shell_environment_policy show_raw_agent_reasoning skills sqlite_home suppress_unstable_features_warning
 		thread_unload_delay_secs tool_output_token_limit tool_suggest tools tui web_search windows`
 
+// ownTopLevelKeys are appserver's own top-level settings, not reported as unknown.
+const ownTopLevelKeys = "approval_timeout_ms"
+
 // UnknownKey is a config.toml key this version does not recognize, with where it is.
 type UnknownKey struct {
 	File string
@@ -88,7 +91,8 @@ var strictSchema = sync.OnceValue(func() *keySet {
 	provider := names(`name base_url model_catalog_url env_key env_key_instructions experimental_bearer_token
 		auth gateway_oauth aws project_id location credential_file wire_api capabilities query_params
 		http_headers env_http_headers request_max_retries stream_max_retries stream_idle_timeout_ms
-		websocket_connect_timeout_ms requires_openai_auth supports_websockets supports_standalone_web_search`, nil)
+		websocket_connect_timeout_ms requires_openai_auth supports_websockets supports_standalone_web_search
+		network_wait_max_retries`, nil) // the last: appserver's own
 	sub := map[string]*keySet{
 		"features":                 feats,
 		"mcp_servers":              {entries: mcp},
@@ -99,7 +103,7 @@ var strictSchema = sync.OnceValue(func() *keySet {
 		"projects":                 {entries: names("trust_level", nil)},
 	}
 	top := &keySet{keys: map[string]*keySet{}}
-	for _, k := range strings.Fields(knownTopLevelKeys) {
+	for _, k := range strings.Fields(knownTopLevelKeys + " " + ownTopLevelKeys) {
 		top.keys[k] = sub[k]
 	}
 	// A profile holds top-level settings (accepting all of them errs on the side of the user).
@@ -158,4 +162,24 @@ func UnknownKeys(file string) ([]UnknownKey, error) {
 // UserConfigUnknownKeys is UnknownKeys of $CODEX_HOME/config.toml.
 func UserConfigUnknownKeys(home string) ([]UnknownKey, error) {
 	return UnknownKeys(filepath.Join(home, ConfigFileName))
+}
+
+// UnknownKeysWarning is the warning the reference gives, at start (configWarning) and on each new thread
+// (warning), about the unknown keys of the user config.toml; "" when there are none.
+func UnknownKeysWarning(keys []UnknownKey) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	sorted := append([]UnknownKey(nil), keys...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
+	noun := "settings"
+	if len(sorted) == 1 {
+		noun = "setting"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Codex is ignoring %d unrecognized configuration %s. Check for typos or deprecated settings.", len(sorted), noun)
+	for _, k := range sorted {
+		fmt.Fprintf(&b, "\n  user (%s): `%s` is ignored.", k.File, k.Key)
+	}
+	return b.String()
 }

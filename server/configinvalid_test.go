@@ -84,3 +84,22 @@ func TestValidConfigNoWarning(t *testing.T) {
 		}
 	}
 }
+
+// Unknown config.toml keys are reported as the reference does: a configWarning (details null, no path
+// or range) after the initialize answer, and a warning on each new thread after thread/started.
+func TestUnknownConfigKeysWarned(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{Config: "foo_unknown = 1\nbar = 2\n[features]\nxyz = true\n", WarnUnknownKeys: true})
+	path := filepath.Join(c.Home, "config.toml")
+	want := "Codex is ignoring 3 unrecognized configuration settings. Check for typos or deprecated settings.\n" +
+		"  user (" + path + "): `bar` is ignored.\n  user (" + path + "): `features.xyz` is ignored.\n  user (" + path + "): `foo_unknown` is ignored."
+	c.Initialize(false)
+	msgs := c.Messages()
+	require.NotNil(t, msgs[0].Result)
+	require.Equal(t, "configWarning", msgs[1].Method)
+	require.JSONEq(t, `{"summary":`+string(mustJSON(t, want))+`,"details":null}`, string(msgs[1].Params))
+	require.Equal(t, "remoteControl/status/changed", msgs[2].Method)
+
+	id := c.StartThread(nil)
+	w := c.WaitNotification("warning", nil)
+	require.JSONEq(t, `{"threadId":`+string(mustJSON(t, id))+`,"message":`+string(mustJSON(t, want))+`}`, string(w.Params))
+}

@@ -52,6 +52,10 @@ type Options struct {
 	// server runs with instead (config.Defaults): initialize is followed by a configWarning, and
 	// config/read and thread/start fail with it until the configuration loads again.
 	ConfigError error
+	// UnknownKeys returns the keys of config.toml this version does not know (it may wait for the
+	// start-up's check); the client is warned about them after initialize and on each new thread.
+	// nil: none.
+	UnknownKeys func() []config.UnknownKey
 	// SessionSource is recorded as the source of threads started here ("vscode" when empty; `exec`
 	// uses "exec").
 	SessionSource string
@@ -75,6 +79,7 @@ type Server struct {
 	conns    map[*connection]struct{}
 	mcpTable map[string]config.MCPServer // [mcp_servers] after a reload; nil = s.cfg's
 	cfgErr   error                       // Options.ConfigError until the configuration loads (configstate.go)
+	unknownW func() string               // config.UnknownKeysWarning of Options.UnknownKeys, once
 
 	features features.Runtime // experimentalFeature/enablement/set
 	skills   *skills.Catalog  // skills/*, built with the routes
@@ -103,6 +108,12 @@ func New(opts Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: opts.Config, log: opts.Logger, opts: opts, conns: map[*connection]struct{}{}, ctx: ctx, cancel: cancel,
 		idle: idlefree.New(), cfgErr: opts.ConfigError}
+	s.unknownW = sync.OnceValue(func() string {
+		if opts.UnknownKeys == nil {
+			return ""
+		}
+		return config.UnknownKeysWarning(opts.UnknownKeys())
+	})
 	s.auth = auth.NewStore(opts.Config.CodexHome)
 	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger})
 	if opts.Tools == nil {

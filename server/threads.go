@@ -66,6 +66,9 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 	info := t.Info()
 	req.Reply(startResponse(info, st), nil)
 	t.Emit(protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: info}) // every connection, as the reference
+	if w := s.unknownW(); w != "" {
+		t.Emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &info.ID, Message: w})
+	}
 	s.afterThreadStart(t, c)
 	return nil, nil
 }

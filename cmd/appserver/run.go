@@ -182,8 +182,11 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 		fmt.Fprintf(stderr, "Error: %v\n", cfgErr)
 		return 1
 	}
+	var unknown []config.UnknownKey
+	unknownKeys := func() []config.UnknownKey { return unknown }
 	if p.has("strict-config") || printStartup {
-		if err := checkStrictConfig(p, home, logger); err != nil {
+		var err error
+		if unknown, err = checkStrictConfig(p, home, logger); err != nil {
 			if printStartup {
 				printConfigLoadError(stdout, err)
 				return 1
@@ -197,11 +200,13 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 		warned := make(chan struct{})
 		go func() {
 			defer close(warned)
-			if err := checkStrictConfig(p, home, logger); err != nil {
+			var err error
+			if unknown, err = checkStrictConfig(p, home, logger); err != nil {
 				logger.Warn("checking config.toml for unknown keys", "error", err)
 			}
 		}()
 		defer func() { <-warned }()
+		unknownKeys = func() []config.UnknownKey { <-warned; return unknown }
 	}
 	if printStartup {
 		type requirements struct {
@@ -223,7 +228,7 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 		fmt.Fprintf(stderr, "Error: refusing to start non-loopback websocket listener %s without auth; configure `--ws-auth capability-token` or `--ws-auth signed-bearer-token`\n", ep.Addr)
 		return 1
 	}
-	srv := server.New(server.Options{Config: cfg, ConfigError: cfgErr, Logger: logger, ReloadConfig: func() (*config.Config, error) {
+	srv := server.New(server.Options{Config: cfg, ConfigError: cfgErr, UnknownKeys: unknownKeys, Logger: logger, ReloadConfig: func() (*config.Config, error) {
 		return config.Load(home, overrides)
 	}})
 	defer srv.Close()

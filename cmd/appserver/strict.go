@@ -7,17 +7,15 @@ import (
 )
 
 // checkStrictConfig refuses unknown config keys under --strict-config (the first one, as the reference)
-// and warns about them otherwise.
-func checkStrictConfig(p *parsed, home string, logger *slog.Logger) error {
+// and otherwise logs them and returns them (the server warns the client about them).
+func checkStrictConfig(p *parsed, home string, logger *slog.Logger) ([]config.UnknownKey, error) {
 	unknown, err := config.UserConfigUnknownKeys(home)
 	if err != nil || len(unknown) == 0 {
-		return err
+		return nil, err
 	}
 	if p.has("strict-config") {
-		return &config.UnknownKeyError{UnknownKey: unknown[0]}
+		return nil, &config.UnknownKeyError{UnknownKey: unknown[0]}
 	}
-	for _, u := range unknown {
-		logger.Warn("unrecognized configuration setting is ignored", "file", u.File, "line", u.Line, "key", u.Key)
-	}
-	return nil
+	logger.Error(config.UnknownKeysWarning(unknown))
+	return unknown, nil
 }

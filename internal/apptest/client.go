@@ -47,6 +47,8 @@ type Options struct {
 	// InvalidConfig starts the server as cmd/appserver does when config.toml does not load: with the
 	// defaults and the load error (without it, a config.toml that does not load fails the test).
 	InvalidConfig bool
+	// WarnUnknownKeys has the server warn about unknown config.toml keys, as cmd/appserver does.
+	WarnUnknownKeys bool
 }
 
 // Message is one line the server wrote, decoded.
@@ -140,7 +142,15 @@ stream_max_retries = %d
 	}
 	c := &Client{T: t, Home: home, Work: work, Model: opts.Model, methods: map[string]string{}, done: make(chan error, 1)}
 	c.cond = sync.NewCond(&c.mu)
-	c.Srv = server.New(server.Options{Config: cfg, ConfigError: cfgErr, Tools: opts.Tools, Clock: opts.Clock, ReloadConfig: func() (*config.Config, error) { return config.Load(home, nil) }})
+	var unknownKeys func() []config.UnknownKey
+	if opts.WarnUnknownKeys {
+		unknownKeys = func() []config.UnknownKey { // as cmd/appserver
+			keys, err := config.UserConfigUnknownKeys(home)
+			require.NoError(t, err)
+			return keys
+		}
+	}
+	c.Srv = server.New(server.Options{Config: cfg, ConfigError: cfgErr, UnknownKeys: unknownKeys, Tools: opts.Tools, Clock: opts.Clock, ReloadConfig: func() (*config.Config, error) { return config.Load(home, nil) }})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c.in = inW
