@@ -344,7 +344,7 @@ func (c *Conn) dispatch(msg *Message, large bool) {
 	if busy && len(l.waiting) >= c.laneLimit {
 		c.flightMu.Unlock()
 		c.log.Warn("request refused: too many requests waiting in its lane", "method", msg.Method, "lane", order.Lane)
-		req.Reply(nil, &Error{Code: CodeOverloaded, Message: OverloadedMessage})
+		req.reply(nil, &Error{Code: CodeOverloaded, Message: OverloadedMessage}, false)
 		req.finish()
 		return
 	}
@@ -636,12 +636,21 @@ func (r *Request) Go(f func() (any, error)) {
 
 // Reply answers the request once; later calls are ignored. A non-nil err that is not an *Error
 // becomes -32603 with its text.
-func (r *Request) Reply(result any, err error) {
+func (r *Request) Reply(result any, err error) { r.reply(result, err, true) }
+
+// reply is Reply; direct false always queues the line (the reader refusing a request of a client that
+// floods it must not block on its output while the queue has room).
+func (r *Request) reply(result any, err error, direct bool) {
 	if !r.replied.CompareAndSwap(false, true) {
 		return
 	}
 	defer r.conn.settle(r)
-	_ = r.conn.write(outLine{b: encodeReply(r.ID, result, err)})
+	l := outLine{b: encodeReply(r.ID, result, err)}
+	if direct {
+		_ = r.conn.write(l)
+	} else {
+		_ = r.conn.queue(l)
+	}
 }
 
 func encodeReply(id json.RawMessage, result any, err error) []byte {

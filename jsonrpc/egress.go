@@ -65,7 +65,17 @@ func (c *Conn) appendNotification(method string, params Appender) outLine {
 }
 
 // write queues one ordinary line, blocking while the queue is full, as stdio does in the reference.
+// When nothing waits in either queue, the caller writes the line itself instead: a turn's burst of
+// notifications then costs no hand-off to the writer goroutine (and no thread wake-up) per line.
 func (c *Conn) write(l outLine) error {
+	if c.tryDirect(l) {
+		return nil
+	}
+	return c.queue(l)
+}
+
+// queue hands an ordinary line to the writer goroutine, blocking while the queue is full.
+func (c *Conn) queue(l outLine) error {
 	c.egressPending.Add(1)
 	if err := c.enqueue(c.egress, l); err != nil {
 		c.egressPending.Add(-1)
@@ -90,6 +100,22 @@ func (c *Conn) enqueue(q chan outLine, l outLine) error {
 	}
 }
 
+// tryDirect writes l at once when no line is queued or being written and the output is free, and
+// reports whether it did. A queued line is counted in its pending count until written (under out.mu),
+// so seeing both counts at zero under the lock means no earlier line of the caller's can still be
+// waiting: writing now keeps the order.
+func (c *Conn) tryDirect(l outLine) bool {
+	if c.bulkPending.Load() != 0 || c.egressPending.Load() != 0 || !c.out.mu.TryLock() {
+		return false
+	}
+	defer c.out.mu.Unlock()
+	if c.bulkPending.Load() != 0 || c.egressPending.Load() != 0 || c.out.bw == nil || c.out.closed {
+		return false
+	}
+	c.put(l)
+	return true
+}
+
 // NotifyBulk queues a notification (with a top-level emittedAtMs, as Notify) on the bulk queue,
 // for high-volume output such as a process's streamed output. Bulk notifications are written in the
 // order they were queued, but ordinary messages overtake the ones still waiting, so call FlushBulk
@@ -101,15 +127,8 @@ func (c *Conn) NotifyBulk(method string, params Appender) error {
 	l := c.appendNotification(method, params)
 	// egressPending also counts a line the writer has taken from its queue and waits to write: the
 	// caller must not barge in front of it.
-	if c.bulkPending.Load() == 0 && c.egressPending.Load() == 0 && c.out.mu.TryLock() {
-		// Under the lock no queued bulk line is being written, so none of the caller's own earlier
-		// lines can still be waiting when the count reads zero: writing now keeps their order.
-		if c.bulkPending.Load() == 0 && c.out.bw != nil && !c.out.closed {
-			c.put(l)
-			c.out.mu.Unlock()
-			return nil
-		}
-		c.out.mu.Unlock()
+	if c.tryDirect(l) {
+		return nil
 	}
 	return c.enqueueBulk(l)
 }

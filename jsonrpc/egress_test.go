@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,4 +314,94 @@ func BenchmarkAppendStringNUL(b *testing.B) {
 	for b.Loop() {
 		dst = AppendBytesString(dst[:0], s)
 	}
+}
+
+// callWriter records, for each line written, whether the test goroutine was inside a Notify call then.
+type callWriter struct {
+	inCall atomic.Bool
+	mu     sync.Mutex
+	during []bool
+	buf    bytes.Buffer
+}
+
+func (w *callWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for range bytes.Count(p, []byte("\n")) {
+		w.during = append(w.during, w.inCall.Load())
+	}
+	return w.buf.Write(p)
+}
+
+func TestNotifyWritesItselfWhenNothingIsQueued(t *testing.T) {
+	w := &callWriter{}
+	inR, inW := io.Pipe()
+	c := NewConn(inR, w, &funcHandler{}, Options{})
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(context.Background()) }()
+	require.Eventually(t, func() bool { // the writer goroutine has set up the output
+		c.out.mu.Lock()
+		defer c.out.mu.Unlock()
+		return c.out.bw != nil
+	}, 30*time.Second, time.Millisecond)
+	for i := range 3 {
+		w.inCall.Store(true)
+		require.NoError(t, c.Notify("n", map[string]int{"i": i}))
+		w.inCall.Store(false)
+	}
+	require.NoError(t, inW.Close())
+	require.NoError(t, <-runErr)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Written (and flushed) by the caller, before Notify returned: no hand-off to the writer goroutine.
+	require.Equal(t, []bool{true, true, true}, w.during)
+	require.Equal(t, 3, strings.Count(w.buf.String(), `"method":"n"`))
+}
+
+// TestLinesKeepTheirOrderAcrossDirectAndQueuedWrites has producers write while the output stalls now and
+// then, so some lines are written by their producer and others queue: each producer's lines stay in order.
+func TestLinesKeepTheirOrderAcrossDirectAndQueuedWrites(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := NewConn(inR, outW, &funcHandler{}, Options{QueueSize: 4})
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- c.Run(context.Background())
+		_ = outW.Close()
+	}()
+	const producers, n = 3, 300
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				if err := c.Notify("n", map[string]int{"p": p, "i": i}); err != nil {
+					t.Errorf("notify: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); _ = inW.Close() }()
+	next := make([]int, producers)
+	r := bufio.NewReader(outR)
+	for k := 0; ; k++ {
+		if k%7 == 0 {
+			runtime.Gosched() // stall the output now and then, so lines queue behind it
+		}
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		var m struct {
+			Params struct{ P, I int } `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal(line, &m))
+		require.Equal(t, next[m.Params.P], m.Params.I, "producer %d out of order", m.Params.P)
+		next[m.Params.P]++
+	}
+	require.NoError(t, <-runErr)
+	require.Equal(t, []int{n, n, n}, next)
 }
