@@ -379,7 +379,11 @@ func (k kickReader) Read(p []byte) (int, error) {
 
 // attempt runs one stream attempt: the HTTP request with its silent retries, then the SSE body.
 func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload []byte, on func(Event)) (*Completed, error) {
-	actx, cancel := context.WithCancel(ctx)
+	// The request follows ctx until the stream completes, and no longer: a turn ends (cancelling ctx)
+	// right after response.completed, and the transport closes a connection whose request is cancelled
+	// before the body's end was read, so the drain below would lose it and the next request dial.
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	unlink := context.AfterFunc(ctx, cancel)
 	defer func() { cancel() }()
 	wd := newWatchdog(c.p.EffectiveStreamIdleTimeout(), cancel)
 	defer wd.stop()
@@ -399,6 +403,7 @@ func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload [
 		// What follows response.completed (normally only the chunked body's end) is read in the background,
 		// so the connection goes back to the pool instead of being closed: the next request of the turn
 		// or thread skips a TCP (and TLS) handshake.
+		unlink()
 		release := cancel
 		cancel = func() {}
 		go drainBody(resp.Body, release)
