@@ -97,6 +97,10 @@ type Conn struct {
 	bulkPending   atomic.Int64
 	egressPending atomic.Int64
 	out           output
+	// readerInline is non-zero while the reader runs a handler itself (a barrier request, a notification):
+	// lines are then queued, never written by their producer, so the reader cannot block on an output
+	// the client does not read yet while the client blocks writing its next line.
+	readerInline atomic.Int32
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -282,7 +286,9 @@ func (c *Conn) handleLine(line []byte) {
 	case KindResponse, KindError:
 		c.resolve(msg)
 	case KindNotification:
+		c.readerInline.Add(1)
 		c.safeNotification(msg)
+		c.readerInline.Add(-1)
 		if large {
 			giveBackMemory()
 		}
@@ -331,7 +337,9 @@ func (c *Conn) dispatch(msg *Message, large bool) {
 	}
 	if order.Barrier {
 		c.work.Add(1)
+		c.readerInline.Add(1)
 		c.serve(req)
+		c.readerInline.Add(-1)
 		return
 	}
 	if order.Lane == "" {

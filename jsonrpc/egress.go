@@ -100,12 +100,12 @@ func (c *Conn) enqueue(q chan outLine, l outLine) error {
 	}
 }
 
-// tryDirect writes l at once when no line is queued or being written and the output is free, and
-// reports whether it did. A queued line is counted in its pending count until written (under out.mu),
+// tryDirect writes l at once when no line is queued or being written, the output is free and the reader
+// is not running a handler itself (see readerInline), and reports whether it did. A queued line is counted in its pending count until written (under out.mu),
 // so seeing both counts at zero under the lock means no earlier line of the caller's can still be
 // waiting: writing now keeps the order.
 func (c *Conn) tryDirect(l outLine) bool {
-	if c.bulkPending.Load() != 0 || c.egressPending.Load() != 0 || !c.out.mu.TryLock() {
+	if c.readerInline.Load() != 0 || c.bulkPending.Load() != 0 || c.egressPending.Load() != 0 || !c.out.mu.TryLock() {
 		return false
 	}
 	defer c.out.mu.Unlock()

@@ -405,3 +405,34 @@ func TestLinesKeepTheirOrderAcrossDirectAndQueuedWrites(t *testing.T) {
 	require.NoError(t, <-runErr)
 	require.Equal(t, []int{n, n, n}, next)
 }
+
+// A barrier request runs on the reader: what its handler writes is queued, so a client that sends its
+// next line before reading the answer (over a pipe where every write waits for the reader) is not wedged.
+func TestBarrierOutputDoesNotBlockTheReader(t *testing.T) {
+	h := &laneHandler{funcHandler{req: func(_ context.Context, r *Request) (any, error) {
+		if r.Method == "barrier" {
+			r.Reply(map[string]bool{"ok": true}, nil)
+			return nil, r.Conn().Notify("after", map[string]bool{"ok": true})
+		}
+		return nil, nil
+	}}}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := NewConn(inR, outW, h, Options{})
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- c.Run(context.Background())
+		_ = outW.Close()
+	}()
+	// Nothing reads the output until every line is sent: each write returns once the reader took it.
+	for _, line := range []string{`{"id":1,"method":"barrier","params":{}}`, `{"method":"note"}`, `{"id":2,"method":"x","params":{}}`} {
+		_, err := io.WriteString(inW, line+"\n")
+		require.NoError(t, err)
+	}
+	require.NoError(t, inW.Close())
+	out, err := io.ReadAll(outR)
+	require.NoError(t, err)
+	require.NoError(t, <-runErr)
+	require.Contains(t, string(out), `"method":"after"`)
+	require.Contains(t, string(out), `"id":2`)
+}

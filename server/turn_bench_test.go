@@ -28,7 +28,13 @@ func (c *wireClient) waitMethod(method string) {
 // BenchmarkOneMessageTurn times what `appserver-bench turn` measures, in process: turn/start → turn/completed of a
 // one-message turn on one thread (the mock answers each model request at once with one message). cpu-ms/op
 // (server, client and mock) and allocations are steadier than wall time on a shared machine.
-func BenchmarkOneMessageTurn(b *testing.B) {
+func BenchmarkOneMessageTurn(b *testing.B) { benchmarkOneMessageTurn(b, false) }
+
+// BenchmarkOneMessageTurnIndexed is BenchmarkOneMessageTurn after a thread/list, as a UI sends at start: the
+// thread index is open, so every turn's end also updates it.
+func BenchmarkOneMessageTurnIndexed(b *testing.B) { benchmarkOneMessageTurn(b, true) }
+
+func benchmarkOneMessageTurn(b *testing.B, indexed bool) {
 	home := filepath.Join(b.TempDir(), "codex_home")
 	require.NoError(b, os.MkdirAll(home, 0o755))
 	mm := mockmodel.New(b)
@@ -40,6 +46,9 @@ func BenchmarkOneMessageTurn(b *testing.B) {
 		} `json:"thread"`
 	}
 	require.NoError(b, json.Unmarshal(c.call("thread/start", map[string]any{}), &started))
+	if indexed {
+		c.call("thread/list", map[string]any{})
+	}
 	noDelay := 0
 	turn := func() {
 		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}, EventDelayMs: &noDelay})
