@@ -951,7 +951,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	t.meta.RecencyAt = ptr(completedAt.Unix())
 	subs := t.subscribersLocked()
 	t.mu.Unlock()
-	t.mgr.touch(t)
+	t.mgr.touchLater(t)
 	// A failed turn leaves the thread in systemError (until the next turn), announced before the error.
 	st := protocol.ThreadStatus{Value: protocol.ThreadStatusIdle{}}
 	if status == protocol.TurnStatusFailed {
