@@ -101,6 +101,8 @@ type Conn struct {
 	// lines are then queued, never written by their producer, so the reader cannot block on an output
 	// the client does not read yet while the client blocks writing its next line.
 	readerInline atomic.Int32
+	// held counts the Holds in force: lines are not flushed while it is non-zero.
+	held atomic.Int32
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc

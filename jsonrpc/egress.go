@@ -116,6 +116,33 @@ func (c *Conn) tryDirect(l outLine) bool {
 	return true
 }
 
+// Hold keeps the lines written from now on in the output buffer, unflushed, until the returned release is
+// called (once): a burst of notifications produced in a row then reaches the client in one write instead
+// of one each. The buffer still goes out when full. Holds nest; the caller must not wait for anything
+// (the client, another goroutine) between Hold and release, since every line of the connection waits.
+func (c *Conn) Hold() (release func()) {
+	c.held.Add(1)
+	var once sync.Once
+	return func() { once.Do(c.unhold) }
+}
+
+// unhold ends one Hold, flushing what the holds kept once none is left.
+func (c *Conn) unhold() {
+	if c.held.Add(-1) != 0 {
+		return
+	}
+	c.out.mu.Lock()
+	defer c.out.mu.Unlock()
+	if c.out.bw == nil || c.out.broken || c.out.closed || c.out.bw.Buffered() == 0 {
+		return
+	}
+	if err := c.out.bw.Flush(); err != nil {
+		c.out.broken = true
+		c.log.Warn("output closed; dropping further messages", "error", err)
+		c.cancel(ErrClosed)
+	}
+}
+
 // NotifyBulk queues a notification (with a top-level emittedAtMs, as Notify) on the bulk queue,
 // for high-volume output such as a process's streamed output. Bulk notifications are written in the
 // order they were queued, but ordinary messages overtake the ones still waiting, so call FlushBulk
@@ -177,7 +204,7 @@ func (c *Conn) put(l outLine) {
 	if err == nil && !l.nl {
 		err = bw.WriteByte('\n')
 	}
-	if err == nil && len(c.egress) == 0 && len(c.bulk) == 0 {
+	if err == nil && len(c.egress) == 0 && len(c.bulk) == 0 && c.held.Load() == 0 {
 		err = bw.Flush()
 	}
 	if err != nil {

@@ -436,3 +436,56 @@ func TestBarrierOutputDoesNotBlockTheReader(t *testing.T) {
 	require.Contains(t, string(out), `"method":"after"`)
 	require.Contains(t, string(out), `"id":2`)
 }
+
+// countWriter counts the writes it receives.
+type countWriter struct {
+	mu     sync.Mutex
+	writes int
+	buf    bytes.Buffer
+}
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	return w.buf.Write(p)
+}
+
+func (w *countWriter) state() (int, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writes, w.buf.String()
+}
+
+func TestHoldSendsABurstInOneWrite(t *testing.T) {
+	w := &countWriter{}
+	inR, inW := io.Pipe()
+	c := NewConn(inR, w, &funcHandler{}, Options{})
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(context.Background()) }()
+	require.Eventually(t, func() bool {
+		c.out.mu.Lock()
+		defer c.out.mu.Unlock()
+		return c.out.bw != nil
+	}, 30*time.Second, time.Millisecond)
+
+	release := c.Hold()
+	inner := c.Hold() // holds nest
+	for i := range 3 {
+		require.NoError(t, c.Notify("n", map[string]int{"i": i}))
+	}
+	inner()
+	inner() // a second call of a release does nothing
+	n, out := w.state()
+	require.Zero(t, n, "written while held: %q", out)
+	release()
+	n, out = w.state()
+	require.Equal(t, 1, n)
+	require.Equal(t, 3, strings.Count(out, `"method":"n"`))
+
+	require.NoError(t, c.Notify("after", nil)) // no hold: written at once
+	n, _ = w.state()
+	require.Equal(t, 2, n)
+	require.NoError(t, inW.Close())
+	require.NoError(t, <-runErr)
+}
