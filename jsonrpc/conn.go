@@ -354,7 +354,7 @@ func (c *Conn) dispatch(msg *Message, large bool) {
 	if busy && len(l.waiting) >= c.laneLimit {
 		c.flightMu.Unlock()
 		c.log.Warn("request refused: too many requests waiting in its lane", "method", msg.Method, "lane", order.Lane)
-		req.reply(nil, &Error{Code: CodeOverloaded, Message: OverloadedMessage}, false)
+		req.Reply(nil, &Error{Code: CodeOverloaded, Message: OverloadedMessage})
 		req.finish()
 		return
 	}
@@ -646,21 +646,15 @@ func (r *Request) Go(f func() (any, error)) {
 
 // Reply answers the request once; later calls are ignored. A non-nil err that is not an *Error
 // becomes -32603 with its text.
-func (r *Request) Reply(result any, err error) { r.reply(result, err, true) }
-
-// reply is Reply; direct false always queues the line (the reader refusing a request of a client that
-// floods it must not block on its output while the queue has room).
-func (r *Request) reply(result any, err error, direct bool) {
+//
+// The reply is always queued, never written by the caller (see write): a request counts as answered
+// once its reply is queued, even while the client does not read.
+func (r *Request) Reply(result any, err error) {
 	if !r.replied.CompareAndSwap(false, true) {
 		return
 	}
 	defer r.conn.settle(r)
-	l := outLine{b: encodeReply(r.ID, result, err)}
-	if direct {
-		_ = r.conn.write(l)
-	} else {
-		_ = r.conn.queue(l)
-	}
+	_ = r.conn.queue(outLine{b: encodeReply(r.ID, result, err)})
 }
 
 func encodeReply(id json.RawMessage, result any, err error) []byte {

@@ -67,6 +67,7 @@ func (c *Conn) appendNotification(method string, params Appender) outLine {
 // write queues one ordinary line, blocking while the queue is full, as stdio does in the reference.
 // When nothing waits in either queue, the caller writes the line itself instead: a turn's burst of
 // notifications then costs no hand-off to the writer goroutine (and no thread wake-up) per line.
+// Replies never come here (Request.Reply queues them).
 func (c *Conn) write(l outLine) error {
 	if c.tryDirect(l) {
 		return nil

@@ -104,7 +104,7 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 		Collaboration: p.CollaborationMode,
 	})
 	mdl := t.Settings().Model
-	release := c.Hold() // the warning and the answer go out together (nothing below waits)
+	release := c.Hold() // the warning and (when the writer is quick) the answer go out together
 	defer release()
 	// The reference warns when a turn starts, not when turn/start folds input into the running one.
 	if _, known := model.LookupModel(mdl); !known && t.ActiveTurn() == nil {
