@@ -89,24 +89,25 @@ stream_max_retries = 0
 	chunks := append([]string(nil), cw.chunks[from:]...)
 	cw.mu.Unlock()
 	var methods []string
-	var bursts [][]string
-	for _, ch := range chunks {
-		var burst []string
+	var chunkOf []int // the write each line came in
+	for k, ch := range chunks {
 		for _, line := range strings.Split(strings.TrimSuffix(ch, "\n"), "\n") {
 			name := "reply"
 			if m := methodRE.FindStringSubmatch(line); m != nil {
 				name = m[1]
 			}
-			burst = append(burst, name)
 			methods = append(methods, name)
+			chunkOf = append(chunkOf, k)
 		}
-		bursts = append(bursts, burst)
 	}
 	require.Equal(t, []string{"warning", "reply", "thread/status/changed", "turn/started", "item/started", "item/completed",
 		"item/started", "item/agentMessage/delta", "item/completed", "thread/tokenUsage/updated",
 		"account/rateLimits/updated", "thread/status/changed", "turn/completed"}, methods)
-	require.Contains(t, bursts, []string{"thread/status/changed", "turn/started"})
-	require.Contains(t, bursts, []string{"item/started", "item/completed"})
-	require.Equal(t, []string{"thread/tokenUsage/updated", "account/rateLimits/updated", "thread/status/changed", "turn/completed"},
-		bursts[len(bursts)-1])
+	together := func(from, to int) {
+		require.Equal(t, chunkOf[from], chunkOf[to], "%v split over writes %v", methods[from:to+1], chunkOf[from:to+1])
+	}
+	together(2, 3)  // thread/status/changed, turn/started
+	together(4, 5)  // the user message's item/started, item/completed
+	together(9, 12) // the token count through turn/completed
+	require.Less(t, len(chunks), len(methods))
 }
