@@ -290,12 +290,13 @@ func (c *connection) HandleRequest(ctx context.Context, req *jsonrpc.Request) (a
 	if spec.Experimental && !c.experimentalAPI() {
 		return nil, jsonrpc.InvalidRequest(req.Method + " requires experimentalApi capability")
 	}
-	params, err := decodeParams(spec, req.Params)
+	fields := &topFields{raw: req.Params} // the required and experimental checks share one decoding
+	params, err := decodeParamsFields(spec, req.Params, fields)
 	if err != nil {
 		return nil, err
 	}
 	if !c.experimentalAPI() {
-		if field := usedExperimentalField(spec, req.Params); field != "" {
+		if field := usedExperimentalField(spec, fields); field != "" {
 			return nil, jsonrpc.InvalidRequest(req.Method + "." + field + " requires experimentalApi capability")
 		}
 	}
