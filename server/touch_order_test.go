@@ -20,12 +20,12 @@ func TestThreadListAfterTurnCompletedSeesTheTurn(t *testing.T) {
 	// Each deferred update waits until something reads the index: the listing would otherwise race it.
 	var mu sync.Mutex
 	var held []chan struct{}
-	update := func() {
+	update := func() func() { // registered before turn/completed goes out, so a later listing releases it
 		ch := make(chan struct{})
 		mu.Lock()
 		held = append(held, ch)
 		mu.Unlock()
-		<-ch
+		return func() { <-ch }
 	}
 	wait := func() {
 		mu.Lock()

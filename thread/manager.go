@@ -473,10 +473,14 @@ func (m *Manager) touchLater(t *Thread) {
 		return
 	}
 	m.touches.RLock()
+	var hold func()
+	if h := touchHook; h != nil {
+		hold = h()
+	}
 	go func() {
 		defer m.touches.RUnlock()
-		if h := touchHook; h != nil {
-			h()
+		if hold != nil {
+			hold()
 		}
 		m.touch(t)
 	}()
@@ -491,12 +495,18 @@ func (m *Manager) waitTouches() {
 	m.touches.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
 }
 
-// touchHook and touchWaitHook, when set (by tests, before any turn), run at the start of each deferred
-// index update and of each wait for them.
-var touchHook, touchWaitHook func()
+// touchHook and touchWaitHook, when set (by tests, before any turn), run when a deferred index update is
+// registered (what it returns runs on the update's goroutine before the update) and at the start of
+// each wait for the updates.
+var (
+	touchHook     func() (hold func())
+	touchWaitHook func()
+)
 
 // SetTouchHooksForTest installs touchHook and touchWaitHook; nil removes them.
-func SetTouchHooksForTest(update, wait func()) { touchHook, touchWaitHook = update, wait }
+func SetTouchHooksForTest(update func() (hold func()), wait func()) {
+	touchHook, touchWaitHook = update, wait
+}
 
 // touch refreshes the index entry of a thread whose rollout was appended to (a turn ended).
 func (m *Manager) touch(t *Thread) {
