@@ -1,0 +1,216 @@
+// Package shellsnapshot captures a thread's view of the user's login shell (functions, aliases, shell
+// options, exported variables) into $CODEX_HOME/shell_snapshots once, off the critical path, so a model's
+// `bash -lc <script>` can run as a plain `bash -c` that sources the snapshot instead of replaying the login
+// scripts on every call (the reference's shell_snapshot feature).
+package shellsnapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultTimeout bounds the capture (and again its validation), as the reference does.
+const DefaultTimeout = 10 * time.Second
+
+// Dir is the folder of $CODEX_HOME holding the snapshots.
+const Dir = "shell_snapshots"
+
+// Options describe one capture.
+type Options struct {
+	CodexHome string
+	ThreadID  string
+	Shell     string        // the user's shell; only bash is supported
+	Cwd       string        // the thread's working directory ("" = this process's)
+	Env       []string      // the capture's environment (nil = this process's)
+	Timeout   time.Duration // DefaultTimeout when 0
+	Logger    *slog.Logger
+}
+
+// Snapshot is one thread's snapshot, captured in the background; Path is "" until it is ready and after
+// Close.
+type Snapshot struct {
+	shell  string
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	path   string
+	closed bool
+}
+
+// Supported reports whether shell (a path) can be snapshotted.
+func Supported(shell string) bool { return filepath.Base(shell) == "bash" }
+
+// Start begins the capture and returns at once; it returns nil for a shell that cannot be snapshotted.
+// The capture runs in its own process group, is killed after the timeout or by Close, and leaves no file
+// behind when it fails.
+func Start(o Options) *Snapshot {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if !Supported(o.Shell) {
+		o.Logger.Info("shell snapshot not supported for this shell", "shell", o.Shell)
+		return nil
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Snapshot{shell: o.Shell, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		path, err := capture(ctx, o)
+		if err != nil {
+			if ctx.Err() == nil {
+				o.Logger.Warn("failed to create shell snapshot", "thread", o.ThreadID, "error", err)
+			}
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = os.Remove(path)
+			return
+		}
+		s.path = path
+		s.mu.Unlock()
+		sweepOnce.Do(func() { Sweep(o.CodexHome, o.ThreadID, time.Now(), o.Logger) })
+	}()
+	return s
+}
+
+// Done is closed when the capture has finished, successfully or not.
+func (s *Snapshot) Done() <-chan struct{} { return s.done }
+
+// Path is the snapshot file, or "" while it is being captured, when the capture failed, or after Close.
+func (s *Snapshot) Path() string {
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.path
+}
+
+// Shell is the shell the snapshot was taken with (it runs the wrapper).
+func (s *Snapshot) Shell() string { return s.shell }
+
+// Close kills a capture still running, waits for it and deletes the snapshot file.
+func (s *Snapshot) Close() {
+	if s == nil {
+		return
+	}
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	path := s.path
+	s.path, s.closed = "", true
+	s.mu.Unlock()
+	if path != "" {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			slog.Warn("failed to delete shell snapshot", "path", path, "error", err)
+		}
+	}
+}
+
+// capture runs the capture script in a login shell, writes its output to a temporary file, checks that
+// the file sources cleanly and renames it into place.
+func capture(ctx context.Context, o Options) (string, error) {
+	out, err := run(ctx, o, []string{o.Shell, "-lc", captureScript})
+	if err != nil {
+		return "", fmt.Errorf("snapshot command: %w", err)
+	}
+	dir := filepath.Join(o.CodexHome, Dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
+	tmp := filepath.Join(dir, o.ThreadID+".tmp-"+stamp)
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	if _, err := run(ctx, o, []string{o.Shell, "-c", "set -e; . " + Quote(tmp)}); err != nil {
+		_ = os.Remove(tmp)
+		return "", fmt.Errorf("snapshot validation: %w", err)
+	}
+	final := filepath.Join(dir, o.ThreadID+"."+stamp+".sh")
+	if err := os.Rename(tmp, final); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return final, nil
+}
+
+// run runs argv with stdin from /dev/null and returns its stdout; the whole process group is killed on
+// timeout or cancellation.
+func run(ctx context.Context, o Options, argv []string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = o.Cwd
+	cmd.Env = o.Env
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// Descendants that keep the pipes open (a daemon started by a profile) do not hold the capture.
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return nil, fmt.Errorf("timed out after %v", o.Timeout)
+	case err != nil:
+		if msg := bytes.TrimSpace(stderr.Bytes()); len(msg) > 0 {
+			return nil, fmt.Errorf("%w: %s", err, lastLine(msg))
+		}
+		return nil, err
+	}
+	return stdout.Bytes(), nil
+}
+
+func lastLine(b []byte) string {
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	if len(b) > 200 {
+		b = b[:200]
+	}
+	return string(b)
+}
+
+// captureScript prints a file that, sourced by a fresh bash, recreates the login shell's state. It reads
+// ~/.bashrc too (a non-interactive login shell does not), unless BASH_ENV is set.
+const captureScript = `if [ -z "${BASH_ENV-}" ] && [ -n "${HOME-}" ] && [ -r "$HOME/.bashrc" ]; then
+  . "$HOME/.bashrc"
+fi
+printf '%s\n' '# Shell snapshot written by appserver' 'unalias -a 2>/dev/null || true'
+shopt -p | while IFS= read -r __snap_line; do
+  case "$__snap_line" in *" login_shell"|*" restricted_shell") ;; *) printf '%s\n' "$__snap_line" ;; esac
+done
+echo '# Functions'
+declare -f
+echo '# Options'
+set -o | while read -r __snap_name __snap_state; do
+  [ "$__snap_state" = on ] && printf 'set -o %s\n' "$__snap_name"
+done
+echo '# Aliases'
+alias -p
+echo '# Exports'
+compgen -e | while IFS= read -r __snap_name; do
+  case "$__snap_name" in
+    ""|[0-9]*|*[!A-Za-z0-9_]*|PWD|OLDPWD|_) continue ;;
+  esac
+  declare -xp "$__snap_name" 2>/dev/null || true
+done
+`

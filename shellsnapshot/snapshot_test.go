@@ -1,0 +1,220 @@
+package shellsnapshot
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// hang bounds waits that only a real hang exceeds.
+const hang = 2 * time.Minute
+
+type fixture struct {
+	home, codexHome string
+	env             []string
+}
+
+// newFixture makes a HOME with the given login profile and bashrc.
+func newFixture(t *testing.T, profile, bashrc string) fixture {
+	t.Helper()
+	root := t.TempDir()
+	f := fixture{home: filepath.Join(root, "home"), codexHome: filepath.Join(root, "codex")}
+	require.NoError(t, os.MkdirAll(f.home, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.home, ".bash_profile"), []byte(profile), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(f.home, ".bashrc"), []byte(bashrc), 0o644))
+	f.env = []string{"HOME=" + f.home, "PATH=" + os.Getenv("PATH"), "CODEX_HOME=" + f.codexHome}
+	return f
+}
+
+func (f fixture) start(t *testing.T, timeout time.Duration) *Snapshot {
+	t.Helper()
+	s := Start(Options{CodexHome: f.codexHome, ThreadID: "thr-1", Shell: "/bin/bash", Cwd: f.home, Env: f.env, Timeout: timeout})
+	require.NotNil(t, s)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func waitDone(t *testing.T, s *Snapshot) {
+	t.Helper()
+	select {
+	case <-s.Done():
+	case <-time.After(hang):
+		t.Fatal("capture never finished")
+	}
+}
+
+func snapshotFiles(t *testing.T, codexHome string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(codexHome, Dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func runArgv(t *testing.T, argv []string, env []string) string {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	return string(out)
+}
+
+const userProfile = `echo login >> "$HOME/logins"
+export FROM_PROFILE=profile-value
+export CODEX_THREAD_ID=from-profile
+set -o noclobber
+`
+
+const userBashrc = `greet() { echo "hello $1"; }
+alias ll='ls -l'
+export FROM_BASHRC=bashrc-value
+`
+
+func TestCaptureAndWrap(t *testing.T) {
+	f := newFixture(t, userProfile, userBashrc)
+	s := f.start(t, 0)
+	waitDone(t, s)
+	path := s.Path()
+	require.NotEmpty(t, path)
+	require.Regexp(t, `^thr-1\.\d+\.sh$`, filepath.Base(path))
+	require.Equal(t, filepath.Join(f.codexHome, Dir), filepath.Dir(path))
+	require.Equal(t, []string{filepath.Base(path)}, snapshotFiles(t, f.codexHome), "the temporary file is renamed into place")
+	body, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, want := range []string{"greet ()", "alias ll='ls -l'", `declare -x FROM_PROFILE="profile-value"`,
+		`declare -x FROM_BASHRC="bashrc-value"`, "set -o noclobber"} {
+		require.Contains(t, string(body), want)
+	}
+	require.NotContains(t, string(body), "declare -x PWD=")
+
+	script := `echo "$FROM_PROFILE $FROM_BASHRC $CODEX_THREAD_ID $1"; type greet >/dev/null 2>&1 || echo no-functions`
+	argv := s.Wrap([]string{"/bin/bash", "-lc", script, "arg0", "it's"}, Protected)
+	require.Equal(t, []string{"/bin/bash", "-c"}, argv[:2])
+	out := runArgv(t, argv, append(f.env, "CODEX_THREAD_ID=thread-of-command"))
+	// exports reach the command, the command's own CODEX_THREAD_ID wins, functions do not survive the exec
+	require.Equal(t, "profile-value bashrc-value thread-of-command it's\nno-functions\n", out)
+
+	// a protected variable the command does not have stays unset
+	out = runArgv(t, s.Wrap([]string{"/bin/bash", "-lc", `echo "[${CODEX_THREAD_ID-unset}]"`}, Protected), f.env)
+	require.Equal(t, "[unset]\n", out)
+
+	logins, err := os.ReadFile(filepath.Join(f.home, "logins"))
+	require.NoError(t, err)
+	require.Equal(t, "login\n", string(logins), "the commands ran without a login shell")
+
+	s.Close()
+	require.Empty(t, snapshotFiles(t, f.codexHome), "Close deletes the snapshot")
+	require.Empty(t, s.Path())
+	orig := []string{"/bin/bash", "-lc", "true"}
+	require.Equal(t, orig, s.Wrap(orig, Protected), "a closed snapshot wraps nothing")
+}
+
+func TestWrapLeavesNonLoginCommands(t *testing.T) {
+	f := newFixture(t, "", "")
+	s := f.start(t, 0)
+	waitDone(t, s)
+	require.NotEmpty(t, s.Path())
+	for _, argv := range [][]string{{"/bin/bash", "-c", "true"}, {"/bin/bash", "-lc"}, {"ls", "-l", "x"}} {
+		require.Equal(t, argv, s.Wrap(argv, Protected))
+	}
+	var nilSnap *Snapshot
+	require.Equal(t, []string{"/bin/bash", "-lc", "x"}, nilSnap.Wrap([]string{"/bin/bash", "-lc", "x"}, Protected))
+}
+
+func TestFailedCaptureFallsBack(t *testing.T) {
+	f := newFixture(t, "exit 3\n", "")
+	s := f.start(t, 0)
+	waitDone(t, s)
+	require.Empty(t, s.Path())
+	require.Empty(t, snapshotFiles(t, f.codexHome))
+	argv := []string{"/bin/bash", "-lc", "true"}
+	require.Equal(t, argv, s.Wrap(argv, Protected))
+}
+
+func TestInvalidSnapshotIsDiscarded(t *testing.T) {
+	// An exported SHELLOPTS is written as `declare -rx SHELLOPTS=...`, which a fresh bash refuses.
+	f := newFixture(t, "", "export SHELLOPTS\n")
+	s := f.start(t, 0)
+	waitDone(t, s)
+	require.Empty(t, s.Path())
+	require.Empty(t, snapshotFiles(t, f.codexHome), "no temporary file is left")
+}
+
+func TestSlowCaptureIsKilled(t *testing.T) {
+	f := newFixture(t, `echo $$ > "$HOME/pid"; exec sleep 1000`+"\n", "")
+	s := f.start(t, 200*time.Millisecond)
+	waitDone(t, s)
+	require.Empty(t, s.Path())
+	require.Empty(t, snapshotFiles(t, f.codexHome))
+	raw, err := os.ReadFile(filepath.Join(f.home, "pid"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	require.NoError(t, err)
+	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the capture's process is gone")
+}
+
+func TestCloseDuringCapture(t *testing.T) {
+	f := newFixture(t, `echo $$ > "$HOME/pid"; exec sleep 1000`+"\n", "")
+	s := f.start(t, hang)
+	pidFile := filepath.Join(f.home, "pid")
+	deadline := time.Now().Add(hang)
+	for {
+		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the capture never started")
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Close()
+	require.Empty(t, s.Path())
+	require.Empty(t, snapshotFiles(t, f.codexHome))
+}
+
+func TestUnsupportedShell(t *testing.T) {
+	require.Nil(t, Start(Options{CodexHome: t.TempDir(), ThreadID: "x", Shell: "/usr/bin/fish"}))
+	require.True(t, Supported("/usr/local/bin/bash"))
+	require.False(t, Supported("/bin/sh"))
+}
+
+func TestSweep(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, Dir)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	now := time.Now()
+	old := now.Add(-Retention - time.Hour)
+	write := func(path string, mt time.Time) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, nil, 0o644))
+		require.NoError(t, os.Chtimes(path, mt, mt))
+	}
+	sessions := filepath.Join(home, "sessions", "2026", "01", "02")
+	write(filepath.Join(sessions, "rollout-2026-01-02T00-00-00-fresh.jsonl"), now)
+	write(filepath.Join(sessions, "rollout-2026-01-02T00-00-00-stale.jsonl"), old)
+	write(filepath.Join(home, "archived_sessions", "rollout-2026-01-02T00-00-00-archived.jsonl"), now)
+	for _, name := range []string{"fresh.1.sh", "stale.1.sh", "archived.1.sh", "orphan-old.1.sh", "orphan-new.tmp-1", "active.1.sh"} {
+		mt := now
+		if strings.HasPrefix(name, "orphan-old") || name == "active.1.sh" {
+			mt = old
+		}
+		write(filepath.Join(dir, name), mt)
+	}
+	write(filepath.Join(sessions, "rollout-2026-01-02T00-00-00-active.jsonl"), old)
+	Sweep(home, "active", now, slog.New(slog.DiscardHandler))
+	require.ElementsMatch(t, []string{"fresh.1.sh", "archived.1.sh", "orphan-new.tmp-1", "active.1.sh"}, snapshotFiles(t, home))
+}
