@@ -69,6 +69,8 @@ type SpawnRequest struct {
 	Size Size     // initial PTY size; zero = 24x80
 	// Stdin keeps a writable stdin pipe in pipe mode; otherwise stdin is /dev/null. A PTY always has stdin.
 	Stdin bool
+	// ShellWrap, when set, rewrites the argv first (the thread's shell snapshot; not a confinement).
+	ShellWrap func(argv []string) []string
 	// WrapArgv, when set, rewrites the argv just before spawning (the sandbox hook).
 	WrapArgv func(argv []string) ([]string, error)
 	// OutputCap caps the aggregate transcript (head+tail): 0 = DefaultOutputCap, <0 = keep no transcript.
@@ -209,6 +211,9 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 		return nil, ErrClosed
 	}
 	argv := slices.Clone(req.Argv)
+	if req.ShellWrap != nil {
+		argv = req.ShellWrap(argv)
+	}
 	if req.WrapArgv != nil {
 		var err error
 		if argv, err = req.WrapArgv(argv); err != nil {

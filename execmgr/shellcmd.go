@@ -27,6 +27,7 @@ type ShellCommandRequest struct {
 	Controller      *stopwatch.Controller                 // the timeout budget's controller (nil = private)
 	Observer        Observer                              // Started gets processID ""; all output is streamed (≤10 000 deltas); may be nil
 	WrapArgv        func(argv []string) ([]string, error) // sandbox hook, may be nil
+	ShellWrap       func(argv []string) []string          // shell snapshot hook, may be nil (SpawnRequest.ShellWrap)
 	MaxOutputTokens int                                   // model text budget (DefaultMaxOutputTokens when 0)
 	Owner           string                                // Manager.KillOwner group (the thread id)
 }
@@ -62,7 +63,7 @@ func (m *Manager) ShellCommand(ctx context.Context, req ShellCommandRequest) (Sh
 	}
 	var emitMu sync.Mutex // serializes deltas from the two reader goroutines
 	deltas := 0
-	p, err := m.Spawn(ctx, SpawnRequest{Owner: req.Owner, Argv: argv, Cwd: cwd, Env: req.Env, WrapArgv: req.WrapArgv,
+	p, err := m.Spawn(ctx, SpawnRequest{Owner: req.Owner, Argv: argv, Cwd: cwd, Env: req.Env, ShellWrap: req.ShellWrap, WrapArgv: req.WrapArgv,
 		OnOutput: func(_ Stream, chunk []byte) {
 			emitMu.Lock()
 			defer emitMu.Unlock()

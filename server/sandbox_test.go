@@ -83,7 +83,7 @@ func TestSandboxThroughExecCommand(t *testing.T) {
 			// before it ends, whatever the load: a sandboxed mode must report that denial without an item.
 			require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
 			c.StartTurn(tid, "probe the sandbox")
-			waitFirstCommandGone(t)
+			waitFirstCommandGone(t, outside)
 			require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
 			require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 			msgs := c.Since(mark)
@@ -137,13 +137,14 @@ func TestSandboxThroughExecCommand(t *testing.T) {
 	}
 }
 
-// waitFirstCommandGone waits until a command (its shell, a child of this test process, which runs the
-// server) has started and ended.
-func waitFirstCommandGone(t *testing.T) {
+// waitFirstCommandGone waits until the command whose command line mentions marker (its shell, a
+// descendant of this test process, which runs the server) has started and ended. The marker tells it from
+// the thread's shell snapshot capture, also a `bash -lc`.
+func waitFirstCommandGone(t *testing.T, marker string) {
 	t.Helper()
 	running := func() bool {
 		for _, cmd := range descendants(t, os.Getpid()) {
-			if strings.Contains(cmd, "-lc") {
+			if strings.Contains(cmd, marker) {
 				return true
 			}
 		}
