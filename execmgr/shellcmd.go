@@ -21,15 +21,15 @@ const (
 // ShellCommandRequest is one classic `shell_command` call.
 type ShellCommandRequest struct {
 	Args            ShellCommandArgs
-	Cwd             string                                // turn cwd; Args.Workdir is resolved against it
-	Env             []string                              // full environment (nil = this process's)
-	Shell           string                                // DefaultShell when ""
-	Controller      *stopwatch.Controller                 // the timeout budget's controller (nil = private)
-	Observer        Observer                              // Started gets processID ""; all output is streamed (≤10 000 deltas); may be nil
-	WrapArgv        func(argv []string) ([]string, error) // sandbox hook, may be nil
-	ShellWrap       func(argv []string) []string          // shell snapshot hook, may be nil (SpawnRequest.ShellWrap)
-	MaxOutputTokens int                                   // model text budget (DefaultMaxOutputTokens when 0)
-	Owner           string                                // Manager.KillOwner group (the thread id)
+	Cwd             string                                        // turn cwd; Args.Workdir is resolved against it
+	Env             []string                                      // full environment (nil = this process's)
+	Shell           string                                        // DefaultShell when ""
+	Controller      *stopwatch.Controller                         // the timeout budget's controller (nil = private)
+	Observer        Observer                                      // Started gets processID ""; all output is streamed (≤10 000 deltas); may be nil
+	WrapArgv        func(argv []string) ([]string, error)         // sandbox hook, may be nil
+	ShellWrap       func(argv, env []string) ([]string, []string) // shell snapshot hook, may be nil (SpawnRequest.ShellWrap)
+	MaxOutputTokens int                                           // model text budget (DefaultMaxOutputTokens when 0)
+	Owner           string                                        // Manager.KillOwner group (the thread id)
 }
 
 // ShellCommandResult is the outcome of a shell_command call.

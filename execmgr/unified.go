@@ -166,13 +166,13 @@ func NewSessions(opts SessionsOptions) *Sessions {
 // ExecCommandRequest is one `exec_command` call.
 type ExecCommandRequest struct {
 	Args       ExecCommandArgs
-	Cwd        string                                // turn cwd; Args.Workdir is resolved against it
-	Env        []string                              // base environment (nil = this process's); ForcedEnv is applied on top
-	Controller *stopwatch.Controller                 // the thread's controller (nil = a private one)
-	Observer   Observer                              // may be nil
-	WrapArgv   func(argv []string) ([]string, error) // sandbox hook, may be nil
-	ShellWrap  func(argv []string) []string          // shell snapshot hook, may be nil (SpawnRequest.ShellWrap)
-	ItemID     string                                // the item that started the session (listed by Terminals)
+	Cwd        string                                        // turn cwd; Args.Workdir is resolved against it
+	Env        []string                                      // base environment (nil = this process's); ForcedEnv is applied on top
+	Controller *stopwatch.Controller                         // the thread's controller (nil = a private one)
+	Observer   Observer                                      // may be nil
+	WrapArgv   func(argv []string) ([]string, error)         // sandbox hook, may be nil
+	ShellWrap  func(argv, env []string) ([]string, []string) // shell snapshot hook, may be nil (SpawnRequest.ShellWrap)
+	ItemID     string                                        // the item that started the session (listed by Terminals)
 }
 
 // WriteStdinRequest is one `write_stdin` call.

@@ -1,7 +1,7 @@
 // Package shellsnapshot captures a thread's view of the user's login shell (functions, aliases, shell
 // options, exported variables) into $CODEX_HOME/shell_snapshots once, off the critical path, so a model's
-// `bash -lc <script>` can run as a plain `bash -c` that sources the snapshot instead of replaying the login
-// scripts on every call (the reference's shell_snapshot feature).
+// `bash -lc <script>` can run as a plain `bash -c <script>` with the login shell's exports instead of
+// replaying the login scripts on every call (the reference's shell_snapshot feature).
 package shellsnapshot
 
 import (
@@ -43,9 +43,10 @@ type Snapshot struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu     sync.Mutex
-	path   string
-	closed bool
+	mu      sync.Mutex
+	path    string
+	exports []string // "NAME=value" of every exported variable with a value, as sourcing the file sets them
+	closed  bool
 }
 
 // Supported reports whether shell (a path) can be snapshotted.
@@ -69,7 +70,7 @@ func Start(o Options) *Snapshot {
 	s := &Snapshot{shell: o.Shell, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		path, err := capture(ctx, o)
+		path, exports, err := capture(ctx, o)
 		if err != nil {
 			if ctx.Err() == nil {
 				o.Logger.Warn("failed to create shell snapshot", "thread", o.ThreadID, "error", err)
@@ -82,7 +83,7 @@ func Start(o Options) *Snapshot {
 			_ = os.Remove(path)
 			return
 		}
-		s.path = path
+		s.path, s.exports = path, exports
 		s.mu.Unlock()
 		sweepOnce.Do(func() { Sweep(o.CodexHome, o.ThreadID, time.Now(), o.Logger) })
 	}()
@@ -102,9 +103,6 @@ func (s *Snapshot) Path() string {
 	return s.path
 }
 
-// Shell is the shell the snapshot was taken with (it runs the wrapper).
-func (s *Snapshot) Shell() string { return s.shell }
-
 // Close kills a capture still running, waits for it and deletes the snapshot file.
 func (s *Snapshot) Close() {
 	if s == nil {
@@ -114,7 +112,7 @@ func (s *Snapshot) Close() {
 	<-s.done
 	s.mu.Lock()
 	path := s.path
-	s.path, s.closed = "", true
+	s.path, s.exports, s.closed = "", nil, true
 	s.mu.Unlock()
 	if path != "" {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -123,33 +121,44 @@ func (s *Snapshot) Close() {
 	}
 }
 
-// capture runs the capture script in a login shell, writes its output to a temporary file, checks that
-// the file sources cleanly and renames it into place.
-func capture(ctx context.Context, o Options) (string, error) {
+// capture runs the capture script in a login shell, writes the snapshot to a temporary file, checks that
+// the file sources cleanly and renames it into place. It also returns the exported variables the file
+// sets (the script prints them after the file, NUL-separated).
+func capture(ctx context.Context, o Options) (string, []string, error) {
 	out, err := run(ctx, o, []string{o.Shell, "-lc", captureScript})
 	if err != nil {
-		return "", fmt.Errorf("snapshot command: %w", err)
+		return "", nil, fmt.Errorf("snapshot command: %w", err)
+	}
+	body, dump, ok := bytes.Cut(out, []byte{0})
+	if !ok {
+		return "", nil, errors.New("snapshot command: output without its exports")
+	}
+	var exports []string
+	for _, kv := range bytes.Split(dump, []byte{0}) {
+		if bytes.IndexByte(kv, '=') > 0 {
+			exports = append(exports, string(kv))
+		}
 	}
 	dir := filepath.Join(o.CodexHome, Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
 	tmp := filepath.Join(dir, o.ThreadID+".tmp-"+stamp)
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+	if err := os.WriteFile(tmp, body, 0o644); err != nil {
 		_ = os.Remove(tmp)
-		return "", err
+		return "", nil, err
 	}
 	if _, err := run(ctx, o, []string{o.Shell, "-c", "set -e; . " + Quote(tmp)}); err != nil {
 		_ = os.Remove(tmp)
-		return "", fmt.Errorf("snapshot validation: %w", err)
+		return "", nil, fmt.Errorf("snapshot validation: %w", err)
 	}
 	final := filepath.Join(dir, o.ThreadID+"."+stamp+".sh")
 	if err := os.Rename(tmp, final); err != nil {
 		_ = os.Remove(tmp)
-		return "", err
+		return "", nil, err
 	}
-	return final, nil
+	return final, exports, nil
 }
 
 // run runs argv with stdin from /dev/null and returns its stdout; the whole process group is killed on
@@ -189,8 +198,9 @@ func lastLine(b []byte) string {
 	return string(b)
 }
 
-// captureScript prints a file that, sourced by a fresh bash, recreates the login shell's state. It reads
-// ~/.bashrc too (a non-interactive login shell does not), unless BASH_ENV is set.
+// captureScript prints a file that, sourced by a fresh bash, recreates the login shell's state, then a NUL
+// and every exported variable with a value as NAME=value, each followed by a NUL. It reads ~/.bashrc too
+// (a non-interactive login shell does not), unless BASH_ENV is set.
 const captureScript = `if [ -z "${BASH_ENV-}" ] && [ -n "${HOME-}" ] && [ -r "$HOME/.bashrc" ]; then
   . "$HOME/.bashrc"
 fi
@@ -213,4 +223,12 @@ compgen -e | while IFS= read -r __snap_name; do
   esac
   declare -xp "$__snap_name" 2>/dev/null || true
 done
+printf '\0'
+compgen -e | while IFS= read -r __snap_name; do
+  case "$__snap_name" in
+    ""|[0-9]*|*[!A-Za-z0-9_]*|PWD|OLDPWD|_) continue ;;
+  esac
+  [ -n "${!__snap_name+x}" ] && printf '%s=%s\0' "$__snap_name" "${!__snap_name}"
+done
+exit 0
 `

@@ -78,6 +78,7 @@ func runArgv(t *testing.T, argv []string, env []string) string {
 const userProfile = `echo login >> "$HOME/logins"
 export FROM_PROFILE=profile-value
 export CODEX_THREAD_ID=from-profile
+export TRICKY=$'a\'b"c$d\nline2 \\ e'
 set -o noclobber
 `
 
@@ -86,7 +87,7 @@ alias ll='ls -l'
 export FROM_BASHRC=bashrc-value
 `
 
-func TestCaptureAndWrap(t *testing.T) {
+func TestCaptureAndApply(t *testing.T) {
 	f := newFixture(t, userProfile, userBashrc)
 	s := f.start(t, 0)
 	waitDone(t, s)
@@ -103,16 +104,23 @@ func TestCaptureAndWrap(t *testing.T) {
 	}
 	require.NotContains(t, string(body), "declare -x PWD=")
 
-	script := `echo "$FROM_PROFILE $FROM_BASHRC $CODEX_THREAD_ID $1"; type greet >/dev/null 2>&1 || echo no-functions`
-	argv := s.Wrap([]string{"/bin/bash", "-lc", script, "arg0", "it's"}, Protected)
-	require.Equal(t, []string{"/bin/bash", "-c"}, argv[:2])
-	out := runArgv(t, argv, append(f.env, "CODEX_THREAD_ID=thread-of-command"))
-	// exports reach the command, the command's own CODEX_THREAD_ID wins, functions do not survive the exec
-	require.Equal(t, "profile-value bashrc-value thread-of-command it's\nno-functions\n", out)
+	script := `echo "$FROM_PROFILE $FROM_BASHRC $CODEX_THREAD_ID $1"; type greet >/dev/null 2>&1 || echo no-functions; tr '\0' ' ' < /proc/$$/cmdline`
+	argv, env := s.Apply([]string{"/bin/bash", "-lc", script, "arg0", "it's"}, append(f.env, "CODEX_THREAD_ID=thread-of-command"), Protected)
+	require.Equal(t, []string{"/bin/bash", "-c", script, "arg0", "it's"}, argv)
+	out := runArgv(t, argv, env)
+	// exports reach the command, the command's own CODEX_THREAD_ID wins, functions do not, no login shell
+	require.Equal(t, "profile-value bashrc-value thread-of-command it's\nno-functions\n/bin/bash -c "+script+" arg0 it's ", out)
 
 	// a protected variable the command does not have stays unset
-	out = runArgv(t, s.Wrap([]string{"/bin/bash", "-lc", `echo "[${CODEX_THREAD_ID-unset}]"`}, Protected), f.env)
-	require.Equal(t, "[unset]\n", out)
+	argv, env = s.Apply([]string{"/bin/bash", "-lc", `echo "[${CODEX_THREAD_ID-unset}]"`}, f.env, Protected)
+	require.Equal(t, "[unset]\n", runArgv(t, argv, env))
+
+	require.Contains(t, env, "TRICKY=a'b\"c$d\nline2 \\ e")
+	// the file itself recreates the same exports when sourced
+	out = runArgv(t, []string{"/bin/bash", "-c", ". " + Quote(path) + ` >/dev/null 2>&1; printf %s "$TRICKY"`}, f.env)
+	require.Equal(t, "a'b\"c$d\nline2 \\ e", out)
+	out = runArgv(t, []string{"/bin/bash", "-c", ". " + Quote(path) + ` >/dev/null 2>&1; echo "$FROM_PROFILE $FROM_BASHRC"`}, f.env)
+	require.Equal(t, "profile-value bashrc-value\n", out)
 
 	logins, err := os.ReadFile(filepath.Join(f.home, "logins"))
 	require.NoError(t, err)
@@ -122,19 +130,24 @@ func TestCaptureAndWrap(t *testing.T) {
 	require.Empty(t, snapshotFiles(t, f.codexHome), "Close deletes the snapshot")
 	require.Empty(t, s.Path())
 	orig := []string{"/bin/bash", "-lc", "true"}
-	require.Equal(t, orig, s.Wrap(orig, Protected), "a closed snapshot wraps nothing")
+	argv, env = s.Apply(orig, f.env, Protected)
+	require.Equal(t, orig, argv, "a closed snapshot changes nothing")
+	require.Equal(t, f.env, env)
 }
 
-func TestWrapLeavesNonLoginCommands(t *testing.T) {
+func TestApplyLeavesNonLoginCommands(t *testing.T) {
 	f := newFixture(t, "", "")
 	s := f.start(t, 0)
 	waitDone(t, s)
 	require.NotEmpty(t, s.Path())
 	for _, argv := range [][]string{{"/bin/bash", "-c", "true"}, {"/bin/bash", "-lc"}, {"ls", "-l", "x"}} {
-		require.Equal(t, argv, s.Wrap(argv, Protected))
+		got, env := s.Apply(argv, f.env, Protected)
+		require.Equal(t, argv, got)
+		require.Equal(t, f.env, env)
 	}
 	var nilSnap *Snapshot
-	require.Equal(t, []string{"/bin/bash", "-lc", "x"}, nilSnap.Wrap([]string{"/bin/bash", "-lc", "x"}, Protected))
+	got, _ := nilSnap.Apply([]string{"/bin/bash", "-lc", "x"}, nil, Protected)
+	require.Equal(t, []string{"/bin/bash", "-lc", "x"}, got)
 }
 
 func TestFailedCaptureFallsBack(t *testing.T) {
@@ -144,7 +157,8 @@ func TestFailedCaptureFallsBack(t *testing.T) {
 	require.Empty(t, s.Path())
 	require.Empty(t, snapshotFiles(t, f.codexHome))
 	argv := []string{"/bin/bash", "-lc", "true"}
-	require.Equal(t, argv, s.Wrap(argv, Protected))
+	got, _ := s.Apply(argv, f.env, Protected)
+	require.Equal(t, argv, got)
 }
 
 func TestInvalidSnapshotIsDiscarded(t *testing.T) {

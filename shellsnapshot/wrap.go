@@ -1,7 +1,7 @@
 package shellsnapshot
 
 import (
-	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,30 +12,45 @@ var Protected = []string{
 	"CODEX_SESSION_ID", "CODEX_THREAD_ID", "CODEX_TOOL_CALL_ID", "CODEX_VERSION",
 }
 
-// Wrap rewrites a login-shell command [shell, "-lc", script, args...] into [s.Shell(), "-c", wrapper]: the
-// wrapper sources the snapshot (ignoring its failure), puts back the protected variables as the command's
-// environment had them, and execs `shell -c script args...`. Only exported state reaches the script, as in
-// the reference. Any other argv, or a snapshot not ready, is returned unchanged.
-func (s *Snapshot) Wrap(argv []string, protect []string) []string {
-	path := s.Path()
-	if path == "" || len(argv) < 3 || argv[1] != "-lc" {
-		return argv
+// Apply rewrites a login-shell command for the snapshot: [shell, "-lc", script, args...] becomes
+// [shell, "-c", script, args...] and env gets the snapshot's exports on top, except the protected
+// variables, which keep env's values (or stay unset). The script sees what the reference's wrapper gives
+// it (`bash -c` sourcing the snapshot, then exec of `shell -c script`): the exported state, not the
+// functions, aliases or options, and no login scripts run. Any other argv, or a snapshot not ready, is
+// returned unchanged.
+func (s *Snapshot) Apply(argv, env []string, protect []string) ([]string, []string) {
+	if s == nil || len(argv) < 3 || argv[1] != "-lc" {
+		return argv, env
 	}
-	var b strings.Builder
-	for i, name := range protect {
-		fmt.Fprintf(&b, "__APPSERVER_SNAPSHOT_SET_%d=\"${%s+x}\"\n__APPSERVER_SNAPSHOT_%d=\"${%s-}\"\n", i, name, i, name)
+	s.mu.Lock()
+	ready, exports := s.path != "", s.exports
+	s.mu.Unlock()
+	if !ready {
+		return argv, env
 	}
-	fmt.Fprintf(&b, "if . %s >/dev/null 2>&1; then :; fi\n", Quote(path))
-	for i, name := range protect {
-		fmt.Fprintf(&b, "if [ -n \"$__APPSERVER_SNAPSHOT_SET_%d\" ]; then builtin export %s=\"$__APPSERVER_SNAPSHOT_%d\"; else builtin unset %s; fi\n",
-			i, name, i, name)
-		fmt.Fprintf(&b, "builtin unset __APPSERVER_SNAPSHOT_SET_%d __APPSERVER_SNAPSHOT_%d\n", i, i)
+	out := make([]string, 0, len(env)+len(exports))
+	idx := make(map[string]int, len(env)+len(exports))
+	add := func(kv string, override bool) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			if override {
+				out[i] = kv
+			}
+			return
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
 	}
-	b.WriteString("exec " + Quote(argv[0]) + " -c " + Quote(argv[2]))
-	for _, a := range argv[3:] {
-		b.WriteString(" " + Quote(a))
+	for _, kv := range env {
+		add(kv, true)
 	}
-	return []string{s.shell, "-c", b.String()}
+	for _, kv := range exports {
+		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(protect, k) {
+			add(kv, true)
+		}
+	}
+	argv = slices.Concat([]string{argv[0], "-c"}, argv[2:])
+	return argv, out
 }
 
 // Quote single-quotes s for a POSIX shell.

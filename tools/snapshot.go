@@ -2,9 +2,7 @@ package tools
 
 import (
 	"os"
-	"slices"
 
-	"appserver/execmgr"
 	"appserver/shellsnapshot"
 	"appserver/thread"
 	"appserver/usershell"
@@ -32,14 +30,13 @@ func ThreadLoaded(d Deps) func(t *thread.Thread) {
 	}
 }
 
-// ShellWrap returns the hook that runs a thread's login-shell commands (`shell -lc script`) through its
-// shell snapshot, or nil when the thread has none. A command started before the snapshot is ready runs
+// ShellWrap returns the hook that runs a thread's login-shell commands (`shell -lc script`) with its shell
+// snapshot, or nil when the thread has none. A command started before the snapshot is ready runs
 // unchanged.
-func ShellWrap(t *thread.Thread) func([]string) []string {
+func ShellWrap(t *thread.Thread) func(argv, env []string) ([]string, []string) {
 	snap, ok := t.Attached(snapshotKey{}).(*shellsnapshot.Snapshot)
 	if !ok {
 		return nil
 	}
-	protect := slices.Concat(shellsnapshot.Protected, []string{execmgr.ScopeEnv})
-	return func(argv []string) []string { return snap.Wrap(argv, protect) }
+	return func(argv, env []string) ([]string, []string) { return snap.Apply(argv, env, shellsnapshot.Protected) }
 }

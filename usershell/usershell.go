@@ -29,7 +29,7 @@ func Shell() string {
 
 // Run returns the task body that runs command; timeout (0 = none) kills it when it runs too long.
 // shellWrap (may be nil) rewrites the login-shell argv to use the thread's shell snapshot.
-func Run(exec *execmgr.Manager, command string, timeout time.Duration, shellWrap func([]string) []string) thread.TaskBody {
+func Run(exec *execmgr.Manager, command string, timeout time.Duration, shellWrap func(argv, env []string) ([]string, []string)) thread.TaskBody {
 	return func(ctx context.Context, tc *thread.ToolContext) []json.RawMessage {
 		cwd := tc.Settings.Cwd
 		argv := []string{Shell(), "-lc", command}
