@@ -81,8 +81,10 @@ func (tc *ToolContext) Converse(ctx context.Context, o ConverseOptions) (string,
 		sr.items(o.Input...)
 	}
 	conv = append(conv, o.Input...)
-	answer, err := converse(ctx, tn, sub, client, s, sets, conv, convID, o, sr)
-	sr.end(answer, ctx.Err() != nil)
+	var answer string
+	// Deferred, so that the file is ended and closed however the conversation returns (also by a panic).
+	defer func() { sr.end(answer, ctx.Err() != nil) }()
+	answer, err = converse(ctx, tn, sub, client, s, sets, conv, convID, o, sr)
 	return answer, err
 }
 
