@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,6 +25,13 @@ const DefaultTimeout = 10 * time.Second
 
 // Dir is the folder of $CODEX_HOME holding the snapshots.
 const Dir = "shell_snapshots"
+
+// MaxConcurrent bounds the captures running at once in this process (see batch).
+const MaxConcurrent = 1
+
+// Nice is the scheduling niceness of a capture's processes: a burst of thread loads is not slowed by
+// their login shells, and captures queued meanwhile share the next one.
+const Nice = 10
 
 // Options describe one capture.
 type Options struct {
@@ -43,6 +51,8 @@ type Snapshot struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	batch *batch // the capture this snapshot takes its content from
+
 	mu      sync.Mutex
 	path    string
 	exports []string // "NAME=value" of every exported variable with a value, as sourcing the file sets them
@@ -53,8 +63,8 @@ type Snapshot struct {
 func Supported(shell string) bool { return filepath.Base(shell) == "bash" }
 
 // Start begins the capture and returns at once; it returns nil for a shell that cannot be snapshotted.
-// The capture runs in its own process group, is killed after the timeout or by Close, and leaves no file
-// behind when it fails.
+// The capture runs in its own process group, is killed after the timeout or by Close (of the last
+// snapshot sharing it), and leaves no file behind when it fails.
 func Start(o Options) *Snapshot {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -67,14 +77,24 @@ func Start(o Options) *Snapshot {
 		o.Timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Snapshot{shell: o.Shell, cancel: cancel, done: make(chan struct{})}
+	s := &Snapshot{shell: o.Shell, cancel: cancel, done: make(chan struct{}), batch: join(o)}
 	go func() {
 		defer close(s.done)
-		path, exports, err := capture(ctx, o)
-		if err != nil {
+		b := s.batch
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return
+		}
+		if b.err != nil {
 			if ctx.Err() == nil {
-				o.Logger.Warn("failed to create shell snapshot", "thread", o.ThreadID, "error", err)
+				o.Logger.Warn("failed to create shell snapshot", "thread", o.ThreadID, "error", b.err)
 			}
+			return
+		}
+		path, err := install(o, b.body)
+		if err != nil {
+			o.Logger.Warn("failed to write shell snapshot", "thread", o.ThreadID, "error", err)
 			return
 		}
 		s.mu.Lock()
@@ -83,7 +103,7 @@ func Start(o Options) *Snapshot {
 			_ = os.Remove(path)
 			return
 		}
-		s.path, s.exports = path, exports
+		s.path, s.exports = path, b.exports
 		s.mu.Unlock()
 		sweepOnce.Do(func() { Sweep(o.CodexHome, o.ThreadID, time.Now(), o.Logger) })
 	}()
@@ -110,6 +130,9 @@ func (s *Snapshot) Close() {
 	}
 	s.cancel()
 	<-s.done
+	if s.batch.leave() { // the last thread waiting for that capture: it is killed, and waited for
+		<-s.batch.done
+	}
 	s.mu.Lock()
 	path := s.path
 	s.path, s.exports, s.closed = "", nil, true
@@ -121,17 +144,17 @@ func (s *Snapshot) Close() {
 	}
 }
 
-// capture runs the capture script in a login shell, writes the snapshot to a temporary file, checks that
-// the file sources cleanly and renames it into place. It also returns the exported variables the file
-// sets (the script prints them after the file, NUL-separated).
-func capture(ctx context.Context, o Options) (string, []string, error) {
+// shoot runs the capture script in a login shell and checks, through a temporary file, that its text
+// sources cleanly. It returns the text and the exported variables it sets (the script prints them after
+// the text, NUL-separated).
+func shoot(ctx context.Context, o Options) ([]byte, []string, error) {
 	out, err := run(ctx, o, []string{o.Shell, "-lc", captureScript})
 	if err != nil {
-		return "", nil, fmt.Errorf("snapshot command: %w", err)
+		return nil, nil, fmt.Errorf("snapshot command: %w", err)
 	}
 	body, dump, ok := bytes.Cut(out, []byte{0})
 	if !ok {
-		return "", nil, errors.New("snapshot command: output without its exports")
+		return nil, nil, errors.New("snapshot command: output without its exports")
 	}
 	var exports []string
 	for _, kv := range bytes.Split(dump, []byte{0}) {
@@ -139,26 +162,44 @@ func capture(ctx context.Context, o Options) (string, []string, error) {
 			exports = append(exports, string(kv))
 		}
 	}
+	tmp, err := writeTemp(o, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.Remove(tmp)
+	if _, err := run(ctx, o, []string{o.Shell, "-c", "set -e; . " + Quote(tmp)}); err != nil {
+		return nil, nil, fmt.Errorf("snapshot validation: %w", err)
+	}
+	return body, exports, nil
+}
+
+// writeTemp writes body to $CODEX_HOME/shell_snapshots/<thread id>.tmp-<unix nanos>.
+func writeTemp(o Options, body []byte) (string, error) {
 	dir := filepath.Join(o.CodexHome, Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, err
+		return "", err
 	}
-	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
-	tmp := filepath.Join(dir, o.ThreadID+".tmp-"+stamp)
+	tmp := filepath.Join(dir, o.ThreadID+".tmp-"+strconv.FormatInt(time.Now().UnixNano(), 10))
 	if err := os.WriteFile(tmp, body, 0o644); err != nil {
 		_ = os.Remove(tmp)
-		return "", nil, err
+		return "", err
 	}
-	if _, err := run(ctx, o, []string{o.Shell, "-c", "set -e; . " + Quote(tmp)}); err != nil {
-		_ = os.Remove(tmp)
-		return "", nil, fmt.Errorf("snapshot validation: %w", err)
+	return tmp, nil
+}
+
+// install writes a thread's snapshot file: a temporary file renamed to <thread id>.<unix nanos>.sh.
+func install(o Options, body []byte) (string, error) {
+	tmp, err := writeTemp(o, body)
+	if err != nil {
+		return "", err
 	}
-	final := filepath.Join(dir, o.ThreadID+"."+stamp+".sh")
+	stamp := tmp[strings.LastIndex(tmp, ".tmp-")+len(".tmp-"):]
+	final := filepath.Join(filepath.Dir(tmp), o.ThreadID+"."+stamp+".sh")
 	if err := os.Rename(tmp, final); err != nil {
 		_ = os.Remove(tmp)
-		return "", nil, err
+		return "", err
 	}
-	return final, exports, nil
+	return final, nil
 }
 
 // run runs argv with stdin from /dev/null and returns its stdout; the whole process group is killed on
@@ -175,7 +216,12 @@ func run(ctx context.Context, o Options, argv []string) ([]byte, error) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// Descendants that keep the pipes open (a daemon started by a profile) do not hold the capture.
 	cmd.WaitDelay = time.Second
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		// Background work: below the server and the commands it runs (before the shell forks anything).
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, Nice)
+		err = cmd.Wait()
+	}
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		return nil, fmt.Errorf("timed out after %v", o.Timeout)

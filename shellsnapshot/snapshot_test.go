@@ -232,3 +232,42 @@ func TestSweep(t *testing.T) {
 	Sweep(home, "active", now, slog.New(slog.DiscardHandler))
 	require.ElementsMatch(t, []string{"fresh.1.sh", "archived.1.sh", "orphan-new.tmp-1", "active.1.sh"}, snapshotFiles(t, home))
 }
+
+// TestQueuedCapturesAreShared: snapshots requested before a capture starts share it (one login shell), and
+// each thread still gets its own file.
+func TestQueuedCapturesAreShared(t *testing.T) {
+	f := newFixture(t, userProfile, userBashrc)
+	for range MaxConcurrent { // hold every capture slot, so the three requests queue
+		slots <- struct{}{}
+	}
+	var snaps []*Snapshot
+	for i := range 3 {
+		s := Start(Options{CodexHome: f.codexHome, ThreadID: "thr-" + strconv.Itoa(i), Shell: "/bin/bash", Cwd: f.home, Env: f.env})
+		require.NotNil(t, s)
+		t.Cleanup(s.Close)
+		snaps = append(snaps, s)
+	}
+	for range MaxConcurrent {
+		<-slots
+	}
+	paths := map[string]bool{}
+	for _, s := range snaps {
+		waitDone(t, s)
+		require.NotEmpty(t, s.Path())
+		paths[s.Path()] = true
+		argv, env := s.Apply([]string{"/bin/bash", "-lc", `echo "$FROM_BASHRC"`}, f.env, Protected)
+		require.Equal(t, "bashrc-value\n", runArgv(t, argv, env))
+	}
+	require.Len(t, paths, 3)
+	logins, err := os.ReadFile(filepath.Join(f.home, "logins"))
+	require.NoError(t, err)
+	require.Equal(t, "login\n", string(logins), "one capture served the three threads")
+
+	// a later request gets a capture of its own
+	s := f.start(t, 0)
+	waitDone(t, s)
+	require.NotEmpty(t, s.Path())
+	logins, err = os.ReadFile(filepath.Join(f.home, "logins"))
+	require.NoError(t, err)
+	require.Equal(t, "login\nlogin\n", string(logins))
+}
