@@ -29,10 +29,6 @@ const Dir = "shell_snapshots"
 // MaxConcurrent bounds the captures running at once in this process (see batch).
 const MaxConcurrent = 1
 
-// Nice is the scheduling niceness of a capture's processes: a burst of thread loads is not slowed by
-// their login shells, and captures queued meanwhile share the next one.
-const Nice = 10
-
 // Options describe one capture.
 type Options struct {
 	CodexHome string
@@ -216,12 +212,7 @@ func run(ctx context.Context, o Options, argv []string) ([]byte, error) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// Descendants that keep the pipes open (a daemon started by a profile) do not hold the capture.
 	cmd.WaitDelay = time.Second
-	err := cmd.Start()
-	if err == nil {
-		// Background work: below the server and the commands it runs (before the shell forks anything).
-		_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, Nice)
-		err = cmd.Wait()
-	}
+	err := cmd.Run()
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		return nil, fmt.Errorf("timed out after %v", o.Timeout)
