@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -69,7 +70,7 @@ type layer struct {
 	raw      tree
 	// positions maps joinKey(path) of keys and table headers to where
 	// they are defined; nil for layers that do not come from a file.
-	positions map[string]position
+	positions *positionIndex
 	// posPrefix is prepended to paths before looking them up in positions
 	// (the profile layer is the [profiles.<name>] table of the user file).
 	posPrefix []string
@@ -107,12 +108,13 @@ func (l *layer) locate(path []string, msg string) *Error {
 	default:
 		e.File = l.label
 	}
-	if l.positions == nil {
+	pos := l.positions.get()
+	if pos == nil {
 		return e
 	}
 	full := append(append([]string{}, l.posPrefix...), path...)
 	for n := len(full); n > 0; n-- {
-		if p, ok := l.positions[joinKey(full[:n])]; ok {
+		if p, ok := pos[joinKey(full[:n])]; ok {
 			e.Line, e.Column = p.line, p.col
 			break
 		}
@@ -139,9 +141,29 @@ func readFileLayer(source, file string) (*layer, error) {
 	return l, nil
 }
 
-// parseTOML decodes a document into a generic tree and indexes where each
-// key is defined.
-func parseTOML(file string, data []byte) (tree, map[string]position, error) {
+// positionIndex is indexPositions of a document, built the first time an error needs a position: a
+// second parse of every file that the start-up (which loads the configuration before it answers
+// initialize) does not need otherwise.
+type positionIndex struct {
+	once sync.Once
+	data []byte
+	m    map[string]position
+}
+
+// get returns the index (nil for a nil *positionIndex).
+func (p *positionIndex) get() map[string]position {
+	if p == nil {
+		return nil
+	}
+	p.once.Do(func() {
+		p.m = indexPositions(p.data)
+		p.data = nil
+	})
+	return p.m
+}
+
+// parseTOML decodes a document into a generic tree; where each key is defined is indexed on demand.
+func parseTOML(file string, data []byte) (tree, *positionIndex, error) {
 	var raw tree
 	if err := toml.Unmarshal(data, &raw); err != nil {
 		e := &Error{File: file, Msg: err.Error()}
@@ -156,7 +178,7 @@ func parseTOML(file string, data []byte) (tree, map[string]position, error) {
 	if raw == nil {
 		raw = tree{}
 	}
-	return raw, indexPositions(data), nil
+	return raw, &positionIndex{data: data}, nil
 }
 
 // indexPositions maps every key-value and table header of a (valid) TOML

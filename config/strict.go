@@ -16,11 +16,8 @@ import (
 )
 
 // knownTopLevelKeys are the config.toml keys codex-cli 0.169.0 recognizes at the top level (the keys of
-// its config/read answer).
-var knownTopLevelKeys = map[string]bool{}
-
-func init() {
-	for _, k := range strings.Fields(`agents allow_login_shell allow_symlinked_codex_home analytics approval_policy
+// its config/read answer), space-separated; strictSchema indexes them on first use.
+const knownTopLevelKeys = `agents allow_login_shell allow_symlinked_codex_home analytics approval_policy
 		approvals_reviewer apps apps_mcp_product_sku audio auto_review background_terminal_max_timeout browser_use
 		chatgpt_base_url check_for_update_on_startup cli_auth_credentials_store client_search_provider cloud
 		compact_prompt computer_use daybreak default_permissions desktop developer_instructions disable_paste_burst
@@ -40,10 +37,7 @@ func init() {
 		profile profiles project_doc_fallback_filenames project_doc_max_bytes project_root_markers projects realtime
 		responses_api_metadata review_model sandbox_mode sandbox_workspace_write service_tier
 		shell_environment_policy show_raw_agent_reasoning skills sqlite_home suppress_unstable_features_warning
-		thread_unload_delay_secs tool_output_token_limit tool_suggest tools tui web_search windows`) {
-		knownTopLevelKeys[k] = true
-	}
-}
+		thread_unload_delay_secs tool_output_token_limit tool_suggest tools tui web_search windows`
 
 // UnknownKey is a config.toml key this version does not recognize, with where it is.
 type UnknownKey struct {
@@ -105,7 +99,7 @@ var strictSchema = sync.OnceValue(func() *keySet {
 		"projects":                 {entries: names("trust_level", nil)},
 	}
 	top := &keySet{keys: map[string]*keySet{}}
-	for k := range knownTopLevelKeys {
+	for _, k := range strings.Fields(knownTopLevelKeys) {
 		top.keys[k] = sub[k]
 	}
 	// A profile holds top-level settings (accepting all of them errs on the side of the user).

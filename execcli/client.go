@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 
 	"appserver/jsonrpc"
@@ -52,7 +53,7 @@ func startEngine(ctx context.Context, srv *server.Server, log *slog.Logger) *eng
 		}
 		_ = sw.Close()
 	}()
-	e.rpc = jsonrpc.NewConn(cr, cw, e, jsonrpc.Options{Logger: log})
+	e.rpc = jsonrpc.NewConn(cr, cw, e, jsonrpc.Options{Logger: log, ReleaseMemory: debug.FreeOSMemory})
 	go func() { // owned by the engine: ends when the server side closes its writer
 		defer close(e.clientDone)
 		_ = e.rpc.Run(context.WithoutCancel(ctx))

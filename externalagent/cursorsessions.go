@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // cursorTranscriptLine is the part of a Cursor agent transcript line the import reads.
@@ -16,22 +17,25 @@ type cursorTranscriptLine struct {
 	Message     json.RawMessage `json:"message"`
 }
 
+// The patterns are compiled on first use: the server links this package but rarely imports sessions.
 var (
-	userQueryRE = regexp.MustCompile(`(?s)<user_query>(.*?)</user_query>`)
-	metaTagRE   = regexp.MustCompile(`(?s)<(timestamp|cursor_commands)>.*?</(timestamp|cursor_commands)>`)
+	userQueryRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<user_query>(.*?)</user_query>`) })
+	metaTagRE   = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?s)<(timestamp|cursor_commands)>.*?</(timestamp|cursor_commands)>`)
+	})
 )
 
 // cursorPrompt is the typed part of a Cursor user message: its <user_query> contents, else the text
 // without Cursor's metadata tags.
 func cursorPrompt(s string) string {
-	if m := userQueryRE.FindAllStringSubmatch(s, -1); len(m) > 0 {
+	if m := userQueryRE().FindAllStringSubmatch(s, -1); len(m) > 0 {
 		parts := make([]string, 0, len(m))
 		for _, x := range m {
 			parts = append(parts, strings.TrimSpace(x[1]))
 		}
 		return strings.Join(parts, "\n\n")
 	}
-	return strings.TrimSpace(metaTagRE.ReplaceAllString(s, ""))
+	return strings.TrimSpace(metaTagRE().ReplaceAllString(s, ""))
 }
 
 // readCursorTranscript parses a Cursor agent transcript of the project at cwd; lines without a time take

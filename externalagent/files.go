@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -138,12 +139,12 @@ type command struct {
 	doc                     document
 }
 
-var numberedArg = regexp.MustCompile(`\$[0-9]`)
+var numberedArg = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$[0-9]`) })
 
 // unsupportedTemplate reports template features only the source agent expands (arguments, shell
 // interpolation, file references, handlebars).
 func unsupportedTemplate(body string) bool {
-	if strings.Contains(body, "$ARGUMENTS") || numberedArg.MatchString(body) ||
+	if strings.Contains(body, "$ARGUMENTS") || numberedArg().MatchString(body) ||
 		strings.Contains(body, "{{") && strings.Contains(body, "}}") ||
 		strings.Contains(body, "!`") || strings.Contains(body, "! `") {
 		return true

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,7 +28,9 @@ const DefaultGitTimeout = 5 * time.Minute
 var errSourceFormat = errors.New("invalid marketplace source format; expected owner/repo, a git URL, or a local marketplace path")
 
 // githubShorthand is a GitHub owner/repo source with an optional @ref.
-var githubShorthand = regexp.MustCompile(`^([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)(?:@(.+))?$`)
+var githubShorthand = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)(?:@(.+))?$`)
+})
 
 // gitSource resolves a marketplace source that is not an existing folder to the URL git clones and the ref
 // it checks out: git URLs (https, http, ssh, git@host:path) as they are, owner/repo[@ref] on GitHub. Paths
@@ -50,7 +53,7 @@ func gitSource(ms marketSource) (marketSource, error) {
 		}
 		return marketSource{}, errSourceFormat
 	}
-	if m := githubShorthand.FindStringSubmatch(src); m != nil && !strings.HasSuffix(m[1], "/") {
+	if m := githubShorthand().FindStringSubmatch(src); m != nil && !strings.HasSuffix(m[1], "/") {
 		ref := ms.ref
 		if ref == "" {
 			ref = m[2]

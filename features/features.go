@@ -4,7 +4,7 @@ package features
 
 import (
 	"errors"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -53,7 +53,7 @@ func (r *Runtime) Set(enablement map[string]bool) map[string]bool {
 	defer r.mu.Unlock()
 	accepted := map[string]bool{}
 	for name, v := range enablement {
-		if !runtimeToggleable[name] {
+		if _, ok := slices.BinarySearch(runtimeToggleable, name); !ok {
 			continue
 		}
 		if r.on == nil {
@@ -129,10 +129,5 @@ func Page[T any](entries []T, cursor string, limit int) ([]T, string, error) {
 
 // ToggleableNames lists the features experimentalFeature/enablement/set accepts, sorted.
 func ToggleableNames() []string {
-	out := make([]string, 0, len(runtimeToggleable))
-	for n := range runtimeToggleable {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Clone(runtimeToggleable)
 }

@@ -1,6 +1,7 @@
 package features
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,4 +32,15 @@ func TestPage(t *testing.T) {
 	_, _, err = Page(xs, "9", 2)
 	require.ErrorIs(t, err, ErrInvalidCursor)
 	require.Len(t, Catalogue(), 215)
+}
+
+// TestToggleableSorted: Set looks names up by binary search, which needs the list sorted and unique.
+func TestToggleableSorted(t *testing.T) {
+	names := ToggleableNames()
+	require.True(t, slices.IsSorted(names))
+	require.Len(t, slices.Compact(slices.Clone(names)), len(names))
+	var r Runtime
+	for _, n := range names {
+		require.Equal(t, map[string]bool{n: true}, r.Set(map[string]bool{n: true, n + "_not": true}))
+	}
 }

@@ -222,21 +222,22 @@ var registry = []Feature{
 	{Name: "workspace_dependencies", Stage: StageStable, Default: true},
 }
 
-// runtimeToggleable are the features experimentalFeature/enablement/set accepts; others are dropped.
-var runtimeToggleable = map[string]bool{
-	"api_key_cyber_access_programs":          true,
-	"api_key_model_discovery":                true,
-	"auth_elicitation":                       true,
-	"background_paginated_rollout_migration": true,
-	"codex_apps_mcp_2026_07_28":              true,
-	"daybreak_program_propagation":           true,
-	"mcp_2026_07_28":                         true,
-	"mcp_connection_sharing":                 true,
-	"mcp_lazy_stdio_startup":                 true,
-	"memories":                               true,
-	"mentions_v2":                            true,
-	"remote_control":                         true,
-	"remote_plugin":                          true,
-	"tool_suggest":                           true,
-	"windows_sandbox_service":                true,
+// runtimeToggleable are the features experimentalFeature/enablement/set accepts (others are dropped),
+// sorted: a slice, so that nothing is built when the package is initialised.
+var runtimeToggleable = []string{
+	"api_key_cyber_access_programs",
+	"api_key_model_discovery",
+	"auth_elicitation",
+	"background_paginated_rollout_migration",
+	"codex_apps_mcp_2026_07_28",
+	"daybreak_program_propagation",
+	"mcp_2026_07_28",
+	"mcp_connection_sharing",
+	"mcp_lazy_stdio_startup",
+	"memories",
+	"mentions_v2",
+	"remote_control",
+	"remote_plugin",
+	"tool_suggest",
+	"windows_sandbox_service",
 }

@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
 // Entry is one file or directory found under a search root.
@@ -24,9 +22,9 @@ type Entry struct {
 // git excludes only inside a git repository; `.ignore` decisions beat git's, deeper files beat shallower.
 type ignoreSet struct {
 	parent *ignoreSet
-	depth  int                 // path components of the directory the patterns are relative to
-	ign    []gitignore.Pattern // from .ignore
-	git    []gitignore.Pattern // from .gitignore (and, at a repository root, info/exclude + global)
+	depth  int          // path components of the directory the patterns are relative to
+	ign    []ignoreRule // from .ignore
+	git    []ignoreRule // from .gitignore (and, at a repository root, info/exclude + global)
 	inRepo bool
 	any    bool // this set or an ancestor has patterns
 }
@@ -36,37 +34,37 @@ func (s *ignoreSet) ignored(comps []string, isDir bool) bool {
 		return false
 	}
 	for cur := s; cur != nil; cur = cur.parent {
-		if r := decide(cur.ign, comps[cur.depth:], isDir); r != gitignore.NoMatch {
-			return r == gitignore.Exclude
+		if r := decide(cur.ign, comps[cur.depth:], isDir); r != noVerdict {
+			return r == excluded
 		}
 	}
 	for cur := s; cur != nil; cur = cur.parent {
-		if r := decide(cur.git, comps[cur.depth:], isDir); r != gitignore.NoMatch {
-			return r == gitignore.Exclude
+		if r := decide(cur.git, comps[cur.depth:], isDir); r != noVerdict {
+			return r == excluded
 		}
 	}
 	return false
 }
 
 // decide applies one file's patterns: the last matching line wins.
-func decide(ps []gitignore.Pattern, comps []string, isDir bool) gitignore.MatchResult {
+func decide(ps []ignoreRule, comps []string, isDir bool) ignoreVerdict {
 	for i := len(ps) - 1; i >= 0; i-- {
-		if r := ps[i].Match(comps, isDir); r != gitignore.NoMatch {
+		if r := ps[i].match(comps, isDir); r != noVerdict {
 			return r
 		}
 	}
-	return gitignore.NoMatch
+	return noVerdict
 }
 
 // readPatterns reads an ignore file; a missing file yields nothing.
 // Patterns are relative to the directory whose ignoreSet holds them (see ignoreSet.depth).
-func readPatterns(file string) []gitignore.Pattern {
+func readPatterns(file string) []ignoreRule {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	var ps []gitignore.Pattern
+	var ps []ignoreRule
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSuffix(sc.Text(), "\r")
@@ -74,7 +72,7 @@ func readPatterns(file string) []gitignore.Pattern {
 			continue
 		}
 		line = strings.TrimPrefix(line, `\`) // "\#x" and "\!x" name literal files
-		ps = append(ps, gitignore.ParsePattern(line, nil))
+		ps = append(ps, parseIgnoreRule(line))
 	}
 	return ps
 }
@@ -122,14 +120,14 @@ func rootIgnores(root string) *ignoreSet {
 		}
 	}
 	var set *ignoreSet
-	push := func(depth int, ign, git []gitignore.Pattern, inRepo bool) {
+	push := func(depth int, ign, git []ignoreRule, inRepo bool) {
 		n := &ignoreSet{parent: set, depth: depth, ign: ign, git: git, inRepo: inRepo}
 		n.any = len(ign) > 0 || len(git) > 0 || (set != nil && set.any)
 		set = n
 	}
 	if repo != "" {
 		dom := splitAbs(repo)
-		var base []gitignore.Pattern
+		var base []ignoreRule
 		if g := globalExcludes(); g != "" {
 			base = append(base, readPatterns(g)...)
 		}
@@ -141,7 +139,7 @@ func rootIgnores(root string) *ignoreSet {
 		d := chain[i]
 		dom := splitAbs(d)
 		inRepo := repo != "" && (d == repo || strings.HasPrefix(d, repo+string(filepath.Separator)) || repo == "/")
-		var git []gitignore.Pattern
+		var git []ignoreRule
 		if inRepo {
 			git = readPatterns(filepath.Join(d, ".gitignore"))
 		}
@@ -263,7 +261,7 @@ func walkDir(j dirJob, roots []string, batch []Entry, push func(dirJob), sc *wal
 		}
 	}
 	inRepo := ign.inRepo || hasGit
-	var own, git []gitignore.Pattern
+	var own, git []ignoreRule
 	for _, e := range ents {
 		switch e.name {
 		case ".ignore":

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime/debug"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,6 +77,12 @@ type Options struct {
 	MaxLineBytes int
 	// LargeLineBytes is the size from which a line counts as large (LargeLineBytes when zero).
 	LargeLineBytes int
+	// ReleaseMemory is called when a large line is done with, to return its pages to the system at
+	// once (the server passes debug.FreeOSMemory: the runtime would otherwise keep them for
+	// minutes); nil leaves them to the runtime. An option, not an import: this package is
+	// initialised early (internal/early), and runtime/debug is among the last packages Go
+	// initialises.
+	ReleaseMemory func()
 }
 
 // Conn is one JSON-RPC peer over a reader and a writer.
@@ -90,6 +96,7 @@ type Conn struct {
 	laneLimit int
 	maxLine   int
 	largeLine int
+	release   func()
 
 	egress chan outLine // replies, requests and notifications, in order
 	bulk   chan outLine // bulk notifications (NotifyBulk), written when egress lets them
@@ -152,7 +159,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 	o, _ := h.(Orderer)
 	return &Conn{
 		r: r, w: w, handler: h, orderer: o, log: opts.Logger, now: opts.Now, laneLimit: opts.LaneLimit,
-		maxLine: opts.MaxLineBytes, largeLine: opts.LargeLineBytes,
+		maxLine: opts.MaxLineBytes, largeLine: opts.LargeLineBytes, release: opts.ReleaseMemory,
 		egress:     make(chan outLine, opts.QueueSize),
 		bulk:       make(chan outLine, bulkQueueSize),
 		pending:    map[int64]chan *Message{},
@@ -274,7 +281,7 @@ func (c *Conn) handleLine(line []byte) {
 	if err != nil {
 		c.log.Warn("Failed to deserialize JSONRPCMessage", "error", err.Error(), "line", truncate(line, 200))
 		if large {
-			giveBackMemory()
+			c.giveBackMemory()
 		}
 		return
 	}
@@ -284,16 +291,31 @@ func (c *Conn) handleLine(line []byte) {
 	case KindNotification:
 		c.safeNotification(msg)
 		if large {
-			giveBackMemory()
+			c.giveBackMemory()
 		}
 	case KindRequest:
 		c.dispatch(msg, large)
 	}
 }
 
-// giveBackMemory returns freed memory to the system at once: the runtime would otherwise keep the
-// pages of a huge line for minutes.
-func giveBackMemory() { debug.FreeOSMemory() }
+// giveBackMemory returns freed memory to the system at once (Options.ReleaseMemory).
+func (c *Conn) giveBackMemory() {
+	if c.release != nil {
+		c.release()
+	}
+}
+
+// stack is the calling goroutine's stack, as debug.Stack formats it.
+func stack() []byte {
+	buf := make([]byte, 1024)
+	for {
+		n := runtime.Stack(buf, false)
+		if n < len(buf) {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
 
 func truncate(b []byte, n int) string {
 	if len(b) > n {
@@ -385,7 +407,7 @@ func (c *Conn) serve(req *Request) {
 	defer c.work.Done()
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("panic in request handler", "method", req.Method, "panic", p, "stack", string(debug.Stack()))
+			c.log.Error("panic in request handler", "method", req.Method, "panic", p, "stack", string(stack()))
 			req.Reply(nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("internal error: %v", p)})
 		}
 		req.finish()
@@ -411,7 +433,7 @@ func (c *Conn) settle(req *Request) {
 func (c *Conn) safeNotification(msg *Message) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("panic in notification handler", "method", msg.Method, "panic", p, "stack", string(debug.Stack()))
+			c.log.Error("panic in notification handler", "method", msg.Method, "panic", p, "stack", string(stack()))
 		}
 	}()
 	c.handler.HandleNotification(c.ctx, msg.Method, msg.Params)
@@ -601,7 +623,7 @@ func (r *Request) finish() {
 		if !r.handedOff.Load() {
 			r.Params = nil // the handler returned: nothing reads it any more, and the stack still holds r
 		}
-		giveBackMemory()
+		r.conn.giveBackMemory()
 		<-r.conn.large
 	})
 }
@@ -621,12 +643,12 @@ func (r *Request) Go(f func() (any, error)) {
 		defer c.work.Done()
 		defer func() {
 			if r.large {
-				giveBackMemory()
+				c.giveBackMemory()
 			}
 		}()
 		defer func() {
 			if p := recover(); p != nil {
-				c.log.Error("panic while finishing a request", "method", r.Method, "panic", p, "stack", string(debug.Stack()))
+				c.log.Error("panic while finishing a request", "method", r.Method, "panic", p, "stack", string(stack()))
 				r.Reply(nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("internal error: %v", p)})
 			}
 		}()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -44,7 +45,7 @@ func TestHugeLineMemoryIsBoundedAndGivenBack(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	h := &funcHandler{req: func(_ context.Context, r *Request) (any, error) { return map[string]int{"n": len(r.Params)}, nil }}
-	c := NewConn(inR, outW, h, Options{})
+	c := NewConn(inR, outW, h, Options{ReleaseMemory: debug.FreeOSMemory})
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(context.Background()); _ = outW.Close() }()
 	sc := bufio.NewScanner(outR)

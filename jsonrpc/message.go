@@ -210,3 +210,7 @@ func encodeRequest(id int64, method string, params json.RawMessage) []byte {
 	b = append(b, '}')
 	return b
 }
+
+// EncodeResult is the line (without its newline) that answers the request with this id with result,
+// the same bytes Request.Reply writes.
+func EncodeResult(id json.RawMessage, result any) []byte { return encodeReply(id, result, nil) }

@@ -11,8 +11,6 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"golang.org/x/text/cases"
-
 	protocol "appserver/protocol/v2"
 )
 
@@ -83,7 +81,7 @@ type Hit struct {
 // Search returns up to limit occurrences of term at or after from, in thread order, and the position of the
 // next occurrence when there is one more.
 func Search(turns []protocol.Turn, term string, from Position, limit int) (hits []Hit, next *Position) {
-	folded := fold.String(term)
+	folded := foldString(term)
 	if folded == "" || limit <= 0 {
 		return nil, nil
 	}
@@ -135,9 +133,6 @@ func searchable(it protocol.ThreadItem) (id, text string, ok bool) {
 	return "", "", false
 }
 
-// fold is Unicode full case folding (ß and SS match), stateless and safe for concurrent use.
-var fold = cases.Fold()
-
 // Text is a message prepared for searching: whitespace runs collapsed to one space and the ends trimmed
 // (what snippets show), and its case-folded form with each character's offset into it.
 type Text struct {
@@ -151,15 +146,17 @@ func NewText(s string) *Text {
 	t := &Text{runes: []rune(strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " "))}
 	var b strings.Builder
 	t.starts = make([]int, 0, len(t.runes)+1)
-	var buf [utf8.UTFMax]byte
 	for _, r := range t.runes {
 		t.starts = append(t.starts, b.Len())
 		if r < utf8.RuneSelf {
 			b.WriteByte(byte(unicode.ToLower(r)))
 			continue
 		}
-		n := utf8.EncodeRune(buf[:], r)
-		b.WriteString(fold.String(string(buf[:n])))
+		if f, ok := foldRune(r); ok {
+			b.WriteString(f)
+		} else {
+			b.WriteRune(r)
+		}
 	}
 	t.starts = append(t.starts, b.Len())
 	t.folded = b.String()
@@ -173,7 +170,7 @@ func (t *Text) String() string { return string(t.runes) }
 type Match struct{ Start, End int }
 
 // Find returns the occurrences of term, case-insensitively and without overlap, in order.
-func (t *Text) Find(term string) []Match { return t.find(fold.String(term)) }
+func (t *Text) Find(term string) []Match { return t.find(foldString(term)) }
 
 // find searches an already folded term. A match that starts or ends inside a character's folding (the "s"
 // of "ß") covers that whole character, and the search goes on after it.

@@ -1,24 +1,21 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/google/uuid"
 
+	"appserver/handshake"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
 	"appserver/sandbox"
 )
 
-// UserAgentVersion is the version token in userAgent and cliVersion: the reference's version with our
-// own as semver build metadata, so clients that gate on the codex version see 0.169.0.
-const UserAgentVersion = CompatVersion + "+appserver." + Version
+// UserAgentVersion is the version token in userAgent and cliVersion (see handshake.UserAgentVersion).
+const UserAgentVersion = handshake.UserAgentVersion
 
 func (s *Server) initialize(_ context.Context, c *connection, req *jsonrpc.Request) (any, error) {
 	if c.isInitialized() {
@@ -30,7 +27,16 @@ func (s *Server) initialize(_ context.Context, c *connection, req *jsonrpc.Reque
 		return nil, err
 	}
 	p := raw.(*protocol.InitializeParams)
+	c.adoptInitialize(p)
+	req.Reply(handshake.Response(p.ClientInfo, s.cfg.CodexHome), nil)
+	s.afterInitialize(c)
+	return nil, nil
+}
+
+// adoptInitialize records what the client's initialize said on the connection.
+func (c *connection) adoptInitialize(p *protocol.InitializeParams) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.initialized = true
 	c.clientInfo = p.ClientInfo
 	c.optOut = map[string]bool{}
@@ -40,13 +46,10 @@ func (s *Server) initialize(_ context.Context, c *connection, req *jsonrpc.Reque
 			c.optOut[m] = true
 		}
 	}
-	c.mu.Unlock()
-	req.Reply(protocol.InitializeResponse{
-		UserAgent:      userAgent(p.ClientInfo),
-		CodexHome:      protocol.AbsolutePathBuf(s.cfg.CodexHome),
-		PlatformFamily: platformFamily(),
-		PlatformOs:     platformOS(),
-	}, nil)
+}
+
+// afterInitialize sends the notifications that follow the answer to initialize.
+func (s *Server) afterInitialize(c *connection) {
 	c.notify(protocol.NotifyRemoteControlStatusChanged, map[string]any{
 		"status":         "disabled",
 		"serverName":     hostname(),
@@ -59,82 +62,10 @@ func (s *Server) initialize(_ context.Context, c *connection, req *jsonrpc.Reque
 			Summary: "Sandboxing is unavailable on this machine: " + reason, Details: &details,
 		})
 	}
-	return nil, nil
 }
 
-func userAgent(ci protocol.ClientInfo) string {
-	name := ci.Name
-	if name == "" {
-		name = "codex_vscode"
-	}
-	return name + "/" + UserAgentVersion + " (" + osDescription() + "; " + archName() + ") " + terminalName() + " (" + name + "; " + ci.Version + ")"
-}
-
-func platformFamily() string {
-	if runtime.GOOS == "windows" {
-		return "windows"
-	}
-	return "unix"
-}
-
-func platformOS() string {
-	if runtime.GOOS == "darwin" {
-		return "macos"
-	}
-	return runtime.GOOS
-}
-
-func archName() string {
-	switch runtime.GOARCH {
-	case "amd64":
-		return "x86_64"
-	case "arm64":
-		return "aarch64"
-	}
-	return runtime.GOARCH
-}
-
-var osDescription = sync.OnceValue(func() string {
-	f, err := os.Open("/etc/os-release")
-	if err != nil {
-		return strings.ToUpper(runtime.GOOS[:1]) + runtime.GOOS[1:]
-	}
-	defer f.Close()
-	vals := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), "=")
-		if ok {
-			vals[k] = strings.Trim(v, `"'`)
-		}
-	}
-	id := vals["ID"]
-	if id == "" {
-		id = runtime.GOOS
-	}
-	name := strings.ToUpper(id[:1]) + id[1:]
-	ver := vals["VERSION_ID"]
-	if ver == "" {
-		return name
-	}
-	for strings.Count(ver, ".") < 2 {
-		ver += ".0"
-	}
-	return name + " " + ver
-})
-
-func terminalName() string {
-	if tp := os.Getenv("TERM_PROGRAM"); tp != "" {
-		if v := os.Getenv("TERM_PROGRAM_VERSION"); v != "" {
-			return tp + "/" + v
-		}
-		return tp
-	}
-	if t := os.Getenv("TERM"); t != "" {
-		return t
-	}
-	return "unknown"
-}
+// userAgent is handshake.UserAgent.
+func userAgent(ci protocol.ClientInfo) string { return handshake.UserAgent(ci) }
 
 // installationID returns the id stored in $CODEX_HOME/installation_id, creating it on first use.
 func (s *Server) installationID() string {

@@ -11,6 +11,7 @@ import (
 	"appserver/attachments"
 	"appserver/jsonrpc"
 	"appserver/projects"
+	protocol "appserver/protocol/v2"
 	"appserver/thread"
 	"appserver/threadindex"
 	"appserver/turnqueue"
@@ -29,12 +30,15 @@ type orgStores struct {
 }
 
 // addOrganizationRoutes routes projects, thread attachments and thread queues, and lets finished turns drain
-// their thread's queue.
+// their thread's queue (and arm the idle memory release).
 func (s *Server) addOrganizationRoutes(r map[string]route) {
 	s.addProjectRoutes(r)
 	s.addAttachmentRoutes(r)
 	s.addQueueRoutes(r)
-	s.threads.SetTurnEndListener(s.drainAfterTurn)
+	s.threads.SetTurnEndListener(func(t *thread.Thread, status protocol.TurnStatus) {
+		s.idle.Touch()
+		s.drainAfterTurn(t, status)
+	})
 }
 
 func (s *Server) openOrg(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -19,6 +20,8 @@ import (
 	"appserver/environments"
 	"appserver/execmgr"
 	"appserver/features"
+	"appserver/handshake"
+	"appserver/internal/idlefree"
 	"appserver/jsonrpc"
 	"appserver/model"
 	protocol "appserver/protocol/v2"
@@ -31,8 +34,8 @@ import (
 
 // Version is appserver's own version; CompatVersion is the codex-cli version whose protocol it speaks.
 const (
-	Version       = "0.1.0"
-	CompatVersion = "0.169.0"
+	Version       = handshake.Version
+	CompatVersion = handshake.CompatVersion
 )
 
 // Options configure a Server.
@@ -80,6 +83,7 @@ type Server struct {
 
 	envs    *environments.Registry // environment/*, built with the routes
 	samples sampleTable            // in-flight thread/sample requests, for thread/sample/cancel
+	idle    *idlefree.Releaser     // gives freed memory back once turns stop ending
 
 	nextConnID atomic.Int64
 	ctx        context.Context
@@ -92,7 +96,8 @@ func New(opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: opts.Config, log: opts.Logger, opts: opts, conns: map[*connection]struct{}{}, ctx: ctx, cancel: cancel}
+	s := &Server{cfg: opts.Config, log: opts.Logger, opts: opts, conns: map[*connection]struct{}{}, ctx: ctx, cancel: cancel,
+		idle: idlefree.New()}
 	s.auth = auth.NewStore(opts.Config.CodexHome)
 	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger})
 	var onLoad func(*thread.Thread)
@@ -116,8 +121,23 @@ func New(opts Options) *Server {
 
 // ServeConn serves one client over r/w until EOF; it returns after the connection's work is cleaned up.
 func (s *Server) ServeConn(ctx context.Context, r io.Reader, w io.Writer) error {
+	return s.serveConn(ctx, r, w, nil)
+}
+
+// ServeConnInitialized is ServeConn for a client whose initialize was already answered on w, with
+// params p, before the server existed (internal/early): the connection starts initialized and sends
+// the notifications that follow that answer first.
+func (s *Server) ServeConnInitialized(ctx context.Context, r io.Reader, w io.Writer, p *protocol.InitializeParams) error {
+	return s.serveConn(ctx, r, w, p)
+}
+
+func (s *Server) serveConn(ctx context.Context, r io.Reader, w io.Writer, initialized *protocol.InitializeParams) error {
 	c := &connection{srv: s, id: s.nextConnID.Add(1), log: s.log}
-	c.rpc = jsonrpc.NewConn(r, w, c, jsonrpc.Options{QueueSize: s.opts.QueueSize, Logger: s.log})
+	c.rpc = jsonrpc.NewConn(r, w, c, jsonrpc.Options{QueueSize: s.opts.QueueSize, Logger: s.log, ReleaseMemory: debug.FreeOSMemory})
+	if initialized != nil {
+		c.adoptInitialize(initialized)
+		s.afterInitialize(c)
+	}
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
@@ -139,6 +159,7 @@ func (s *Server) Close() {
 		s.logins.Close()
 	}
 	s.threads.Close()
+	s.idle.Close()
 	if err := s.exec.Close(); err != nil {
 		s.log.Warn("closing processes", "error", err)
 	}

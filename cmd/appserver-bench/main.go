@@ -21,7 +21,7 @@
 // under /tmp.
 //
 //	appserver-bench turn --server "<command line>" [--server ...] [--turns 200] [--warmup 2]
-//	                     [--timeout 60s] [--workdir DIR]
+//	                     [--tools 0] [--idle 0s] [--timeout 60s] [--workdir DIR]
 //
 // turn starts a zero-latency mock Responses API on 127.0.0.1 (each POST
 // /v1/responses streams one short assistant message), starts every server
@@ -29,8 +29,9 @@
 // thread/start and then --turns turns on that one thread (servers
 // interleaved turn by turn), timing turn/start request → turn/completed
 // notification. It prints turn_p50/p90/max and the server's VmRSS (and
-// VmHWM) from /proc after the turns, with ratios to the first server.
-// With --tools N the mock answers each turn's first request with N
+// VmHWM, and VmRSS's anonymous and file-backed parts) from /proc after the
+// turns, with ratios to the first server; with --idle D also VmRSS D later,
+// all servers idle (rss_idle). With --tools N the mock answers each turn's first request with N
 // exec_command calls (`true`) and the follow-up with the message.
 //
 //	appserver-bench scale --server "<command line>" [--server ...] [--threads 1000]

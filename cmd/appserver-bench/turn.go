@@ -119,7 +119,8 @@ func parseFlagSet(fs *flag.FlagSet, args []string) error {
 type turnOpts struct {
 	benchOpts
 	turns, warmup int
-	tools         int // exec_command calls the model makes in each turn (0: a one-message turn)
+	tools         int           // exec_command calls the model makes in each turn (0: a one-message turn)
+	idle          time.Duration // wait after the last turn before reading rss_idle (0: no such reading)
 }
 
 func parseTurnFlags(args []string, stderr io.Writer) (turnOpts, error) {
@@ -132,17 +133,18 @@ func parseTurnFlags(args []string, stderr io.Writer) (turnOpts, error) {
 	turns := fs.Int("turns", 200, "measured turns per server, all on one thread")
 	warmup := fs.Int("warmup", 2, "unmeasured turns per server before measuring")
 	tools := fs.Int("tools", 0, "exec_command calls (`true`) the mock model makes per turn before its answer (0: one message)")
+	idle := fs.Duration("idle", 0, "after the last turn, wait this long and report VmRSS as rss_idle (0: none)")
 	if err := parseFlagSet(fs, args); err != nil {
 		return turnOpts{}, err
 	}
-	if *turns < 1 || *warmup < 0 || *tools < 0 {
-		return turnOpts{}, fmt.Errorf("%w: --turns must be ≥ 1, --warmup and --tools ≥ 0", errUsage)
+	if *turns < 1 || *warmup < 0 || *tools < 0 || *idle < 0 {
+		return turnOpts{}, fmt.Errorf("%w: --turns must be ≥ 1, --warmup, --tools and --idle ≥ 0", errUsage)
 	}
 	bo, err := finishBenchFlags(fs, servers, timeout, workdir)
 	if err != nil {
 		return turnOpts{}, err
 	}
-	return turnOpts{benchOpts: bo, turns: *turns, warmup: *warmup, tools: *tools}, nil
+	return turnOpts{benchOpts: bo, turns: *turns, warmup: *warmup, tools: *tools, idle: *idle}, nil
 }
 
 // turnRun is the state of one server during a turn benchmark.
@@ -155,6 +157,9 @@ type turnRun struct {
 	dead     bool // stop sending turns (start failed or a turn timed out)
 	rssKiB   int64
 	hwmKiB   int64
+	anonKiB  int64 // RssAnon and RssFile when rss_after was read
+	fileKiB  int64
+	idleKiB  int64 // VmRSS after --idle (0: not read)
 }
 
 // runTurn implements the turn subcommand.
@@ -217,7 +222,21 @@ func runTurn(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	for _, r := range runs {
 		if r.conn != nil {
-			r.rssKiB, r.hwmKiB, _ = procMemKiB(r.conn.pid())
+			if m, err := readProcMem(r.conn.pid()); err == nil {
+				r.rssKiB, r.hwmKiB, r.anonKiB, r.fileKiB = m.rss, m.hwm, m.anon, m.file
+			}
+		}
+	}
+	if o.idle > 0 {
+		select { // all servers idle at once
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(o.idle):
+		}
+		for _, r := range runs {
+			if r.conn != nil {
+				r.idleKiB, _, _ = procMemKiB(r.conn.pid())
+			}
 		}
 	}
 
@@ -324,28 +343,36 @@ func (r *turnRun) turn(i int) (time.Duration, error) {
 
 // procMemKiB reads VmRSS and VmHWM of pid from /proc.
 func procMemKiB(pid int) (rss, hwm int64, err error) {
+	m, err := readProcMem(pid)
+	return m.rss, m.hwm, err
+}
+
+// procMem is a process's memory from /proc/PID/status, in KiB: resident set, its peak, and the resident
+// set's anonymous (heap, stacks, written data) and file-backed (the binary's and libraries' pages) parts.
+type procMem struct{ rss, hwm, anon, file int64 }
+
+func readProcMem(pid int) (procMem, error) {
+	var m procMem
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	defer f.Close()
+	fields := map[string]*int64{"VmRSS": &m.rss, "VmHWM": &m.hwm, "RssAnon": &m.anon, "RssFile": &m.file}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		name, val, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
+		dst := fields[name]
+		if !ok || dst == nil {
 			continue
 		}
 		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("parse %s: %w", name, err)
+			return procMem{}, fmt.Errorf("parse %s: %w", name, err)
 		}
-		if name == "VmRSS" {
-			rss = n
-		} else {
-			hwm = n
-		}
+		*dst = n
 	}
-	return rss, hwm, sc.Err()
+	return m, sc.Err()
 }
 
 // durStats are nearest-rank percentiles of some durations.
@@ -373,11 +400,20 @@ func formatTurnLine(r *turnRun, turns, tools int, base *turnRun) string {
 	st := durationStats(r.lat)
 	fmt.Fprintf(&b, " turn_p50=%s turn_p90=%s turn_max=%s rss_after=%s rss_peak=%s",
 		ms(st.p50), ms(st.p90), ms(st.max), mib(r.rssKiB), mib(r.hwmKiB))
+	if r.anonKiB+r.fileKiB > 0 {
+		fmt.Fprintf(&b, " rss_anon=%s rss_file=%s", mib(r.anonKiB), mib(r.fileKiB))
+	}
+	if r.idleKiB > 0 {
+		fmt.Fprintf(&b, " rss_idle=%s", mib(r.idleKiB))
+	}
 	if base != nil && len(base.lat) > 0 {
 		bs := durationStats(base.lat)
 		fmt.Fprintf(&b, " turn_p50_x=%s turn_p90_x=%s rss_after_x=%s",
 			ratio(float64(st.p50), float64(bs.p50)), ratio(float64(st.p90), float64(bs.p90)),
 			ratio(float64(r.rssKiB), float64(base.rssKiB)))
+		if r.idleKiB > 0 && base.idleKiB > 0 {
+			fmt.Fprintf(&b, " rss_idle_x=%s", ratio(float64(r.idleKiB), float64(base.idleKiB)))
+		}
 	}
 	return b.String()
 }

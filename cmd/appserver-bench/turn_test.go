@@ -13,14 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var turnLineRE = regexp.MustCompile(`^server=(\S+|"(?:[^"\\]|\\.)*") turns=(\d+) ok=(\d+) turn_p50=([\d.]+)ms turn_p90=([\d.]+)ms turn_max=([\d.]+)ms rss_after=([\d.]+)MiB rss_peak=([\d.]+)MiB(?: turn_p50_x=([\d.]+) turn_p90_x=([\d.]+) rss_after_x=([\d.]+))?$`)
+var turnLineRE = regexp.MustCompile(`^server=(\S+|"(?:[^"\\]|\\.)*") turns=(\d+) ok=(\d+) turn_p50=([\d.]+)ms turn_p90=([\d.]+)ms turn_max=([\d.]+)ms rss_after=([\d.]+)MiB rss_peak=([\d.]+)MiB(?: rss_anon=[\d.]+MiB rss_file=[\d.]+MiB)?(?: rss_idle=[\d.]+MiB)?(?: turn_p50_x=([\d.]+) turn_p90_x=([\d.]+) rss_after_x=([\d.]+)(?: rss_idle_x=[\d.]+)?)?$`)
 
 func TestTurnReports(t *testing.T) {
 	var out, errb bytes.Buffer
 	err := run(context.Background(), []string{"turn",
 		"--server", fake("ok"),
 		"--server", fake("ok", "BENCH_FAKE_MEM_MIB=96"),
-		"--turns", "5", "--warmup", "1", "--timeout", "60s", "--workdir", t.TempDir(),
+		"--turns", "5", "--warmup", "1", "--timeout", "60s", "--workdir", t.TempDir(), "--idle", "1ms",
 	}, &out, &errb)
 	require.NoError(t, err, errb.String())
 	require.Empty(t, errb.String())
@@ -30,6 +30,10 @@ func TestTurnReports(t *testing.T) {
 	for i, l := range lines {
 		m := turnLineRE.FindStringSubmatch(l)
 		require.NotNil(t, m, l)
+		require.Regexp(t, ` rss_anon=[\d.]+MiB rss_file=[\d.]+MiB rss_idle=[\d.]+MiB`, l, "memory by kind, and after --idle")
+		if i == 1 {
+			require.Regexp(t, ` rss_idle_x=[\d.]+$`, l)
+		}
 		require.Equal(t, "5", m[2])
 		require.Equal(t, "5", m[3])
 		p50, _ := strconv.ParseFloat(m[4], 64)
@@ -93,6 +97,7 @@ func TestTurnAndExecUsageErrors(t *testing.T) {
 		{"turn"},
 		{"turn", "--server", "x", "--turns", "0"},
 		{"turn", "--server", "x", "--warmup", "-1"},
+		{"turn", "--server", "x", "--idle", "-1s"},
 		{"turn", "--server", "x", "--timeout", "0s"},
 		{"turn", "--server", "x", "extra"},
 		{"turn", "--server", "'open"},
@@ -130,6 +135,11 @@ func TestProcMem(t *testing.T) {
 	require.GreaterOrEqual(t, hwm, rss)
 	_, _, err = procMemKiB(-1)
 	require.Error(t, err)
+	m, err := readProcMem(os.Getpid())
+	require.NoError(t, err)
+	require.Positive(t, m.anon)
+	require.Positive(t, m.file)
+	require.LessOrEqual(t, m.anon+m.file, m.rss+64, "RssAnon and RssFile are parts of VmRSS (RssShmem is the rest)")
 }
 
 func TestMockResponses(t *testing.T) {
@@ -162,6 +172,10 @@ func TestFormatTurnLine(t *testing.T) {
 	require.Equal(t, `server=./ours turns=5 ok=4 turn_p50=2.0ms turn_p90=4.0ms turn_max=4.0ms rss_after=10.0MiB rss_peak=10.0MiB turn_p50_x=0.10 turn_p90_x=0.10 rss_after_x=0.10`,
 		formatTurnLine(r, 5, 0, base))
 	require.Equal(t, `server=./ours turns=5 ok=0`, formatTurnLine(&turnRun{c: command{text: "./ours"}}, 5, 0, base))
+	base.anonKiB, base.fileKiB, base.idleKiB = 61440, 40960, 81920
+	r.anonKiB, r.fileKiB, r.idleKiB = 2048, 8192, 8192
+	require.Equal(t, `server=./ours turns=5 ok=4 turn_p50=2.0ms turn_p90=4.0ms turn_max=4.0ms rss_after=10.0MiB rss_peak=10.0MiB rss_anon=2.0MiB rss_file=8.0MiB rss_idle=8.0MiB turn_p50_x=0.10 turn_p90_x=0.10 rss_after_x=0.10 rss_idle_x=0.10`,
+		formatTurnLine(r, 5, 0, base))
 	for _, c := range []struct {
 		a, b float64
 		want string

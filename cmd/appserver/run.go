@@ -16,6 +16,7 @@ import (
 
 	"appserver/config"
 	"appserver/execcli"
+	"appserver/internal/early"
 	"appserver/internal/pipesize"
 	"appserver/schemaexport"
 	"appserver/server"
@@ -172,7 +173,11 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 	}
 	overrides := overridesOf(p)
 	printStartup := p.has("print-startup-config")
-	cfg, err := config.Load(home, overrides)
+	// A plain stdio start has loaded the configuration already (internal/early).
+	cfg := early.Config(home)
+	if cfg == nil || len(overrides) > 0 {
+		cfg, err = config.Load(home, overrides)
+	}
 	if err != nil {
 		if printStartup {
 			printConfigLoadError(stdout, err)
@@ -181,13 +186,26 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 		fmt.Fprintf(stderr, "Error loading configuration: %v\n", err)
 		return 1
 	}
-	if err := checkStrictConfig(p, home, logger); err != nil {
-		if printStartup {
-			printConfigLoadError(stdout, err)
+	if p.has("strict-config") || printStartup {
+		if err := checkStrictConfig(p, home, logger); err != nil {
+			if printStartup {
+				printConfigLoadError(stdout, err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "Error: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stderr, "Error: %v\n", err)
-		return 1
+	} else {
+		// Unknown keys are only warned about: the check (a second parse of config.toml against the
+		// key schema) runs beside the start-up instead of before it.
+		warned := make(chan struct{})
+		go func() {
+			defer close(warned)
+			if err := checkStrictConfig(p, home, logger); err != nil {
+				logger.Warn("checking config.toml for unknown keys", "error", err)
+			}
+		}()
+		defer func() { <-warned }()
 	}
 	if printStartup {
 		type requirements struct {
@@ -215,7 +233,7 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 	defer srv.Close()
 
 	// SIGHUP too: a listener killed with its terminal still removes its socket.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	ctx, stop := signalContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 	switch ep.Kind {
 	case transport.KindUnix, transport.KindWebSocket:
@@ -231,7 +249,20 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 		_, _ = pipesize.Grow(f, pipesize.Bulk)
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeConn(ctx, stdin, stdout) }()
+	go func() {
+		// A plain stdio start may have answered initialize already (internal/early).
+		st, engaged, err := early.Wait(ctx)
+		switch {
+		case err != nil:
+			done <- nil // a signal came first
+		case !engaged:
+			done <- srv.ServeConn(ctx, stdin, stdout)
+		case st.Initialized != nil:
+			done <- srv.ServeConnInitialized(ctx, st.Input, stdout, st.Initialized)
+		default:
+			done <- srv.ServeConn(ctx, st.Input, stdout)
+		}
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -298,4 +329,28 @@ func printConfigLoadError(stdout io.Writer, err error) {
 		"code": -32600, "data": data, "message": "failed to load configuration: " + err.Error(),
 	}})
 	fmt.Fprintf(stdout, "%s\n", out)
+}
+
+// signalContext is signal.NotifyContext with the registration made on its own goroutine: the first
+// signal.Notify starts the runtime's signal loop and a locked OS thread (about a millisecond of a
+// cold start), which then overlaps the server's start-up instead of delaying the first answer. The
+// returned stop cancels the context, unregisters and waits for that goroutine.
+func signalContext(parent context.Context, sigs ...os.Signal) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, sigs...)
+		defer signal.Stop(ch)
+		select {
+		case <-ch:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		cancel()
+		<-done
+	}
 }

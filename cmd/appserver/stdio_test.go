@@ -95,7 +95,16 @@ func TestStdoutPipeGrown(t *testing.T) {
 			t.Skipf("pipe-max-size is %d here", n)
 		}
 	}
-	s := startStdioServer(t, binPath) // initialize answered: the server is serving
+	s := startStdioServer(t, binPath)
+	// The notification that follows initialize comes from the server once it serves stdio (the answer
+	// itself may come from the early start, internal/early).
+	for {
+		line, err := s.out.ReadSlice('\n')
+		require.NoError(t, err)
+		if bytes.HasPrefix(line, []byte(`{"method":"remoteControl/status/changed",`)) {
+			break
+		}
+	}
 	n, err := unix.FcntlInt(s.outR.Fd(), unix.F_GETPIPE_SZ, 0)
 	require.NoError(t, err)
 	require.Equal(t, pipesize.Bulk, n)
@@ -166,4 +175,41 @@ func selfCPU(tb testing.TB) time.Duration {
 	var ru syscall.Rusage
 	require.NoError(tb, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestEarlyInitializeSameStream: a plain stdio start answers initialize before the server is up
+// (internal/early); with requests right behind it in the same write, and with the same input under
+// an option that leaves the start-up as it was (-c), the client reads the same messages in order.
+func TestEarlyInitializeSameStream(t *testing.T) {
+	input := `{"id":1,"method":"initialize","params":{"clientInfo":{"name":"t","version":"0"}}}` + "\n" +
+		`{"method":"initialized"}` + "\n" +
+		`{"id":2,"method":"initialize","params":{"clientInfo":{"name":"t","version":"0"}}}` + "\n" +
+		`{"id":3,"method":"no/such"}` + "\n"
+	run := func(args ...string) []string {
+		home := t.TempDir()
+		require.NoError(t, os.WriteFile(home+"/installation_id", []byte("11111111-2222-4333-8444-555555555555"), 0o644))
+		cmd := exec.Command(binPath, args...)
+		cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "HOME="+t.TempDir())
+		cmd.Dir = t.TempDir()
+		cmd.Stdin = strings.NewReader(input)
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if i := strings.Index(l, `,"emittedAtMs":`); i >= 0 {
+				l = l[:i] + "}"
+			}
+			lines = append(lines, strings.ReplaceAll(l, home, "HOME"))
+		}
+		return lines
+	}
+	early := run()
+	require.Equal(t, run("-c", "model_reasoning_effort=\"low\""), early)
+	require.Equal(t, early, run("app-server"))
+	require.Len(t, early, 4, "%q", early)
+	require.Contains(t, early[0], `{"id":1,"result":{"codexHome":"HOME"`)
+	require.Contains(t, early[1], `"method":"remoteControl/status/changed"`)
+	require.Contains(t, early[2], `"id":2`)
+	require.Contains(t, early[2], "Already initialized")
+	require.Contains(t, early[3], `"id":3`)
 }

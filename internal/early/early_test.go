@@ -1,0 +1,128 @@
+package early
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/config"
+	"appserver/internal/early/firstline"
+	"appserver/internal/early/request"
+	"appserver/server"
+)
+
+func TestWanted(t *testing.T) {
+	require.True(t, firstline.Wanted(nil))
+	require.True(t, firstline.Wanted([]string{"app-server"}))
+	for _, args := range [][]string{{"app-server", "--listen", "stdio://"}, {"-c", "model=x"}, {"exec", "hi"},
+		{"--strict-config"}, {"app-server", "proxy"}, {"__appserver_sandbox"}, {"--version"}} {
+		require.False(t, firstline.Wanted(args), "%q", args)
+	}
+}
+
+// serverOutput runs the server's own stdio handling on input until EOF and returns what it wrote.
+func serverOutput(t *testing.T, home string, input string, initialized bool) []string {
+	t.Helper()
+	cfg, err := config.Load(home, nil)
+	require.NoError(t, err)
+	srv := server.New(server.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)})
+	defer srv.Close()
+	var out bytes.Buffer
+	st := answerFor(t, cfg.CodexHome, input)
+	if initialized {
+		require.NotNil(t, st.Initialized)
+		out.Write(st.written)
+		require.NoError(t, srv.ServeConnInitialized(context.Background(), st.Input, &out, st.Initialized))
+	} else {
+		require.NoError(t, srv.ServeConn(context.Background(), strings.NewReader(input), &out))
+	}
+	return lines(out.String())
+}
+
+type answered struct {
+	Start
+	written []byte
+}
+
+func answerFor(t *testing.T, home, input string) answered {
+	t.Helper()
+	var out bytes.Buffer
+	in := strings.NewReader(input)
+	st := answer(request.Decode(firstline.ReadFirstLine(in)), in, &out, home)
+	return answered{Start: st, written: out.Bytes()}
+}
+
+// lines drops the emission times of notifications, which differ between runs.
+func lines(s string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		l := sc.Text()
+		if i := strings.Index(l, `,"emittedAtMs":`); i >= 0 {
+			l = l[:i] + "}"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func testHome(t *testing.T) string {
+	t.Helper()
+	home := filepath.Join(t.TempDir(), "codex_home")
+	require.NoError(t, os.MkdirAll(home, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, "installation_id"), []byte("11111111-2222-4333-8444-555555555555"), 0o644))
+	return home
+}
+
+// TestAnswerIsTheServers: for a well-formed initialize, the early answer followed by the server's
+// initialized connection writes exactly what the server alone writes, requests behind it included.
+func TestAnswerIsTheServers(t *testing.T) {
+	for _, input := range []string{
+		`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}` + "\n",
+		`{"id":"x","method":"initialize","params":{"clientInfo":{"name":"c","title":"T","version":"1"},` +
+			`"capabilities":{"experimentalApi":true,"optOutNotificationMethods":["remoteControl/status/changed"]}}}` + "\r\n",
+		`{"id":7,"method":"initialize","params":{"clientInfo":{"name":"","version":""}}}` + "\n" +
+			`{"method":"initialized"}` + "\n" + `{"id":8,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}` + "\n" +
+			`{"id":9,"method":"thread/list","params":{}}` + "\n",
+	} {
+		home := testHome(t)
+		want := serverOutput(t, home, input, false)
+		got := serverOutput(t, home, input, true)
+		require.Equal(t, want, got, "%s", input)
+		require.Contains(t, want[0], `"result":{"codexHome":`)
+	}
+}
+
+// TestAnswerLeavesTheRest: anything but a well-formed initialize on the first line is not answered,
+// and the server reads every byte that was read.
+func TestAnswerLeavesTheRest(t *testing.T) {
+	for _, input := range []string{
+		"",
+		"\n" + `{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}` + "\n",
+		`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`, // no newline yet
+		`{"id":1,"method":"initialize"}` + "\n",
+		`{"id":1,"method":"initialize","params":{}}` + "\n",
+		`{"id":1,"method":"initialize","params":[]}` + "\n",
+		`{"id":1,"method":"initialize","params":{"clientInfo":{"name":1,"version":"1"}}}` + "\n",
+		`{"id":1,"method":"thread/list","params":{}}` + "\n",
+		`{"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}` + "\n",
+		`not json` + "\n",
+		`[{"id":1,"method":"initialize"}]` + "\n",
+		strings.Repeat(" ", firstline.MaxLine+10) + "\n",
+	} {
+		st := answerFor(t, testHome(t), input)
+		require.Nil(t, st.Initialized, "%.80q", input)
+		require.Empty(t, st.written, "%.80q", input)
+		rest, err := io.ReadAll(st.Input)
+		require.NoError(t, err)
+		require.Equal(t, input, string(rest))
+	}
+}
