@@ -100,8 +100,11 @@ func New(opts Options) *Server {
 		idle: idlefree.New()}
 	s.auth = auth.NewStore(opts.Config.CodexHome)
 	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger})
+	var onLoad func(*thread.Thread)
 	if opts.Tools == nil {
-		opts.Tools = tools.Provider(tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools})
+		td := tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools}
+		opts.Tools = tools.Provider(td)
+		onLoad = tools.ThreadLoaded(td)
 	}
 	s.threads = thread.NewManager(thread.Deps{
 		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion, Clock: opts.Clock,
@@ -110,6 +113,7 @@ func New(opts Options) *Server {
 		SkillsPrompt:   s.skillsPrompt,
 		Broadcast:      s.broadcast,
 		UserAgent:      func(o string) string { return userAgent(protocol.ClientInfo{Name: o, Version: Version}) },
+		OnLoad:         onLoad,
 	})
 	s.routes = s.buildRoutes()
 	return s

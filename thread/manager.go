@@ -48,6 +48,9 @@ type Deps struct {
 	// Broadcast sends a notification to every connection, subscribed or not (nil: to the thread's
 	// subscribers only). The server-wide thread notifications (ServerWide) go through it.
 	Broadcast func(method string, params any)
+	// OnLoad runs when a thread becomes loaded (started, resumed, forked), before it is visible; what it
+	// attaches is released by the thread's OnClose hooks.
+	OnLoad func(t *Thread)
 }
 
 // Manager owns the loaded threads.
@@ -378,6 +381,9 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 
 // register makes a thread loaded (closing it when the server is shutting down).
 func (m *Manager) register(t *Thread) error {
+	if m.deps.OnLoad != nil {
+		m.deps.OnLoad(t)
+	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
