@@ -69,6 +69,9 @@ type SpawnRequest struct {
 	Size Size     // initial PTY size; zero = 24x80
 	// Stdin keeps a writable stdin pipe in pipe mode; otherwise stdin is /dev/null. A PTY always has stdin.
 	Stdin bool
+	// ShellWrap, when set, rewrites the argv and the environment first (the thread's shell snapshot; not a
+	// confinement).
+	ShellWrap func(argv, env []string) ([]string, []string)
 	// WrapArgv, when set, rewrites the argv just before spawning (the sandbox hook).
 	WrapArgv func(argv []string) ([]string, error)
 	// OutputCap caps the aggregate transcript (head+tail): 0 = DefaultOutputCap, <0 = keep no transcript.
@@ -209,6 +212,13 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 		return nil, ErrClosed
 	}
 	argv := slices.Clone(req.Argv)
+	env := req.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	if req.ShellWrap != nil {
+		argv, env = req.ShellWrap(argv, env)
+	}
 	if req.WrapArgv != nil {
 		var err error
 		if argv, err = req.WrapArgv(argv); err != nil {
@@ -217,10 +227,6 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 		if len(argv) == 0 {
 			return nil, errors.New("execmgr: wrapped argv is empty")
 		}
-	}
-	env := req.Env
-	if env == nil {
-		env = os.Environ()
 	}
 	sc := m.tr.open(req.Owner)
 	env = MergeEnv(env, ScopeEnv+"="+sc.token)

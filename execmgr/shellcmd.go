@@ -21,14 +21,15 @@ const (
 // ShellCommandRequest is one classic `shell_command` call.
 type ShellCommandRequest struct {
 	Args            ShellCommandArgs
-	Cwd             string                                // turn cwd; Args.Workdir is resolved against it
-	Env             []string                              // full environment (nil = this process's)
-	Shell           string                                // DefaultShell when ""
-	Controller      *stopwatch.Controller                 // the timeout budget's controller (nil = private)
-	Observer        Observer                              // Started gets processID ""; all output is streamed (≤10 000 deltas); may be nil
-	WrapArgv        func(argv []string) ([]string, error) // sandbox hook, may be nil
-	MaxOutputTokens int                                   // model text budget (DefaultMaxOutputTokens when 0)
-	Owner           string                                // Manager.KillOwner group (the thread id)
+	Cwd             string                                        // turn cwd; Args.Workdir is resolved against it
+	Env             []string                                      // full environment (nil = this process's)
+	Shell           string                                        // DefaultShell when ""
+	Controller      *stopwatch.Controller                         // the timeout budget's controller (nil = private)
+	Observer        Observer                                      // Started gets processID ""; all output is streamed (≤10 000 deltas); may be nil
+	WrapArgv        func(argv []string) ([]string, error)         // sandbox hook, may be nil
+	ShellWrap       func(argv, env []string) ([]string, []string) // shell snapshot hook, may be nil (SpawnRequest.ShellWrap)
+	MaxOutputTokens int                                           // model text budget (DefaultMaxOutputTokens when 0)
+	Owner           string                                        // Manager.KillOwner group (the thread id)
 }
 
 // ShellCommandResult is the outcome of a shell_command call.
@@ -62,7 +63,7 @@ func (m *Manager) ShellCommand(ctx context.Context, req ShellCommandRequest) (Sh
 	}
 	var emitMu sync.Mutex // serializes deltas from the two reader goroutines
 	deltas := 0
-	p, err := m.Spawn(ctx, SpawnRequest{Owner: req.Owner, Argv: argv, Cwd: cwd, Env: req.Env, WrapArgv: req.WrapArgv,
+	p, err := m.Spawn(ctx, SpawnRequest{Owner: req.Owner, Argv: argv, Cwd: cwd, Env: req.Env, ShellWrap: req.ShellWrap, WrapArgv: req.WrapArgv,
 		OnOutput: func(_ Stream, chunk []byte) {
 			emitMu.Lock()
 			defer emitMu.Unlock()

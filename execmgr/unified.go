@@ -166,12 +166,13 @@ func NewSessions(opts SessionsOptions) *Sessions {
 // ExecCommandRequest is one `exec_command` call.
 type ExecCommandRequest struct {
 	Args       ExecCommandArgs
-	Cwd        string                                // turn cwd; Args.Workdir is resolved against it
-	Env        []string                              // base environment (nil = this process's); ForcedEnv is applied on top
-	Controller *stopwatch.Controller                 // the thread's controller (nil = a private one)
-	Observer   Observer                              // may be nil
-	WrapArgv   func(argv []string) ([]string, error) // sandbox hook, may be nil
-	ItemID     string                                // the item that started the session (listed by Terminals)
+	Cwd        string                                        // turn cwd; Args.Workdir is resolved against it
+	Env        []string                                      // base environment (nil = this process's); ForcedEnv is applied on top
+	Controller *stopwatch.Controller                         // the thread's controller (nil = a private one)
+	Observer   Observer                                      // may be nil
+	WrapArgv   func(argv []string) ([]string, error)         // sandbox hook, may be nil
+	ShellWrap  func(argv, env []string) ([]string, []string) // shell snapshot hook, may be nil (SpawnRequest.ShellWrap)
+	ItemID     string                                        // the item that started the session (listed by Terminals)
 }
 
 // WriteStdinRequest is one `write_stdin` call.
@@ -319,7 +320,7 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 	s := &session{id: id, argv: argv, command: ShellJoin(argv), cwd: cwd, itemID: req.ItemID, obs: req.Observer,
 		pending: NewHeadTailBuffer(DefaultOutputCap), agg: NewHeadTailBuffer(DefaultOutputCap)}
 	p, err := x.m.Spawn(ctx, SpawnRequest{Owner: x.owner, Argv: argv, Cwd: cwd, Env: MergeEnv(base, ForcedEnv...), TTY: a.TTY,
-		WrapArgv: req.WrapArgv, OutputCap: -1, OnOutput: s.onOutput})
+		ShellWrap: req.ShellWrap, WrapArgv: req.WrapArgv, OutputCap: -1, OnOutput: s.onOutput})
 	if err != nil {
 		x.release(id)
 		return ExecResult{}, &ToolError{Msg: "exec_command failed: " + err.Error()}

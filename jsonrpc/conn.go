@@ -104,6 +104,12 @@ type Conn struct {
 	bulkPending   atomic.Int64
 	egressPending atomic.Int64
 	out           output
+	// readerInline is non-zero while the reader runs a handler itself (a barrier request, a notification):
+	// lines are then queued, never written by their producer, so the reader cannot block on an output
+	// the client does not read yet while the client blocks writing its next line.
+	readerInline atomic.Int32
+	// held counts the Holds in force: lines are not flushed while it is non-zero.
+	held atomic.Int32
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -289,7 +295,9 @@ func (c *Conn) handleLine(line []byte) {
 	case KindResponse, KindError:
 		c.resolve(msg)
 	case KindNotification:
+		c.readerInline.Add(1)
 		c.safeNotification(msg)
+		c.readerInline.Add(-1)
 		if large {
 			c.giveBackMemory()
 		}
@@ -353,7 +361,9 @@ func (c *Conn) dispatch(msg *Message, large bool) {
 	}
 	if order.Barrier {
 		c.work.Add(1)
+		c.readerInline.Add(1)
 		c.serve(req)
+		c.readerInline.Add(-1)
 		return
 	}
 	if order.Lane == "" {
@@ -658,12 +668,15 @@ func (r *Request) Go(f func() (any, error)) {
 
 // Reply answers the request once; later calls are ignored. A non-nil err that is not an *Error
 // becomes -32603 with its text.
+//
+// The reply is always queued, never written by the caller (see write): a request counts as answered
+// once its reply is queued, even while the client does not read.
 func (r *Request) Reply(result any, err error) {
 	if !r.replied.CompareAndSwap(false, true) {
 		return
 	}
 	defer r.conn.settle(r)
-	_ = r.conn.write(outLine{b: encodeReply(r.ID, result, err)})
+	_ = r.conn.queue(outLine{b: encodeReply(r.ID, result, err)})
 }
 
 func encodeReply(id json.RawMessage, result any, err error) []byte {

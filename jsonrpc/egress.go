@@ -65,7 +65,18 @@ func (c *Conn) appendNotification(method string, params Appender) outLine {
 }
 
 // write queues one ordinary line, blocking while the queue is full, as stdio does in the reference.
+// When nothing waits in either queue, the caller writes the line itself instead: a turn's burst of
+// notifications then costs no hand-off to the writer goroutine (and no thread wake-up) per line.
+// Replies never come here (Request.Reply queues them).
 func (c *Conn) write(l outLine) error {
+	if c.tryDirect(l) {
+		return nil
+	}
+	return c.queue(l)
+}
+
+// queue hands an ordinary line to the writer goroutine, blocking while the queue is full.
+func (c *Conn) queue(l outLine) error {
 	c.egressPending.Add(1)
 	if err := c.enqueue(c.egress, l); err != nil {
 		c.egressPending.Add(-1)
@@ -90,6 +101,49 @@ func (c *Conn) enqueue(q chan outLine, l outLine) error {
 	}
 }
 
+// tryDirect writes l at once when no line is queued or being written, the output is free and the reader
+// is not running a handler itself (see readerInline), and reports whether it did. A queued line is counted in its pending count until written (under out.mu),
+// so seeing both counts at zero under the lock means no earlier line of the caller's can still be
+// waiting: writing now keeps the order.
+func (c *Conn) tryDirect(l outLine) bool {
+	if c.readerInline.Load() != 0 || c.bulkPending.Load() != 0 || c.egressPending.Load() != 0 || !c.out.mu.TryLock() {
+		return false
+	}
+	defer c.out.mu.Unlock()
+	if c.bulkPending.Load() != 0 || c.egressPending.Load() != 0 || c.out.bw == nil || c.out.closed {
+		return false
+	}
+	c.put(l)
+	return true
+}
+
+// Hold keeps the lines written from now on in the output buffer, unflushed, until the returned release is
+// called (once): a burst of notifications produced in a row then reaches the client in one write instead
+// of one each. The buffer still goes out when full. Holds nest; the caller must not wait for anything
+// (the client, another goroutine) between Hold and release, since every line of the connection waits.
+func (c *Conn) Hold() (release func()) {
+	c.held.Add(1)
+	var once sync.Once
+	return func() { once.Do(c.unhold) }
+}
+
+// unhold ends one Hold, flushing what the holds kept once none is left.
+func (c *Conn) unhold() {
+	if c.held.Add(-1) != 0 {
+		return
+	}
+	c.out.mu.Lock()
+	defer c.out.mu.Unlock()
+	if c.out.bw == nil || c.out.broken || c.out.closed || c.out.bw.Buffered() == 0 {
+		return
+	}
+	if err := c.out.bw.Flush(); err != nil {
+		c.out.broken = true
+		c.log.Warn("output closed; dropping further messages", "error", err)
+		c.cancel(ErrClosed)
+	}
+}
+
 // NotifyBulk queues a notification (with a top-level emittedAtMs, as Notify) on the bulk queue,
 // for high-volume output such as a process's streamed output. Bulk notifications are written in the
 // order they were queued, but ordinary messages overtake the ones still waiting, so call FlushBulk
@@ -101,15 +155,8 @@ func (c *Conn) NotifyBulk(method string, params Appender) error {
 	l := c.appendNotification(method, params)
 	// egressPending also counts a line the writer has taken from its queue and waits to write: the
 	// caller must not barge in front of it.
-	if c.bulkPending.Load() == 0 && c.egressPending.Load() == 0 && c.out.mu.TryLock() {
-		// Under the lock no queued bulk line is being written, so none of the caller's own earlier
-		// lines can still be waiting when the count reads zero: writing now keeps their order.
-		if c.bulkPending.Load() == 0 && c.out.bw != nil && !c.out.closed {
-			c.put(l)
-			c.out.mu.Unlock()
-			return nil
-		}
-		c.out.mu.Unlock()
+	if c.tryDirect(l) {
+		return nil
 	}
 	return c.enqueueBulk(l)
 }
@@ -158,7 +205,7 @@ func (c *Conn) put(l outLine) {
 	if err == nil && !l.nl {
 		err = bw.WriteByte('\n')
 	}
-	if err == nil && len(c.egress) == 0 && len(c.bulk) == 0 {
+	if err == nil && len(c.egress) == 0 && len(c.bulk) == 0 && c.held.Load() == 0 {
 		err = bw.Flush()
 	}
 	if err != nil {

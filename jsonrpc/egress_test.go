@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,4 +314,178 @@ func BenchmarkAppendStringNUL(b *testing.B) {
 	for b.Loop() {
 		dst = AppendBytesString(dst[:0], s)
 	}
+}
+
+// callWriter records, for each line written, whether the test goroutine was inside a Notify call then.
+type callWriter struct {
+	inCall atomic.Bool
+	mu     sync.Mutex
+	during []bool
+	buf    bytes.Buffer
+}
+
+func (w *callWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for range bytes.Count(p, []byte("\n")) {
+		w.during = append(w.during, w.inCall.Load())
+	}
+	return w.buf.Write(p)
+}
+
+func TestNotifyWritesItselfWhenNothingIsQueued(t *testing.T) {
+	w := &callWriter{}
+	inR, inW := io.Pipe()
+	c := NewConn(inR, w, &funcHandler{}, Options{})
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(context.Background()) }()
+	require.Eventually(t, func() bool { // the writer goroutine has set up the output
+		c.out.mu.Lock()
+		defer c.out.mu.Unlock()
+		return c.out.bw != nil
+	}, 30*time.Second, time.Millisecond)
+	for i := range 3 {
+		w.inCall.Store(true)
+		require.NoError(t, c.Notify("n", map[string]int{"i": i}))
+		w.inCall.Store(false)
+	}
+	require.NoError(t, inW.Close())
+	require.NoError(t, <-runErr)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Written (and flushed) by the caller, before Notify returned: no hand-off to the writer goroutine.
+	require.Equal(t, []bool{true, true, true}, w.during)
+	require.Equal(t, 3, strings.Count(w.buf.String(), `"method":"n"`))
+}
+
+// TestLinesKeepTheirOrderAcrossDirectAndQueuedWrites has producers write while the output stalls now and
+// then, so some lines are written by their producer and others queue: each producer's lines stay in order.
+func TestLinesKeepTheirOrderAcrossDirectAndQueuedWrites(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := NewConn(inR, outW, &funcHandler{}, Options{QueueSize: 4})
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- c.Run(context.Background())
+		_ = outW.Close()
+	}()
+	const producers, n = 3, 300
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				if err := c.Notify("n", map[string]int{"p": p, "i": i}); err != nil {
+					t.Errorf("notify: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); _ = inW.Close() }()
+	next := make([]int, producers)
+	r := bufio.NewReader(outR)
+	for k := 0; ; k++ {
+		if k%7 == 0 {
+			runtime.Gosched() // stall the output now and then, so lines queue behind it
+		}
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		var m struct {
+			Params struct{ P, I int } `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal(line, &m))
+		require.Equal(t, next[m.Params.P], m.Params.I, "producer %d out of order", m.Params.P)
+		next[m.Params.P]++
+	}
+	require.NoError(t, <-runErr)
+	require.Equal(t, []int{n, n, n}, next)
+}
+
+// A barrier request runs on the reader: what its handler writes is queued, so a client that sends its
+// next line before reading the answer (over a pipe where every write waits for the reader) is not wedged.
+func TestBarrierOutputDoesNotBlockTheReader(t *testing.T) {
+	h := &laneHandler{funcHandler{req: func(_ context.Context, r *Request) (any, error) {
+		if r.Method == "barrier" {
+			r.Reply(map[string]bool{"ok": true}, nil)
+			return nil, r.Conn().Notify("after", map[string]bool{"ok": true})
+		}
+		return nil, nil
+	}}}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := NewConn(inR, outW, h, Options{})
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- c.Run(context.Background())
+		_ = outW.Close()
+	}()
+	// Nothing reads the output until every line is sent: each write returns once the reader took it.
+	for _, line := range []string{`{"id":1,"method":"barrier","params":{}}`, `{"method":"note"}`, `{"id":2,"method":"x","params":{}}`} {
+		_, err := io.WriteString(inW, line+"\n")
+		require.NoError(t, err)
+	}
+	require.NoError(t, inW.Close())
+	out, err := io.ReadAll(outR)
+	require.NoError(t, err)
+	require.NoError(t, <-runErr)
+	require.Contains(t, string(out), `"method":"after"`)
+	require.Contains(t, string(out), `"id":2`)
+}
+
+// countWriter counts the writes it receives.
+type countWriter struct {
+	mu     sync.Mutex
+	writes int
+	buf    bytes.Buffer
+}
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	return w.buf.Write(p)
+}
+
+func (w *countWriter) state() (int, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writes, w.buf.String()
+}
+
+func TestHoldSendsABurstInOneWrite(t *testing.T) {
+	w := &countWriter{}
+	inR, inW := io.Pipe()
+	c := NewConn(inR, w, &funcHandler{}, Options{})
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(context.Background()) }()
+	require.Eventually(t, func() bool {
+		c.out.mu.Lock()
+		defer c.out.mu.Unlock()
+		return c.out.bw != nil
+	}, 30*time.Second, time.Millisecond)
+
+	release := c.Hold()
+	inner := c.Hold() // holds nest
+	for i := range 3 {
+		require.NoError(t, c.Notify("n", map[string]int{"i": i}))
+	}
+	inner()
+	inner() // a second call of a release does nothing
+	n, out := w.state()
+	require.Zero(t, n, "written while held: %q", out)
+	release()
+	n, out = w.state()
+	require.Equal(t, 1, n)
+	require.Equal(t, 3, strings.Count(out, `"method":"n"`))
+
+	require.NoError(t, c.Notify("after", nil)) // no hold: written at once
+	n, _ = w.state()
+	require.Equal(t, 2, n)
+	require.NoError(t, inW.Close())
+	require.NoError(t, <-runErr)
 }

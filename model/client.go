@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -174,11 +175,22 @@ type Client struct {
 	onHeaders func(http.Header)
 }
 
+// streamTransport is the transport of clients made without Options.HTTPClient: http.DefaultTransport's
+// settings (proxy from the environment, pooling) with a write buffer that holds a typical request whole.
+// With the default 4 KiB buffer a request body goes out in several writes, and past the first 4 KiB
+// through a fresh 32 KiB copy buffer on every request. One transport for every client, so their
+// connections are pooled together as before.
+var streamTransport = sync.OnceValue(func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.WriteBufferSize = 64 << 10
+	return t
+})
+
 // NewClient returns a client for provider p.
 func NewClient(p Provider, opts Options) *Client {
 	c := &Client{p: p, hc: opts.HTTPClient, env: opts.Getenv, log: opts.Logger, base: opts.BaseBackoff, net: opts.NetworkBackoff, onHeaders: opts.OnResponseHeaders}
 	if c.hc == nil {
-		c.hc = &http.Client{}
+		c.hc = &http.Client{Transport: streamTransport()}
 	}
 	if c.env == nil {
 		c.env = os.Getenv
@@ -367,7 +379,11 @@ func (k kickReader) Read(p []byte) (int, error) {
 
 // attempt runs one stream attempt: the HTTP request with its silent retries, then the SSE body.
 func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload []byte, on func(Event)) (*Completed, error) {
-	actx, cancel := context.WithCancel(ctx)
+	// The request follows ctx until the stream completes, and no longer: a turn ends (cancelling ctx)
+	// right after response.completed, and the transport closes a connection whose request is cancelled
+	// before the body's end was read, so the drain below would lose it and the next request dial.
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	unlink := context.AfterFunc(ctx, cancel)
 	defer func() { cancel() }()
 	wd := newWatchdog(c.p.EffectiveStreamIdleTimeout(), cancel)
 	defer wd.stop()
@@ -387,6 +403,7 @@ func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload [
 		// What follows response.completed (normally only the chunked body's end) is read in the background,
 		// so the connection goes back to the pool instead of being closed: the next request of the turn
 		// or thread skips a TCP (and TLS) handshake.
+		unlink()
 		release := cancel
 		cancel = func() {}
 		go drainBody(resp.Body, release)
@@ -512,10 +529,16 @@ type responseObj struct {
 // maxSSELine bounds one SSE line (a data line holds a whole output item).
 const maxSSELine = 64 << 20
 
+// sseBufPool holds the scanners' initial 64 KiB line buffers: one per stream would be most of what a
+// short turn allocates. A buffer the scanner outgrew is not returned (it keeps its own).
+var sseBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
 // readStream parses SSE from r until response.completed (success), a terminal event or EOF.
 func readStream(r io.Reader, on func(Event), log *slog.Logger) (*Completed, error) {
+	buf := sseBufPool.Get().(*[]byte)
+	defer sseBufPool.Put(buf) // nothing keeps the scanner's bytes: events copy what they hold
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxSSELine)
+	sc.Buffer((*buf)[:0], maxSSELine)
 	var data []byte
 	var items []json.RawMessage
 	hasData := false

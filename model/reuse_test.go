@@ -54,3 +54,44 @@ func TestCompletedStreamConnectionIsReused(t *testing.T) {
 		return dials.Load() == before
 	}, 20*time.Second, 10*time.Millisecond, "no request reused the first connection")
 }
+
+// The caller's context ending right after a completed stream (a turn ends at once) does not cut the
+// background drain: the connection still goes back to the pool instead of being closed.
+func TestCompletedStreamConnectionSurvivesCallerCancel(t *testing.T) {
+	pending := make(chan chan struct{}, 1)
+	url := newHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
+		release := make(chan struct{})
+		pending <- release
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"type\":\"response.created\",\"response\":{\"id\":\"r\"}}\n\n" +
+			"data: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\"}}\n\n"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	var dials atomic.Int32
+	d := &net.Dialer{}
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := model.NewClient(model.Provider{ID: "x", BaseURL: url + "/v1", RequestMaxRetries: i64(0), StreamMaxRetries: i64(0)},
+		model.Options{HTTPClient: &http.Client{Transport: tr}})
+	stream := func() {
+		ctx, cancel := context.WithCancel(testCtx(t))
+		comp, err := c.Stream(ctx, simpleRequest(), func(model.Event) {})
+		require.NoError(t, err)
+		require.Equal(t, "r", comp.ResponseID)
+		cancel() // before the server ends the body
+		close(<-pending)
+	}
+	stream()
+	require.Eventually(t, func() bool {
+		before := dials.Load()
+		stream()
+		return dials.Load() == before
+	}, 20*time.Second, 10*time.Millisecond, "every request dialled: the cancel closed the connection")
+}

@@ -150,3 +150,19 @@ func TestKeepCopiesWithoutOverlap(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("%0999d", i), string(k))
 	}
 }
+
+func TestAppendLineMatchesMarshalledLine(t *testing.T) {
+	for _, c := range []struct{ ts, typ, payload string }{
+		{"2026-01-02T03:04:05.678Z", "response_item", `{"type":"message","text":"<a&b> \"q\" é"}`},
+		{"ts \"quoted\" \\ and\ncontrol", "event_msg", `{}`},
+		{"é ü \u2028", "t\x01", `[1,2]`},
+		{"bad \xff utf8", "x", `"s"`},
+	} {
+		ord := int64(42)
+		want, err := marshalNoEscape(line{Timestamp: c.ts, Ordinal: &ord, Type: c.typ, Payload: json.RawMessage(c.payload)})
+		require.NoError(t, err)
+		got, err := appendLine([]byte("prefix"), c.ts, ord, c.typ, []byte(c.payload))
+		require.NoError(t, err)
+		require.Equal(t, "prefix"+string(want)+"\n", string(got))
+	}
+}

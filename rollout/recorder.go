@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -233,18 +234,48 @@ func (r *Recorder) writeAt(recordType string, payload any, at time.Time) error {
 	if at.IsZero() {
 		at = r.now()
 	}
-	ord := r.next
-	rec := line{Timestamp: FormatTimestamp(at), Ordinal: &ord, Type: recordType, Payload: body}
-	buf, err := marshalNoEscape(rec)
+	buf, err := appendLine(make([]byte, 0, len(body)+len(recordType)+80), FormatTimestamp(at), r.next, recordType, body)
 	if err != nil {
 		return fmt.Errorf("rollout: marshal record: %w", err)
 	}
-	buf = append(buf, '\n')
 	if _, err := r.f.Write(buf); err != nil {
 		return fmt.Errorf("rollout: write %s: %w", r.path, err)
 	}
 	r.next++
 	return nil
+}
+
+// appendLine appends one rollout line (newline included): what marshalNoEscape(line{…}) writes, without
+// encoding/json's reflection and without compacting payload once more (marshalNoEscape's output is
+// compact already).
+func appendLine(dst []byte, timestamp string, ordinal int64, recordType string, payload []byte) ([]byte, error) {
+	var err error
+	dst = append(dst, `{"timestamp":`...)
+	if dst, err = appendJSONString(dst, timestamp); err != nil {
+		return nil, err
+	}
+	dst = append(dst, `,"ordinal":`...)
+	dst = strconv.AppendInt(dst, ordinal, 10)
+	dst = append(dst, `,"type":`...)
+	if dst, err = appendJSONString(dst, recordType); err != nil {
+		return nil, err
+	}
+	dst = append(dst, `,"payload":`...)
+	dst = append(dst, payload...)
+	return append(dst, '}', '\n'), nil
+}
+
+// appendJSONString appends s as marshalNoEscape encodes it.
+func appendJSONString(dst []byte, s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			b, err := marshalNoEscape(s)
+			return append(dst, b...), err
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"'), nil
 }
 
 // marshalNoEscape is json.Marshal without HTML escaping ("<environment_context>" stays readable, as the

@@ -32,8 +32,30 @@ func invalidParams(format string, args ...any) error {
 	return jsonrpc.InvalidRequest("Invalid request: " + fmt.Sprintf(format, args...))
 }
 
+// topFields decodes a params object's top-level members at most once, for the checks that need them.
+type topFields struct {
+	raw  []byte
+	obj  map[string]json.RawMessage
+	done bool
+	ok   bool
+}
+
+// get returns the members (ok false when raw is not an object).
+func (f *topFields) get() (map[string]json.RawMessage, bool) {
+	if !f.done {
+		f.done = true
+		f.ok = f.raw != nil && json.Unmarshal(f.raw, &f.obj) == nil
+	}
+	return f.obj, f.ok
+}
+
 // decodeParams decodes raw params into the method's params type, with serde-like error messages.
 func decodeParams(spec *protocol.MethodSpec, raw json.RawMessage) (any, error) {
+	return decodeParamsFields(spec, raw, &topFields{raw: raw})
+}
+
+// decodeParamsFields is decodeParams sharing the top-level members' decoding through f (f.raw is raw).
+func decodeParamsFields(spec *protocol.MethodSpec, raw json.RawMessage, f *topFields) (any, error) {
 	if spec.NewParams == nil {
 		return nil, nil
 	}
@@ -51,8 +73,12 @@ func decodeParams(spec *protocol.MethodSpec, raw json.RawMessage) (any, error) {
 	if err := json.Unmarshal(trimmed, p); err != nil {
 		return nil, invalidParams("%s", describeDecodeError(err))
 	}
-	if err := protocol.CheckRequired(spec.ParamsType, trimmed); err != nil {
-		return nil, invalidParams("%v", err)
+	if protocol.HasRequired(spec.ParamsType) {
+		if obj, ok := f.get(); ok {
+			if err := protocol.CheckRequiredIn(spec.ParamsType, obj); err != nil {
+				return nil, invalidParams("%v", err)
+			}
+		}
 	}
 	return p, nil
 }
@@ -124,12 +150,12 @@ func rustTypeName(t reflect.Type) string {
 // than its default, as the reference gates them: null is unset, and so is false for a boolean the schema
 // defaults to false (experimentalRawEvents: false is accepted without the capability), while any other
 // value, an empty list included, counts as used.
-func usedExperimentalField(spec *protocol.MethodSpec, raw json.RawMessage) string {
-	if len(spec.ExperimentalFields) == 0 || raw == nil {
+func usedExperimentalField(spec *protocol.MethodSpec, f *topFields) string {
+	if len(spec.ExperimentalFields) == 0 {
 		return ""
 	}
-	var present map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &present); err != nil {
+	present, ok := f.get()
+	if !ok {
 		return ""
 	}
 	for _, f := range spec.ExperimentalFields {

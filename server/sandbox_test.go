@@ -1,13 +1,13 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,7 +83,14 @@ func TestSandboxThroughExecCommand(t *testing.T) {
 			// before it ends, whatever the load: a sandboxed mode must report that denial without an item.
 			require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
 			c.StartTurn(tid, "probe the sandbox")
-			waitFirstCommandGone(t)
+			if tc.outside { // it runs: its file appears (its output waits for the thread to go on)
+				require.Eventually(t, func() bool { _, err := os.Stat(outside); return err == nil }, apptest.WaitLimit, 5*time.Millisecond,
+					"the first command did not run")
+			} else { // denied within the frozen startup window: the model is asked again with the denial
+				ctx, cancel := context.WithTimeout(context.Background(), apptest.WaitLimit)
+				require.NoError(t, mm.WaitRequests(ctx, 2), "the first command did not end")
+				cancel()
+			}
 			require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
 			require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 			msgs := c.Since(mark)
@@ -135,20 +142,4 @@ func TestSandboxThroughExecCommand(t *testing.T) {
 			}
 		})
 	}
-}
-
-// waitFirstCommandGone waits until a command (its shell, a child of this test process, which runs the
-// server) has started and ended.
-func waitFirstCommandGone(t *testing.T) {
-	t.Helper()
-	running := func() bool {
-		for _, cmd := range descendants(t, os.Getpid()) {
-			if strings.Contains(cmd, "-lc") {
-				return true
-			}
-		}
-		return false
-	}
-	require.Eventually(t, running, apptest.WaitLimit, time.Millisecond, "the first command did not start")
-	require.Eventually(t, func() bool { return !running() }, apptest.WaitLimit, 5*time.Millisecond, "the first command did not end")
 }

@@ -116,8 +116,11 @@ func New(opts Options) *Server {
 	})
 	s.auth = auth.NewStore(opts.Config.CodexHome)
 	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger})
+	var onLoad func(*thread.Thread)
 	if opts.Tools == nil {
-		opts.Tools = tools.Provider(tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools})
+		td := tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools}
+		opts.Tools = tools.Provider(td)
+		onLoad = tools.ThreadLoaded(td)
 	}
 	s.threads = thread.NewManager(thread.Deps{
 		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion, Clock: opts.Clock,
@@ -126,6 +129,7 @@ func New(opts Options) *Server {
 		SkillsPrompt:   s.skillsPrompt,
 		Broadcast:      s.broadcast,
 		UserAgent:      func(o string) string { return userAgent(protocol.ClientInfo{Name: o, Version: Version}) },
+		OnLoad:         onLoad,
 	})
 	s.routes = s.buildRoutes()
 	return s
@@ -306,12 +310,13 @@ func (c *connection) HandleRequest(ctx context.Context, req *jsonrpc.Request) (a
 	if spec.Experimental && !c.experimentalAPI() {
 		return nil, jsonrpc.InvalidRequest(req.Method + " requires experimentalApi capability")
 	}
-	params, err := decodeParams(spec, req.Params)
+	fields := &topFields{raw: req.Params} // the required and experimental checks share one decoding
+	params, err := decodeParamsFields(spec, req.Params, fields)
 	if err != nil {
 		return nil, err
 	}
 	if !c.experimentalAPI() {
-		if field := usedExperimentalField(spec, req.Params); field != "" {
+		if field := usedExperimentalField(spec, fields); field != "" {
 			return nil, jsonrpc.InvalidRequest(req.Method + "." + field + " requires experimentalApi capability")
 		}
 	}

@@ -13,6 +13,9 @@ import (
 // Notify implements thread.Subscriber.
 func (c *connection) Notify(method string, params any) { c.notify(method, params) }
 
+// Hold implements thread.Holder.
+func (c *connection) Hold() (release func()) { return c.rpc.Hold() }
+
 // Call implements thread.Subscriber: a server→client request on this connection. When the connection
 // ends before answering, the error wraps thread.ErrSubscriberGone so the thread re-routes the request.
 func (c *connection) Call(ctx context.Context, method string, params any, onSent func(requestID any)) (json.RawMessage, error) {

@@ -9,6 +9,7 @@ import (
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
+	"appserver/tools"
 	"appserver/usershell"
 )
 
@@ -34,6 +35,6 @@ func (s *Server) threadShellCommand(_ context.Context, c *connection, _ *jsonrpc
 	if p.TimeoutMs != nil && *p.TimeoutMs > 0 {
 		timeout = time.Duration(*p.TimeoutMs) * time.Millisecond
 	}
-	tn.RunTask(usershell.Run(s.exec, p.Command, timeout))
+	tn.RunTask(usershell.Run(s.exec, p.Command, timeout, tools.ShellWrap(t)))
 	return protocol.ThreadShellCommandResponse{}, nil
 }

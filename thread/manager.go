@@ -48,6 +48,9 @@ type Deps struct {
 	// Broadcast sends a notification to every connection, subscribed or not (nil: to the thread's
 	// subscribers only). The server-wide thread notifications (ServerWide) go through it.
 	Broadcast func(method string, params any)
+	// OnLoad runs when a thread becomes loaded (started, resumed, forked), before it is visible; what it
+	// attaches is released by the thread's OnClose hooks.
+	OnLoad func(t *Thread)
 }
 
 // Manager owns the loaded threads.
@@ -69,6 +72,9 @@ type Manager struct {
 	store   *rollout.Store
 	// refHist mirrors paginated turns into the reference's history database, if CODEX_HOME has one.
 	refHist *rollout.RefHistory
+	// touches is read-held by each ended turn's index update until it is written (touchLater): Store
+	// takes it for writing, so whoever reads the index sees every turn that ended before the read.
+	touches sync.RWMutex
 	// cfg is the current configuration (deps.Config until SetConfig swaps it after a config write).
 	cfg atomic.Pointer[config.Config]
 	// pendingContext holds a new thread's initial context items until its first turn records them and adds
@@ -206,6 +212,7 @@ func (m *Manager) Close() {
 	}
 	wg.Wait()
 	m.readStates().closeLog()
+	m.waitTouches()
 	m.storeMu.Lock()
 	if m.refHist != nil {
 		m.refHist.Close()
@@ -374,6 +381,9 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 
 // register makes a thread loaded (closing it when the server is shutting down).
 func (m *Manager) register(t *Thread) error {
+	if m.deps.OnLoad != nil {
+		m.deps.OnLoad(t)
+	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -414,8 +424,10 @@ func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.T
 	return rec, nil
 }
 
-// Store returns the rollout index of CODEX_HOME, opening it on first use.
+// Store returns the rollout index of CODEX_HOME, opening it on first use. It first waits for the index
+// updates of turns that already ended (see touchLater).
 func (m *Manager) Store() (*rollout.Store, error) {
+	m.waitTouches()
 	m.storeMu.Lock()
 	defer m.storeMu.Unlock()
 	if m.store != nil {
@@ -453,6 +465,53 @@ func (m *Manager) takePendingContext(id string) []json.RawMessage {
 	items := m.pendingContext[id]
 	delete(m.pendingContext, id)
 	return items
+}
+
+// touchLater refreshes the index entries of a thread whose turn ended (touch) on a goroutine of its own,
+// so the SQLite writes are not between the turn's last event and its turn/completed. The update counts
+// as pending from this call on: Store waits for it, so a thread/list sent on turn/completed still sees
+// the turn. Call it before turn/completed is emitted.
+func (m *Manager) touchLater(t *Thread) {
+	t.mu.Lock()
+	persisted := t.recorder != nil
+	t.mu.Unlock()
+	if !persisted {
+		return
+	}
+	m.touches.RLock()
+	var hold func()
+	if h := touchHook; h != nil {
+		hold = h()
+	}
+	go func() {
+		defer m.touches.RUnlock()
+		if hold != nil {
+			hold()
+		}
+		m.touch(t)
+	}()
+}
+
+// waitTouches returns once every index update pending when it was called is written.
+func (m *Manager) waitTouches() {
+	if h := touchWaitHook; h != nil {
+		h()
+	}
+	m.touches.Lock()
+	m.touches.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
+}
+
+// touchHook and touchWaitHook, when set (by tests, before any turn), run when a deferred index update is
+// registered (what it returns runs on the update's goroutine before the update) and at the start of
+// each wait for the updates.
+var (
+	touchHook     func() (hold func())
+	touchWaitHook func()
+)
+
+// SetTouchHooksForTest installs touchHook and touchWaitHook; nil removes them.
+func SetTouchHooksForTest(update func() (hold func()), wait func()) {
+	touchHook, touchWaitHook = update, wait
 }
 
 // touch refreshes the index entry of a thread whose rollout was appended to (a turn ended).

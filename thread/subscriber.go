@@ -20,6 +20,12 @@ type Subscriber interface {
 	Call(ctx context.Context, method string, params any, onSent func(requestID any)) (json.RawMessage, error)
 }
 
+// Holder is implemented by subscribers that can keep a burst of notifications back and deliver it in one
+// write (jsonrpc.Conn.Hold): Hold starts holding, release (called once) ends it.
+type Holder interface {
+	Hold() (release func())
+}
+
 // ErrSubscriberGone reports that a subscriber's connection ended before it answered a request; the
 // thread then asks another subscriber (or waits for one).
 var ErrSubscriberGone = errors.New("subscriber connection closed")

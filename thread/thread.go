@@ -235,6 +235,26 @@ func (t *Thread) EmitTo(s Subscriber, method string, params any) {
 	s.Notify(method, params)
 }
 
+// holdOutput holds back the output of the thread's subscribers (Holder) until release, so the
+// notifications emitted in between go out in one write per connection. Nothing between may wait for
+// a client or another goroutine (every line of those connections waits meanwhile).
+func (t *Thread) holdOutput() (release func()) {
+	t.mu.Lock()
+	subs := t.subscribersLocked()
+	t.mu.Unlock()
+	var rel []func()
+	for _, s := range subs {
+		if h, ok := s.(Holder); ok {
+			rel = append(rel, h.Hold())
+		}
+	}
+	return func() {
+		for _, r := range rel {
+			r()
+		}
+	}
+}
+
 // emitStatus sends thread/status/changed with the current status.
 func (t *Thread) emitStatus() {
 	t.mu.Lock()

@@ -65,6 +65,8 @@ type Turn struct {
 
 	// pendingUsage is the usage of the last completed response until it is reported (after its tools).
 	pendingUsage *model.Usage
+	// endHold releases the output held from the last token count through turn/completed (finish).
+	endHold func()
 
 	// streaming is set while a model response is open (it delivered events and has not ended).
 	streaming atomic.Bool
@@ -448,6 +450,8 @@ func (tn *Turn) run() {
 	wasInterrupted := t.interrupted
 	t.interrupted = false
 	t.mu.Unlock()
+	// The turn's opening notifications go out together (nothing below waits until autoCompact).
+	release := t.holdOutput()
 	t.emitStatus()
 	started := tn.snapshot(false)
 	started.ItemsView = ptr(protocol.TurnItemsViewNotLoaded)
@@ -474,6 +478,7 @@ func (tn *Turn) run() {
 	if moved {
 		t.appendHistory(messageItem("user", environmentContext(s.Cwd, time.Now())))
 	}
+	release()
 	tn.autoCompact(s) // a context filled past the limit is compacted before the new input
 	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
 
@@ -487,6 +492,7 @@ func (tn *Turn) acceptInput(input []protocol.UserInput, clientID *string) {
 		return
 	}
 	t := tn.thread
+	defer t.holdOutput()() // item/started and item/completed go out together
 	now := nowMs()
 	content := make([]protocol.UserInput, 0, len(input))
 	for _, in := range input {
@@ -626,13 +632,19 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 				return protocol.TurnStatusInterrupted, nil
 			}
 		}
+		// The token count and, when the turn ends here, the turn's end (finish) go out together.
+		release := t.holdOutput()
 		tn.reportUsage(s, tn.takePendingUsage())
 		tn.mu.Lock()
 		more := len(tn.pending) > 0
+		if calls == 0 && !more {
+			tn.endHold = release
+		}
 		tn.mu.Unlock()
 		if calls == 0 && !more {
 			return protocol.TurnStatusCompleted, nil
 		}
+		release()
 	}
 }
 
@@ -900,6 +912,8 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	completedAt := time.Now()
 	tn.mu.Lock()
 	tn.finished = true
+	endHold := tn.endHold
+	tn.endHold = nil
 	full := append([]protocol.ThreadItem{}, tn.items...)
 	sub, own := tn.splitSub()
 	summary := []protocol.ThreadItem{}
@@ -951,7 +965,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	t.meta.RecencyAt = ptr(completedAt.Unix())
 	subs := t.subscribersLocked()
 	t.mu.Unlock()
-	t.mgr.touch(t)
+	t.mgr.touchLater(t)
 	// A failed turn leaves the thread in systemError (until the next turn), announced before the error.
 	st := protocol.ThreadStatus{Value: protocol.ThreadStatusIdle{}}
 	if status == protocol.TurnStatusFailed {
@@ -967,6 +981,9 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 	}
 	for _, s := range subs {
 		s.Notify(protocol.NotifyTurnCompleted, protocol.TurnCompletedNotification{ThreadID: t.ID, Turn: turn})
+	}
+	if endHold != nil {
+		endHold()
 	}
 	tn.cancel(context.Canceled)
 }

@@ -82,7 +82,8 @@ func (e *execSet) execCommand(ctx context.Context, tc *thread.ToolContext, call 
 		return refused
 	}
 	req := execmgr.ExecCommandRequest{Args: args, Cwd: tc.Settings.Cwd, Env: commandEnv(tc),
-		Controller: tc.Thread.Controller(), Observer: ci.observer(), WrapArgv: wrap, ItemID: call.CallID}
+		Controller: tc.Thread.Controller(), Observer: ci.observer(), WrapArgv: wrap, ShellWrap: ShellWrap(tc.Thread),
+		ItemID: call.CallID}
 	res, err := e.st.sessions.ExecCommand(ctx, req)
 	if err == nil && res.SandboxDenied && wrap != nil && retriesDenials(tc.Settings.ApprovalPolicy) {
 		// The sandbox refused it: under on-request the user may let it run unsandboxed.

@@ -45,7 +45,7 @@ func (s *shellSet) run(ctx context.Context, tc *thread.ToolContext, call thread.
 	}
 	ci.start()
 	res, err := s.deps.Exec.ShellCommand(ctx, execmgr.ShellCommandRequest{
-		Owner: tc.ThreadID(), Args: args, Cwd: tc.Settings.Cwd, Env: commandEnv(tc), Controller: tc.Thread.Controller(), WrapArgv: wrap,
+		Owner: tc.ThreadID(), Args: args, Cwd: tc.Settings.Cwd, Env: commandEnv(tc), Controller: tc.Thread.Controller(), WrapArgv: wrap, ShellWrap: ShellWrap(tc.Thread),
 		Observer: execmgr.ObserverFuncs{OnOutputDelta: ci.outputDelta},
 	})
 	if err != nil {

@@ -28,7 +28,8 @@ func Shell() string {
 }
 
 // Run returns the task body that runs command; timeout (0 = none) kills it when it runs too long.
-func Run(exec *execmgr.Manager, command string, timeout time.Duration) thread.TaskBody {
+// shellWrap (may be nil) rewrites the login-shell argv to use the thread's shell snapshot.
+func Run(exec *execmgr.Manager, command string, timeout time.Duration, shellWrap func(argv, env []string) ([]string, []string)) thread.TaskBody {
 	return func(ctx context.Context, tc *thread.ToolContext) []json.RawMessage {
 		cwd := tc.Settings.Cwd
 		argv := []string{Shell(), "-lc", command}
@@ -47,7 +48,7 @@ func Run(exec *execmgr.Manager, command string, timeout time.Duration) thread.Ta
 			defer cancel()
 		}
 		start := time.Now()
-		p, err := exec.Spawn(runCtx, execmgr.SpawnRequest{Argv: argv, Cwd: cwd, Env: append(os.Environ(), "CODEX_THREAD_ID="+tc.ThreadID()),
+		p, err := exec.Spawn(runCtx, execmgr.SpawnRequest{Argv: argv, ShellWrap: shellWrap, Cwd: cwd, Env: append(os.Environ(), "CODEX_THREAD_ID="+tc.ThreadID()),
 			OnOutput: func(_ execmgr.Stream, chunk []byte) {
 				mu.Lock()
 				defer mu.Unlock()

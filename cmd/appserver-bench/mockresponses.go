@@ -24,7 +24,11 @@ type mockResponses struct {
 	served atomic.Int64 // POST .../responses received (counted before answering)
 	// tools, when > 0, makes a request whose input does not end with a function_call_output answer with that many exec_command
 	// calls (`true`) instead of a message; set before the first request.
-	tools    int
+	tools int
+	// noEcho makes a text answer "ok" without reading the prompt out of the request body (which holds the
+	// whole history): the turn subcommand checks no answer text, and the decoding is on every measured
+	// turn's path for both servers. scale echoes the prompt to check for cross-talk.
+	noEcho   bool
 	done     chan struct{}
 	serveErr error
 }
@@ -84,6 +88,10 @@ func (m *mockResponses) handle(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		text := "ok"
+		if m.noEcho {
+			_ = m.stream(w, seq, text)
+			return
+		}
 		if u := lastUserText(body); u != "" {
 			text += ": " + u
 		}

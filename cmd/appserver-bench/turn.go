@@ -174,6 +174,7 @@ func runTurn(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer mock.close()
 	mock.tools = o.tools
+	mock.noEcho = true
 	config := fmt.Sprintf(turnConfig, mock.baseURL())
 
 	runs := make([]*turnRun, len(o.servers))

@@ -52,6 +52,7 @@ type Server struct {
 	queue     []Response
 	requests  []Request
 	nResp     int // POST /responses seen
+	parsed    int // requests[:parsed] have Body filled
 	notes     []Note
 	exhausted int
 	models    any
@@ -113,6 +114,7 @@ func (s *Server) SetModels(body any) {
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.parseBodiesLocked()
 	return append([]Request(nil), s.requests...)
 }
 
@@ -120,6 +122,7 @@ func (s *Server) Requests() []Request {
 func (s *Server) ResponseRequests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.parseBodiesLocked()
 	var out []Request
 	for _, r := range s.requests {
 		if isResponses(r.Method, r.Path) {
@@ -176,17 +179,15 @@ func isResponses(method, path string) bool {
 	return method == http.MethodPost && strings.HasSuffix(strings.TrimRight(path, "/"), "/responses")
 }
 
-// record stores r and returns its index among POST /responses requests (or -1).
-func (s *Server) record(r *http.Request, raw []byte) (int, map[string]any) {
-	var body map[string]any
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &body)
-	}
+// record stores r and returns its index among POST /responses requests (or -1). The body is parsed
+// only when asked for (Requests, captures): a long thread's history would otherwise cost the mock more
+// CPU per request than the server under test spends, hiding the server in benchmarks.
+func (s *Server) record(r *http.Request, raw []byte) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, Request{
 		Seq: len(s.requests), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-		Header: r.Header.Clone(), Raw: raw, Body: body,
+		Header: r.Header.Clone(), Raw: raw,
 	})
 	seq := -1
 	if isResponses(r.Method, r.URL.Path) {
@@ -195,7 +196,23 @@ func (s *Server) record(r *http.Request, raw []byte) (int, map[string]any) {
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
-	return seq, body
+	return seq
+}
+
+// parseBodiesLocked fills Body of the recorded requests not parsed yet; s.mu is held.
+func (s *Server) parseBodiesLocked() {
+	for ; s.parsed < len(s.requests); s.parsed++ {
+		s.requests[s.parsed].Body = parseBody(s.requests[s.parsed].Raw)
+	}
+}
+
+// parseBody returns raw parsed as a JSON object (nil if it is not one).
+func parseBody(raw []byte) map[string]any {
+	var body map[string]any
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &body)
+	}
+	return body
 }
 
 // nextSpec pops the next scripted response; ok is false when the fallback is served.
@@ -220,7 +237,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
-	seq, body := s.record(r, raw)
+	seq := s.record(r, raw)
 	switch {
 	case r.Method == http.MethodGet && strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/models"):
 		s.mu.Lock()
@@ -232,7 +249,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			s.note("exhausted", seq)
 		}
-		if sub, err := applyCaptures(spec, body); err != nil {
+		if sub, err := applyCaptures(spec, raw); err != nil {
 			s.note("capture_failed: "+err.Error(), seq)
 		} else {
 			spec = sub

@@ -131,8 +131,8 @@ func toolOutputsText(body map[string]any) string {
 }
 
 // applyCaptures replaces {{capture:RE}} / {{capture_int:RE}} in the string values of spec with
-// group 1 of the last match of RE in the tool outputs of body.
-func applyCaptures(spec Response, body map[string]any) (Response, error) {
+// group 1 of the last match of RE in the tool outputs of the request body reqBody.
+func applyCaptures(spec Response, reqBody []byte) (Response, error) {
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return spec, err
@@ -144,7 +144,7 @@ func applyCaptures(spec Response, body map[string]any) (Response, error) {
 	if err := json.Unmarshal(raw, &generic); err != nil {
 		return spec, err
 	}
-	text := toolOutputsText(body)
+	text := toolOutputsText(parseBody(reqBody))
 	one := func(expr string) (string, error) {
 		re, err := regexp.Compile(expr)
 		if err != nil {

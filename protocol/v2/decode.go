@@ -45,15 +45,22 @@ func Decode(raw []byte, v any) error {
 // from the JSON object raw, as "missing field `name`". Types without required properties, and raw values
 // that are not objects, pass.
 func CheckRequired(typeName string, raw []byte) error {
-	req := requiredOf(typeName)
-	if len(req) == 0 {
+	if !HasRequired(typeName) {
 		return nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil //nolint:nilerr // not an object: the type decoder reports it
 	}
-	for _, name := range req {
+	return CheckRequiredIn(typeName, obj)
+}
+
+// HasRequired reports whether the named generated type has required non-null properties.
+func HasRequired(typeName string) bool { return len(requiredOf(typeName)) > 0 }
+
+// CheckRequiredIn is CheckRequired for an object whose top-level members are already decoded.
+func CheckRequiredIn(typeName string, obj map[string]json.RawMessage) error {
+	for _, name := range requiredOf(typeName) {
 		if _, ok := obj[name]; !ok {
 			return fmt.Errorf("missing field `%s`", name)
 		}

@@ -1,0 +1,113 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/config"
+	"appserver/internal/mockmodel"
+	"appserver/server"
+)
+
+// chunkWriter records each write the server makes to its output (one per flush) and passes it on.
+type chunkWriter struct {
+	w      io.Writer
+	mu     sync.Mutex
+	chunks []string
+}
+
+func (c *chunkWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.chunks = append(c.chunks, string(p))
+	c.mu.Unlock()
+	return c.w.Write(p)
+}
+
+var methodRE = regexp.MustCompile(`^\{"method":"([^"]+)"`)
+
+// A one-message turn's notifications keep their order, and the bursts the turn produces in a row go out
+// in one write each: the opening status and turn/started, the user message's item/started and
+// item/completed, and everything from the token count to turn/completed.
+func TestTurnNotificationBurstsGoOutTogether(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "codex_home")
+	require.NoError(t, os.MkdirAll(home, 0o755))
+	mm := mockmodel.New(t)
+	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(`model = "mock-model"
+model_provider = "mock"
+approval_policy = "never"
+sandbox_mode = "read-only"
+
+[model_providers.mock]
+name = "Mock Responses API"
+base_url = "`+mm.URL()+`"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+`), 0o644))
+	cfg, err := config.Load(home, nil)
+	require.NoError(t, err)
+	srv := server.New(server.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	cw := &chunkWriter{w: outW}
+	c := &wireClient{tb: t, srv: srv, in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1)}
+	go func() {
+		c.done <- srv.ServeConn(context.Background(), inR, cw)
+		_ = outW.Close()
+	}()
+	defer c.close()
+	c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}})
+	c.notify("initialized")
+	var started struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+	}
+	require.NoError(t, json.Unmarshal(c.call("thread/start", map[string]any{}), &started))
+	c.waitMethod("thread/started")
+
+	cw.mu.Lock()
+	from := len(cw.chunks)
+	cw.mu.Unlock()
+	noDelay := 0
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}, EventDelayMs: &noDelay})
+	c.call("turn/start", map[string]any{"threadId": started.Thread.ID, "input": []any{map[string]any{"type": "text", "text": "hi"}}})
+	c.waitMethod("turn/completed")
+
+	cw.mu.Lock()
+	chunks := append([]string(nil), cw.chunks[from:]...)
+	cw.mu.Unlock()
+	var methods []string
+	var chunkOf []int // the write each line came in
+	for k, ch := range chunks {
+		for _, line := range strings.Split(strings.TrimSuffix(ch, "\n"), "\n") {
+			name := "reply"
+			if m := methodRE.FindStringSubmatch(line); m != nil {
+				name = m[1]
+			}
+			methods = append(methods, name)
+			chunkOf = append(chunkOf, k)
+		}
+	}
+	require.Equal(t, []string{"warning", "reply", "thread/status/changed", "turn/started", "item/started", "item/completed",
+		"item/started", "item/agentMessage/delta", "item/completed", "thread/tokenUsage/updated",
+		"account/rateLimits/updated", "thread/status/changed", "turn/completed"}, methods)
+	together := func(from, to int) {
+		require.Equal(t, chunkOf[from], chunkOf[to], "%v split over writes %v", methods[from:to+1], chunkOf[from:to+1])
+	}
+	together(2, 3)  // thread/status/changed, turn/started
+	together(4, 5)  // the user message's item/started, item/completed
+	together(9, 12) // the token count through turn/completed
+	require.Less(t, len(chunks), len(methods))
+}
