@@ -520,7 +520,8 @@ func TestTrustFromProjectRoot(t *testing.T) {
 }
 
 func TestErrorFormat(t *testing.T) {
-	require.Equal(t, "f:3:4: boom (key `k`)", (&Error{File: "f", Line: 3, Column: 4, Key: "k", Msg: "boom"}).Error())
+	require.Equal(t, "f:3:4: boom", (&Error{File: "f", Line: 3, Column: 4, Key: "k", Msg: "boom"}).Error())
+	require.Equal(t, "f: boom (key `k`)", (&Error{File: "f", Key: "k", Msg: "boom"}).Error())
 	require.Equal(t, "bad `k` value", (&Error{Key: "k", Msg: "bad `k` value"}).Error())
 	require.Equal(t, "f: x", (&Error{File: "f", Msg: "x"}).Error())
 }

@@ -42,7 +42,7 @@ type Error struct {
 	Syntax             bool // the file is not valid TOML (else a value is wrong)
 }
 
-// Error renders "file:line:col: msg (key `k`)" with the known parts.
+// Error renders "file:line:col: msg", or "file: msg (key `k`)" when the position is unknown.
 func (e *Error) Error() string {
 	var b strings.Builder
 	if e.File != "" {
@@ -56,7 +56,8 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Msg)
-	if e.Key != "" && !strings.Contains(e.Msg, "`"+e.Key+"`") {
+	// A position says where, as the reference's messages do; without one, the key does.
+	if e.Line == 0 && e.Key != "" && !strings.Contains(e.Msg, "`"+e.Key+"`") {
 		fmt.Fprintf(&b, " (key `%s`)", e.Key)
 	}
 	return b.String()
