@@ -87,7 +87,7 @@ func (s *Server) configRead(_ context.Context, _ *connection, _ *jsonrpc.Request
 	}
 	res, err := s.currentConfig().ReadResponse(p.IncludeLayers != nil && *p.IncludeLayers, cwd)
 	if err != nil {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to read configuration layers: %v", err)
+		return nil, configReadError(err) // a project's .codex/config.toml
 	}
 	return res, nil
 }

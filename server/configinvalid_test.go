@@ -103,3 +103,14 @@ func TestUnknownConfigKeysWarned(t *testing.T) {
 	w := c.WaitNotification("warning", nil)
 	require.JSONEq(t, `{"threadId":`+string(mustJSON(t, id))+`,"message":`+string(mustJSON(t, want))+`}`, string(w.Params))
 }
+
+// A trusted project's .codex/config.toml that does not load fails config/read as the reference.
+func TestInvalidProjectConfigRead(t *testing.T) {
+	base := t.TempDir()
+	home, work := filepath.Join(base, "codex_home"), filepath.Join(base, "work")
+	require.NoError(t, os.MkdirAll(filepath.Join(work, ".codex"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(work, ".codex", "config.toml"), []byte("model = 5\n"), 0o600))
+	c := apptest.Start(t, apptest.Options{Home: home, Config: "[projects." + string(mustJSON(t, work)) + "]\ntrust_level = \"trusted\"\n"})
+	c.Initialize(false)
+	requireError(t, c.Request("config/read", map[string]any{"cwd": work}), -32603, "invalid configuration: invalid type: integer `5`, expected a string\nin `model`\n")
+}
