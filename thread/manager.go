@@ -467,17 +467,24 @@ func (m *Manager) takePendingContext(id string) []json.RawMessage {
 	return items
 }
 
-// touchLater refreshes the index entries of a thread whose turn ended (touch) on a goroutine of its own,
-// so the SQLite writes are not between the turn's last event and its turn/completed. The update counts
-// as pending from this call on: Store waits for it, so a thread/list sent on turn/completed still sees
-// the turn. Call it before turn/completed is emitted.
+// touchLater refreshes the index entries of a thread whose turn ended: the reference's history mirror
+// now (it projects the rollout as it stands at the turn's end; projected later, while the thread goes on,
+// the reference read a turn without its answer), our own index on a goroutine of its own, so its SQLite
+// write is not between the turn's last event and its turn/completed. That update counts as pending from
+// this call on: Store waits for it, so a thread/list sent on turn/completed still sees the turn. Call it
+// before turn/completed is emitted.
 func (m *Manager) touchLater(t *Thread) {
 	t.mu.Lock()
 	persisted := t.recorder != nil
+	var path string
+	if persisted {
+		path = t.recorder.Path()
+	}
 	t.mu.Unlock()
 	if !persisted {
 		return
 	}
+	m.refHistory().Project(m.rootCtx, t.ID, path)
 	m.touches.RLock()
 	var hold func()
 	if h := touchHook; h != nil {
@@ -488,7 +495,7 @@ func (m *Manager) touchLater(t *Thread) {
 		if hold != nil {
 			hold()
 		}
-		m.touch(t)
+		m.touchIndex(t)
 	}()
 }
 
@@ -514,19 +521,8 @@ func SetTouchHooksForTest(update func() (hold func()), wait func()) {
 	touchHook, touchWaitHook = update, wait
 }
 
-// touch refreshes the index entry of a thread whose rollout was appended to (a turn ended).
-func (m *Manager) touch(t *Thread) {
-	t.mu.Lock()
-	persisted := t.recorder != nil
-	var path string
-	if persisted {
-		path = t.recorder.Path()
-	}
-	t.mu.Unlock()
-	if !persisted {
-		return
-	}
-	m.refHistory().Project(m.rootCtx, t.ID, path)
+// touchIndex refreshes our index entry of a thread whose rollout was appended to (a turn ended).
+func (m *Manager) touchIndex(t *Thread) {
 	st := m.openStore()
 	if st == nil {
 		return
