@@ -45,6 +45,28 @@ func TestHandshakeGate(t *testing.T) {
 	requireError(t, c.Request("initialize", map[string]any{"clientInfo": map[string]any{"name": "x", "version": "1"}}), -32600, "Already initialized")
 }
 
+// TestRequestsBeforeInitialize: a request sent before initialize is decoded first, as by the reference (an
+// unknown method or bad params get their own errors, a valid one "Not initialized"), and it is refused
+// even when initialize is pipelined right behind it.
+func TestRequestsBeforeInitialize(t *testing.T) {
+	for range 5 {
+		c := apptest.Start(t, apptest.Options{})
+		unknown := c.Send("no/such/method", map[string]any{})
+		badParams := c.Send("thread/start", map[string]any{"cwd": 5})
+		valid := c.Send("thread/start", map[string]any{})
+		missing := c.Send("turn/start", map[string]any{"threadId": "x"})
+		experimental := c.Send("thread/increment_elicitation", map[string]any{"threadId": "x"})
+		init := c.Send("initialize", map[string]any{"clientInfo": map[string]any{"name": "ide", "version": "1"}})
+		requireErrorMatch(t, c.WaitResponse(unknown), -32600, "^Invalid request: unknown variant `no/such/method`")
+		requireErrorMatch(t, c.WaitResponse(badParams), -32600, "^Invalid request: invalid type: .*`cwd`")
+		requireError(t, c.WaitResponse(valid), -32600, "Not initialized")
+		requireError(t, c.WaitResponse(missing), -32600, "Invalid request: missing field `input`")
+		requireError(t, c.WaitResponse(experimental), -32600, "Not initialized")
+		require.Nil(t, c.WaitResponse(init).Error)
+		c.Close()
+	}
+}
+
 func mustField(t *testing.T, raw json.RawMessage, key string) json.RawMessage {
 	t.Helper()
 	var m map[string]json.RawMessage

@@ -19,7 +19,8 @@ type laneKeys struct {
 
 // Order implements jsonrpc.Orderer. Requests run concurrently except where a client may rely on
 // arrival order without waiting for answers:
-//   - initialize runs alone (a pipelined request after it sees the connection initialized);
+//   - initialize runs alone (a pipelined request after it sees the connection initialized), and so
+//     does every request before it (it is refused as not initialized even if initialize follows at once);
 //   - requests naming one thread run one at a time in arrival order (thread/resume then turn/start),
 //     except turn/interrupt and the out-of-band elicitation counter, which never wait behind a slow
 //     request of their thread and are ordered among themselves in a lane of their own;
@@ -29,6 +30,11 @@ func (c *connection) Order(method string, params json.RawMessage) jsonrpc.Order 
 	switch method {
 	case protocol.MethodInitialize:
 		return jsonrpc.Order{Barrier: true}
+	}
+	if !c.isInitialized() {
+		return jsonrpc.Order{Barrier: true}
+	}
+	switch method {
 	case protocol.MethodConfigRead, protocol.MethodConfigValueWrite, protocol.MethodConfigBatchWrite,
 		protocol.MethodSkillsConfigWrite, protocol.MethodModelProviderConfigWrite, protocol.MethodExperimentalFeatureEnablementSet:
 		return jsonrpc.Order{Lane: "config"}

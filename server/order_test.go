@@ -9,7 +9,11 @@ import (
 )
 
 func TestOrderLanes(t *testing.T) {
-	c := &connection{}
+	// Before initialize every request runs alone (see Order); after it, the lanes below.
+	before := &connection{}
+	require.Equal(t, jsonrpc.Order{Barrier: true}, before.Order("thread/start", []byte(`{"cwd":"/x"}`)))
+	require.Equal(t, jsonrpc.Order{Barrier: true}, before.Order("turn/start", []byte(`{"threadId":"t1","input":[]}`)))
+	c := &connection{initialized: true}
 	for _, tc := range []struct {
 		method, params string
 		want           jsonrpc.Order

@@ -295,25 +295,27 @@ func (c *connection) HandleNotification(_ context.Context, method string, _ json
 	}
 }
 
-// HandleRequest applies the initialize gate, the method table, params decoding and experimental gating.
+// HandleRequest applies the method table, params decoding, the initialize gate and experimental gating,
+// in the reference's order: a request is decoded (method and params) before it is refused for coming
+// before initialize or for needing the experimental API.
 func (c *connection) HandleRequest(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	if req.Method == protocol.MethodInitialize {
 		return c.srv.initialize(ctx, c, req)
-	}
-	if !c.isInitialized() {
-		return nil, jsonrpc.InvalidRequest("Not initialized")
 	}
 	spec, ok := protocol.LookupClientRequest(req.Method)
 	if !ok {
 		return nil, unknownMethodError(req.Method)
 	}
-	if spec.Experimental && !c.experimentalAPI() {
-		return nil, jsonrpc.InvalidRequest(req.Method + " requires experimentalApi capability")
-	}
 	fields := &topFields{raw: req.Params} // the required and experimental checks share one decoding
 	params, err := decodeParamsFields(spec, req.Params, fields)
 	if err != nil {
 		return nil, err
+	}
+	if !c.isInitialized() {
+		return nil, jsonrpc.InvalidRequest("Not initialized")
+	}
+	if spec.Experimental && !c.experimentalAPI() {
+		return nil, jsonrpc.InvalidRequest(req.Method + " requires experimentalApi capability")
 	}
 	if !c.experimentalAPI() {
 		if field := usedExperimentalField(spec, fields); field != "" {
