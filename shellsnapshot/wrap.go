@@ -3,6 +3,8 @@ package shellsnapshot
 import (
 	"slices"
 	"strings"
+
+	"appserver/execmgr"
 )
 
 // Protected are the variables a command's own environment keeps over the snapshot's exports (the
@@ -28,29 +30,14 @@ func (s *Snapshot) Apply(argv, env []string, protect []string) ([]string, []stri
 	if !ready {
 		return argv, env
 	}
-	out := make([]string, 0, len(env)+len(exports))
-	idx := make(map[string]int, len(env)+len(exports))
-	add := func(kv string, override bool) {
-		k, _, _ := strings.Cut(kv, "=")
-		if i, ok := idx[k]; ok {
-			if override {
-				out[i] = kv
-			}
-			return
-		}
-		idx[k] = len(out)
-		out = append(out, kv)
-	}
-	for _, kv := range env {
-		add(kv, true)
-	}
+	kept := make([]string, 0, len(exports))
 	for _, kv := range exports {
 		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(protect, k) {
-			add(kv, true)
+			kept = append(kept, kv)
 		}
 	}
 	argv = slices.Concat([]string{argv[0], "-c"}, argv[2:])
-	return argv, out
+	return argv, execmgr.MergeEnv(env, kept...)
 }
 
 // Quote single-quotes s for a POSIX shell.
