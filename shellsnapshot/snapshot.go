@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"appserver/execmgr"
 )
 
 // DefaultTimeout bounds the capture (and again its validation), as the reference does.
@@ -163,7 +165,7 @@ func shoot(ctx context.Context, o Options) ([]byte, []string, error) {
 		return nil, nil, err
 	}
 	defer os.Remove(tmp)
-	if _, err := run(ctx, o, []string{o.Shell, "-c", "set -e; . " + Quote(tmp)}); err != nil {
+	if _, err := run(ctx, o, []string{o.Shell, "-c", "set -e; . " + execmgr.ShellQuote(tmp)}); err != nil {
 		return nil, nil, fmt.Errorf("snapshot validation: %w", err)
 	}
 	return body, exports, nil

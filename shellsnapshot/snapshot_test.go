@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"appserver/execmgr"
 )
 
 // hang bounds waits that only a real hang exceeds.
@@ -117,9 +119,9 @@ func TestCaptureAndApply(t *testing.T) {
 
 	require.Contains(t, env, "TRICKY=a'b\"c$d\nline2 \\ e")
 	// the file itself recreates the same exports when sourced
-	out = runArgv(t, []string{"/bin/bash", "-c", ". " + Quote(path) + ` >/dev/null 2>&1; printf %s "$TRICKY"`}, f.env)
+	out = runArgv(t, []string{"/bin/bash", "-c", ". " + execmgr.ShellQuote(path) + ` >/dev/null 2>&1; printf %s "$TRICKY"`}, f.env)
 	require.Equal(t, "a'b\"c$d\nline2 \\ e", out)
-	out = runArgv(t, []string{"/bin/bash", "-c", ". " + Quote(path) + ` >/dev/null 2>&1; echo "$FROM_PROFILE $FROM_BASHRC"`}, f.env)
+	out = runArgv(t, []string{"/bin/bash", "-c", ". " + execmgr.ShellQuote(path) + ` >/dev/null 2>&1; echo "$FROM_PROFILE $FROM_BASHRC"`}, f.env)
 	require.Equal(t, "profile-value bashrc-value\n", out)
 
 	logins, err := os.ReadFile(filepath.Join(f.home, "logins"))

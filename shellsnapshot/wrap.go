@@ -39,6 +39,3 @@ func (s *Snapshot) Apply(argv, env []string, protect []string) ([]string, []stri
 	argv = slices.Concat([]string{argv[0], "-c"}, argv[2:])
 	return argv, execmgr.MergeEnv(env, kept...)
 }
-
-// Quote single-quotes s for a POSIX shell.
-func Quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'" }
