@@ -54,7 +54,6 @@ type Snapshot struct {
 	mu      sync.Mutex
 	path    string
 	exports []string // "NAME=value" of every exported variable with a value, as sourcing the file sets them
-	closed  bool
 }
 
 // Supported reports whether shell (a path) can be snapshotted.
@@ -90,19 +89,17 @@ func Start(o Options) *Snapshot {
 			}
 			return
 		}
-		path, err := install(o, b.body)
+		tmp, err := writeTemp(o, b.body)
+		if err == nil {
+			// The file appears and the snapshot becomes ready at once: a command that sees the file uses it.
+			s.mu.Lock()
+			err = s.install(tmp, b.exports)
+			s.mu.Unlock()
+		}
 		if err != nil {
 			o.Logger.Warn("failed to write shell snapshot", "thread", o.ThreadID, "error", err)
 			return
 		}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			_ = os.Remove(path)
-			return
-		}
-		s.path, s.exports = path, b.exports
-		s.mu.Unlock()
 		sweepOnce.Do(func() { Sweep(o.CodexHome, o.ThreadID, time.Now(), o.Logger) })
 	}()
 	return s
@@ -133,7 +130,7 @@ func (s *Snapshot) Close() {
 	}
 	s.mu.Lock()
 	path := s.path
-	s.path, s.exports, s.closed = "", nil, true
+	s.path, s.exports = "", nil
 	s.mu.Unlock()
 	if path != "" {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -185,19 +182,18 @@ func writeTemp(o Options, body []byte) (string, error) {
 	return tmp, nil
 }
 
-// install writes a thread's snapshot file: a temporary file renamed to <thread id>.<unix nanos>.sh.
-func install(o Options, body []byte) (string, error) {
-	tmp, err := writeTemp(o, body)
-	if err != nil {
-		return "", err
-	}
-	stamp := tmp[strings.LastIndex(tmp, ".tmp-")+len(".tmp-"):]
-	final := filepath.Join(filepath.Dir(tmp), o.ThreadID+"."+stamp+".sh")
+// install renames tmp (<thread id>.tmp-<unix nanos>) into place as <thread id>.<unix nanos>.sh and makes
+// it the snapshot's file; s.mu is held.
+func (s *Snapshot) install(tmp string, exports []string) error {
+	dir, name := filepath.Split(tmp)
+	i := strings.LastIndex(name, ".tmp-")
+	final := filepath.Join(dir, name[:i]+"."+name[i+len(".tmp-"):]+".sh")
 	if err := os.Rename(tmp, final); err != nil {
 		_ = os.Remove(tmp)
-		return "", err
+		return err
 	}
-	return final, nil
+	s.path, s.exports = final, exports
+	return nil
 }
 
 // run runs argv with stdin from /dev/null and returns its stdout; the whole process group is killed on
