@@ -45,7 +45,6 @@ type Options struct {
 // Snapshot is one thread's snapshot, captured in the background; Path is "" until it is ready and after
 // Close.
 type Snapshot struct {
-	shell  string
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -74,7 +73,7 @@ func Start(o Options) *Snapshot {
 		o.Timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Snapshot{shell: o.Shell, cancel: cancel, done: make(chan struct{}), batch: join(o)}
+	s := &Snapshot{cancel: cancel, done: make(chan struct{}), batch: join(o)}
 	go func() {
 		defer close(s.done)
 		b := s.batch
