@@ -48,7 +48,8 @@ type Snapshot struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	batch *batch // the capture this snapshot takes its content from
+	batch     *batch    // the capture this snapshot takes its content from
+	leaveOnce sync.Once // a second Close must not drop another snapshot's use of the batch
 
 	mu      sync.Mutex
 	path    string
@@ -117,16 +118,18 @@ func (s *Snapshot) Path() string {
 	return s.path
 }
 
-// Close kills a capture still running, waits for it and deletes the snapshot file.
+// Close kills a capture still running, waits for it and deletes the snapshot file; it may be called again.
 func (s *Snapshot) Close() {
 	if s == nil {
 		return
 	}
 	s.cancel()
 	<-s.done
-	if s.batch.leave() { // the last thread waiting for that capture: it is killed, and waited for
-		<-s.batch.done
-	}
+	s.leaveOnce.Do(func() {
+		if s.batch.leave() { // the last thread waiting for that capture: it is killed, and waited for
+			<-s.batch.done
+		}
+	})
 	s.mu.Lock()
 	path := s.path
 	s.path, s.exports = "", nil
