@@ -174,7 +174,9 @@ func TestInvalidSnapshotIsDiscarded(t *testing.T) {
 
 func TestSlowCaptureIsKilled(t *testing.T) {
 	f := newFixture(t, `echo $$ > "$HOME/pid"; exec sleep 1000`+"\n", "")
-	s := f.start(t, 200*time.Millisecond)
+	// The timeout must leave bash time to start and write its pid, also on a loaded machine; the test
+	// takes the whole timeout either way.
+	s := f.start(t, 3*time.Second)
 	waitDone(t, s)
 	require.Empty(t, s.Path())
 	require.Empty(t, snapshotFiles(t, f.codexHome))
