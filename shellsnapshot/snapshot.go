@@ -47,6 +47,7 @@ type Options struct {
 type Snapshot struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	log    *slog.Logger
 
 	batch     *batch    // the capture this snapshot takes its content from
 	leaveOnce sync.Once // a second Close must not drop another snapshot's use of the batch
@@ -74,7 +75,7 @@ func Start(o Options) *Snapshot {
 		o.Timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Snapshot{cancel: cancel, done: make(chan struct{}), batch: join(o)}
+	s := &Snapshot{cancel: cancel, done: make(chan struct{}), log: o.Logger, batch: join(o)}
 	go func() {
 		defer close(s.done)
 		b := s.batch
@@ -136,7 +137,7 @@ func (s *Snapshot) Close() {
 	s.mu.Unlock()
 	if path != "" {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			slog.Warn("failed to delete shell snapshot", "path", path, "error", err)
+			s.log.Warn("failed to delete shell snapshot", "path", path, "error", err)
 		}
 	}
 }
