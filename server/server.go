@@ -131,7 +131,7 @@ func New(opts Options) *Server {
 		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil), OnResponseHeaders: s.rateLimits.Observe},
 		SkillsPrompt:   s.skillsPrompt,
 		Broadcast:      s.broadcast,
-		UserAgent:      func(o string) string { return userAgent(protocol.ClientInfo{Name: o, Version: Version}) },
+		UserAgent:      func(o string) string { return handshake.UserAgent(protocol.ClientInfo{Name: o, Version: Version}) },
 		OnLoad:         onLoad,
 	})
 	s.routes = s.buildRoutes()
