@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -76,35 +77,30 @@ func (c *Conn) write(l outLine) error {
 }
 
 // queue hands an ordinary line to the writer goroutine, blocking while the queue is full.
-func (c *Conn) queue(l outLine) error {
-	c.egressPending.Add(1)
-	if err := c.enqueue(c.egress, l); err != nil {
-		c.egressPending.Add(-1)
-		return err
-	}
-	return nil
-}
+func (c *Conn) queue(l outLine) error { return c.enqueue(c.egress, &c.egressPending, l) }
 
-func (c *Conn) enqueue(q chan outLine, l outLine) error {
+// enqueue puts l on q, counting it in pending until the writer has written it (see tryDirect), and
+// blocks while q is full; it fails once the writer has returned.
+func (c *Conn) enqueue(q chan outLine, pending *atomic.Int64, l outLine) error {
+	pending.Add(1)
 	select {
 	case <-c.writerDone:
-		l.release()
-		return ErrClosed
 	default:
+		select {
+		case q <- l:
+			return nil
+		case <-c.writerDone:
+		}
 	}
-	select {
-	case q <- l:
-		return nil
-	case <-c.writerDone:
-		l.release()
-		return ErrClosed
-	}
+	pending.Add(-1)
+	l.release()
+	return ErrClosed
 }
 
-// tryDirect writes l at once when no line is queued or being written, the output is free and the reader
-// is not running a handler itself (see readerInline), and reports whether it did. A queued line is counted in its pending count until written (under out.mu),
-// so seeing both counts at zero under the lock means no earlier line of the caller's can still be
-// waiting: writing now keeps the order.
+// tryDirect writes l at once when no line is queued or being written, the output is free and the
+// reader is not running a handler itself (see readerInline), and reports whether it did. A queued line
+// is counted in its pending count until written (under out.mu), so seeing both counts at zero under the
+// lock means no earlier line of the caller's can still be waiting: writing now keeps the order.
 func (c *Conn) tryDirect(l outLine) bool {
 	if c.readerInline.Load() != 0 || c.bulkPending.Load() != 0 || c.egressPending.Load() != 0 || !c.out.mu.TryLock() {
 		return false
@@ -162,14 +158,7 @@ func (c *Conn) NotifyBulk(method string, params Appender) error {
 }
 
 // enqueueBulk queues a bulk line or marker, counting it in bulkPending until it is written.
-func (c *Conn) enqueueBulk(l outLine) error {
-	c.bulkPending.Add(1)
-	if err := c.enqueue(c.bulk, l); err != nil {
-		c.bulkPending.Add(-1)
-		return err
-	}
-	return nil
-}
+func (c *Conn) enqueueBulk(l outLine) error { return c.enqueue(c.bulk, &c.bulkPending, l) }
 
 // output is the connection's output side, shared by the writer goroutine and NotifyBulk's direct
 // writes: mu serializes the lines, so each is written whole.
@@ -238,13 +227,13 @@ func (c *Conn) writeLoop() {
 	c.out.bw = bufio.NewWriterSize(c.w, 64<<10)
 	c.out.mu.Unlock()
 	put := func(l outLine, bulk bool) {
+		pending := &c.egressPending
+		if bulk {
+			pending = &c.bulkPending
+		}
 		c.out.mu.Lock()
 		c.put(l)
-		if bulk {
-			c.bulkPending.Add(-1)
-		} else {
-			c.egressPending.Add(-1)
-		}
+		pending.Add(-1)
 		c.out.mu.Unlock()
 	}
 	burst := 0

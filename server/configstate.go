@@ -38,8 +38,8 @@ func invalidConfigWarning(err error) configWarning {
 // does, the configuration is loaded again on each call, and once it loads it replaces the defaults the
 // server started with. nil when the configuration is valid.
 func (s *Server) configLoadError() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
 	if s.cfgErr == nil {
 		return nil
 	}
@@ -54,8 +54,8 @@ func (s *Server) configLoadError() error {
 
 // startupConfigError is the start-up configuration failure, nil when there is none (any more).
 func (s *Server) startupConfigError() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
 	return s.cfgErr
 }
 

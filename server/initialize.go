@@ -70,9 +70,6 @@ func (s *Server) afterInitialize(c *connection) {
 	}
 }
 
-// userAgent is handshake.UserAgent.
-func userAgent(ci protocol.ClientInfo) string { return handshake.UserAgent(ci) }
-
 // installationID returns the id stored in $CODEX_HOME/installation_id, creating it on first use.
 func (s *Server) installationID() string {
 	s.mu.Lock()

@@ -78,8 +78,11 @@ type Server struct {
 	mu       sync.Mutex
 	conns    map[*connection]struct{}
 	mcpTable map[string]config.MCPServer // [mcp_servers] after a reload; nil = s.cfg's
-	cfgErr   error                       // Options.ConfigError until the configuration loads (configstate.go)
-	unknownW func() string               // config.UnknownKeysWarning of Options.UnknownKeys, once
+	// cfgMu guards cfgErr, and serializes the reloads while it is set: not mu, which every broadcast
+	// and connection takes, since a reload reads config.toml from disk.
+	cfgMu    sync.Mutex
+	cfgErr   error         // Options.ConfigError until the configuration loads (configstate.go)
+	unknownW func() string // config.UnknownKeysWarning of Options.UnknownKeys, once
 
 	features features.Runtime // experimentalFeature/enablement/set
 	skills   *skills.Catalog  // skills/*, built with the routes
@@ -128,7 +131,7 @@ func New(opts Options) *Server {
 		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil), OnResponseHeaders: s.rateLimits.Observe},
 		SkillsPrompt:   s.skillsPrompt,
 		Broadcast:      s.broadcast,
-		UserAgent:      func(o string) string { return userAgent(protocol.ClientInfo{Name: o, Version: Version}) },
+		UserAgent:      func(o string) string { return handshake.UserAgent(protocol.ClientInfo{Name: o, Version: Version}) },
 		OnLoad:         onLoad,
 	})
 	s.routes = s.buildRoutes()
