@@ -67,6 +67,11 @@ func LoadWith(codexHome string, overrides []string, o LoadOptions) (*Config, err
 		}
 		layers = append(layers, pl)
 	}
+	return composeWithOverrides(codexHome, layers, overrides)
+}
+
+// composeWithOverrides composes layers with the `-c` overrides as the last (session flags) layer.
+func composeWithOverrides(codexHome string, layers []*layer, overrides []string) (*Config, error) {
 	if len(overrides) > 0 {
 		flags, err := parseOverrides(overrides)
 		if err != nil {
@@ -268,15 +273,7 @@ const InvalidSummary = "Invalid configuration; using defaults."
 // server runs with when its configuration files do not load. An override that does not apply is an
 // error (the reference refuses to start then).
 func Defaults(codexHome string, overrides []string) (*Config, error) {
-	var layers []*layer
-	if len(overrides) > 0 {
-		flags, err := parseOverrides(overrides)
-		if err != nil {
-			return nil, err
-		}
-		layers = append(layers, flags)
-	}
-	return compose(codexHome, layers)
+	return composeWithOverrides(codexHome, nil, overrides)
 }
 
 // IsOverrideError reports whether err is about a `-c` override rather than a configuration file.

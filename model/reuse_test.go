@@ -16,28 +16,7 @@ import (
 // A completed stream gives its connection back to the pool even when the server ends the body (the chunked
 // terminator) only after response.completed was read: the next request reuses it instead of dialling.
 func TestCompletedStreamConnectionIsReused(t *testing.T) {
-	pending := make(chan chan struct{}, 1) // the running request's release
-	url := newHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
-		release := make(chan struct{})
-		pending <- release
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = w.Write([]byte("data: {\"type\":\"response.created\",\"response\":{\"id\":\"r\"}}\n\n" +
-			"data: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\"}}\n\n"))
-		w.(http.Flusher).Flush()
-		select { // the body ends only once the client has taken the completed response
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
-	var dials atomic.Int32
-	d := &net.Dialer{}
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		dials.Add(1)
-		return d.DialContext(ctx, network, addr)
-	}}
-	t.Cleanup(tr.CloseIdleConnections)
-	c := model.NewClient(model.Provider{ID: "x", BaseURL: url + "/v1", RequestMaxRetries: i64(0), StreamMaxRetries: i64(0)},
-		model.Options{HTTPClient: &http.Client{Transport: tr}})
+	pending, dials, c := heldBodyServer(t)
 	stream := func() {
 		comp, err := c.Stream(testCtx(t), simpleRequest(), func(model.Event) {})
 		require.NoError(t, err)
@@ -58,28 +37,7 @@ func TestCompletedStreamConnectionIsReused(t *testing.T) {
 // The caller's context ending right after a completed stream (a turn ends at once) does not cut the
 // background drain: the connection still goes back to the pool instead of being closed.
 func TestCompletedStreamConnectionSurvivesCallerCancel(t *testing.T) {
-	pending := make(chan chan struct{}, 1)
-	url := newHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
-		release := make(chan struct{})
-		pending <- release
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = w.Write([]byte("data: {\"type\":\"response.created\",\"response\":{\"id\":\"r\"}}\n\n" +
-			"data: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\"}}\n\n"))
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
-	var dials atomic.Int32
-	d := &net.Dialer{}
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		dials.Add(1)
-		return d.DialContext(ctx, network, addr)
-	}}
-	t.Cleanup(tr.CloseIdleConnections)
-	c := model.NewClient(model.Provider{ID: "x", BaseURL: url + "/v1", RequestMaxRetries: i64(0), StreamMaxRetries: i64(0)},
-		model.Options{HTTPClient: &http.Client{Transport: tr}})
+	pending, dials, c := heldBodyServer(t)
 	stream := func() {
 		ctx, cancel := context.WithCancel(testCtx(t))
 		comp, err := c.Stream(ctx, simpleRequest(), func(model.Event) {})
@@ -94,4 +52,32 @@ func TestCompletedStreamConnectionSurvivesCallerCancel(t *testing.T) {
 		stream()
 		return dials.Load() == before
 	}, 20*time.Second, 10*time.Millisecond, "every request dialled: the cancel closed the connection")
+}
+
+// heldBodyServer serves one created+completed stream per request and ends each body only when the test
+// closes the request's release (sent on pending); dials counts the client's new connections.
+func heldBodyServer(t *testing.T) (pending chan chan struct{}, dials *atomic.Int32, c *model.Client) {
+	pending = make(chan chan struct{}, 1) // the running request's release
+	dials = new(atomic.Int32)
+	url := newHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
+		release := make(chan struct{})
+		pending <- release
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"type\":\"response.created\",\"response\":{\"id\":\"r\"}}\n\n" +
+			"data: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\"}}\n\n"))
+		w.(http.Flusher).Flush()
+		select { // the body ends only once the client has taken the completed response
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	d := &net.Dialer{}
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c = model.NewClient(model.Provider{ID: "x", BaseURL: url + "/v1", RequestMaxRetries: i64(0), StreamMaxRetries: i64(0)},
+		model.Options{HTTPClient: &http.Client{Transport: tr}})
+	return pending, dials, c
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"strings"
 
@@ -51,8 +50,10 @@ func (s *Server) addAccountRoutes(r map[string]route) {
 	})
 }
 
-// accountRead reports the API-key account (from OPENAI_API_KEY or auth.json) when the selected provider
-// uses OpenAI authentication; other providers have no account, as in the reference.
+// accountRead reports the API-key account stored in auth.json when the selected provider uses OpenAI
+// authentication; other providers have no account, as in the reference. A key only in the OPENAI_API_KEY
+// environment variable is used for requests but is no account (the reference answers null then, and the
+// TUI offers its sign-in).
 func (s *Server) accountRead(_ context.Context, _ *connection, _ *jsonrpc.Request, _ *protocol.GetAccountParams) (any, error) {
 	resp := protocol.GetAccountResponse{}
 	p, err := s.currentConfig().Provider()
@@ -60,7 +61,7 @@ func (s *Server) accountRead(_ context.Context, _ *connection, _ *jsonrpc.Reques
 		return resp, nil
 	}
 	resp.RequiresOpenaiAuth = true
-	if strings.TrimSpace(os.Getenv(auth.APIKeyEnv)) != "" || s.auth.APIKey() != "" {
+	if s.auth.APIKey() != "" {
 		resp.Account = &protocol.Account{Value: protocol.AccountAPIKey{}}
 	}
 	return resp, nil

@@ -329,6 +329,17 @@ func TestModelProviderConfigWrite(t *testing.T) {
 	requireRPCError(t, c.Request("modelProvider/config/write", map[string]any{"settings": map[string]any{"type": "customGateway", "name": "n"}}), -32600, "A base URL is required to create a custom provider.")
 }
 
+// TestAccountReadIgnoresEnvKey: as in the reference, OPENAI_API_KEY in the environment alone is no account.
+func TestAccountReadIgnoresEnvKey(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-env")
+	c := apptest.Start(t, apptest.Options{Raw: true, Config: "model = \"gpt-5\"\n"})
+	c.Initialize(true)
+	var acct map[string]any
+	c.Result("account/read", map[string]any{}, &acct)
+	require.Equal(t, true, acct["requiresOpenaiAuth"])
+	require.Nil(t, acct["account"])
+}
+
 func TestAccountAPIKeyLogin(t *testing.T) {
 	c := apptest.Start(t, apptest.Options{Raw: true, Config: "model = \"gpt-5\"\n"})
 	t.Setenv("OPENAI_API_KEY", "")
