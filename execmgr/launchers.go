@@ -1,0 +1,196 @@
+package execmgr
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+
+	"appserver/sandbox"
+	"appserver/sandbox/confine"
+)
+
+// launcherFailLimit is how many launcher refusals in a row turn launchers off for a Manager.
+const launcherFailLimit = 3
+
+// launcherKey is one launcher: an owner's commands under one confinement.
+type launcherKey struct {
+	owner string
+	key   sandbox.LaunchKey
+}
+
+// launcherEntry is a running launcher and the scope (cgroup) it runs in.
+type launcherEntry struct {
+	l  *sandbox.Launcher
+	sc *scope
+}
+
+// launcherPool holds a Manager's launchers: started on an owner's first read-only sandboxed
+// command, ended by KillOwner or Close. Any failure to use one falls back to the per-command
+// helper; a launcher that cannot be started, or keeps refusing, turns them off for the Manager.
+type launcherPool struct {
+	log *slog.Logger
+	tr  *tracker
+
+	mu     sync.Mutex
+	off    bool // NoLauncher, or launchers do not work here
+	closed bool
+	fails  int // refusals in a row
+	byKey  map[launcherKey]*launcherEntry
+}
+
+// get returns the launcher for owner and la's confinement, starting it if needed; nil when
+// launchers are off.
+func (lp *launcherPool) get(owner string, la sandbox.Launch) *launcherEntry {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.off || lp.closed {
+		return nil
+	}
+	k := launcherKey{owner: owner, key: la.Key}
+	if e := lp.byKey[k]; e != nil {
+		select {
+		case <-e.l.Dead():
+			delete(lp.byKey, k)
+			lp.end(e)
+		default:
+			return e
+		}
+	}
+	sc := lp.tr.open(owner)
+	if sc.cgFD < 0 {
+		lp.tr.release(sc)
+		return nil
+	}
+	l, err := sandbox.StartLauncher(la.Self, la.Key, sandbox.LauncherOptions{CgroupFD: sc.cgFD, Env: []string{ScopeEnv + "=" + sc.token}})
+	if err != nil {
+		lp.tr.release(sc)
+		lp.off = true
+		lp.log.Info("execmgr: no sandbox launcher; each sandboxed command starts its own helper", "err", err)
+		return nil
+	}
+	sc.started(l.Pid())
+	e := &launcherEntry{l: l, sc: sc}
+	lp.byKey[k] = e
+	return e
+}
+
+// end kills a launcher (and so every command it started) and its cgroup.
+func (lp *launcherPool) end(e *launcherEntry) {
+	e.l.Close()
+	lp.tr.kill(e.sc)
+}
+
+// failed records that e could not start a command: a dead launcher is dropped (the next command
+// starts a new one); refusals in a row turn launchers off.
+func (lp *launcherPool) failed(e *launcherEntry, err error) {
+	lp.mu.Lock()
+	var ended []*launcherEntry
+	if errors.Is(err, sandbox.ErrLauncherDead) {
+		for k, x := range lp.byKey {
+			if x == e {
+				delete(lp.byKey, k)
+				ended = append(ended, e)
+			}
+		}
+	} else {
+		lp.fails++
+		if lp.fails == 1 {
+			lp.log.Info("execmgr: the sandbox launcher refused a command; starting it with its own helper", "err", err)
+		}
+		if lp.fails >= launcherFailLimit && !lp.off {
+			lp.off = true
+			lp.log.Info("execmgr: sandbox launchers off after repeated refusals", "err", err)
+			for k, x := range lp.byKey {
+				delete(lp.byKey, k)
+				ended = append(ended, x)
+			}
+		}
+	}
+	lp.mu.Unlock()
+	for _, x := range ended {
+		lp.end(x)
+	}
+}
+
+func (lp *launcherPool) succeeded() {
+	lp.mu.Lock()
+	lp.fails = 0
+	lp.mu.Unlock()
+}
+
+// closeOwner ends owner's launchers.
+func (lp *launcherPool) closeOwner(owner string) {
+	lp.mu.Lock()
+	var ended []*launcherEntry
+	for k, e := range lp.byKey {
+		if k.owner == owner {
+			delete(lp.byKey, k)
+			ended = append(ended, e)
+		}
+	}
+	lp.mu.Unlock()
+	for _, e := range ended {
+		lp.end(e)
+	}
+}
+
+// closeAll ends every launcher; later commands start their own helpers.
+func (lp *launcherPool) closeAll() {
+	lp.mu.Lock()
+	lp.closed = true
+	ended := make([]*launcherEntry, 0, len(lp.byKey))
+	for k, e := range lp.byKey {
+		delete(lp.byKey, k)
+		ended = append(ended, e)
+	}
+	lp.mu.Unlock()
+	for _, e := range ended {
+		lp.end(e)
+	}
+}
+
+// startLaunched starts cmd (a helper argv) by the owner's launcher when it is a read-only
+// sandboxed command and the process has a cgroup, which takes the command's leftovers with it when
+// it exits; false means start it the per-command way.
+func (p *Process) startLaunched(cmd *exec.Cmd) (started, bool) {
+	if p.scope.cgFD < 0 {
+		return nil, false
+	}
+	la, ok := sandbox.Launchable(cmd.Args)
+	if !ok {
+		return nil, false
+	}
+	e := p.m.ls.get(p.owner, la)
+	if e == nil {
+		return nil, false
+	}
+	var stdio [3]*os.File
+	for i, s := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
+		if f, ok := s.(*os.File); ok && f != nil {
+			stdio[i] = f
+		}
+	}
+	if stdio[0] == nil {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, false
+		}
+		defer null.Close()
+		stdio[0] = null
+	}
+	if stdio[1] == nil || stdio[2] == nil {
+		return nil, false
+	}
+	attr := cmd.SysProcAttr
+	req := confine.LaunchRequest{Argv: la.Argv, Env: cmd.Env, Dir: la.Dir, Setsid: attr.Setsid, Setctty: attr.Setctty, Setpgid: attr.Setpgid}
+	c, err := e.l.Spawn(req, stdio, p.scope.cgFD)
+	if err != nil {
+		p.m.ls.failed(e, err)
+		return nil, false
+	}
+	p.m.ls.succeeded()
+	p.scope.dieWithCommand = true
+	return launchedChild{c}, true
+}
