@@ -87,6 +87,10 @@ func (lp *launcherPool) end(e *launcherEntry) {
 func (lp *launcherPool) failed(e *launcherEntry, err error) {
 	lp.mu.Lock()
 	var ended []*launcherEntry
+	if errors.Is(err, sandbox.ErrTooLarge) {
+		lp.mu.Unlock()
+		return // this command only
+	}
 	if errors.Is(err, sandbox.ErrLauncherDead) {
 		for k, x := range lp.byKey {
 			if x == e {

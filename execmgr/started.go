@@ -35,4 +35,3 @@ func (c launchedChild) wait() int {
 	}
 	return ws.ExitStatus()
 }
-

@@ -59,6 +59,8 @@ func Launchable(argv []string) (Launch, bool) {
 var (
 	ErrLauncherDead = errors.New("sandbox: launcher ended")
 	ErrLaunch       = errors.New("sandbox: launcher refused")
+	// ErrTooLarge: the request (argv and environment) does not fit in one message.
+	ErrTooLarge = errors.New("sandbox: launch request too large")
 )
 
 // LauncherOptions tunes StartLauncher.
@@ -71,6 +73,9 @@ type LauncherOptions struct {
 	// in time is killed. Zero means 30 s.
 	Timeout time.Duration
 }
+
+// launchBuffer is the send buffer we ask for: a request (argv and environment) must fit in it.
+const launchBuffer = 1 << 20
 
 // Launcher is a confined process 1 of a PID and mount namespace that starts commands on request,
 // each forked from its confined thread, so that a command costs a fork and exec instead of a
@@ -162,6 +167,7 @@ func startLauncher(self string, key LaunchKey, kind int, opts LauncherOptions) (
 		return nil, err
 	}
 	conn := fc.(*net.UnixConn)
+	_ = conn.SetWriteBuffer(launchBuffer) // room for large environments (capped by wmem_max)
 	attr := &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if kind == startUserNS {
 		uid, gid := os.Getuid(), os.Getgid()
@@ -317,6 +323,9 @@ func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD 
 		runtimeKeepAlive(f)
 	}
 	if err != nil {
+		if errors.Is(err, unix.EMSGSIZE) {
+			return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
+		}
 		return nil, fmt.Errorf("%w: send: %w", ErrLaunch, err)
 	}
 	t := time.NewTimer(l.timeout)
