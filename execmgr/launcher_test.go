@@ -165,6 +165,14 @@ func TestLauncherLeftoversDieWithTheCommand(t *testing.T) {
 	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
 	requireNoneRunning(t, n)
 	require.Len(t, launcherPids(m), 1, "the launcher stays")
+
+	// A leftover holding the command's stdout dies when the command exits, not after the drain.
+	m, wrap = launcherManager(t, ManagerOptions{DrainTimeout: 10 * time.Minute})
+	n = uniqueSleep()
+	p = spawnRO(t, m, wrap, "t", false, "sleep "+n+" & echo started", nil)
+	require.True(t, launched(p))
+	require.Equal(t, 0, waitDone(t, p, time.Minute))
+	requireNoneRunning(t, n)
 }
 
 // TestLauncherKilledMidCommand: a command whose launcher dies ends as killed, and the owner's
