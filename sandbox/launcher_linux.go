@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -82,7 +81,7 @@ const launchBuffer = 1 << 20
 // start of the helper. Commands end with it: Close (or its death) kills its namespace.
 type Launcher struct {
 	cmd     *exec.Cmd
-	conn    *net.UnixConn
+	conn    *seqConn
 	timeout time.Duration
 
 	spawnMu sync.Mutex // one request at a time: replies come in order
@@ -159,15 +158,14 @@ func startLauncher(self string, key LaunchKey, kind int, opts LauncherOptions) (
 	if err != nil {
 		return nil, err
 	}
-	ours, theirs := os.NewFile(uintptr(fds[0]), "launcher"), os.NewFile(uintptr(fds[1]), "launcher")
+	theirs := os.NewFile(uintptr(fds[1]), "launcher")
 	defer theirs.Close()
-	fc, err := net.FileConn(ours)
-	ours.Close()
+	// Room for large environments (capped by wmem_max).
+	_ = unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, launchBuffer)
+	conn, err := newSeqConn(fds[0])
 	if err != nil {
 		return nil, err
 	}
-	conn := fc.(*net.UnixConn)
-	_ = conn.SetWriteBuffer(launchBuffer) // room for large environments (capped by wmem_max)
 	attr := &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if kind == startUserNS {
 		uid, gid := os.Getuid(), os.Getgid()
@@ -197,10 +195,10 @@ func startLauncher(self string, key LaunchKey, kind int, opts LauncherOptions) (
 		close(l.exited)
 	}()
 	// The first message says whether it confined itself.
-	_ = conn.SetReadDeadline(time.Now().Add(opts.Timeout))
+	_ = conn.f.SetReadDeadline(time.Now().Add(opts.Timeout))
 	buf := make([]byte, 4096)
-	n, err := conn.Read(buf)
-	_ = conn.SetReadDeadline(time.Time{})
+	n, _, err := conn.recv(buf, nil)
+	_ = conn.f.SetReadDeadline(time.Time{})
 	if err != nil || n == 0 || buf[0] != confine.MsgReady {
 		l.Close()
 		if err == nil && n > 0 && buf[0] == confine.MsgError {
@@ -252,7 +250,7 @@ func (l *Launcher) read() {
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
-		n, oobn, _, _, err := l.conn.ReadMsgUnix(buf, oob)
+		n, oobn, err := l.conn.recv(buf, oob)
 		if err != nil || n == 0 {
 			return
 		}
@@ -318,7 +316,7 @@ func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD 
 	if req.Cgroup {
 		fds = append(fds, cgroupFD)
 	}
-	_, _, err := l.conn.WriteMsgUnix(req.Marshal(), unix.UnixRights(fds...), nil)
+	err := l.conn.send(req.Marshal(), unix.UnixRights(fds...))
 	for _, f := range stdio {
 		runtimeKeepAlive(f)
 	}
@@ -381,3 +379,52 @@ func fdinfoPid(pidfd int) int {
 
 // runtimeKeepAlive keeps f (and so its descriptor) open until the message carrying it was sent.
 func runtimeKeepAlive(f *os.File) { runtime.KeepAlive(f) }
+
+// seqConn is our end of the launcher's SOCK_SEQPACKET pair, on the runtime's poller so that Close
+// ends a blocked receive (package net is not used: its initialisation would slow down the helper,
+// which shares this package's start-up, see internal/reexec).
+type seqConn struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+func newSeqConn(fd int) (*seqConn, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "launcher")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &seqConn{f: f, rc: rc}, nil
+}
+
+// recv receives one message; descriptors in it are close-on-exec.
+func (c *seqConn) recv(buf, oob []byte) (n, oobn int, err error) {
+	rerr := c.rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, err = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		return err != unix.EAGAIN
+	})
+	if rerr != nil {
+		return 0, 0, rerr
+	}
+	return n, oobn, err
+}
+
+// send sends one message with ancillary data oob.
+func (c *seqConn) send(b, oob []byte) error {
+	var err error
+	werr := c.rc.Write(func(fd uintptr) bool {
+		err = unix.Sendmsg(int(fd), b, oob, nil, unix.MSG_NOSIGNAL)
+		return err != unix.EAGAIN
+	})
+	if werr != nil {
+		return werr
+	}
+	return err
+}
+
+func (c *seqConn) Close() error { return c.f.Close() }
