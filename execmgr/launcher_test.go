@@ -248,3 +248,28 @@ func TestNoLauncherOption(t *testing.T) {
 	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
 	require.Empty(t, launcherPids(m))
 }
+
+// TestLauncherEndsWhenIdle: a launcher without commands for the idle time is ended; the owner's
+// next command starts a new one.
+func TestLauncherEndsWhenIdle(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	m.ls.idle = 50 * time.Millisecond
+	var s streams
+	p := spawnRO(t, m, wrap, "t", false, "echo ready; exec sleep "+uniqueSleep(), &s)
+	p2 := spawnRO(t, m, wrap, "t", false, "true", nil)
+	require.True(t, launched(p) && launched(p2))
+	require.Equal(t, 0, waitDone(t, p2, 30*time.Second))
+	ls := launcherPids(m)
+	require.Len(t, ls, 1)
+	require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, time.Millisecond)
+	require.Equal(t, ls, launcherPids(m), "a launcher with a running command stays")
+	p.Kill()
+	waitDone(t, p, 30*time.Second)
+	require.Eventually(t, func() bool { return len(launcherPids(m)) == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return syscall.Kill(ls[0], 0) != nil }, 10*time.Second, 10*time.Millisecond,
+		"the idle launcher's process ended")
+	p = spawnRO(t, m, wrap, "t", false, "true", nil)
+	require.True(t, launched(p))
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	require.NotEqual(t, ls, launcherPids(m))
+}

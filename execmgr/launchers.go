@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"time"
 
 	"appserver/sandbox"
 	"appserver/sandbox/confine"
@@ -13,6 +14,10 @@ import (
 
 // launcherFailLimit is how many launcher refusals in a row turn launchers off for a Manager.
 const launcherFailLimit = 3
+
+// launcherIdle is how long a launcher with no running command is kept (about 1.3 MB of memory of
+// its own) before it is ended; the owner's next command starts a new one.
+const launcherIdle = time.Minute
 
 // launcherKey is one launcher: an owner's commands under one confinement.
 type launcherKey struct {
@@ -24,6 +29,10 @@ type launcherKey struct {
 type launcherEntry struct {
 	l  *sandbox.Launcher
 	sc *scope
+	// Guarded by the pool's mu: commands being started or running, and the idle timer that ends
+	// the launcher once there are none.
+	live int
+	idle *time.Timer
 }
 
 // launcherPool holds a Manager's launchers: started on an owner's first read-only sandboxed
@@ -38,10 +47,11 @@ type launcherPool struct {
 	closed bool
 	fails  int // refusals in a row
 	byKey  map[launcherKey]*launcherEntry
+	idle   time.Duration // launcherIdle; shorter in tests
 }
 
-// get returns the launcher for owner and la's confinement, starting it if needed; nil when
-// launchers are off.
+// get returns the launcher for owner and la's confinement, starting it if needed, for one
+// command (release it once the command ended); nil when launchers are off.
 func (lp *launcherPool) get(owner string, la sandbox.Launch) *launcherEntry {
 	lp.mu.Lock()
 	defer lp.mu.Unlock()
@@ -52,9 +62,10 @@ func (lp *launcherPool) get(owner string, la sandbox.Launch) *launcherEntry {
 	if e := lp.byKey[k]; e != nil {
 		select {
 		case <-e.l.Dead():
-			delete(lp.byKey, k)
+			lp.drop(e)
 			lp.end(e)
 		default:
+			lp.hold(e)
 			return e
 		}
 	}
@@ -63,7 +74,8 @@ func (lp *launcherPool) get(owner string, la sandbox.Launch) *launcherEntry {
 		lp.tr.release(sc)
 		return nil
 	}
-	l, err := sandbox.StartLauncher(la.Self, la.Key, sandbox.LauncherOptions{CgroupFD: sc.cgFD, Env: []string{ScopeEnv + "=" + sc.token}})
+	l, err := sandbox.StartLauncher(la.Self, la.Key, sandbox.LauncherOptions{CgroupFD: sc.cgFD,
+		Env: []string{ScopeEnv + "=" + sc.token, "GOMAXPROCS=1"}})
 	if err != nil {
 		lp.tr.release(sc)
 		lp.off = true
@@ -73,7 +85,68 @@ func (lp *launcherPool) get(owner string, la sandbox.Launch) *launcherEntry {
 	sc.started(l.Pid())
 	e := &launcherEntry{l: l, sc: sc}
 	lp.byKey[k] = e
+	lp.hold(e)
 	return e
+}
+
+// hold counts one more command of e and stops its idle timer; called with mu held.
+func (lp *launcherPool) hold(e *launcherEntry) {
+	e.live++
+	if e.idle != nil {
+		e.idle.Stop()
+		e.idle = nil
+	}
+}
+
+// release counts one command of e less; a launcher left without commands is ended after the
+// idle time unless a command comes first.
+func (lp *launcherPool) release(e *launcherEntry) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	e.live--
+	if e.live > 0 || !lp.holds(e) {
+		return
+	}
+	idle := lp.idle
+	if idle <= 0 {
+		idle = launcherIdle
+	}
+	var t *time.Timer
+	t = time.AfterFunc(idle, func() {
+		lp.mu.Lock()
+		expired := e.idle == t && e.live == 0 && lp.holds(e)
+		if expired {
+			lp.drop(e)
+		}
+		lp.mu.Unlock()
+		if expired {
+			lp.end(e)
+		}
+	})
+	e.idle = t
+}
+
+// holds reports whether e is still in the pool; called with mu held.
+func (lp *launcherPool) holds(e *launcherEntry) bool {
+	for _, x := range lp.byKey {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+// drop takes e out of the pool and stops its idle timer; called with mu held.
+func (lp *launcherPool) drop(e *launcherEntry) {
+	for k, x := range lp.byKey {
+		if x == e {
+			delete(lp.byKey, k)
+		}
+	}
+	if e.idle != nil {
+		e.idle.Stop()
+		e.idle = nil
+	}
 }
 
 // end kills a launcher (and so every command it started) and its cgroup.
@@ -82,23 +155,14 @@ func (lp *launcherPool) end(e *launcherEntry) {
 	lp.tr.kill(e.sc)
 }
 
-// failed records that e could not start a command: a dead launcher is dropped (the next command
-// starts a new one); refusals in a row turn launchers off.
+// failed records that e could not start a command (which the caller starts the per-command
+// way): a dead launcher is dropped (the next command starts a new one); refusals in a row turn
+// launchers off; a request too large for one message concerns this command only.
 func (lp *launcherPool) failed(e *launcherEntry, err error) {
+	dead := errors.Is(err, sandbox.ErrLauncherDead)
 	lp.mu.Lock()
 	var ended []*launcherEntry
-	if errors.Is(err, sandbox.ErrTooLarge) {
-		lp.mu.Unlock()
-		return // this command only
-	}
-	if errors.Is(err, sandbox.ErrLauncherDead) {
-		for k, x := range lp.byKey {
-			if x == e {
-				delete(lp.byKey, k)
-				ended = append(ended, e)
-			}
-		}
-	} else {
+	if !dead && !errors.Is(err, sandbox.ErrTooLarge) {
 		lp.fails++
 		if lp.fails == 1 {
 			lp.log.Info("execmgr: the sandbox launcher refused a command; starting it with its own helper", "err", err)
@@ -106,13 +170,18 @@ func (lp *launcherPool) failed(e *launcherEntry, err error) {
 		if lp.fails >= launcherFailLimit && !lp.off {
 			lp.off = true
 			lp.log.Info("execmgr: sandbox launchers off after repeated refusals", "err", err)
-			for k, x := range lp.byKey {
-				delete(lp.byKey, k)
+			for _, x := range lp.byKey {
+				lp.drop(x)
 				ended = append(ended, x)
 			}
 		}
 	}
+	if dead && lp.holds(e) {
+		lp.drop(e)
+		ended = append(ended, e)
+	}
 	lp.mu.Unlock()
+	lp.release(e) // arms the idle timer of a launcher still in the pool
 	for _, x := range ended {
 		lp.end(x)
 	}
@@ -130,7 +199,7 @@ func (lp *launcherPool) closeOwner(owner string) {
 	var ended []*launcherEntry
 	for k, e := range lp.byKey {
 		if k.owner == owner {
-			delete(lp.byKey, k)
+			lp.drop(e)
 			ended = append(ended, e)
 		}
 	}
@@ -145,8 +214,8 @@ func (lp *launcherPool) closeAll() {
 	lp.mu.Lock()
 	lp.closed = true
 	ended := make([]*launcherEntry, 0, len(lp.byKey))
-	for k, e := range lp.byKey {
-		delete(lp.byKey, k)
+	for _, e := range lp.byKey {
+		lp.drop(e)
 		ended = append(ended, e)
 	}
 	lp.mu.Unlock()
@@ -179,12 +248,14 @@ func (p *Process) startLaunched(cmd *exec.Cmd) (started, bool) {
 	if stdio[0] == nil {
 		null, err := os.Open(os.DevNull)
 		if err != nil {
+			p.m.ls.release(e)
 			return nil, false
 		}
 		defer null.Close()
 		stdio[0] = null
 	}
 	if stdio[1] == nil || stdio[2] == nil {
+		p.m.ls.release(e)
 		return nil, false
 	}
 	attr := cmd.SysProcAttr
@@ -196,5 +267,5 @@ func (p *Process) startLaunched(cmd *exec.Cmd) (started, bool) {
 	}
 	p.m.ls.succeeded()
 	p.scope.dieWithCommand = true
-	return launchedChild{c}, true
+	return launchedChild{c: c, release: func() { p.m.ls.release(e) }}, true
 }

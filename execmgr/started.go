@@ -23,13 +23,18 @@ func (c cmdChild) wait() int {
 	return exitCode(c.cmd.ProcessState)
 }
 
-// launchedChild is a command a sandbox launcher started (and reaps).
-type launchedChild struct{ c *sandbox.Launched }
+// launchedChild is a command a sandbox launcher started (and reaps); release tells the launcher
+// pool it ended.
+type launchedChild struct {
+	c       *sandbox.Launched
+	release func()
+}
 
 func (c launchedChild) pid() int { return c.c.Pid() }
 
 func (c launchedChild) wait() int {
 	ws := c.c.Wait()
+	c.release()
 	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
