@@ -15,8 +15,9 @@ import (
 // launcherFailLimit is how many launcher refusals in a row turn launchers off for a Manager.
 const launcherFailLimit = 3
 
-// launcherIdle is how long a launcher with no running command is kept (about 1.3 MB of memory of
-// its own) before it is ended; the owner's next command starts a new one.
+// launcherIdle is how long a launcher with no running command is kept (under 1 MB of anonymous
+// memory, its binary's pages shared with the server) before it is ended; the owner's next command
+// starts a new one.
 const launcherIdle = time.Minute
 
 // launcherKey is one launcher: an owner's commands under one confinement.
