@@ -174,12 +174,12 @@ func (t *tracker) release(s *scope) {
 // finished is called once the command exited and its output was drained: descendants still running
 // are kept as leftovers of the owner.
 func (t *tracker) finished(s *scope) {
-	if s.dieWithCommand {
-		t.kill(s)
-		return
-	}
 	if s.cg != "" && !cgroupPopulated(s.cg) {
 		_ = os.Remove(s.cg)
+		return
+	}
+	if s.dieWithCommand {
+		t.kill(s)
 		return
 	}
 	t.mu.Lock()
