@@ -1454,3 +1454,30 @@ func TestLauncherServesManyAndDies(t *testing.T) {
 	_, err = l.Spawn(confine.LaunchRequest{Argv: []string{"true"}, Dir: "/"}, [3]*os.File{null, null, null}, -1)
 	require.ErrorIs(t, err, ErrLauncherDead)
 }
+
+// TestLauncherThatDoesNotAnswer: a spawn whose reply does not come within the launcher's timeout
+// fails with ErrLauncherDead, and the launcher is killed.
+func TestLauncherThatDoesNotAnswer(t *testing.T) {
+	requireSandbox(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	l, err := StartLauncher(self, LaunchKey{}, LauncherOptions{CgroupFD: -1, Timeout: 100 * time.Millisecond})
+	if err != nil && refused[startDirect].Load() && refused[startUserNS].Load() {
+		t.Skipf("no launcher without PID namespaces: %v", err)
+	}
+	require.NoError(t, err)
+	defer l.Close()
+	require.NoError(t, syscall.Kill(l.Pid(), syscall.SIGSTOP)) // it never answers
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	_, err = l.Spawn(confine.LaunchRequest{Argv: []string{"true"}, Dir: "/"}, [3]*os.File{null, null, null}, -1)
+	require.ErrorIs(t, err, ErrLauncherDead)
+	select {
+	case <-l.Dead():
+	case <-time.After(time.Minute):
+		t.Fatal("the launcher was not closed")
+	}
+	require.Eventually(t, func() bool { return syscall.Kill(l.Pid(), 0) != nil }, 10*time.Second, 10*time.Millisecond,
+		"the launcher process was not killed")
+}
