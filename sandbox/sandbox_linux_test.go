@@ -709,7 +709,7 @@ func TestUnprivileged(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.v",
 		"-test.run", "TestEscapesFail|TestWorkspaceWriteAllows|TestNetwork|TestDetachedChildConfined|TestReadsAndDevicesWork|TestDenialMessages|TestUnderPTY|TestUserNSStageRelaysSignals|"+
-			"TestWorkspaceWriteRefusesMetadataOutsideRoots|TestWorkspaceWriteMetadataInsideRoots|TestMountFlagsKept")
+			"TestWorkspaceWriteRefusesMetadataOutsideRoots|TestWorkspaceWriteMetadataInsideRoots|TestMountFlagsKept|TestLauncherNotTraceable")
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), unprivEnv+"=1", "TMPDIR="+tmp, "HOME="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -719,6 +719,7 @@ func TestUnprivileged(t *testing.T) {
 	require.Contains(t, string(out), "--- PASS: TestEscapesFail/workspace-write/landlock-only/")
 	require.Regexp(t, `--- (PASS|SKIP): TestWorkspaceWriteRefusesMetadataOutsideRoots/userns`, string(out))
 	require.Regexp(t, `--- (PASS|SKIP): TestEscapesFail/read-only/launcher/`, string(out))
+	require.Regexp(t, `--- (PASS|SKIP): TestLauncherNotTraceable`, string(out))
 	if strings.Contains(string(out), "--- SKIP: TestEscapesFail/read-only/launcher") {
 		t.Log("no launcher for unprivileged users here (no user namespaces)")
 	}
@@ -1480,4 +1481,19 @@ func TestLauncherThatDoesNotAnswer(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return syscall.Kill(l.Pid(), 0) != nil }, 10*time.Second, 10*time.Millisecond,
 		"the launcher process was not killed")
+}
+
+// TestLauncherNotTraceable: an unprivileged launched command cannot read the launcher's memory
+// (its unconfined threads share it): the launcher holds capabilities the command lacks (in its user
+// namespace) and is not dumpable.
+func TestLauncherNotTraceable(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	code, out := sh(t, Policy{Kind: ReadOnly}, testLauncher, f, `grep -c . /proc/1/maps`)
+	if os.Geteuid() == 0 {
+		t.Logf("as root (CAP_SYS_PTRACE): %d %s", code, out)
+		return
+	}
+	require.NotZero(t, code, out)
+	require.Contains(t, out, "ermission denied")
 }

@@ -45,6 +45,12 @@ func runLauncher(args []string) {
 	// sends it, and commands start with default dispositions.
 	sigs := make(chan os.Signal, 64)
 	signal.Notify(sigs)
+	// Not dumpable: a command (without CAP_SYS_PTRACE) cannot ptrace it or open its /proc/1/mem to
+	// reach its unconfined runtime threads through the confined one. Commands are dumpable again
+	// after their execve.
+	if err := prctl(prSetDumpable, 0); err != nil {
+		fail("not dumpable: " + err.Error())
+	}
 	if _, err := confineThread(s); err != nil {
 		fail(err.Error())
 	}

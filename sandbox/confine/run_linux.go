@@ -23,6 +23,7 @@ const (
 	seccompModeFilter        = 2
 	prCapAmbient             = 47
 	prCapAmbientClearAll     = 4
+	prSetDumpable            = 4
 	oPath                    = 0x200000
 )
 
