@@ -55,8 +55,8 @@ type LauncherOptions struct {
 	CgroupFD int
 	// Env is the launcher's own environment (each command gets its own with its request).
 	Env []string
-	// Timeout bounds the launcher's start and each spawn's reply; a launcher that does not answer
-	// in time is killed. Zero means 30 s.
+	// Timeout bounds each spawn's reply: a launcher that does not answer in time is killed. Zero
+	// means 30 s. Its start is bounded by 30 s.
 	Timeout time.Duration
 }
 

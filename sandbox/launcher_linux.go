@@ -19,6 +19,9 @@ import (
 	"appserver/sandbox/confine"
 )
 
+// launchStartTimeout bounds a launcher's start (until it confined itself).
+const launchStartTimeout = 30 * time.Second
+
 // launchBuffer is the send buffer we ask for: a request (argv and environment) must fit in it.
 const launchBuffer = 1 << 20
 
@@ -121,7 +124,7 @@ func startLauncher(self string, key LaunchKey, kind int, opts LauncherOptions) (
 		close(l.exited)
 	}()
 	// The first message says whether it confined itself.
-	_ = conn.f.SetReadDeadline(time.Now().Add(opts.Timeout))
+	_ = conn.f.SetReadDeadline(time.Now().Add(launchStartTimeout))
 	buf := make([]byte, 4096)
 	n, _, err := conn.recv(buf, nil)
 	_ = conn.f.SetReadDeadline(time.Time{})
