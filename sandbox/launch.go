@@ -62,6 +62,7 @@ type LauncherOptions struct {
 
 // Launched is a command a Launcher started.
 type Launched struct {
+	ns     int // pid in the launcher's namespace
 	pid    int
 	done   chan struct{}
 	status syscall.WaitStatus

@@ -168,10 +168,8 @@ func (l *Launcher) Close() {
 func (l *Launcher) read() {
 	defer func() {
 		l.mu.Lock()
-		for ns, c := range l.children {
-			c.status = killedStatus
-			close(c.done)
-			delete(l.children, ns)
+		for _, c := range l.children {
+			l.finish(c, killedStatus)
 		}
 		l.mu.Unlock()
 		close(l.dead)
@@ -194,13 +192,10 @@ func (l *Launcher) read() {
 				return
 			}
 			l.mu.Lock()
-			c := l.children[pid]
-			delete(l.children, pid)
-			l.mu.Unlock()
-			if c != nil {
-				c.status = syscall.WaitStatus(ws)
-				close(c.done)
+			if c := l.children[pid]; c != nil {
+				l.finish(c, syscall.WaitStatus(ws))
 			}
+			l.mu.Unlock()
 			continue
 		case confine.MsgStarted:
 			ns, err := strconv.Atoi(r.text)
@@ -212,7 +207,7 @@ func (l *Launcher) read() {
 					r.pidfd = fds[0]
 				}
 			}
-			r.child = &Launched{done: make(chan struct{})}
+			r.child = &Launched{ns: ns, done: make(chan struct{})}
 			l.mu.Lock()
 			l.children[ns] = r.child
 			l.mu.Unlock()
@@ -270,7 +265,7 @@ func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD 
 	case confine.MsgStarted:
 		if r.pidfd >= 0 {
 			r.child.pid = fdinfoPid(r.pidfd)
-			unix.Close(r.pidfd)
+			l.watch(r.child, r.pidfd)
 		}
 		return r.child, nil
 	case confine.MsgFailed:
@@ -286,6 +281,51 @@ func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD 
 	}
 	l.Close()
 	return nil, fmt.Errorf("%w: unexpected reply %q", ErrLaunch, r.kind)
+}
+
+// finish reports c ended with status; called with mu held, c still in children.
+func (l *Launcher) finish(c *Launched, status syscall.WaitStatus) {
+	delete(l.children, c.ns)
+	c.status = status
+	close(c.done)
+}
+
+// exitReportGrace is how long after a command's exit (seen on its pidfd) the launcher's report
+// may take before the command is reported killed: a launcher stopped from outside must not hold
+// a command that ended.
+var exitReportGrace = 10 * time.Second // shorter in tests
+
+// watch closes pidfd once c ended; if c's process ended (the pidfd became readable) but the
+// launcher has not reported it within exitReportGrace, c is reported killed.
+func (l *Launcher) watch(c *Launched, pidfd int) {
+	if err := unix.SetNonblock(pidfd, true); err != nil {
+		unix.Close(pidfd)
+		return
+	}
+	f := os.NewFile(uintptr(pidfd), "pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return
+	}
+	go func() {
+		defer f.Close()
+		_ = rc.Read(func(fd uintptr) bool {
+			n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+			return n > 0 || (err != nil && err != unix.EINTR)
+		})
+		t := time.NewTimer(exitReportGrace)
+		defer t.Stop()
+		select {
+		case <-c.done:
+		case <-t.C:
+			l.mu.Lock()
+			if l.children[c.ns] == c {
+				l.finish(c, killedStatus)
+			}
+			l.mu.Unlock()
+		}
+	}()
 }
 
 // fdinfoPid is the pid (in our namespace) of the process a pidfd refers to; 0 once it was reaped.

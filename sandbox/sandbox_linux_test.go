@@ -1497,3 +1497,32 @@ func TestLauncherNotTraceable(t *testing.T) {
 	require.NotZero(t, code, out)
 	require.Contains(t, out, "ermission denied")
 }
+
+// TestStoppedLauncherDoesNotHoldAnEndedCommand: a command that ended while its launcher is
+// stopped (and cannot report it) is reported killed after the grace.
+func TestStoppedLauncherDoesNotHoldAnEndedCommand(t *testing.T) {
+	requireSandbox(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	old := exitReportGrace
+	exitReportGrace = 50 * time.Millisecond
+	t.Cleanup(func() { exitReportGrace = old })
+	l := startTestLauncher(t, self, LaunchKey{})
+	defer l.Close()
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	c, err := l.Spawn(confine.LaunchRequest{Argv: []string{"sleep", "1000"}, Dir: "/", Setpgid: true}, [3]*os.File{null, null, null}, -1)
+	require.NoError(t, err)
+	require.NotZero(t, c.Pid())
+	require.NoError(t, syscall.Kill(l.Pid(), syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(l.Pid(), syscall.SIGCONT) })
+	require.NoError(t, syscall.Kill(c.Pid(), syscall.SIGKILL))
+	ws := c.Wait() // bounded by the grace, not by the stopped launcher
+	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "%v", ws)
+	select {
+	case <-l.Dead():
+		t.Fatal("the launcher is only stopped")
+	default:
+	}
+}
