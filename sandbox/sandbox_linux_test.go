@@ -1526,3 +1526,30 @@ func TestStoppedLauncherDoesNotHoldAnEndedCommand(t *testing.T) {
 	default:
 	}
 }
+
+// TestLauncherPermanent: a launcher start fails for good only when the sandbox or its namespaces
+// are refused; a failure that may pass (here: a binary that cannot be run) is not.
+func TestLauncherPermanent(t *testing.T) {
+	for errno, want := range map[syscall.Errno]bool{unix.EPERM: true, unix.EINVAL: true, unix.EACCES: true,
+		unix.EUSERS: true, unix.ENOSYS: true, unix.ENOSPC: false, unix.EAGAIN: false, unix.ENOMEM: false, unix.EBUSY: false} {
+		err := &os.PathError{Op: "fork/exec", Path: "x", Err: errno}
+		require.Equal(t, want, launchRefused(err), "%v", errno)
+	}
+	require.True(t, LauncherPermanent(fmt.Errorf("%w: no", ErrUnavailable)))
+	requireSandbox(t)
+
+	_, err := StartLauncher(filepath.Join(t.TempDir(), "missing"), LaunchKey{}, LauncherOptions{CgroupFD: -1})
+	require.ErrorIs(t, err, ErrLaunch)
+	require.False(t, LauncherPermanent(err), "%v", err)
+
+	saved := [2]bool{refused[startDirect].Load(), refused[startUserNS].Load()}
+	defer func() {
+		refused[startDirect].Store(saved[0])
+		refused[startUserNS].Store(saved[1])
+	}()
+	refused[startDirect].Store(true)
+	refused[startUserNS].Store(true)
+	_, err = StartLauncher(os.Args[0], LaunchKey{}, LauncherOptions{CgroupFD: -1})
+	require.ErrorIs(t, err, ErrNamespaces)
+	require.True(t, LauncherPermanent(err))
+}
