@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -272,4 +274,206 @@ func TestLauncherEndsWhenIdle(t *testing.T) {
 	require.True(t, launched(p))
 	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
 	require.NotEqual(t, ls, launcherPids(m))
+}
+
+// spawnResult is the outcome of a Spawn run on another goroutine.
+type spawnResult struct {
+	p   *Process
+	err error
+}
+
+// spawnAsync spawns a read-only `sh -c script` for owner on another goroutine.
+func spawnAsync(ctx context.Context, m *Manager, wrap func([]string) ([]string, error), owner, script string) <-chan spawnResult {
+	ch := make(chan spawnResult, 1)
+	go func() {
+		p, err := m.Spawn(ctx, SpawnRequest{Owner: owner, Argv: []string{"sh", "-c", script}, WrapArgv: wrap})
+		ch <- spawnResult{p, err}
+	}()
+	return ch
+}
+
+// recvSpawn is the process of a spawnAsync; a spawn still blocked after 30 s (a hang, not a
+// slow machine) fails the test.
+func recvSpawn(t *testing.T, ch <-chan spawnResult, what string) *Process {
+	t.Helper()
+	select {
+	case r := <-ch:
+		require.NoError(t, r.err, what)
+		return r.p
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: the spawn is still blocked after 30 s", what)
+		return nil
+	}
+}
+
+// startWaiters is how many commands of owner wait for a launcher start by another command.
+func startWaiters(m *Manager, owner string) int {
+	m.ls.mu.Lock()
+	defer m.ls.mu.Unlock()
+	n := 0
+	for k, st := range m.ls.starting {
+		if k.owner == owner {
+			n += st.waiters
+		}
+	}
+	return n
+}
+
+// fakeClock is a clock that moves only when told.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// TestLauncherStartBlocksOnlyItsKey: a launcher start that hangs does not hold another owner's
+// commands; a second command of its owner waits for it and then uses that launcher, and a
+// waiting command whose context ends starts the per-command way instead.
+func TestLauncherStartBlocksOnlyItsKey(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	entered, unblock := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	m.ls.start = func(self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-unblock
+		}
+		return sandbox.StartLauncher(self, key, opts)
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { close(unblock) }) }
+	t.Cleanup(release) // before the Manager's Close
+
+	first := spawnAsync(context.Background(), m, wrap, "t1", "echo $PPID")
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first launcher start did not begin")
+	}
+	p := recvSpawn(t, spawnAsync(context.Background(), m, wrap, "t2", "true"), "another owner's command")
+	require.True(t, launched(p), "another owner gets its own launcher meanwhile")
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+
+	second := spawnAsync(context.Background(), m, wrap, "t1", "echo $PPID")
+	require.Eventually(t, func() bool { return startWaiters(m, "t1") == 1 }, 30*time.Second, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	third := spawnAsync(ctx, m, wrap, "t1", "echo fallback")
+	require.Eventually(t, func() bool { return startWaiters(m, "t1") == 2 }, 30*time.Second, time.Millisecond)
+	cancel()
+	p = recvSpawn(t, third, "a waiting command whose context ended")
+	require.False(t, launched(p), "started the per-command way")
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	require.Contains(t, p.Output(), "fallback")
+
+	release()
+	for _, ch := range []<-chan spawnResult{first, second} {
+		p := recvSpawn(t, ch, "the owner's commands")
+		require.True(t, launched(p))
+		require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+		require.Equal(t, "1\n", p.Output(), "started in the launcher's namespace")
+	}
+	require.Equal(t, int32(2), calls.Load(), "one start per owner")
+	require.Len(t, launcherPids(m), 2)
+}
+
+// backoffStep advances the clock, then spawns a command: calls is the launcher start count after
+// it, launched whether the command was launched.
+type backoffStep struct {
+	advance  time.Duration
+	calls    int32
+	launched bool
+}
+
+// TestLauncherStartFailureBackOff: a start failure that may pass pauses launchers for a minute,
+// doubling while it fails again, and a launched command resets the back-off; a failure that
+// does not pass (namespaces refused) turns them off for good.
+func TestLauncherStartFailureBackOff(t *testing.T) {
+	passing := fmt.Errorf("%w: %w", sandbox.ErrLaunch, syscall.EAGAIN)
+	permanent := fmt.Errorf("%w: %w: %w", sandbox.ErrLaunch, sandbox.ErrNamespaces, syscall.EPERM)
+	for _, c := range []struct {
+		name  string
+		errs  []error // of the first starts; later ones start a real launcher
+		steps []backoffStep
+	}{
+		{"passing", []error{passing, passing}, []backoffStep{
+			{0, 1, false},
+			{launcherRetry - time.Second, 1, false},
+			{time.Second, 2, false},     // the pause ended: a new try fails
+			{launcherRetry, 2, false},   // the pause doubled
+			{launcherRetry, 3, true},    // then it works
+			{0, 3, true},                // and the launcher is reused
+			{launcherRetryMax, 3, true}, // no pause left
+		}},
+		{"permanent", []error{permanent}, []backoffStep{
+			{0, 1, false},
+			{launcherRetryMax, 1, false},
+			{24 * time.Hour, 1, false},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, wrap := launcherManager(t, ManagerOptions{})
+			clock := &fakeClock{t: time.Unix(1e9, 0)}
+			m.ls.now = clock.now
+			var calls atomic.Int32
+			m.ls.start = func(self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
+				if n := int(calls.Add(1)); n <= len(c.errs) {
+					return nil, c.errs[n-1]
+				}
+				return sandbox.StartLauncher(self, key, opts)
+			}
+			for i, s := range c.steps {
+				clock.advance(s.advance)
+				p := spawnRO(t, m, wrap, "t", false, "echo ok", nil)
+				require.Equal(t, 0, waitDone(t, p, 30*time.Second), "step %d", i)
+				require.Equal(t, "ok\n", p.Output(), "step %d", i)
+				require.Equal(t, s.calls, calls.Load(), "step %d: starts", i)
+				require.Equal(t, s.launched, launched(p), "step %d: launched", i)
+			}
+		})
+	}
+}
+
+// TestLauncherRefusalsPause: refusals in a row pause launchers without ending one that runs a
+// command; after the pause the owner's commands are launched again.
+func TestLauncherRefusalsPause(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	m.ls.now = clock.now
+	argv, err := wrap([]string{"true"})
+	require.NoError(t, err)
+	la, ok := sandbox.Launchable(argv)
+	require.True(t, ok)
+	ctx := context.Background()
+	running := m.ls.get(ctx, "t", la) // stands for a command running in the launcher
+	require.NotNil(t, running)
+	refusal := fmt.Errorf("%w: start true: %w", sandbox.ErrLaunch, syscall.EAGAIN)
+	for i := 0; i < launcherFailLimit; i++ {
+		e := m.ls.get(ctx, "t", la)
+		require.Same(t, running, e, "refusal %d", i)
+		m.ls.failed(e, refusal)
+	}
+	require.Nil(t, m.ls.get(ctx, "t", la), "paused")
+	p := spawnRO(t, m, wrap, "t", false, "true", nil)
+	require.False(t, launched(p))
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	require.Equal(t, []int{running.l.Pid()}, launcherPids(m), "the launcher with a running command stays")
+	require.NoError(t, syscall.Kill(running.l.Pid(), 0))
+
+	clock.advance(launcherRetry)
+	p = spawnRO(t, m, wrap, "t", false, "true", nil)
+	require.True(t, launched(p), "launched again after the pause")
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	require.Equal(t, []int{running.l.Pid()}, launcherPids(m), "by the same launcher")
+	m.ls.release(running)
 }

@@ -1,6 +1,7 @@
 package execmgr
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -12,13 +13,25 @@ import (
 	"appserver/sandbox/confine"
 )
 
-// launcherFailLimit is how many launcher refusals in a row turn launchers off for a Manager.
+// launcherFailLimit is how many launcher refusals in a row pause launchers for a Manager.
 const launcherFailLimit = 3
 
 // launcherIdle is how long a launcher with no running command is kept (under 1 MB of anonymous
 // memory, its binary's pages shared with the server) before it is ended; the owner's next command
 // starts a new one.
 const launcherIdle = time.Minute
+
+// launcherRetry is the first pause of launchers after a failure that may pass (a launcher that
+// could not be started, or refusals in a row); each further failure before a command was launched
+// again doubles it, up to launcherRetryMax.
+const (
+	launcherRetry    = time.Minute
+	launcherRetryMax = 32 * time.Minute
+)
+
+// launcherStartWait bounds how long a command waits for the start of its owner's launcher by
+// another command (a start is bounded by 30 s itself) before it starts the per-command way.
+const launcherStartWait = 30 * time.Second
 
 // launcherKey is one launcher: an owner's commands under one confinement.
 type launcherKey struct {
@@ -36,58 +49,155 @@ type launcherEntry struct {
 	idle *time.Timer
 }
 
+// launcherStart is a launcher being started (outside the pool's lock); other commands of its key
+// wait for done.
+type launcherStart struct {
+	done chan struct{}
+	// Guarded by the pool's mu.
+	waiters   int  // commands waiting for it
+	cancelled bool // its owner's launchers were closed meanwhile: the launcher is ended at once
+}
+
 // launcherPool holds a Manager's launchers: started on an owner's first read-only sandboxed
 // command, ended by KillOwner or Close. Any failure to use one falls back to the per-command
-// helper; a launcher that cannot be started, or keeps refusing, turns them off for the Manager.
+// helper. A launcher start never holds the pool's lock: other keys never wait for it, and
+// commands of its key wait for it (bounded). A failure to start that does not pass (no
+// namespaces) turns launchers off for the Manager; one that may pass, or refusals in a row, pause
+// them (launcherRetry, doubling).
 type launcherPool struct {
 	log *slog.Logger
 	tr  *tracker
+	// start is sandbox.StartLauncher, now time.Now and startWait launcherStartWait; tests replace
+	// them.
+	start     func(self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error)
+	now       func() time.Time
+	startWait time.Duration
 
-	mu     sync.Mutex
-	off    bool // NoLauncher, or launchers do not work here
-	closed bool
-	fails  int // refusals in a row
-	byKey  map[launcherKey]*launcherEntry
-	idle   time.Duration // launcherIdle; shorter in tests
+	mu       sync.Mutex
+	off      bool // NoLauncher, or launchers cannot work here
+	closed   bool
+	fails    int           // refusals in a row
+	retryAt  time.Time     // launchers are paused until then
+	backoff  time.Duration // the next pause; 0 means launcherRetry
+	byKey    map[launcherKey]*launcherEntry
+	starting map[launcherKey]*launcherStart
+	idle     time.Duration // launcherIdle; shorter in tests
+}
+
+func newLauncherPool(log *slog.Logger, tr *tracker, off bool) *launcherPool {
+	return &launcherPool{log: log, tr: tr, off: off, start: sandbox.StartLauncher, now: time.Now,
+		startWait: launcherStartWait, byKey: map[launcherKey]*launcherEntry{}, starting: map[launcherKey]*launcherStart{}}
 }
 
 // get returns the launcher for owner and la's confinement, starting it if needed, for one
-// command (release it once the command ended); nil when launchers are off.
-func (lp *launcherPool) get(owner string, la sandbox.Launch) *launcherEntry {
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
-	if lp.off || lp.closed {
-		return nil
-	}
+// command (release it once the command ended); nil when launchers are off or paused, or when the
+// start of this key by another command did not end in time or ctx ended while waiting for it.
+func (lp *launcherPool) get(ctx context.Context, owner string, la sandbox.Launch) *launcherEntry {
 	k := launcherKey{owner: owner, key: la.Key}
-	if e := lp.byKey[k]; e != nil {
-		select {
-		case <-e.l.Dead():
-			lp.drop(e)
-			lp.end(e)
-		default:
-			lp.hold(e)
-			return e
+	lp.mu.Lock()
+	for {
+		if lp.off || lp.closed || lp.now().Before(lp.retryAt) {
+			lp.mu.Unlock()
+			return nil
+		}
+		if e := lp.byKey[k]; e != nil {
+			select {
+			case <-e.l.Dead():
+				lp.drop(e)
+				lp.mu.Unlock()
+				lp.end(e)
+				lp.mu.Lock()
+				continue
+			default:
+				lp.hold(e)
+				lp.mu.Unlock()
+				return e
+			}
+		}
+		st := lp.starting[k]
+		if st == nil {
+			break
+		}
+		st.waiters++
+		lp.mu.Unlock()
+		ok := lp.await(ctx, st)
+		lp.mu.Lock()
+		st.waiters--
+		if !ok {
+			lp.mu.Unlock()
+			return nil
 		}
 	}
+	st := &launcherStart{done: make(chan struct{})}
+	lp.starting[k] = st
+	lp.mu.Unlock()
+
+	e, err := lp.startEntry(owner, la)
+
+	lp.mu.Lock()
+	delete(lp.starting, k)
+	close(st.done)
+	switch {
+	case err != nil:
+		if sandbox.LauncherPermanent(err) {
+			lp.off = true
+			lp.log.Info("execmgr: no sandbox launcher; each sandboxed command starts its own helper", "err", err)
+		} else {
+			lp.pause("execmgr: a sandbox launcher could not be started; sandboxed commands start their own helpers for a while", err)
+		}
+	case e == nil:
+	case lp.closed || lp.off || st.cancelled:
+		lp.mu.Unlock()
+		lp.end(e)
+		return nil
+	default:
+		lp.byKey[k] = e
+		lp.hold(e)
+	}
+	lp.mu.Unlock()
+	return e
+}
+
+// await waits until st ended; false when ctx ended first or it took longer than startWait.
+func (lp *launcherPool) await(ctx context.Context, st *launcherStart) bool {
+	t := time.NewTimer(lp.startWait)
+	defer t.Stop()
+	select {
+	case <-st.done:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
+}
+
+// startEntry starts a launcher for owner and la's confinement in a scope of its own; nil without
+// an error when the scope has no cgroup.
+func (lp *launcherPool) startEntry(owner string, la sandbox.Launch) (*launcherEntry, error) {
 	sc := lp.tr.open(owner)
 	if sc.cgFD < 0 {
 		lp.tr.release(sc)
-		return nil
+		return nil, nil
 	}
-	l, err := sandbox.StartLauncher(la.Self, la.Key, sandbox.LauncherOptions{CgroupFD: sc.cgFD,
+	l, err := lp.start(la.Self, la.Key, sandbox.LauncherOptions{CgroupFD: sc.cgFD,
 		Env: []string{ScopeEnv + "=" + sc.token, "GOMAXPROCS=1"}})
 	if err != nil {
 		lp.tr.release(sc)
-		lp.off = true
-		lp.log.Info("execmgr: no sandbox launcher; each sandboxed command starts its own helper", "err", err)
-		return nil
+		return nil, err
 	}
 	sc.started(l.Pid())
-	e := &launcherEntry{l: l, sc: sc}
-	lp.byKey[k] = e
-	lp.hold(e)
-	return e
+	return &launcherEntry{l: l, sc: sc}, nil
+}
+
+// pause stops using launchers for the current back-off and doubles it; called with mu held.
+func (lp *launcherPool) pause(msg string, err error) {
+	d := lp.backoff
+	if d <= 0 {
+		d = launcherRetry
+	}
+	lp.retryAt = lp.now().Add(d)
+	lp.backoff = min(2*d, launcherRetryMax)
+	lp.log.Info(msg, "err", err, "retry_in", d)
 }
 
 // hold counts one more command of e and stops its idle timer; called with mu held.
@@ -157,46 +267,49 @@ func (lp *launcherPool) end(e *launcherEntry) {
 }
 
 // failed records that e could not start a command (which the caller starts the per-command
-// way): a dead launcher is dropped (the next command starts a new one); refusals in a row turn
-// launchers off; a request too large for one message concerns this command only.
+// way): a dead launcher is dropped (the next command starts a new one); refusals in a row pause
+// launchers (running commands go on, idle launchers end as usual); a request too large for one
+// message concerns this command only.
 func (lp *launcherPool) failed(e *launcherEntry, err error) {
 	dead := errors.Is(err, sandbox.ErrLauncherDead)
 	lp.mu.Lock()
-	var ended []*launcherEntry
 	if !dead && !errors.Is(err, sandbox.ErrTooLarge) {
 		lp.fails++
 		if lp.fails == 1 {
 			lp.log.Info("execmgr: the sandbox launcher refused a command; starting it with its own helper", "err", err)
 		}
-		if lp.fails >= launcherFailLimit && !lp.off {
-			lp.off = true
-			lp.log.Info("execmgr: sandbox launchers off after repeated refusals", "err", err)
-			for _, x := range lp.byKey {
-				lp.drop(x)
-				ended = append(ended, x)
-			}
+		if lp.fails >= launcherFailLimit {
+			lp.fails = 0
+			lp.pause("execmgr: sandbox launchers paused after repeated refusals", err)
 		}
 	}
-	if dead && lp.holds(e) {
+	ended := dead && lp.holds(e)
+	if ended {
 		lp.drop(e)
-		ended = append(ended, e)
 	}
 	lp.mu.Unlock()
 	lp.release(e) // arms the idle timer of a launcher still in the pool
-	for _, x := range ended {
-		lp.end(x)
+	if ended {
+		lp.end(e)
 	}
 }
 
+// succeeded records that a launcher started a command: refusals and back-off start over.
 func (lp *launcherPool) succeeded() {
 	lp.mu.Lock()
 	lp.fails = 0
+	lp.backoff = 0
 	lp.mu.Unlock()
 }
 
 // closeOwner ends owner's launchers.
 func (lp *launcherPool) closeOwner(owner string) {
 	lp.mu.Lock()
+	for k, st := range lp.starting {
+		if k.owner == owner {
+			st.cancelled = true
+		}
+	}
 	var ended []*launcherEntry
 	for k, e := range lp.byKey {
 		if k.owner == owner {
@@ -227,8 +340,9 @@ func (lp *launcherPool) closeAll() {
 
 // startLaunched starts cmd (a helper argv) by the owner's launcher when it is a read-only
 // sandboxed command and the process has a cgroup, which takes the command's leftovers with it when
-// it exits; false means start it the per-command way.
-func (p *Process) startLaunched(cmd *exec.Cmd) (started, bool) {
+// it exits; false means start it the per-command way. A start of that launcher by another command
+// is waited for, bounded and no longer than ctx.
+func (p *Process) startLaunched(ctx context.Context, cmd *exec.Cmd) (started, bool) {
 	if p.scope.cgFD < 0 {
 		return nil, false
 	}
@@ -236,7 +350,7 @@ func (p *Process) startLaunched(cmd *exec.Cmd) (started, bool) {
 	if !ok {
 		return nil, false
 	}
-	e := p.m.ls.get(p.owner, la)
+	e := p.m.ls.get(ctx, p.owner, la)
 	if e == nil {
 		return nil, false
 	}

@@ -134,7 +134,7 @@ func NewManager(opts ManagerOptions) *Manager {
 	}
 	m.tr = newTracker(m.log)
 	m.tr.cgInit = opts.NoCgroups
-	m.ls = &launcherPool{log: m.log, tr: m.tr, off: opts.NoLauncher, byKey: map[launcherKey]*launcherEntry{}}
+	m.ls = newLauncherPool(m.log, m.tr, opts.NoLauncher)
 	return m
 }
 
@@ -257,9 +257,9 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 	path, err := lookPath(argv[0], env, req.Cwd)
 	if err == nil {
 		if req.TTY {
-			err = p.startPTY(path, argv, env, req)
+			err = p.startPTY(ctx, path, argv, env, req)
 		} else {
-			err = p.startPipes(path, argv, env, req)
+			err = p.startPipes(ctx, path, argv, env, req)
 		}
 	}
 	if err != nil {
@@ -352,7 +352,7 @@ type Process struct {
 	killDone chan struct{} // closed when a Kill sequence has finished
 }
 
-func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) error {
+func (p *Process) startPipes(ctx context.Context, path string, argv, env []string, req SpawnRequest) error {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return err
@@ -378,7 +378,7 @@ func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) 
 		cmd.Stdin, inW = inR, w
 		childEnds = append(childEnds, inR)
 	}
-	child, err := p.start(cmd)
+	child, err := p.start(ctx, cmd)
 	closeAll(childEnds...)
 	if err != nil {
 		closeAll(outR, errR, inW)
@@ -389,7 +389,7 @@ func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) 
 	return nil
 }
 
-func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) error {
+func (p *Process) startPTY(ctx context.Context, path string, argv, env []string, req SpawnRequest) error {
 	master, slave, err := pty.Open()
 	if err != nil {
 		return err
@@ -404,7 +404,7 @@ func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) er
 	}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: req.Cwd, Stdin: slave, Stdout: slave, Stderr: slave,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}}
-	child, err := p.start(cmd)
+	child, err := p.start(ctx, cmd)
 	slave.Close()
 	if err != nil {
 		master.Close()
@@ -430,8 +430,8 @@ func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) er
 // start starts cmd: a read-only sandboxed command by the owner's launcher when the process has a
 // cgroup (startLaunched), else a sandbox helper directly in its namespaces where the kernel allows
 // it (sandbox.Starts), in the process's cgroup when it has one.
-func (p *Process) start(cmd *exec.Cmd) (started, error) {
-	if c, ok := p.startLaunched(cmd); ok {
+func (p *Process) start(ctx context.Context, cmd *exec.Cmd) (started, error) {
+	if c, ok := p.startLaunched(ctx, cmd); ok {
 		return c, nil
 	}
 	var err error

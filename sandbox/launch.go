@@ -47,7 +47,17 @@ var (
 	ErrLaunch       = errors.New("sandbox: launcher refused")
 	// ErrTooLarge: the request (argv and environment) does not fit in one message.
 	ErrTooLarge = errors.New("sandbox: launch request too large")
+	// ErrNamespaces: the kernel refused a launcher's namespaces, every kind StartLauncher tried
+	// (user namespaces disabled, no CAP_SYS_ADMIN, not supported).
+	ErrNamespaces = errors.New("sandbox: namespaces refused")
 )
+
+// LauncherPermanent reports whether err, from StartLauncher, is a failure that does not pass
+// (no sandbox here, namespaces refused), so that trying again cannot help; any other one (a fork
+// limit, a cgroup error, a launcher that did not confine itself in time) may pass.
+func LauncherPermanent(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNamespaces)
+}
 
 // LauncherOptions tunes StartLauncher.
 type LauncherOptions struct {

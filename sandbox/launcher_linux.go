@@ -51,9 +51,13 @@ type launchReply struct {
 	pidfd int
 }
 
+// errCloneRefused marks a launcher start the kernel refused at the clone (see launchRefused).
+var errCloneRefused = errors.New("clone refused")
+
 // StartLauncher starts a launcher for key with our binary self, cloned directly into its
 // namespaces where the kernel allows it, else inside a new user namespace; it returns once the
-// launcher confined itself, or an error when it could not be started.
+// launcher confined itself, or an error when it could not be started. The error wraps
+// ErrUnavailable or ErrNamespaces when trying again cannot help (see LauncherPermanent).
 func StartLauncher(self string, key LaunchKey, opts LauncherOptions) (*Launcher, error) {
 	if ok, reason := Available(); !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnavailable, reason)
@@ -62,6 +66,7 @@ func StartLauncher(self string, key LaunchKey, opts LauncherOptions) (*Launcher,
 		opts.Timeout = 30 * time.Second
 	}
 	var errs []error
+	permanent := true
 	for _, kind := range []int{startDirect, startUserNS} {
 		if refused[kind].Load() {
 			continue
@@ -71,11 +76,23 @@ func StartLauncher(self string, key LaunchKey, opts LauncherOptions) (*Launcher,
 			return l, nil
 		}
 		errs = append(errs, err)
+		permanent = permanent && errors.Is(err, errCloneRefused)
 	}
 	if len(errs) == 0 {
-		return nil, fmt.Errorf("%w: no namespaces", ErrLaunch)
+		return nil, fmt.Errorf("%w: %w: none left to try", ErrLaunch, ErrNamespaces)
+	}
+	if permanent {
+		return nil, fmt.Errorf("%w: %w: %w", ErrLaunch, ErrNamespaces, errors.Join(errs...))
 	}
 	return nil, fmt.Errorf("%w: %w", ErrLaunch, errors.Join(errs...))
+}
+
+// launchRefused reports whether err, from cloning a launcher, is the kernel refusing its
+// namespaces (or clone3, for its cgroup) for good: as Start.Refused, plus ENOSYS (a kernel
+// without clone3), except ENOSPC, a namespace count limit (user.max_*_namespaces) that passes
+// once other namespaces ended.
+func launchRefused(err error) bool {
+	return (nsRefused(err) || errors.Is(err, unix.ENOSYS)) && !errors.Is(err, unix.ENOSPC)
 }
 
 func startLauncher(self string, key LaunchKey, kind int, opts LauncherOptions) (*Launcher, error) {
@@ -114,6 +131,9 @@ func startLauncher(self string, key LaunchKey, kind int, opts LauncherOptions) (
 		ExtraFiles: []*os.File{theirs}, SysProcAttr: attr}
 	if err := cmd.Start(); err != nil {
 		conn.Close()
+		if launchRefused(err) {
+			return nil, fmt.Errorf("%w: %w", errCloneRefused, err)
+		}
 		return nil, err
 	}
 	theirs.Close()

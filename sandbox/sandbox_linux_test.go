@@ -709,7 +709,7 @@ func TestUnprivileged(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.v",
 		"-test.run", "TestEscapesFail|TestWorkspaceWriteAllows|TestNetwork|TestDetachedChildConfined|TestReadsAndDevicesWork|TestDenialMessages|TestUnderPTY|TestUserNSStageRelaysSignals|"+
-			"TestWorkspaceWriteRefusesMetadataOutsideRoots|TestWorkspaceWriteMetadataInsideRoots|TestMountFlagsKept|TestLauncherNotTraceable")
+			"TestWorkspaceWriteRefusesMetadataOutsideRoots|TestWorkspaceWriteMetadataInsideRoots|TestMountFlagsKept|TestLauncherNotTraceable|TestLauncherPermanent")
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), unprivEnv+"=1", "TMPDIR="+tmp, "HOME="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -720,6 +720,7 @@ func TestUnprivileged(t *testing.T) {
 	require.Regexp(t, `--- (PASS|SKIP): TestWorkspaceWriteRefusesMetadataOutsideRoots/userns`, string(out))
 	require.Regexp(t, `--- (PASS|SKIP): TestEscapesFail/read-only/launcher/`, string(out))
 	require.Regexp(t, `--- (PASS|SKIP): TestLauncherNotTraceable`, string(out))
+	require.Regexp(t, `--- (PASS|SKIP): TestLauncherPermanent`, string(out))
 	if strings.Contains(string(out), "--- SKIP: TestEscapesFail/read-only/launcher") {
 		t.Log("no launcher for unprivileged users here (no user namespaces)")
 	}
@@ -1525,4 +1526,39 @@ func TestStoppedLauncherDoesNotHoldAnEndedCommand(t *testing.T) {
 		t.Fatal("the launcher is only stopped")
 	default:
 	}
+}
+
+// TestLauncherPermanent: a launcher start fails for good only when the sandbox or its namespaces
+// are refused; a failure that may pass (here: a binary that cannot be run) is not.
+func TestLauncherPermanent(t *testing.T) {
+	for errno, want := range map[syscall.Errno]bool{unix.EPERM: true, unix.EINVAL: true, unix.EACCES: true,
+		unix.EUSERS: true, unix.ENOSYS: true, unix.ENOSPC: false, unix.EAGAIN: false, unix.ENOMEM: false, unix.EBUSY: false} {
+		err := &os.PathError{Op: "fork/exec", Path: "x", Err: errno}
+		require.Equal(t, want, launchRefused(err), "%v", errno)
+	}
+	require.True(t, LauncherPermanent(fmt.Errorf("%w: no", ErrUnavailable)))
+	requireSandbox(t)
+
+	saved := [2]bool{refused[startDirect].Load(), refused[startUserNS].Load()}
+	defer func() {
+		refused[startDirect].Store(saved[0])
+		refused[startUserNS].Store(saved[1])
+	}()
+	refused[startDirect].Store(true)
+	refused[startUserNS].Store(true)
+	_, err := StartLauncher(os.Args[0], LaunchKey{}, LauncherOptions{CgroupFD: -1})
+	require.ErrorIs(t, err, ErrNamespaces)
+	require.True(t, LauncherPermanent(err))
+	refused[startDirect].Store(saved[0])
+	refused[startUserNS].Store(saved[1])
+
+	l, err := StartLauncher(os.Args[0], LaunchKey{}, LauncherOptions{CgroupFD: -1})
+	if LauncherPermanent(err) {
+		t.Skipf("no launcher here: %v", err)
+	}
+	require.NoError(t, err)
+	l.Close()
+	_, err = StartLauncher(filepath.Join(t.TempDir(), "missing"), LaunchKey{}, LauncherOptions{CgroupFD: -1})
+	require.ErrorIs(t, err, ErrLaunch)
+	require.False(t, LauncherPermanent(err), "%v", err)
 }

@@ -124,12 +124,18 @@ func b2i(b bool) int {
 // namespaces disabled, no CAP_SYS_ADMIN, a namespace limit): the caller then tries the next Start,
 // and later calls of Starts leave this kind out.
 func (s Start) Refused(err error) bool {
-	if s.kind == startPlain || err == nil {
+	if s.kind == startPlain || !nsRefused(err) {
 		return false
 	}
+	refused[s.kind].Store(true)
+	return true
+}
+
+// nsRefused reports whether err, from cloning a process into new namespaces, is the kernel's
+// refusal of them.
+func nsRefused(err error) bool {
 	for _, e := range []error{unix.EPERM, unix.EINVAL, unix.ENOSPC, unix.EUSERS, unix.EACCES} {
 		if errors.Is(err, e) {
-			refused[s.kind].Store(true)
 			return true
 		}
 	}
