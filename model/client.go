@@ -48,6 +48,12 @@ type Request struct {
 	// Refresh, if set, supplies the input of a retried stream attempt: like the reference, the
 	// caller may keep output items of the failed attempt in its history and send them again.
 	Refresh func() []json.RawMessage `json:"-"`
+	// Hold, if set, is called before the first event decoded from what one read of the response
+	// returned is delivered, and the release it returns before the stream reads again or ends: what
+	// the caller sends for events that arrived together can then go out together (the events of a
+	// short answer usually arrive in one read). The event callback must not wait for anything while
+	// held.
+	Hold func() (release func()) `json:"-"`
 }
 
 // body is the JSON body, fields in the order the reference sends them.
@@ -283,7 +289,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Event)) (*Com
 	retries, netWaits := 0, 0
 	for {
 		delivered := 0
-		comp, err := c.attempt(ctx, u, h, payload, func(ev Event) { delivered++; on(ev) })
+		comp, err := c.attempt(ctx, u, h, payload, req.Hold, func(ev Event) { delivered++; on(ev) })
 		if err == nil {
 			return comp, nil
 		}
@@ -378,7 +384,7 @@ func (k kickReader) Read(p []byte) (int, error) {
 }
 
 // attempt runs one stream attempt: the HTTP request with its silent retries, then the SSE body.
-func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload []byte, on func(Event)) (*Completed, error) {
+func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload []byte, hold func() func(), on func(Event)) (*Completed, error) {
 	// The request follows ctx until the stream completes, and no longer: a turn ends (cancelling ctx)
 	// right after response.completed, and the transport closes a connection whose request is cancelled
 	// before the body's end was read, so the drain below would lose it and the next request dial.
@@ -398,7 +404,7 @@ func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload [
 		}
 		return nil, err
 	}
-	comp, err := readStream(kickReader{resp.Body, wd}, on, c.log)
+	comp, err := readStream(kickReader{resp.Body, wd}, hold, on, c.log)
 	if err == nil {
 		// What follows response.completed (normally only the chunked body's end) is read in the background,
 		// so the connection goes back to the pool instead of being closed: the next request of the turn
@@ -533,10 +539,41 @@ const maxSSELine = 64 << 20
 // short turn allocates. A buffer the scanner outgrew is not returned (it keeps its own).
 var sseBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
-// readStream parses SSE from r until response.completed (success), a terminal event or EOF.
-func readStream(r io.Reader, on func(Event), log *slog.Logger) (*Completed, error) {
+// burstReader releases the caller's hold (Request.Hold) before each read of the stream.
+type burstReader struct {
+	r       io.Reader
+	release func() // the hold taken for the events of the previous read, nil when none
+}
+
+func (b *burstReader) Read(p []byte) (int, error) {
+	b.flush()
+	return b.r.Read(p)
+}
+
+func (b *burstReader) flush() {
+	if b.release != nil {
+		b.release()
+		b.release = nil
+	}
+}
+
+// readStream parses SSE from r until response.completed (success), a terminal event or EOF. With hold
+// set, the events decoded from one read are delivered under one hold (see Request.Hold).
+func readStream(r io.Reader, hold func() func(), on func(Event), log *slog.Logger) (*Completed, error) {
 	buf := sseBufPool.Get().(*[]byte)
 	defer sseBufPool.Put(buf) // nothing keeps the scanner's bytes: events copy what they hold
+	if hold != nil {
+		br := &burstReader{r: r}
+		defer br.flush()
+		r = br
+		inner := on
+		on = func(ev Event) {
+			if br.release == nil {
+				br.release = hold()
+			}
+			inner(ev)
+		}
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer((*buf)[:0], maxSSELine)
 	var data []byte

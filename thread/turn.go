@@ -438,9 +438,14 @@ func (t *Thread) ActiveTurn() *Turn {
 }
 
 // Run drives the turn on its own goroutine.
-func (tn *Turn) Run() { go tn.run() }
+func (tn *Turn) Run() { go tn.run(nil) }
 
-func (tn *Turn) run() {
+// RunHolding is Run for a caller that holds output (jsonrpc.Conn.Hold) with lines that precede the turn's
+// (turn/start's answer): release is called once the turn's opening notifications (status, turn/started,
+// the user message) were produced, so that they all go out together.
+func (tn *Turn) RunHolding(release func()) { go tn.run(release) }
+
+func (tn *Turn) run(held func()) {
 	t := tn.thread
 	defer close(tn.done)
 	tn.mu.Lock()
@@ -478,9 +483,20 @@ func (tn *Turn) run() {
 	if moved {
 		t.appendHistory(messageItem("user", environmentContext(s.Cwd, time.Now())))
 	}
-	release()
-	tn.autoCompact(s) // a context filled past the limit is compacted before the new input
+	// The user message joins the opening burst, unless the context must be compacted first (a model
+	// request: nothing may be held meanwhile).
+	releaseAll := func() { // both are idempotent
+		release()
+		if held != nil {
+			held()
+		}
+	}
+	if t.autoCompactDue(s) {
+		releaseAll()
+		tn.autoCompact(s) // a context filled past the limit is compacted before the new input
+	}
 	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
+	releaseAll()
 
 	status, turnErr := tn.loop()
 	tn.finish(status, turnErr)
@@ -582,6 +598,9 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			sets = t.mgr.deps.Tools(t, s)
 		}
 		req := tn.buildRequest(s, sets)
+		// The notifications of events that arrive together (a short answer's item/started, delta and
+		// item/completed) go out in one write.
+		req.Hold = t.holdOutput
 		sr := &streamState{turn: tn, items: map[string]*liveItem{}, recorded: map[string]bool{}, run: tn.newToolRun(s, sets)}
 		comp, err := tn.stream(client, req, sr)
 		if err == nil {
