@@ -39,8 +39,8 @@ func (c *chunkWriter) Write(p []byte) (int, error) {
 var methodRE = regexp.MustCompile(`^\{"method":"([^"]+)"`)
 
 // A one-message turn's notifications keep their order, and the bursts the turn produces in a row go out
-// in one write each: turn/start's answer with the turn's opening (status, turn/started, the user
-// message's item/started and item/completed), and everything from the token count to turn/completed.
+// in one write each: the opening status and turn/started, the user message's item/started and
+// item/completed, and everything from the token count to turn/completed.
 func TestTurnNotificationBurstsGoOutTogether(t *testing.T) {
 	mm := mockmodel.New(t)
 	noDelay := 0
@@ -52,7 +52,8 @@ func TestTurnNotificationBurstsGoOutTogether(t *testing.T) {
 	together := func(from, to int) {
 		require.Equal(t, chunkOf[from], chunkOf[to], "%v split over writes %v", methods[from:to+1], chunkOf[from:to+1])
 	}
-	together(1, 5)  // the answer, thread/status/changed, turn/started, the user message's item/started and item/completed
+	together(2, 3)  // thread/status/changed, turn/started
+	together(4, 5)  // the user message's item/started, item/completed
 	together(9, 12) // the token count through turn/completed
 	require.Less(t, len(chunks), len(methods))
 }

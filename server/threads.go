@@ -110,14 +110,8 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 		Collaboration: p.CollaborationMode,
 	})
 	mdl := t.Settings().Model
-	// The warning, the answer and (for a new turn) the turn's opening notifications go out together.
-	release := c.Hold()
-	handedOff := false
-	defer func() {
-		if !handedOff {
-			release()
-		}
-	}()
+	release := c.Hold() // the warning and (when the writer is quick) the answer go out together
+	defer release()
 	// The reference warns when a turn starts, not when turn/start folds input into the running one.
 	if _, known := model.LookupModel(mdl); !known && t.ActiveTurn() == nil {
 		t.EmitTo(c, protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID,
@@ -125,12 +119,11 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 	}
 	tn, folded := t.BeginTurn(p.Input, thread.TurnOptions{OutputSchema: p.OutputSchema, ClientUserMessageID: p.ClientUserMessageID})
 	req.Reply(protocol.TurnStartResponse{Turn: tn.PendingTurn()}, nil)
+	release()
 	if folded {
-		release()
 		tn.RestartStream()
 	} else {
-		handedOff = true
-		tn.RunHolding(release)
+		tn.Run()
 	}
 	return nil, nil
 }

@@ -438,14 +438,9 @@ func (t *Thread) ActiveTurn() *Turn {
 }
 
 // Run drives the turn on its own goroutine.
-func (tn *Turn) Run() { go tn.run(nil) }
+func (tn *Turn) Run() { go tn.run() }
 
-// RunHolding is Run for a caller that holds output (jsonrpc.Conn.Hold) with lines that precede the turn's
-// (turn/start's answer): release is called once the turn's opening notifications (status, turn/started,
-// the user message) were produced, so that they all go out together.
-func (tn *Turn) RunHolding(release func()) { go tn.run(release) }
-
-func (tn *Turn) run(held func()) {
+func (tn *Turn) run() {
 	t := tn.thread
 	defer close(tn.done)
 	tn.mu.Lock()
@@ -483,20 +478,9 @@ func (tn *Turn) run(held func()) {
 	if moved {
 		t.appendHistory(messageItem("user", environmentContext(s.Cwd, time.Now())))
 	}
-	// The user message joins the opening burst, unless the context must be compacted first (a model
-	// request: nothing may be held meanwhile).
-	releaseAll := func() { // both are idempotent
-		release()
-		if held != nil {
-			held()
-		}
-	}
-	if t.autoCompactDue(s) {
-		releaseAll()
-		tn.autoCompact(s) // a context filled past the limit is compacted before the new input
-	}
+	release()
+	tn.autoCompact(s) // a context filled past the limit is compacted before the new input
 	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
-	releaseAll()
 
 	status, turnErr := tn.loop()
 	tn.finish(status, turnErr)
