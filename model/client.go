@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strings"
@@ -75,7 +76,11 @@ type body struct {
 
 // MarshalBody returns the JSON body Stream POSTs for r (HTML characters are not escaped, so
 // replayed items keep their bytes).
-func (r *Request) MarshalBody() ([]byte, error) {
+func (r *Request) MarshalBody() ([]byte, error) { return r.marshalBody(nil) }
+
+// marshalBody is MarshalBody into get's buffer (nil: a new one) when the history is spliced in; get
+// returns an empty buffer with room for at least n bytes.
+func (r *Request) marshalBody(get func(n int) []byte) ([]byte, error) {
 	b := body{
 		Model: r.Model, Instructions: r.Instructions, Stream: true,
 		Input: r.Input, Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls,
@@ -118,7 +123,12 @@ func (r *Request) MarshalBody() ([]byte, error) {
 		for _, it := range tools {
 			n += len(it)
 		}
-		spliced := make([]byte, 0, n)
+		var spliced []byte
+		if get != nil {
+			spliced = get(n)
+		} else {
+			spliced = make([]byte, 0, n)
+		}
 		spliced = append(spliced, out[:at]...)
 		spliced = appendArray(append(spliced, `,"input":`...), items)
 		spliced = appendArray(append(spliced, `,"tools":`...), tools)
@@ -136,6 +146,59 @@ func appendArray(dst []byte, items []json.RawMessage) []byte {
 		dst = append(dst, it...)
 	}
 	return append(dst, ']')
+}
+
+// bodyBufs holds request body buffers between requests: a body holds the whole history, so a fresh one
+// per request is a large allocation (and garbage) on every turn, growing with the thread.
+var bodyBufs sync.Pool // *[]byte
+
+// pooledBody is an encoded request body whose buffer goes back to bodyBufs once nothing can read it any
+// more: its Stream is over and every write of it that net/http began has ended. net/http begins a write
+// only after reporting a connection (httptrace GotConn) and reports its end (WroteRequest), also for the
+// attempts it retries on its own; a write that never reports its end keeps the buffer out of the pool.
+type pooledBody struct {
+	b     []byte
+	buf   *[]byte // the pooled buffer b was written into (nil: not pooled)
+	refs  atomic.Int64
+	trace *httptrace.ClientTrace
+}
+
+// newPooledBody encodes r's body; its caller holds one reference, dropped with unref.
+func newPooledBody(r *Request) (*pooledBody, error) {
+	p := &pooledBody{}
+	b, err := r.marshalBody(func(n int) []byte {
+		bp, _ := bodyBufs.Get().(*[]byte)
+		if bp == nil || cap(*bp) < n {
+			// Room for the thread to grow: the next turn's body is the same history and a little more.
+			nb := make([]byte, 0, n+n/4+4096)
+			bp = &nb
+		}
+		p.buf = bp
+		return (*bp)[:0]
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.b = b
+	if p.buf != nil && cap(b) != cap(*p.buf) {
+		p.buf = nil // outgrew the buffer (n is the exact size: not expected)
+	}
+	p.refs.Store(1)
+	p.trace = &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { p.refs.Add(1) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { p.unref() },
+	}
+	return p, nil
+}
+
+// unref drops a reference; the last one gives the buffer back.
+func (p *pooledBody) unref() {
+	if p.refs.Add(-1) == 0 && p.buf != nil {
+		bp := p.buf
+		p.buf, p.b = nil, nil
+		*bp = (*bp)[:0]
+		bodyBufs.Put(bp)
+	}
 }
 
 func allCompactValid(items []json.RawMessage) bool {
@@ -277,10 +340,11 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Event)) (*Com
 	if err != nil {
 		return nil, err
 	}
-	payload, err := req.MarshalBody()
+	payload, err := newPooledBody(req)
 	if err != nil {
 		return nil, &Error{Message: "cannot encode model request: " + err.Error(), CodexErrorInfo: InfoString(InfoOther), Err: err}
 	}
+	defer func() { payload.unref() }()
 	h := c.headers(token, req.Headers)
 	h.Set("Accept", "text/event-stream")
 	h.Set("Content-Type", "application/json")
@@ -329,7 +393,11 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Event)) (*Com
 		if req.Refresh != nil {
 			next := *req
 			next.Input = req.Refresh()
-			if payload, err = next.MarshalBody(); err != nil {
+			prev := payload
+			payload, err = newPooledBody(&next)
+			prev.unref()
+			if err != nil {
+				payload = &pooledBody{} // for the deferred unref
 				return nil, &Error{Message: "cannot encode model request: " + err.Error(), CodexErrorInfo: InfoString(InfoOther), Err: err}
 			}
 		}
@@ -384,7 +452,7 @@ func (k kickReader) Read(p []byte) (int, error) {
 }
 
 // attempt runs one stream attempt: the HTTP request with its silent retries, then the SSE body.
-func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload []byte, hold func() func(), on func(Event)) (*Completed, error) {
+func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload *pooledBody, hold func() func(), on func(Event)) (*Completed, error) {
 	// The request follows ctx until the stream completes, and no longer: a turn ends (cancelling ctx)
 	// right after response.completed, and the transport closes a connection whose request is cancelled
 	// before the body's end was read, so the drain below would lose it and the next request dial.
@@ -443,11 +511,11 @@ func drainBody(body io.ReadCloser, cancel context.CancelFunc) {
 
 // post sends the request, retrying transport errors and 5xx silently up to request_max_retries.
 // It returns a 2xx response with an open body, or an error.
-func (c *Client) post(ctx context.Context, u string, h http.Header, payload []byte, wd *watchdog) (*http.Response, error) {
+func (c *Client) post(ctx context.Context, u string, h http.Header, payload *pooledBody, wd *watchdog) (*http.Response, error) {
 	maxRetries := c.p.EffectiveRequestMaxRetries()
 	for try := 0; ; try++ {
 		wd.kick()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, payload.trace), http.MethodPost, u, bytes.NewReader(payload.b))
 		if err != nil {
 			return nil, &Error{Message: "invalid model request: " + err.Error(), CodexErrorInfo: InfoString(InfoOther), Err: err}
 		}
