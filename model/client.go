@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strings"
@@ -48,6 +49,12 @@ type Request struct {
 	// Refresh, if set, supplies the input of a retried stream attempt: like the reference, the
 	// caller may keep output items of the failed attempt in its history and send them again.
 	Refresh func() []json.RawMessage `json:"-"`
+	// Hold, if set, is called before the first event decoded from what one read of the response
+	// returned is delivered, and the release it returns before the stream reads again or ends: what
+	// the caller sends for events that arrived together can then go out together (the events of a
+	// short answer usually arrive in one read). The event callback must not wait for anything while
+	// held.
+	Hold func() (release func()) `json:"-"`
 }
 
 // body is the JSON body, fields in the order the reference sends them.
@@ -69,7 +76,11 @@ type body struct {
 
 // MarshalBody returns the JSON body Stream POSTs for r (HTML characters are not escaped, so
 // replayed items keep their bytes).
-func (r *Request) MarshalBody() ([]byte, error) {
+func (r *Request) MarshalBody() ([]byte, error) { return r.marshalBody(nil) }
+
+// marshalBody is MarshalBody into get's buffer (nil: a new one) when the history is spliced in; get
+// returns an empty buffer with room for at least n bytes.
+func (r *Request) marshalBody(get func(n int) []byte) ([]byte, error) {
 	b := body{
 		Model: r.Model, Instructions: r.Instructions, Stream: true,
 		Input: r.Input, Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls,
@@ -112,7 +123,12 @@ func (r *Request) MarshalBody() ([]byte, error) {
 		for _, it := range tools {
 			n += len(it)
 		}
-		spliced := make([]byte, 0, n)
+		var spliced []byte
+		if get != nil {
+			spliced = get(n)
+		} else {
+			spliced = make([]byte, 0, n)
+		}
 		spliced = append(spliced, out[:at]...)
 		spliced = appendArray(append(spliced, `,"input":`...), items)
 		spliced = appendArray(append(spliced, `,"tools":`...), tools)
@@ -130,6 +146,59 @@ func appendArray(dst []byte, items []json.RawMessage) []byte {
 		dst = append(dst, it...)
 	}
 	return append(dst, ']')
+}
+
+// bodyBufs holds request body buffers between requests: a body holds the whole history, so a fresh one
+// per request is a large allocation (and garbage) on every turn, growing with the thread.
+var bodyBufs sync.Pool // *[]byte
+
+// pooledBody is an encoded request body whose buffer goes back to bodyBufs once nothing can read it any
+// more: its Stream is over and every write of it that net/http began has ended. net/http begins a write
+// only after reporting a connection (httptrace GotConn) and reports its end (WroteRequest), also for the
+// attempts it retries on its own; a write that never reports its end keeps the buffer out of the pool.
+type pooledBody struct {
+	b     []byte
+	buf   *[]byte // the pooled buffer b was written into (nil: not pooled)
+	refs  atomic.Int64
+	trace *httptrace.ClientTrace
+}
+
+// newPooledBody encodes r's body; its caller holds one reference, dropped with unref.
+func newPooledBody(r *Request) (*pooledBody, error) {
+	p := &pooledBody{}
+	b, err := r.marshalBody(func(n int) []byte {
+		bp, _ := bodyBufs.Get().(*[]byte)
+		if bp == nil || cap(*bp) < n {
+			// Room for the thread to grow: the next turn's body is the same history and a little more.
+			nb := make([]byte, 0, n+n/4+4096)
+			bp = &nb
+		}
+		p.buf = bp
+		return (*bp)[:0]
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.b = b
+	if p.buf != nil && cap(b) != cap(*p.buf) {
+		p.buf = nil // outgrew the buffer (n is the exact size: not expected)
+	}
+	p.refs.Store(1)
+	p.trace = &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { p.refs.Add(1) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { p.unref() },
+	}
+	return p, nil
+}
+
+// unref drops a reference; the last one gives the buffer back.
+func (p *pooledBody) unref() {
+	if p.refs.Add(-1) == 0 && p.buf != nil {
+		bp := p.buf
+		p.buf, p.b = nil, nil
+		*bp = (*bp)[:0]
+		bodyBufs.Put(bp)
+	}
 }
 
 func allCompactValid(items []json.RawMessage) bool {
@@ -271,10 +340,11 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Event)) (*Com
 	if err != nil {
 		return nil, err
 	}
-	payload, err := req.MarshalBody()
+	payload, err := newPooledBody(req)
 	if err != nil {
 		return nil, &Error{Message: "cannot encode model request: " + err.Error(), CodexErrorInfo: InfoString(InfoOther), Err: err}
 	}
+	defer func() { payload.unref() }()
 	h := c.headers(token, req.Headers)
 	h.Set("Accept", "text/event-stream")
 	h.Set("Content-Type", "application/json")
@@ -283,7 +353,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Event)) (*Com
 	retries, netWaits := 0, 0
 	for {
 		delivered := 0
-		comp, err := c.attempt(ctx, u, h, payload, func(ev Event) { delivered++; on(ev) })
+		comp, err := c.attempt(ctx, u, h, payload, req.Hold, func(ev Event) { delivered++; on(ev) })
 		if err == nil {
 			return comp, nil
 		}
@@ -323,7 +393,11 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Event)) (*Com
 		if req.Refresh != nil {
 			next := *req
 			next.Input = req.Refresh()
-			if payload, err = next.MarshalBody(); err != nil {
+			prev := payload
+			payload, err = newPooledBody(&next)
+			prev.unref()
+			if err != nil {
+				payload = &pooledBody{} // for the deferred unref
 				return nil, &Error{Message: "cannot encode model request: " + err.Error(), CodexErrorInfo: InfoString(InfoOther), Err: err}
 			}
 		}
@@ -378,7 +452,7 @@ func (k kickReader) Read(p []byte) (int, error) {
 }
 
 // attempt runs one stream attempt: the HTTP request with its silent retries, then the SSE body.
-func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload []byte, on func(Event)) (*Completed, error) {
+func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload *pooledBody, hold func() func(), on func(Event)) (*Completed, error) {
 	// The request follows ctx until the stream completes, and no longer: a turn ends (cancelling ctx)
 	// right after response.completed, and the transport closes a connection whose request is cancelled
 	// before the body's end was read, so the drain below would lose it and the next request dial.
@@ -398,7 +472,7 @@ func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload [
 		}
 		return nil, err
 	}
-	comp, err := readStream(kickReader{resp.Body, wd}, on, c.log)
+	comp, err := readStream(kickReader{resp.Body, wd}, hold, on, c.log)
 	if err == nil {
 		// What follows response.completed (normally only the chunked body's end) is read in the background,
 		// so the connection goes back to the pool instead of being closed: the next request of the turn
@@ -437,11 +511,11 @@ func drainBody(body io.ReadCloser, cancel context.CancelFunc) {
 
 // post sends the request, retrying transport errors and 5xx silently up to request_max_retries.
 // It returns a 2xx response with an open body, or an error.
-func (c *Client) post(ctx context.Context, u string, h http.Header, payload []byte, wd *watchdog) (*http.Response, error) {
+func (c *Client) post(ctx context.Context, u string, h http.Header, payload *pooledBody, wd *watchdog) (*http.Response, error) {
 	maxRetries := c.p.EffectiveRequestMaxRetries()
 	for try := 0; ; try++ {
 		wd.kick()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, payload.trace), http.MethodPost, u, bytes.NewReader(payload.b))
 		if err != nil {
 			return nil, &Error{Message: "invalid model request: " + err.Error(), CodexErrorInfo: InfoString(InfoOther), Err: err}
 		}
@@ -533,10 +607,41 @@ const maxSSELine = 64 << 20
 // short turn allocates. A buffer the scanner outgrew is not returned (it keeps its own).
 var sseBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
-// readStream parses SSE from r until response.completed (success), a terminal event or EOF.
-func readStream(r io.Reader, on func(Event), log *slog.Logger) (*Completed, error) {
+// burstReader releases the caller's hold (Request.Hold) before each read of the stream.
+type burstReader struct {
+	r       io.Reader
+	release func() // the hold taken for the events of the previous read, nil when none
+}
+
+func (b *burstReader) Read(p []byte) (int, error) {
+	b.flush()
+	return b.r.Read(p)
+}
+
+func (b *burstReader) flush() {
+	if b.release != nil {
+		b.release()
+		b.release = nil
+	}
+}
+
+// readStream parses SSE from r until response.completed (success), a terminal event or EOF. With hold
+// set, the events decoded from one read are delivered under one hold (see Request.Hold).
+func readStream(r io.Reader, hold func() func(), on func(Event), log *slog.Logger) (*Completed, error) {
 	buf := sseBufPool.Get().(*[]byte)
 	defer sseBufPool.Put(buf) // nothing keeps the scanner's bytes: events copy what they hold
+	if hold != nil {
+		br := &burstReader{r: r}
+		defer br.flush()
+		r = br
+		inner := on
+		on = func(ev Event) {
+			if br.release == nil {
+				br.release = hold()
+			}
+			inner(ev)
+		}
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer((*buf)[:0], maxSSELine)
 	var data []byte

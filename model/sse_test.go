@@ -13,7 +13,7 @@ import (
 func parse(t *testing.T, stream string) ([]Event, *Completed, error) {
 	t.Helper()
 	var evs []Event
-	comp, err := readStream(strings.NewReader(stream), func(ev Event) { evs = append(evs, ev) }, slog.New(slog.DiscardHandler))
+	comp, err := readStream(strings.NewReader(stream), nil, func(ev Event) { evs = append(evs, ev) }, slog.New(slog.DiscardHandler))
 	return evs, comp, err
 }
 
@@ -66,7 +66,7 @@ func TestSSEEOFBeforeCompleted(t *testing.T) {
 
 func TestSSEReadError(t *testing.T) {
 	r := io.MultiReader(strings.NewReader("data: {\"type\":\"response.created\"}\n\n"), errReader{})
-	_, err := readStream(r, func(Event) {}, slog.New(slog.DiscardHandler))
+	_, err := readStream(r, nil, func(Event) {}, slog.New(slog.DiscardHandler))
 	var me *Error
 	require.ErrorAs(t, err, &me)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
@@ -105,4 +105,44 @@ func TestBackoffGrowsWithJitter(t *testing.T) {
 		require.InDelta(t, nominal, float64(d), nominal*0.1+1, "attempt %d", n)
 	}
 	require.Positive(t, backoff(200e6, 500), "no overflow")
+}
+
+// chunkReader returns one chunk per Read, logging each read.
+type chunkReader struct {
+	chunks []string
+	log    *[]string
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	*c.log = append(*c.log, "read")
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	c.chunks[0] = c.chunks[0][n:]
+	if c.chunks[0] == "" {
+		c.chunks = c.chunks[1:]
+	}
+	return n, nil
+}
+
+// The events decoded from one read are delivered under one hold, released before the next read and when
+// the stream ends.
+func TestHoldSpansTheEventsOfOneRead(t *testing.T) {
+	delta := func(d string) string {
+		return `data: {"type":"response.output_text.delta","item_id":"m","delta":"` + d + `"}` + "\n\n"
+	}
+	var log []string
+	r := &chunkReader{log: &log, chunks: []string{
+		delta("a") + delta("b"),
+		delta("c") + `data: {"type":"response.completed","response":{"id":"r"}}` + "\n\n",
+	}}
+	hold := func() func() {
+		log = append(log, "hold")
+		return func() { log = append(log, "release") }
+	}
+	comp, err := readStream(r, hold, func(ev Event) { log = append(log, "ev "+ev.(TextDeltaEvent).Delta) }, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.Equal(t, "r", comp.ResponseID)
+	require.Equal(t, []string{"read", "hold", "ev a", "ev b", "release", "read", "hold", "ev c", "release"}, log)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -205,6 +206,9 @@ type TurnOverrides struct {
 // changed the thread's settings, announces the new ones with thread/settings/updated, as the reference
 // does before it answers turn/start.
 func (t *Thread) ApplyOverrides(o TurnOverrides) {
+	if reflect.ValueOf(o).IsZero() {
+		return // the common turn/start: nothing to apply, nor to render twice to compare
+	}
 	t.mu.Lock()
 	before := mustJSON(t.threadSettingsLocked())
 	s := &t.settings
@@ -582,6 +586,9 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			sets = t.mgr.deps.Tools(t, s)
 		}
 		req := tn.buildRequest(s, sets)
+		// The notifications of events that arrive together (a short answer's item/started, delta and
+		// item/completed) go out in one write.
+		req.Hold = t.holdOutput
 		sr := &streamState{turn: tn, items: map[string]*liveItem{}, recorded: map[string]bool{}, run: tn.newToolRun(s, sets)}
 		comp, err := tn.stream(client, req, sr)
 		if err == nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -74,8 +77,16 @@ var mockUsage = map[string]any{
 	"total_tokens":          120,
 }
 
+// bodyBufs are the request body buffers of the mock's handlers: reading each turn's whole history into a
+// fresh buffer grown from 512 bytes was most of the mock's time per turn, on every measured turn's path.
+var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 func (m *mockResponses) handle(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	defer bodyBufs.Put(buf)
+	buf.Reset()
+	_, _ = buf.ReadFrom(r.Body)
+	body := buf.Bytes()
 	path := strings.TrimRight(r.URL.Path, "/")
 	switch {
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
@@ -103,22 +114,35 @@ func (m *mockResponses) handle(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// stream writes the five events of one text-only response and flushes once.
+// stream writes the five events of one text-only response and flushes once. The events are written by
+// hand (the same JSON as encoding them from maps, which took a tenth of the mock's time per turn).
 func (m *mockResponses) stream(w http.ResponseWriter, seq int64, text string) error {
-	rid, mid := fmt.Sprintf("resp-%d", seq), fmt.Sprintf("msg_%d_0", seq)
-	events := []map[string]any{
-		{"type": "response.created", "response": map[string]any{
-			"id": rid, "object": "response", "status": "in_progress", "model": mockModelName, "output": []any{}}},
-		{"type": "response.output_item.added", "output_index": 0, "item": map[string]any{
-			"type": "message", "id": mid, "role": "assistant", "status": "in_progress", "content": []any{}}},
-		{"type": "response.output_text.delta", "item_id": mid, "output_index": 0, "content_index": 0, "delta": text},
-		{"type": "response.output_item.done", "output_index": 0, "item": map[string]any{
-			"type": "message", "id": mid, "role": "assistant", "status": "completed",
-			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}},
-		{"type": "response.completed", "response": map[string]any{
-			"id": rid, "object": "response", "status": "completed", "model": mockModelName, "usage": mockUsage}},
+	n := strconv.FormatInt(seq, 10)
+	rid, mid := `"resp-`+n+`"`, `"msg_`+n+`_0"`
+	t, err := json.Marshal(text)
+	if err != nil {
+		return err
 	}
-	return writeEvents(w, events)
+	usage, err := json.Marshal(mockUsage)
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 0, 1024)
+	ev := func(typ string, fields ...string) {
+		b = append(b, "event: "+typ+"\ndata: {\"type\":\""+typ+"\""...)
+		for _, f := range fields {
+			b = append(b, ',')
+			b = append(b, f...)
+		}
+		b = append(b, "}\n\n"...)
+	}
+	ev("response.created", `"response":{"id":`+rid+`,"model":"`+mockModelName+`","object":"response","output":[],"status":"in_progress"}`)
+	ev("response.output_item.added", `"item":{"content":[],"id":`+mid+`,"role":"assistant","status":"in_progress","type":"message"}`, `"output_index":0`)
+	ev("response.output_text.delta", `"content_index":0`, `"delta":`+string(t), `"item_id":`+mid, `"output_index":0`)
+	ev("response.output_item.done", `"item":{"content":[{"annotations":[],"text":`+string(t)+`,"type":"output_text"}],"id":`+mid+
+		`,"role":"assistant","status":"completed","type":"message"}`, `"output_index":0`)
+	ev("response.completed", `"response":{"id":`+rid+`,"model":"`+mockModelName+`","object":"response","status":"completed","usage":`+string(usage)+`}`)
+	return writeSSE(w, b)
 }
 
 // streamTools writes one response holding m.tools exec_command calls running `true`.
@@ -192,10 +216,15 @@ func writeEvents(w http.ResponseWriter, events []map[string]any) error {
 		}
 		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", ev["type"], data)
 	}
+	return writeSSE(w, []byte(b.String()))
+}
+
+// writeSSE writes body as the SSE response and flushes once.
+func writeSSE(w http.ResponseWriter, body []byte) error {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.WriteString(w, b.String()); err != nil {
+	if _, err := w.Write(body); err != nil {
 		return err
 	}
 	return http.NewResponseController(w).Flush()
