@@ -106,12 +106,36 @@ func (h *History) checkSchema(ctx context.Context) error {
 // Close closes the database.
 func (h *History) Close() error { return h.db.Close() }
 
+// ErrStale reports that the projection state is behind the turns a caller offered (ProjectSince): the caller
+// must offer every turn again.
+var ErrStale = errors.New("refstate: projection state behind the turns offered")
+
+// State returns a thread's projection state: the next rollout ordinal and byte offset to project. ok is false
+// when the thread has none.
+func (h *History) State(ctx context.Context, threadID string) (nextOrdinal, nextByteOffset int64, ok bool, err error) {
+	err = h.db.QueryRowContext(ctx, `SELECT next_rollout_ordinal, next_rollout_byte_offset
+		FROM thread_history_projection_state WHERE thread_id = ?`, threadID).Scan(&nextOrdinal, &nextByteOffset)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, 0, false, nil
+	case err != nil:
+		return 0, 0, false, fmt.Errorf("refstate: projection state: %w", err)
+	}
+	return nextOrdinal, nextByteOffset, true, nil
+}
+
 // Project writes the turns of a thread that are not projected yet: those whose ordinal is at or past the
 // thread's projection state (next_rollout_ordinal), then moves the projection state to nextOrdinal and
 // nextByteOffset (the rollout's size). Rows the reference wrote are never changed. It does nothing when the
 // projection state is already at or past nextByteOffset. Everything happens in one transaction: any conflict
 // rolls it back whole.
 func (h *History) Project(ctx context.Context, threadID string, turns []Turn, nextOrdinal, nextByteOffset int64) error {
+	return h.ProjectSince(ctx, threadID, turns, 0, nextOrdinal, nextByteOffset)
+}
+
+// ProjectSince is Project for a caller that offers only the turns whose ordinal is at or past since: when the
+// projection state is below since (turns it would write are missing), it writes nothing and returns ErrStale.
+func (h *History) ProjectSince(ctx context.Context, threadID string, turns []Turn, since, nextOrdinal, nextByteOffset int64) error {
 	tx, err := h.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("refstate: begin: %w", err)
@@ -128,6 +152,9 @@ func (h *History) Project(ctx context.Context, threadID string, turns []Turn, ne
 	}
 	if doneBytes >= nextByteOffset {
 		return nil
+	}
+	if from < since {
+		return fmt.Errorf("%w: state at ordinal %d, turns offered from %d", ErrStale, from, since)
 	}
 	for _, t := range turns {
 		if t.Ordinal < from {
