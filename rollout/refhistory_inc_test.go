@@ -144,9 +144,9 @@ func TestIncrementalProjectionMatchesWhole(t *testing.T) {
 	require.Len(t, lines, 19) // 18 records and the empty rest
 	l := &incLines{ord: 18}
 	steps := []string{
-		strings.Join(lines[:13], ""),   // turn-a: user message, a command, the answer
-		strings.Join(lines[13:16], ""), // turn-b: interrupted
-		strings.Join(lines[16:18], ""), // turn-c: failed
+		strings.Join(lines[:13], ""),                                   // turn-a: user message, a command, the answer
+		strings.Join(lines[13:16], ""),                                 // turn-b: interrupted
+		strings.Join(lines[16:18], ""),                                 // turn-c: failed
 		l.started("turn-d") + l.user("turn-d", "u-d", "still running"), // projected while open
 		l.tool("turn-d", "call_d") + l.agent("turn-d", "a-d", "done") + l.completed("turn-d") +
 			l.user("turn-a", "late-a", "late item of an old turn") +
