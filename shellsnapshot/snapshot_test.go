@@ -275,3 +275,32 @@ func TestQueuedCapturesAreShared(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "login\nlogin\n", string(logins))
 }
+
+// TestPrepareWaitsForBegin: a prepared snapshot captures nothing until Begin; closed before it, it never
+// captures, and Begin after Close does nothing.
+func TestPrepareWaitsForBegin(t *testing.T) {
+	f := newFixture(t, userProfile, userBashrc)
+	o := Options{CodexHome: f.codexHome, ThreadID: "thr-p", Shell: "/bin/bash", Cwd: f.home, Env: f.env}
+	s := Prepare(o)
+	require.NotNil(t, s)
+	require.False(t, s.Begun())
+	s.Begin()
+	require.True(t, s.Begun())
+	waitDone(t, s)
+	require.NotEmpty(t, s.Path())
+	s.Close()
+
+	s = Prepare(o)
+	s.Close()
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Close did not finish a snapshot that never began")
+	}
+	s.Begin()
+	require.False(t, s.Begun())
+	require.Empty(t, snapshotFiles(t, f.codexHome))
+	logins, err := os.ReadFile(filepath.Join(f.home, "logins"))
+	require.NoError(t, err)
+	require.Equal(t, "login\n", string(logins), "only the begun snapshot ran a login shell")
+}
