@@ -142,7 +142,7 @@ func (s *Snapshot) capture() {
 		o.Logger.Warn("failed to write shell snapshot", "thread", o.ThreadID, "error", err)
 		return
 	}
-	sweepOnce.Do(func() { Sweep(o.CodexHome, o.ThreadID, time.Now(), o.Logger) })
+	sweepOnce(o.CodexHome, o.ThreadID, o.Logger)
 }
 
 // Done is closed when the capture has finished, successfully or not (or by Close, when it never began).

@@ -187,21 +187,52 @@ func TestSlowCaptureIsKilled(t *testing.T) {
 	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the capture's process is gone")
 }
 
+// TestCloseDuringCapture: Close kills a running capture and returns once it is gone; the capture's own
+// timeout is far beyond the test's bound, so only the kill can end it.
 func TestCloseDuringCapture(t *testing.T) {
-	f := newFixture(t, `echo $$ > "$HOME/pid"; exec sleep 1000`+"\n", "")
-	s := f.start(t, hang)
+	f := newFixture(t, `echo $$ > "$HOME/pid"; exec sleep 100000`+"\n", "")
+	s := f.start(t, time.Hour)
 	pidFile := filepath.Join(f.home, "pid")
 	deadline := time.Now().Add(hang)
+	var raw []byte
 	for {
 		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			raw = b
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "the capture never started")
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.Close()
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	require.NoError(t, err)
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(hang):
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		t.Fatal("Close did not end the capture")
+	}
+	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the capture's process is gone (killed and reaped)")
 	require.Empty(t, s.Path())
 	require.Empty(t, snapshotFiles(t, f.codexHome))
+}
+
+// TestSweepOncePerHome: the stale snapshots of every CODEX_HOME this process captures in are swept, not
+// only the first one's.
+func TestSweepOncePerHome(t *testing.T) {
+	old := time.Now().Add(-Retention - time.Hour)
+	for i := range 2 {
+		f := newFixture(t, "", "")
+		stale := filepath.Join(f.codexHome, Dir, "gone-"+strconv.Itoa(i)+".1.sh")
+		require.NoError(t, os.MkdirAll(filepath.Dir(stale), 0o755))
+		require.NoError(t, os.WriteFile(stale, nil, 0o644))
+		require.NoError(t, os.Chtimes(stale, old, old))
+		s := f.start(t, 0)
+		waitDone(t, s)
+		require.NotEmpty(t, s.Path())
+		require.NoFileExists(t, stale, "home %d swept", i)
+	}
 }
 
 func TestUnsupportedShell(t *testing.T) {
