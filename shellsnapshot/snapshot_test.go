@@ -335,3 +335,47 @@ func TestPrepareWaitsForBegin(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "login\n", string(logins), "only the begun snapshot ran a login shell")
 }
+
+// TestCaptureWaitsForTheLoadsToSettle: a batch captures only once snapshots stop joining it, so a burst of
+// loads shares one login shell that starts after the burst. (The settle timers are fired by hand.)
+func TestCaptureWaitsForTheLoadsToSettle(t *testing.T) {
+	f := newFixture(t, userProfile, userBashrc)
+	fire := make(chan time.Time)
+	armed := make(chan time.Duration, 16)
+	settleAfter = func(d time.Duration) (<-chan time.Time, func()) { armed <- d; return fire, func() {} }
+	t.Cleanup(func() {
+		settleAfter = func(d time.Duration) (<-chan time.Time, func()) {
+			tm := time.NewTimer(d)
+			return tm.C, func() { tm.Stop() }
+		}
+	})
+	waitArmed := func(want time.Duration) {
+		t.Helper()
+		select {
+		case d := <-armed:
+			require.Equal(t, want, d)
+		case <-time.After(hang):
+			t.Fatal("the batch does not wait for the loads to settle")
+		}
+	}
+	start := func(id string) *Snapshot {
+		s := Start(Options{CodexHome: f.codexHome, ThreadID: id, Shell: "/bin/bash", Cwd: f.home, Env: f.env})
+		require.NotNil(t, s)
+		t.Cleanup(s.Close)
+		return s
+	}
+	a := start("thr-a")
+	waitArmed(MaxSettle)
+	waitArmed(Settle)
+	b := start("thr-b") // joins the settling batch, which waits again
+	waitArmed(Settle)
+	close(fire)
+	waitDone(t, a)
+	waitDone(t, b)
+	require.NotEmpty(t, a.Path())
+	require.NotEmpty(t, b.Path())
+	require.NotEqual(t, a.Path(), b.Path())
+	logins, err := os.ReadFile(filepath.Join(f.home, "logins"))
+	require.NoError(t, err)
+	require.Equal(t, "login\n", string(logins), "one capture, after the burst")
+}
