@@ -103,6 +103,9 @@ type ManagerOptions struct {
 	// NoCgroups tracks descendants by process group and ScopeEnv token only, even where a cgroup v2
 	// per command could be created.
 	NoCgroups bool
+	// NoLauncher starts every sandboxed command with its own helper instead of by a launcher
+	// (docs/sandbox.md).
+	NoLauncher bool
 }
 
 // Manager owns every child process it spawns; Close kills them all.
@@ -111,6 +114,7 @@ type Manager struct {
 	drain  time.Duration
 	log    *slog.Logger
 	tr     *tracker
+	ls     *launcherPool
 	mu     sync.Mutex
 	closed bool
 	procs  map[*Process]struct{}
@@ -130,6 +134,7 @@ func NewManager(opts ManagerOptions) *Manager {
 	}
 	m.tr = newTracker(m.log)
 	m.tr.cgInit = opts.NoCgroups
+	m.ls = &launcherPool{log: m.log, tr: m.tr, off: opts.NoLauncher, byKey: map[launcherKey]*launcherEntry{}}
 	return m
 }
 
@@ -159,12 +164,14 @@ func (m *Manager) KillOwner(owner string) {
 		p.Kill()
 	}
 	m.tr.killOwner(owner)
+	m.ls.closeOwner(owner)
 }
 
 // Close kills every live process group and waits, bounded by grace+drain+2s, for them to finish; then
 // it kills every descendant any command left running. Later Spawn calls fail with ErrClosed.
 func (m *Manager) Close() error {
 	defer m.tr.close()
+	defer m.ls.closeAll() // after the live commands had their grace, before the cgroups go
 	m.mu.Lock()
 	m.closed = true
 	procs := make([]*Process, 0, len(m.procs))
@@ -318,7 +325,7 @@ type Process struct {
 	m       *Manager
 	owner   string
 	scope   *scope
-	cmd     *exec.Cmd
+	child   started
 	pid     int
 	tty     bool
 	master  *os.File // PTY master (pollable)
@@ -371,13 +378,13 @@ func (p *Process) startPipes(path string, argv, env []string, req SpawnRequest) 
 		cmd.Stdin, inW = inR, w
 		childEnds = append(childEnds, inR)
 	}
-	cmd, err = p.start(cmd)
+	child, err := p.start(cmd)
 	closeAll(childEnds...)
 	if err != nil {
 		closeAll(outR, errR, inW)
 		return err
 	}
-	p.cmd, p.pid, p.stdin = cmd, cmd.Process.Pid, inW
+	p.child, p.pid, p.stdin = child, child.pid(), inW
 	p.startReaders(map[Stream]*os.File{Stdout: outR, Stderr: errR})
 	return nil
 }
@@ -397,7 +404,7 @@ func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) er
 	}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: req.Cwd, Stdin: slave, Stdout: slave, Stderr: slave,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}}
-	cmd, err = p.start(cmd)
+	child, err := p.start(cmd)
 	slave.Close()
 	if err != nil {
 		master.Close()
@@ -415,14 +422,18 @@ func (p *Process) startPTY(path string, argv, env []string, req SpawnRequest) er
 	} else {
 		p.m.log.Warn("execmgr: pty master stays blocking", "err", derr)
 	}
-	p.cmd, p.pid, p.master, p.stdin = cmd, cmd.Process.Pid, master, master
+	p.child, p.pid, p.master, p.stdin = child, child.pid(), master, master
 	p.startReaders(map[Stream]*os.File{Stdout: master})
 	return nil
 }
 
-// start starts cmd, a sandbox helper directly in its namespaces where the kernel allows it
-// (sandbox.Starts), in the process's cgroup when it has one, and returns the started command.
-func (p *Process) start(cmd *exec.Cmd) (*exec.Cmd, error) {
+// start starts cmd: a read-only sandboxed command by the owner's launcher when the process has a
+// cgroup (startLaunched), else a sandbox helper directly in its namespaces where the kernel allows
+// it (sandbox.Starts), in the process's cgroup when it has one.
+func (p *Process) start(cmd *exec.Cmd) (started, error) {
+	if c, ok := p.startLaunched(cmd); ok {
+		return c, nil
+	}
 	var err error
 	for _, st := range sandbox.Starts(cmd.Args) {
 		attr := *cmd.SysProcAttr
@@ -431,7 +442,7 @@ func (p *Process) start(cmd *exec.Cmd) (*exec.Cmd, error) {
 		c := &exec.Cmd{Path: cmd.Path, Args: st.Argv, Env: cmd.Env, Dir: cmd.Dir, Stdin: cmd.Stdin, Stdout: cmd.Stdout,
 			Stderr: cmd.Stderr, SysProcAttr: &attr}
 		if err = p.startInScope(c); err == nil {
-			return c, nil
+			return cmdChild{c}, nil
 		}
 		if !st.Refused(err) {
 			break
@@ -547,8 +558,11 @@ func (p *Process) failSpawn(err error) {
 
 // wait reaps the child, then drains its output for at most the drain timeout.
 func (p *Process) wait() {
-	_ = p.cmd.Wait()
-	code := exitCode(p.cmd.ProcessState)
+	code := p.child.wait()
+	if p.scope.dieWithCommand {
+		// As in the command's own PID namespace: what it left behind dies with it, before the drain.
+		killCgroup(p.scope.cg)
+	}
 	p.mu.Lock()
 	p.code, p.exitedAt = code, time.Now()
 	p.mu.Unlock()

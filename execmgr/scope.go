@@ -73,6 +73,9 @@ type scope struct {
 	pgid  int
 	cg    string // cgroup directory; "" without cgroups
 	cgFD  int    // open directory for CLONE_INTO_CGROUP until the child started; -1 when closed
+	// dieWithCommand: everything in the cgroup is killed once the command exited (a command a
+	// launcher started, which has no PID namespace of its own to take its leftovers with it).
+	dieWithCommand bool
 }
 
 // tracker follows every command of one Manager and its descendants after the command exited, until
@@ -173,6 +176,10 @@ func (t *tracker) release(s *scope) {
 func (t *tracker) finished(s *scope) {
 	if s.cg != "" && !cgroupPopulated(s.cg) {
 		_ = os.Remove(s.cg)
+		return
+	}
+	if s.dieWithCommand {
+		t.kill(s)
 		return
 	}
 	t.mu.Lock()

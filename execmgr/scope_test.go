@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -141,11 +142,69 @@ func TestSIGKILLChild(t *testing.T) {
 		t.Skip("runs as the child of TestWatchdogCleansUpAfterSIGKILL")
 	}
 	m := NewManager(ManagerOptions{NoCgroups: os.Getenv("EXECMGR_SIGKILL_NOCG") != ""})
+	req := SpawnRequest{Owner: "t", Argv: []string{"sh", "-c",
+		"setsid sleep " + n + " >/dev/null 2>&1 & sleep " + n + " >/dev/null 2>&1 & sleep " + n}}
+	if os.Getenv("EXECMGR_SIGKILL_RO") != "" {
+		_, req.WrapArgv = launcherManager(t, ManagerOptions{})
+	}
 	// One foreground sleep (the running command) plus a setsid one and a background one.
-	_, err := m.Spawn(context.Background(), SpawnRequest{Owner: "t", Argv: []string{"sh", "-c",
-		"setsid sleep " + n + " >/dev/null 2>&1 & sleep " + n + " >/dev/null 2>&1 & sleep " + n}})
+	p, err := m.Spawn(context.Background(), req)
 	require.NoError(t, err)
+	if os.Getenv("EXECMGR_SIGKILL_RO") != "" {
+		require.True(t, launched(p))
+		fmt.Printf("LAUNCHER %d\n", launcherPids(m)[0])
+	}
 	select {} // until SIGKILLed
+}
+
+// TestLauncherDiesWithTheServer: a SIGKILLed server takes its launcher, the launched command and
+// the command's descendants with it.
+func TestLauncherDiesWithTheServer(t *testing.T) {
+	if os.Getenv("EXECMGR_SIGKILL_CHILD") != "" || os.Getenv("EXECMGR_SIGKILL_SLEEP") != "" {
+		t.Skip("helper mode")
+	}
+	launcherManager(t, ManagerOptions{}) // skips where launchers cannot work
+	n := uniqueSleep()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSIGKILLChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "EXECMGR_SIGKILL_SLEEP="+n, "EXECMGR_SIGKILL_RO=1")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var launcher int
+	require.Eventually(t, func() bool {
+		o := out.String()
+		if i := strings.Index(o, "LAUNCHER "); i >= 0 {
+			_, _ = fmt.Sscanf(o[i:], "LAUNCHER %d", &launcher)
+		}
+		return launcher != 0 && len(pidsRunning("sleep", n)) == 3
+	}, 30*time.Second, 10*time.Millisecond, "child output: %s", &out)
+	require.NotZero(t, launcher)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	requireNoneRunning(t, n)
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(launcher) + "/cmdline")
+		return !bytes.Contains(b, []byte("__appserver_launcher"))
+	}, 10*time.Second, 10*time.Millisecond, "launcher %d still running", launcher)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in different goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestCloseSweepsOnlyAfterACommand(t *testing.T) {

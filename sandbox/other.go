@@ -2,7 +2,12 @@
 
 package sandbox
 
-import "errors"
+import (
+	"errors"
+	"os"
+
+	"appserver/sandbox/confine"
+)
 
 // Available reports whether the kernel sandbox works on this machine; it never does off Linux.
 func Available() (ok bool, reason string) {
@@ -26,3 +31,25 @@ func Starts(argv []string) []Start { return []Start{{Argv: argv}} }
 
 // Refused is always false off Linux.
 func (Start) Refused(error) bool { return false }
+
+// Launcher is a sandbox launcher; there is none off Linux.
+type Launcher struct{}
+
+// StartLauncher fails off Linux.
+func StartLauncher(string, LaunchKey, LauncherOptions) (*Launcher, error) {
+	return nil, ErrUnavailable
+}
+
+// Pid is 0 off Linux.
+func (*Launcher) Pid() int { return 0 }
+
+// Dead is closed off Linux.
+func (*Launcher) Dead() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+
+// Close does nothing off Linux.
+func (*Launcher) Close() {}
+
+// Spawn fails off Linux.
+func (*Launcher) Spawn(confine.LaunchRequest, [3]*os.File, int) (*Launched, error) {
+	return nil, ErrLauncherDead
+}

@@ -20,6 +20,8 @@ import (
 	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"appserver/sandbox/confine"
 )
 
 const orig = "orig\n"
@@ -58,6 +60,9 @@ func run(t *testing.T, p Policy, protect string, cwd string, env []string, argv 
 	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
+	if protect == testLauncher {
+		return runLaunched(t, p, cwd, env, nil, argv...)
+	}
 	reexec := protect == testReexec
 	if reexec {
 		protect = protectAuto
@@ -90,6 +95,59 @@ func run(t *testing.T, p Policy, protect string, cwd string, env []string, argv 
 	}
 	return cmd.ProcessState.ExitCode(), buf.String()
 }
+
+// runLaunched runs argv under p (read-only) through a launcher started for it, with stdout and
+// stderr on one pipe, or with tty as stdio (session leader, controlling terminal) when given.
+func runLaunched(t *testing.T, p Policy, cwd string, env []string, tty *os.File, argv ...string) (int, string) {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	args, err := wrapArgv(self, p, cwd, "", argv, protectAuto)
+	require.NoError(t, err)
+	la, ok := Launchable(args)
+	require.True(t, ok, "a read-only command is launchable")
+	l := startTestLauncher(t, self, la.Key)
+	defer l.Close()
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	req := confine.LaunchRequest{Argv: la.Argv, Env: append(os.Environ(), env...), Dir: la.Dir, Setpgid: true}
+	var c *Launched
+	var out []byte
+	if tty != nil {
+		req.Setpgid, req.Setsid, req.Setctty = false, true, true
+		c, err = l.Spawn(req, [3]*os.File{tty, tty, tty}, -1)
+		require.NoError(t, err)
+	} else {
+		r, w, err := os.Pipe()
+		require.NoError(t, err)
+		defer r.Close()
+		c, err = l.Spawn(req, [3]*os.File{null, w, w}, -1)
+		w.Close()
+		require.NoError(t, err)
+		out, err = io.ReadAll(r)
+		require.NoError(t, err)
+	}
+	ws := c.Wait()
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), string(out)
+	}
+	return ws.ExitStatus(), string(out)
+}
+
+// startTestLauncher starts a launcher for key, skipping the test where no namespace can be had.
+func startTestLauncher(t *testing.T, self string, key LaunchKey) *Launcher {
+	t.Helper()
+	l, err := StartLauncher(self, key, LauncherOptions{CgroupFD: -1})
+	if err != nil && refused[startDirect].Load() && refused[startUserNS].Load() {
+		t.Skipf("no launcher without PID namespaces: %v", err)
+	}
+	require.NoError(t, err)
+	return l
+}
+
+// testLauncher, as run's protect, runs the command through a Launcher (read-only only).
+const testLauncher = "test-launcher"
 
 // testReexec, as run's protect, starts the helper as WrapArgv returned it (protectAuto): the helper
 // then re-executes itself into its namespaces, instead of being cloned into them (Starts).
@@ -138,6 +196,8 @@ var confined = []struct {
 	// The helper started as WrapArgv returned it, re-executing itself into its namespaces (the
 	// others are cloned into them by the spawner, see Starts).
 	{"read-only/reexec", Policy{Kind: ReadOnly}, testReexec},
+	// Started by a launcher, a confined process 1 that forks each command (Launcher).
+	{"read-only/launcher", Policy{Kind: ReadOnly}, testLauncher},
 }
 
 func TestAvailableHere(t *testing.T) {
@@ -461,14 +521,16 @@ func TestCannotSignalOutside(t *testing.T) {
 		<-exited
 	})
 	f := newFixture(t)
-	code, out := sh(t, Policy{Kind: ReadOnly}, protectAuto, f, "kill -TERM "+strconv.Itoa(victim.Process.Pid))
-	require.NotZero(t, code, out)
-	// EPERM from Landlock's signal scope, or ESRCH where the command has its own PID namespace.
-	require.Regexp(t, `Operation not permitted|No such process`, out)
-	select {
-	case err := <-exited:
-		t.Fatalf("victim died: %v", err)
-	default:
+	for _, protect := range []string{protectAuto, testLauncher} {
+		code, out := sh(t, Policy{Kind: ReadOnly}, protect, f, "kill -TERM "+strconv.Itoa(victim.Process.Pid)+"; kill -TERM "+strconv.Itoa(os.Getpid()))
+		require.NotZero(t, code, out)
+		// EPERM from Landlock's signal scope, or ESRCH where the command has its own PID namespace.
+		require.Regexp(t, `Operation not permitted|No such process`, out)
+		select {
+		case err := <-exited:
+			t.Fatalf("victim died (%s): %v", protect, err)
+		default:
+		}
 	}
 }
 
@@ -493,13 +555,15 @@ func TestDetachedChildConfined(t *testing.T) {
 func TestHelperFailures(t *testing.T) {
 	requireSandbox(t)
 	f := newFixture(t)
-	code, out := run(t, Policy{Kind: ReadOnly}, protectAuto, f.ws, nil, "no-such-command-xyz")
-	require.Equal(t, ExitNotFound, code)
-	require.Contains(t, out, "no-such-command-xyz: command not found")
+	for _, protect := range []string{protectAuto, testLauncher} {
+		code, out := run(t, Policy{Kind: ReadOnly}, protect, f.ws, nil, "no-such-command-xyz")
+		require.Equal(t, ExitNotFound, code, protect)
+		require.Contains(t, out, "appserver sandbox: no-such-command-xyz: command not found", protect)
 
-	code, out = run(t, Policy{Kind: ReadOnly}, protectAuto, f.ws, nil, filepath.Join(f.ws, "file.txt"))
-	require.Equal(t, ExitCannotExecute, code, out)
-	require.Contains(t, out, "appserver sandbox:")
+		code, out = run(t, Policy{Kind: ReadOnly}, protect, f.ws, nil, filepath.Join(f.ws, "file.txt"))
+		require.Equal(t, ExitCannotExecute, code, out)
+		require.Contains(t, out, "appserver sandbox:")
+	}
 
 	self, err := os.Executable()
 	require.NoError(t, err)
@@ -645,7 +709,7 @@ func TestUnprivileged(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.v",
 		"-test.run", "TestEscapesFail|TestWorkspaceWriteAllows|TestNetwork|TestDetachedChildConfined|TestReadsAndDevicesWork|TestDenialMessages|TestUnderPTY|TestUserNSStageRelaysSignals|"+
-			"TestWorkspaceWriteRefusesMetadataOutsideRoots|TestWorkspaceWriteMetadataInsideRoots|TestMountFlagsKept")
+			"TestWorkspaceWriteRefusesMetadataOutsideRoots|TestWorkspaceWriteMetadataInsideRoots|TestMountFlagsKept|TestLauncherNotTraceable")
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), unprivEnv+"=1", "TMPDIR="+tmp, "HOME="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -654,6 +718,11 @@ func TestUnprivileged(t *testing.T) {
 	require.Contains(t, string(out), "--- PASS: TestEscapesFail/workspace-write/userns/")
 	require.Contains(t, string(out), "--- PASS: TestEscapesFail/workspace-write/landlock-only/")
 	require.Regexp(t, `--- (PASS|SKIP): TestWorkspaceWriteRefusesMetadataOutsideRoots/userns`, string(out))
+	require.Regexp(t, `--- (PASS|SKIP): TestEscapesFail/read-only/launcher/`, string(out))
+	require.Regexp(t, `--- (PASS|SKIP): TestLauncherNotTraceable`, string(out))
+	if strings.Contains(string(out), "--- SKIP: TestEscapesFail/read-only/launcher") {
+		t.Log("no launcher for unprivileged users here (no user namespaces)")
+	}
 	if strings.Contains(string(out), "--- SKIP: TestWorkspaceWriteAllows/workspace-write/new_top-level_file") {
 		t.Log("user namespaces are unavailable to unprivileged users here: Landlock-only protection")
 	}
@@ -672,11 +741,32 @@ func TestUnderPTY(t *testing.T) {
 			if _, err := exec.LookPath("script"); err != nil {
 				newPTY = "echo new-pty" // no util-linux script(1) here
 			}
+			script := `test -t 0 && echo via-tty > /dev/tty && stty size && ` + newPTY + ` && echo x > .git/config`
+			if c.protect == testLauncher {
+				ptmx, tty, err := pty.Open()
+				require.NoError(t, err)
+				defer ptmx.Close()
+				require.NoError(t, pty.Setsize(ptmx, &pty.Winsize{Rows: 33, Cols: 77}))
+				read := make(chan []byte, 1)
+				go func() {
+					b, _ := io.ReadAll(ptmx) // EIO once the child side closes
+					read <- b
+				}()
+				code, _ := runLaunched(t, c.p, f.ws, nil, tty, "sh", "-c", script)
+				tty.Close()
+				out := <-read
+				require.Equal(t, 2, code, "%s", out)
+				require.Contains(t, string(out), "via-tty")
+				require.Contains(t, string(out), "33 77")
+				require.Contains(t, string(out), "new-pty", "a new PTY can be opened through /dev/ptmx")
+				require.Equal(t, orig, readFile(t, filepath.Join(f.ws, ".git/config")))
+				return
+			}
 			protect := c.protect
 			if protect == testReexec {
 				protect = protectAuto
 			}
-			args, err := wrapArgv(self, c.p, f.ws, "", []string{"sh", "-c", `test -t 0 && echo via-tty > /dev/tty && stty size && ` + newPTY + ` && echo x > .git/config`}, protect)
+			args, err := wrapArgv(self, c.p, f.ws, "", []string{"sh", "-c", script}, protect)
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -1307,4 +1397,132 @@ func TestStartsClonesHelperAsInit(t *testing.T) {
 	require.Contains(t, out.String(), "pid=", "the command ran")
 	require.Contains(t, out.String(), "Permission denied", "the command is confined")
 	requireAbsent(t, filepath.Join(f.ws, "new"))
+}
+
+// TestLauncherExitStatuses: a launcher reports its commands' statuses as the helper does: the
+// exit code, 128+N for a death by signal N, 127/126 for a command it cannot run.
+func TestLauncherExitStatuses(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	for script, want := range map[string]int{"true": 0, "false": 1, "exit 7": 7, "kill -TERM $$": 128 + 15,
+		"kill -KILL $$": 128 + 9, "no-such-command-xyz": 127, "./file.txt": 126} {
+		code, out := sh(t, Policy{Kind: ReadOnly}, testLauncher, f, script)
+		require.Equal(t, want, code, "%s: %s", script, out)
+	}
+	code, out := run(t, Policy{Kind: ReadOnly}, testLauncher, filepath.Join(f.ws, "gone"), nil, "true")
+	require.Equal(t, ExitCannotExecute, code, out)
+	require.Contains(t, out, "appserver sandbox: cwd: chdir")
+}
+
+// TestLauncherServesManyAndDies: one launcher starts several commands concurrently; once it is
+// closed, a command still running is reported killed, and nothing of it is left.
+func TestLauncherServesManyAndDies(t *testing.T) {
+	requireSandbox(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	f := newFixture(t)
+	l := startTestLauncher(t, self, LaunchKey{})
+	defer l.Close()
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	n := strconv.Itoa(400000 + os.Getpid()%100000)
+	var kids []*Launched
+	for i := 0; i < 5; i++ {
+		c, err := l.Spawn(confine.LaunchRequest{Argv: []string{"sh", "-c", "echo $$ > /dev/null"}, Env: os.Environ(), Dir: f.ws, Setpgid: true},
+			[3]*os.File{null, null, null}, -1)
+		require.NoError(t, err)
+		kids = append(kids, c)
+	}
+	for _, c := range kids {
+		require.Equal(t, 0, c.Wait().ExitStatus())
+	}
+	long, err := l.Spawn(confine.LaunchRequest{Argv: []string{"sleep", n}, Env: os.Environ(), Dir: f.ws, Setpgid: true},
+		[3]*os.File{null, null, null}, -1)
+	require.NoError(t, err)
+	require.NotZero(t, long.Pid())
+	require.Eventually(t, func() bool { // the exec may still be finishing
+		out, _ := os.ReadFile("/proc/" + strconv.Itoa(long.Pid()) + "/cmdline")
+		return string(out) == "sleep\x00"+n+"\x00"
+	}, 10*time.Second, time.Millisecond, "Pid is the command's pid in our namespace")
+	l.Close()
+	ws := long.Wait()
+	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "%v", ws)
+	require.Eventually(t, func() bool {
+		b, _ := exec.Command("pgrep", "-f", "^sleep "+n+"$").Output()
+		return len(strings.TrimSpace(string(b))) == 0
+	}, 10*time.Second, 10*time.Millisecond)
+	_, err = l.Spawn(confine.LaunchRequest{Argv: []string{"true"}, Dir: "/"}, [3]*os.File{null, null, null}, -1)
+	require.ErrorIs(t, err, ErrLauncherDead)
+}
+
+// TestLauncherThatDoesNotAnswer: a spawn whose reply does not come within the launcher's timeout
+// fails with ErrLauncherDead, and the launcher is killed.
+func TestLauncherThatDoesNotAnswer(t *testing.T) {
+	requireSandbox(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	l, err := StartLauncher(self, LaunchKey{}, LauncherOptions{CgroupFD: -1, Timeout: 100 * time.Millisecond})
+	if err != nil && refused[startDirect].Load() && refused[startUserNS].Load() {
+		t.Skipf("no launcher without PID namespaces: %v", err)
+	}
+	require.NoError(t, err)
+	defer l.Close()
+	require.NoError(t, syscall.Kill(l.Pid(), syscall.SIGSTOP)) // it never answers
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	_, err = l.Spawn(confine.LaunchRequest{Argv: []string{"true"}, Dir: "/"}, [3]*os.File{null, null, null}, -1)
+	require.ErrorIs(t, err, ErrLauncherDead)
+	select {
+	case <-l.Dead():
+	case <-time.After(time.Minute):
+		t.Fatal("the launcher was not closed")
+	}
+	require.Eventually(t, func() bool { return syscall.Kill(l.Pid(), 0) != nil }, 10*time.Second, 10*time.Millisecond,
+		"the launcher process was not killed")
+}
+
+// TestLauncherNotTraceable: an unprivileged launched command cannot read the launcher's memory
+// (its unconfined threads share it): the launcher holds capabilities the command lacks (in its user
+// namespace) and is not dumpable.
+func TestLauncherNotTraceable(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	code, out := sh(t, Policy{Kind: ReadOnly}, testLauncher, f, `grep -c . /proc/1/maps`)
+	if os.Geteuid() == 0 {
+		t.Logf("as root (CAP_SYS_PTRACE): %d %s", code, out)
+		return
+	}
+	require.NotZero(t, code, out)
+	require.Contains(t, out, "ermission denied")
+}
+
+// TestStoppedLauncherDoesNotHoldAnEndedCommand: a command that ended while its launcher is
+// stopped (and cannot report it) is reported killed after the grace.
+func TestStoppedLauncherDoesNotHoldAnEndedCommand(t *testing.T) {
+	requireSandbox(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	old := exitReportGrace
+	exitReportGrace = 50 * time.Millisecond
+	t.Cleanup(func() { exitReportGrace = old })
+	l := startTestLauncher(t, self, LaunchKey{})
+	defer l.Close()
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	c, err := l.Spawn(confine.LaunchRequest{Argv: []string{"sleep", "1000"}, Dir: "/", Setpgid: true}, [3]*os.File{null, null, null}, -1)
+	require.NoError(t, err)
+	require.NotZero(t, c.Pid())
+	require.NoError(t, syscall.Kill(l.Pid(), syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(l.Pid(), syscall.SIGCONT) })
+	require.NoError(t, syscall.Kill(c.Pid(), syscall.SIGKILL))
+	ws := c.Wait() // bounded by the grace, not by the stopped launcher
+	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "%v", ws)
+	select {
+	case <-l.Dead():
+		t.Fatal("the launcher is only stopped")
+	default:
+	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"appserver/sandbox"
+	"appserver/sandbox/confine"
 )
 
 // TestSandboxHelperSkipsServerInit runs the built binary as the sandbox helper and checks, with the
@@ -42,4 +45,31 @@ func TestSandboxHelperSkipsServerInit(t *testing.T) {
 		"github.com/modelcontextprotocol/go-sdk/mcp", "appserver/server", "appserver/thread", "appserver/tools"} {
 		require.False(t, inited[pkg], "the helper initialised %s", pkg)
 	}
+}
+
+// TestBuiltBinaryIsALauncher starts the built binary as a sandbox launcher (dispatched from the same
+// early initializer as the helper) and runs a command through it.
+func TestBuiltBinaryIsALauncher(t *testing.T) {
+	if ok, reason := sandbox.Available(); !ok {
+		t.Skip("sandbox unavailable: " + reason)
+	}
+	l, err := sandbox.StartLauncher(binPath, sandbox.LaunchKey{}, sandbox.LauncherOptions{CgroupFD: -1})
+	if err != nil {
+		t.Skipf("no launcher here: %v", err)
+	}
+	defer l.Close()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	c, err := l.Spawn(confine.LaunchRequest{Argv: []string{"sh", "-c", "echo hi; exit 3"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", Setpgid: true},
+		[3]*os.File{null, w, w}, -1)
+	w.Close()
+	require.NoError(t, err)
+	out, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.Equal(t, "hi\n", string(out))
+	require.Equal(t, 3, c.Wait().ExitStatus())
 }

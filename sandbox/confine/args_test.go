@@ -31,3 +31,20 @@ func TestArgsRoundTrip(t *testing.T) {
 		require.Error(t, err, "%q", bad)
 	}
 }
+
+func TestLaunchRequestRoundTrip(t *testing.T) {
+	r := LaunchRequest{Argv: []string{"sh", "-c", "echo a b"}, Env: []string{"A=1", "B="}, Dir: "/w s",
+		Setsid: true, Setctty: true, Cgroup: true}
+	got, ok := parseLaunchRequest(r.Marshal())
+	require.True(t, ok)
+	require.Equal(t, r, got)
+	r = LaunchRequest{Argv: []string{"true"}, Env: []string{}, Setpgid: true}
+	got, ok = parseLaunchRequest(r.Marshal())
+	require.True(t, ok)
+	require.Equal(t, r, got)
+	for _, bad := range [][]byte{nil, {'S'}, {'X', 0}, {'S', 16, 0, '1', 0, 'x', 0}, {'S', 0, 0, '2', 0, 'x', 0},
+		{'S', 0, 0, '1', 0, 0}, {'S', 0, 0, '1', 0, 'x'}} {
+		_, ok := parseLaunchRequest(bad)
+		require.False(t, ok, "%q", bad)
+	}
+}

@@ -23,6 +23,7 @@ const (
 	seccompModeFilter        = 2
 	prCapAmbient             = 47
 	prCapAmbientClearAll     = 4
+	prSetDumpable            = 4
 	oPath                    = 0x200000
 )
 
@@ -33,6 +34,9 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 // otherwise it returns at once. Failures go to stderr, prefixed "appserver sandbox:", with exit
 // code ExitNotFound or ExitCannotExecute.
 func RunIfRequested() {
+	if len(os.Args) >= 2 && os.Args[1] == LaunchMarker {
+		runLauncher(os.Args[2:])
+	}
 	if len(os.Args) < 2 || os.Args[1] != Marker {
 		return
 	}
@@ -57,7 +61,8 @@ func RunIfRequested() {
 				return ExitCannotExecute, errors.New("cwd: chdir " + s.Dir + ": " + err.Error())
 			}
 		}
-		path, code, err := lookPath(argv[0])
+		pathVar, _ := syscall.Getenv("PATH")
+		path, code, err := lookPath(argv[0], pathVar, "")
 		if err != nil {
 			return code, err
 		}
@@ -67,26 +72,30 @@ func RunIfRequested() {
 	os.Exit(code)
 }
 
-// lookPath finds a command like the shell: as given when it contains a slash, else in $PATH.
-func lookPath(name string) (string, int, error) {
+// lookPath finds a command like the shell: as given when it contains a slash, else in pathVar
+// (relative entries taken from dir, "" for the working directory).
+func lookPath(name, pathVar, dir string) (string, int, error) {
 	for i := 0; i < len(name); i++ {
 		if name[i] == '/' {
 			return name, 0, nil
 		}
 	}
-	pathVar, _ := syscall.Getenv("PATH")
 	for pathVar != "" {
 		i := 0
 		for i < len(pathVar) && pathVar[i] != ':' {
 			i++
 		}
-		dir := pathVar[:i]
-		if dir == "" {
-			dir = "."
+		d := pathVar[:i]
+		if d == "" {
+			d = "."
 		}
-		cand := dir + "/" + name
+		cand := d + "/" + name
+		check := cand
+		if cand[0] != '/' && dir != "" {
+			check = dir + "/" + cand
+		}
 		var st syscall.Stat_t
-		if syscall.Stat(cand, &st) == nil && st.Mode&syscall.S_IFMT != syscall.S_IFDIR && st.Mode&0o111 != 0 {
+		if syscall.Stat(check, &st) == nil && st.Mode&syscall.S_IFMT != syscall.S_IFDIR && st.Mode&0o111 != 0 {
 			return cand, 0, nil
 		}
 		if i == len(pathVar) {
@@ -103,6 +112,22 @@ func lookPath(name string) (string, int, error) {
 // Run confines the calling thread (which the caller has locked) as s says and runs argv (path
 // resolved): as the child of this process 1 when s.Init, else by exec. It returns only on failure.
 func Run(s Spec, path string, argv []string) (int, error) {
+	if code, err := confineThread(s); err != nil {
+		return code, err
+	}
+	if s.Init {
+		return runAsInit(path, argv)
+	}
+	err := syscall.Exec(path, argv, os.Environ())
+	if errors.Is(err, syscall.ENOENT) {
+		return ExitNotFound, errors.New(argv[0] + ": " + err.Error())
+	}
+	return ExitCannotExecute, errors.New(argv[0] + ": " + err.Error())
+}
+
+// confineThread applies s to the calling (locked) thread: ambient capabilities dropped when asked,
+// no_new_privs, Landlock and the seccomp filter.
+func confineThread(s Spec) (int, error) {
 	if s.DropAmbient {
 		// The target gets none of the capabilities lent for mounting.
 		if err := prctl(prCapAmbient, prCapAmbientClearAll); err != nil {
@@ -120,14 +145,7 @@ func Run(s Spec, path string, argv []string) (int, error) {
 			return ExitCannotExecute, err
 		}
 	}
-	if s.Init {
-		return runAsInit(path, argv)
-	}
-	err := syscall.Exec(path, argv, os.Environ())
-	if errors.Is(err, syscall.ENOENT) {
-		return ExitNotFound, errors.New(argv[0] + ": " + err.Error())
-	}
-	return ExitCannotExecute, errors.New(argv[0] + ": " + err.Error())
+	return 0, nil
 }
 
 func prctl(option, arg uintptr) error {

@@ -1,0 +1,275 @@
+package execmgr
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/sandbox"
+)
+
+// launcherManager is a Manager whose read-only sandboxed commands go through launchers, and the
+// sandbox hook for such a command in dir; the test is skipped where that cannot work here.
+func launcherManager(t *testing.T, opts ManagerOptions) (*Manager, func([]string) ([]string, error)) {
+	t.Helper()
+	if ok, reason := sandbox.Available(); !ok {
+		t.Skipf("kernel sandbox unavailable: %s", reason)
+	}
+	m := NewManager(opts)
+	t.Cleanup(func() { _ = m.Close() })
+	sc := m.tr.open("probe")
+	hasCg := sc.cgFD >= 0
+	m.tr.release(sc)
+	if !hasCg {
+		t.Skip("launchers need a cgroup per command; none here")
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	return m, func(argv []string) ([]string, error) {
+		return sandbox.WrapArgvIn(self, sandbox.Policy{Kind: sandbox.ReadOnly}, dir, "", argv)
+	}
+}
+
+// launched reports whether p was started by a launcher.
+func launched(p *Process) bool {
+	_, ok := p.child.(launchedChild)
+	return ok
+}
+
+// launcherPids lists the live launchers of m.
+func launcherPids(m *Manager) []int {
+	m.ls.mu.Lock()
+	defer m.ls.mu.Unlock()
+	var out []int
+	for _, e := range m.ls.byKey {
+		out = append(out, e.l.Pid())
+	}
+	return out
+}
+
+// parentOf is the parent pid of pid, from /proc.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	require.NoError(t, err)
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	require.NoError(t, err)
+	return ppid
+}
+
+func spawnRO(t *testing.T, m *Manager, wrap func([]string) ([]string, error), owner string, tty bool, script string, s *streams) *Process {
+	t.Helper()
+	argv := []string{"sh", "-c", script}
+	if a, ok := strings.CutPrefix(script, "argv:"); ok {
+		argv = strings.Fields(a)
+		for i := range argv {
+			argv[i] = strings.ReplaceAll(argv[i], "~", " ")
+		}
+	}
+	req := SpawnRequest{Owner: owner, Argv: argv, TTY: tty, WrapArgv: wrap}
+	if s != nil {
+		req.OnOutput = s.on
+	}
+	p, err := m.Spawn(context.Background(), req)
+	require.NoError(t, err)
+	return p
+}
+
+// TestLauncherReused: an owner's second read-only command is forked by the launcher of the
+// first; no other launcher (or helper) starts, and another owner gets its own.
+func TestLauncherReused(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	var pids []int
+	for i := 0; i < 3; i++ {
+		var s streams
+		p := spawnRO(t, m, wrap, "t1", false, "echo $PPID; sleep 0.1", &s)
+		require.True(t, launched(p))
+		require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "\n") }, 10*time.Second, time.Millisecond)
+		ls := launcherPids(m)
+		require.Len(t, ls, 1, "one launcher for the owner")
+		require.Equal(t, ls[0], parentOf(t, p.Pid()), "the command is the launcher's child")
+		pids = append(pids, ls[0])
+		out, _ := s.get()
+		require.Equal(t, "1\n", out, "its parent is process 1 of the namespace")
+		require.Equal(t, 0, waitDone(t, p, 10*time.Second))
+	}
+	require.Equal(t, pids[0], pids[1])
+	require.Equal(t, pids[0], pids[2])
+	p := spawnRO(t, m, wrap, "t2", false, "true", nil)
+	require.Equal(t, 0, waitDone(t, p, 10*time.Second))
+	require.Len(t, launcherPids(m), 2, "another owner has a launcher of its own")
+}
+
+// TestLauncherSandboxProperties: the documented properties hold for launcher-started commands.
+func TestLauncherSandboxProperties(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	outside := t.TempDir()
+	victim := fmt.Sprintf("/proc/%d/environ", os.Getpid())
+	plain := filepath.Join(outside, "plain")
+	require.NoError(t, os.WriteFile(plain, []byte("true\n"), 0o644))
+	for _, c := range []struct {
+		name   string
+		tty    bool
+		script string
+		code   int
+		out    string
+	}{
+		{"exit 0", false, "true", 0, ""},
+		{"exit 1", false, "false", 1, ""},
+		{"not found", false, "argv:no-such-command-xyz", 127, "appserver sandbox: no-such-command-xyz: command not found"},
+		{"not executable", false, "argv:" + plain, 126, "appserver sandbox: " + plain + ": permission denied"},
+		{"signal death", false, "kill -TERM $$", 143, ""},
+		{"write denied", false, "echo x > " + filepath.Join(outside, "f") + " && echo wrote", 2, "ermission denied"},
+		{"network denied", false, "argv:bash -c exec~3<>/dev/tcp/127.0.0.1/9", 1, "socket: Operation not permitted"},
+		{"others invisible", false, "cat " + victim + " | tr '\\0' '\\n' | grep -c PATH=; ls /proc | grep -c '^[0-9]'", 0, "No such file"},
+		{"cannot signal outside", false, "kill -0 " + strconv.Itoa(os.Getpid()), 1, "No such process"},
+		{"pty", true, "test -t 0 && tty && stty size && echo via-tty > /dev/tty", 0, "via-tty"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var s streams
+			p := spawnRO(t, m, wrap, "t", c.tty, c.script, &s)
+			require.True(t, launched(p))
+			code := waitDone(t, p, 30*time.Second)
+			out, errOut := s.get()
+			require.Equal(t, c.code, code, "%s|%s", out, errOut)
+			require.Contains(t, out+errOut, c.out)
+			require.NotContains(t, out, "wrote")
+			require.NotContains(t, out, "connected")
+			if c.tty {
+				require.Contains(t, out, "/dev/pts/")
+				require.Contains(t, out, "24 80")
+			}
+		})
+	}
+	_, err := os.Stat(filepath.Join(outside, "f"))
+	require.True(t, os.IsNotExist(err))
+}
+
+// TestLauncherLeftoversDieWithTheCommand: background jobs and setsid daemons of a launched
+// command are killed when it exits, as in a PID namespace of its own.
+func TestLauncherLeftoversDieWithTheCommand(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	n := uniqueSleep()
+	p := spawnRO(t, m, wrap, "t", false, fmt.Sprintf(`sleep %[1]s >/dev/null 2>&1 & setsid sleep %[1]s >/dev/null 2>&1 & echo started`, n), nil)
+	require.True(t, launched(p))
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	requireNoneRunning(t, n)
+	require.Len(t, launcherPids(m), 1, "the launcher stays")
+
+	// A leftover holding the command's stdout dies when the command exits, not after the drain.
+	m, wrap = launcherManager(t, ManagerOptions{DrainTimeout: 10 * time.Minute})
+	n = uniqueSleep()
+	p = spawnRO(t, m, wrap, "t", false, "sleep "+n+" & echo started", nil)
+	require.True(t, launched(p))
+	require.Equal(t, 0, waitDone(t, p, time.Minute))
+	requireNoneRunning(t, n)
+}
+
+// TestLauncherKilledMidCommand: a command whose launcher dies ends as killed, and the owner's
+// next command gets a new launcher.
+func TestLauncherKilledMidCommand(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	var s streams
+	p := spawnRO(t, m, wrap, "t", false, "echo ready; exec sleep "+uniqueSleep(), &s)
+	require.True(t, launched(p))
+	require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, time.Millisecond)
+	ls := launcherPids(m)
+	require.Len(t, ls, 1)
+	require.NoError(t, syscall.Kill(ls[0], syscall.SIGKILL))
+	require.Equal(t, 128+int(syscall.SIGKILL), waitDone(t, p, 30*time.Second))
+	p = spawnRO(t, m, wrap, "t", false, "echo again", nil)
+	require.True(t, launched(p), "a new launcher")
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	require.Contains(t, p.Output(), "again")
+	require.NotEqual(t, ls, launcherPids(m))
+}
+
+// TestLauncherKillOwnerAndCloseLeaveNothing: KillOwner ends the owner's launcher and commands,
+// Close every other one.
+func TestLauncherKillOwnerAndCloseLeaveNothing(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{KillGrace: 100 * time.Millisecond})
+	n1, n2 := uniqueSleep(), uniqueSleep()
+	var s1, s2 streams
+	p1 := spawnRO(t, m, wrap, "t1", false, "echo ready; sleep "+n1, &s1)
+	p2 := spawnRO(t, m, wrap, "t2", false, "echo ready; sleep "+n2, &s2)
+	require.True(t, launched(p1) && launched(p2))
+	for _, s := range []*streams{&s1, &s2} {
+		require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, time.Millisecond)
+	}
+	ls := launcherPids(m)
+	require.Len(t, ls, 2)
+	m.KillOwner("t1")
+	waitDone(t, p1, 30*time.Second)
+	requireNoneRunning(t, n1)
+	require.Len(t, pidsRunning("sleep", n2), 1, "another owner's command is left alone")
+	require.Len(t, launcherPids(m), 1)
+	require.NoError(t, m.Close())
+	waitDone(t, p2, 30*time.Second)
+	requireNoneRunning(t, n2)
+	for _, pid := range ls {
+		require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond,
+			"launcher %d still running", pid)
+	}
+}
+
+// TestLauncherKillIgnoringTERM: a launched command that ignores SIGTERM is killed after the grace.
+func TestLauncherKillIgnoringTERM(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pipes", true: "pty"}[tty], func(t *testing.T) {
+			m, wrap := launcherManager(t, ManagerOptions{KillGrace: 200 * time.Millisecond})
+			var s streams
+			p := spawnRO(t, m, wrap, "t", tty, "trap '' TERM; echo ready; sleep 100; echo no", &s)
+			require.True(t, launched(p))
+			require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, 10*time.Millisecond)
+			pgid := p.Pid()
+			p.Kill()
+			require.Equal(t, 128+int(syscall.SIGKILL), waitDone(t, p, 10*time.Second))
+			requireGroupGone(t, pgid)
+			require.Len(t, launcherPids(m), 1, "the launcher stays")
+		})
+	}
+}
+
+// TestNoLauncherOption: NoLauncher starts each command with its own helper.
+func TestNoLauncherOption(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{NoLauncher: true})
+	p := spawnRO(t, m, wrap, "t", false, "true", nil)
+	require.False(t, launched(p))
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	require.Empty(t, launcherPids(m))
+}
+
+// TestLauncherEndsWhenIdle: a launcher without commands for the idle time is ended; the owner's
+// next command starts a new one.
+func TestLauncherEndsWhenIdle(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	m.ls.idle = 50 * time.Millisecond
+	var s streams
+	p := spawnRO(t, m, wrap, "t", false, "echo ready; exec sleep "+uniqueSleep(), &s)
+	p2 := spawnRO(t, m, wrap, "t", false, "true", nil)
+	require.True(t, launched(p) && launched(p2))
+	require.Equal(t, 0, waitDone(t, p2, 30*time.Second))
+	ls := launcherPids(m)
+	require.Len(t, ls, 1)
+	require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, time.Millisecond)
+	require.Equal(t, ls, launcherPids(m), "a launcher with a running command stays")
+	p.Kill()
+	waitDone(t, p, 30*time.Second)
+	require.Eventually(t, func() bool { return len(launcherPids(m)) == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return syscall.Kill(ls[0], 0) != nil }, 10*time.Second, 10*time.Millisecond,
+		"the idle launcher's process ended")
+	p = spawnRO(t, m, wrap, "t", false, "true", nil)
+	require.True(t, launched(p))
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	require.NotEqual(t, ls, launcherPids(m))
+}

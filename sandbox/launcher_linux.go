@@ -1,0 +1,399 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"appserver/sandbox/confine"
+)
+
+// launchStartTimeout bounds a launcher's start (until it confined itself).
+const launchStartTimeout = 30 * time.Second
+
+// launchBuffer is the send buffer we ask for: a request (argv and environment) must fit in it.
+const launchBuffer = 1 << 20
+
+// Launcher is a confined process 1 of a PID and mount namespace that starts commands on request,
+// each forked from its confined thread, so that a command costs a fork and exec instead of a
+// start of the helper. Commands end with it: Close (or its death) kills its namespace.
+type Launcher struct {
+	cmd     *exec.Cmd
+	conn    *seqConn
+	timeout time.Duration
+
+	spawnMu sync.Mutex // one request at a time: replies come in order
+	replies chan launchReply
+	dead    chan struct{} // closed when the connection ended (the reader stopped)
+	closing chan struct{} // closed by Close
+	exited  chan struct{} // closed once the process was reaped
+	once    sync.Once
+
+	mu       sync.Mutex
+	children map[int]*Launched // by pid in the launcher's namespace
+}
+
+type launchReply struct {
+	kind  byte
+	text  string
+	child *Launched
+	pidfd int
+}
+
+// StartLauncher starts a launcher for key with our binary self, cloned directly into its
+// namespaces where the kernel allows it, else inside a new user namespace; it returns once the
+// launcher confined itself, or an error when it could not be started.
+func StartLauncher(self string, key LaunchKey, opts LauncherOptions) (*Launcher, error) {
+	if ok, reason := Available(); !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, reason)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	var errs []error
+	for _, kind := range []int{startDirect, startUserNS} {
+		if refused[kind].Load() {
+			continue
+		}
+		l, err := startLauncher(self, key, kind, opts)
+		if err == nil {
+			return l, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("%w: no namespaces", ErrLaunch)
+	}
+	return nil, fmt.Errorf("%w: %w", ErrLaunch, errors.Join(errs...))
+}
+
+func startLauncher(self string, key LaunchKey, kind int, opts LauncherOptions) (*Launcher, error) {
+	spec, err := readOnlySpec(key.Network, kind == startUserNS)
+	if err != nil {
+		return nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	theirs := os.NewFile(uintptr(fds[1]), "launcher")
+	defer theirs.Close()
+	// Room for large environments (capped by wmem_max).
+	_ = unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, launchBuffer)
+	conn, err := newSeqConn(fds[0])
+	if err != nil {
+		return nil, err
+	}
+	attr := &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if kind == startUserNS {
+		uid, gid := os.Getuid(), os.Getgid()
+		attr.Cloneflags |= unix.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+	}
+	if opts.CgroupFD >= 0 {
+		attr.UseCgroupFD, attr.CgroupFD = true, opts.CgroupFD
+	}
+	env := opts.Env
+	if env == nil {
+		env = []string{}
+	}
+	cmd := &exec.Cmd{Path: self, Args: append([]string{self}, confine.LauncherArgs(spec)...), Env: env, Dir: "/",
+		ExtraFiles: []*os.File{theirs}, SysProcAttr: attr}
+	if err := cmd.Start(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	theirs.Close()
+	l := &Launcher{cmd: cmd, conn: conn, timeout: opts.Timeout, replies: make(chan launchReply, 1),
+		dead: make(chan struct{}), closing: make(chan struct{}), exited: make(chan struct{}), children: map[int]*Launched{}}
+	go func() {
+		_ = cmd.Wait()
+		close(l.exited)
+	}()
+	// The first message says whether it confined itself.
+	_ = conn.f.SetReadDeadline(time.Now().Add(launchStartTimeout))
+	buf := make([]byte, 4096)
+	n, _, err := conn.recv(buf, nil)
+	_ = conn.f.SetReadDeadline(time.Time{})
+	if err != nil || n == 0 || buf[0] != confine.MsgReady {
+		l.Close()
+		if err == nil && n > 0 && buf[0] == confine.MsgError {
+			err = errors.New(string(buf[1:n]))
+		} else if err == nil {
+			err = errors.New("no ready message")
+		}
+		return nil, fmt.Errorf("launcher start: %w", err)
+	}
+	go l.read()
+	return l, nil
+}
+
+// Pid is the launcher's pid in our namespace.
+func (l *Launcher) Pid() int { return l.cmd.Process.Pid }
+
+// Dead is closed once the launcher stopped answering (it exited, was killed, or Close ran).
+func (l *Launcher) Dead() <-chan struct{} { return l.dead }
+
+// Close kills the launcher and with it every command it started; it waits (bounded) until the
+// launcher was reaped.
+func (l *Launcher) Close() {
+	l.once.Do(func() {
+		close(l.closing)
+		_ = l.conn.Close()
+		_ = l.cmd.Process.Kill()
+	})
+	t := time.NewTimer(l.timeout)
+	defer t.Stop()
+	select {
+	case <-l.exited:
+	case <-t.C:
+	}
+}
+
+// read receives the launcher's messages until the connection ends; then every command still
+// running is reported as killed.
+func (l *Launcher) read() {
+	defer func() {
+		l.mu.Lock()
+		for _, c := range l.children {
+			l.finish(c, killedStatus)
+		}
+		l.mu.Unlock()
+		close(l.dead)
+	}()
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, err := l.conn.recv(buf, oob)
+		if err != nil || n == 0 {
+			return
+		}
+		msg := buf[:n]
+		r := launchReply{kind: msg[0], text: string(msg[1:]), pidfd: -1}
+		switch r.kind {
+		case confine.MsgExited:
+			ns, st, ok := bytes.Cut(msg[1:], []byte(" "))
+			pid, err1 := strconv.Atoi(string(ns))
+			ws, err2 := strconv.ParseUint(string(st), 10, 32)
+			if !ok || err1 != nil || err2 != nil {
+				return
+			}
+			l.mu.Lock()
+			if c := l.children[pid]; c != nil {
+				l.finish(c, syscall.WaitStatus(ws))
+			}
+			l.mu.Unlock()
+			continue
+		case confine.MsgStarted:
+			ns, err := strconv.Atoi(r.text)
+			if err != nil {
+				return
+			}
+			if cms, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(cms) == 1 {
+				if fds, err := unix.ParseUnixRights(&cms[0]); err == nil && len(fds) == 1 {
+					r.pidfd = fds[0]
+				}
+			}
+			r.child = &Launched{ns: ns, done: make(chan struct{})}
+			l.mu.Lock()
+			l.children[ns] = r.child
+			l.mu.Unlock()
+		}
+		select {
+		case l.replies <- r:
+		case <-l.closing:
+			if r.pidfd >= 0 {
+				unix.Close(r.pidfd)
+			}
+			return
+		}
+	}
+}
+
+// Spawn starts req with stdio (stdin, stdout, stderr) and, when cgroupFD >= 0, in that cgroup.
+// A command that could not be found or executed is a Launched that ended with 127 or 126 (the
+// reason written to its stderr). An error means the launcher could not start it (the caller
+// starts it the per-command way); a launcher that did not answer in time is closed.
+func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD int) (*Launched, error) {
+	l.spawnMu.Lock()
+	defer l.spawnMu.Unlock()
+	select {
+	case <-l.dead:
+		return nil, ErrLauncherDead
+	default:
+	}
+	fds := []int{int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd())}
+	req.Cgroup = cgroupFD >= 0
+	if req.Cgroup {
+		fds = append(fds, cgroupFD)
+	}
+	err := l.conn.send(req.Marshal(), unix.UnixRights(fds...))
+	for _, f := range stdio {
+		runtimeKeepAlive(f)
+	}
+	if err != nil {
+		if errors.Is(err, unix.EMSGSIZE) {
+			return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
+		}
+		return nil, fmt.Errorf("%w: send: %w", ErrLaunch, err)
+	}
+	t := time.NewTimer(l.timeout)
+	defer t.Stop()
+	var r launchReply
+	select {
+	case r = <-l.replies:
+	case <-l.dead:
+		return nil, ErrLauncherDead
+	case <-t.C:
+		l.Close()
+		return nil, fmt.Errorf("%w: no reply within %v", ErrLauncherDead, l.timeout)
+	}
+	switch r.kind {
+	case confine.MsgStarted:
+		if r.pidfd >= 0 {
+			r.child.pid = fdinfoPid(r.pidfd)
+			l.watch(r.child, r.pidfd)
+		}
+		return r.child, nil
+	case confine.MsgFailed:
+		code, err := strconv.Atoi(r.text)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bad reply %q", ErrLaunch, r.text)
+		}
+		c := &Launched{done: make(chan struct{}), status: syscall.WaitStatus(code << 8)}
+		close(c.done)
+		return c, nil
+	case confine.MsgError:
+		return nil, fmt.Errorf("%w: %s", ErrLaunch, r.text)
+	}
+	l.Close()
+	return nil, fmt.Errorf("%w: unexpected reply %q", ErrLaunch, r.kind)
+}
+
+// finish reports c ended with status; called with mu held, c still in children.
+func (l *Launcher) finish(c *Launched, status syscall.WaitStatus) {
+	delete(l.children, c.ns)
+	c.status = status
+	close(c.done)
+}
+
+// exitReportGrace is how long after a command's exit (seen on its pidfd) the launcher's report
+// may take before the command is reported killed: a launcher stopped from outside must not hold
+// a command that ended.
+var exitReportGrace = 10 * time.Second // shorter in tests
+
+// watch closes pidfd once c ended; if c's process ended (the pidfd became readable) but the
+// launcher has not reported it within exitReportGrace, c is reported killed.
+func (l *Launcher) watch(c *Launched, pidfd int) {
+	if err := unix.SetNonblock(pidfd, true); err != nil {
+		unix.Close(pidfd)
+		return
+	}
+	f := os.NewFile(uintptr(pidfd), "pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return
+	}
+	go func() {
+		defer f.Close()
+		_ = rc.Read(func(fd uintptr) bool {
+			n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+			return n > 0 || (err != nil && err != unix.EINTR)
+		})
+		t := time.NewTimer(exitReportGrace)
+		defer t.Stop()
+		select {
+		case <-c.done:
+		case <-t.C:
+			l.mu.Lock()
+			if l.children[c.ns] == c {
+				l.finish(c, killedStatus)
+			}
+			l.mu.Unlock()
+		}
+	}()
+}
+
+// fdinfoPid is the pid (in our namespace) of the process a pidfd refers to; 0 once it was reaped.
+func fdinfoPid(pidfd int) int {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
+	if err != nil {
+		return 0
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("Pid:")); ok {
+			pid, err := strconv.Atoi(string(bytes.TrimSpace(v)))
+			if err != nil || pid < 0 {
+				return 0
+			}
+			return pid
+		}
+	}
+	return 0
+}
+
+// runtimeKeepAlive keeps f (and so its descriptor) open until the message carrying it was sent.
+func runtimeKeepAlive(f *os.File) { runtime.KeepAlive(f) }
+
+// seqConn is our end of the launcher's SOCK_SEQPACKET pair, on the runtime's poller so that Close
+// ends a blocked receive (package net is not used: its initialisation would slow down the helper,
+// which shares this package's start-up, see internal/reexec).
+type seqConn struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+func newSeqConn(fd int) (*seqConn, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "launcher")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &seqConn{f: f, rc: rc}, nil
+}
+
+// recv receives one message; descriptors in it are close-on-exec.
+func (c *seqConn) recv(buf, oob []byte) (n, oobn int, err error) {
+	rerr := c.rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, err = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		return err != unix.EAGAIN
+	})
+	if rerr != nil {
+		return 0, 0, rerr
+	}
+	return n, oobn, err
+}
+
+// send sends one message with ancillary data oob.
+func (c *seqConn) send(b, oob []byte) error {
+	var err error
+	werr := c.rc.Write(func(fd uintptr) bool {
+		err = unix.Sendmsg(int(fd), b, oob, nil, unix.MSG_NOSIGNAL)
+		return err != unix.EAGAIN
+	})
+	if werr != nil {
+		return werr
+	}
+	return err
+}
+
+func (c *seqConn) Close() error { return c.f.Close() }
