@@ -5,7 +5,6 @@ package handshake
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
 	"runtime"
@@ -55,19 +54,19 @@ func Response(ci protocol.ClientInfo, codexHome string) Reply {
 }
 
 // DecodeParams decodes the params of a well-formed `initialize` request; ok is false for anything
-// the server's strict decoding would refuse or report (the server then answers it itself).
+// the server's decoding refuses (the server then answers it itself): both decode with
+// protocol.DecodeParams, so they cannot disagree.
 func DecodeParams(raw json.RawMessage) (p *protocol.InitializeParams, ok bool) {
 	spec := initializeSpec()
-	trimmed := bytes.TrimSpace(raw)
-	if spec == nil || spec.NewParams == nil || len(trimmed) == 0 || trimmed[0] != '{' {
+	if spec == nil {
 		return nil, false
 	}
-	v := spec.NewParams()
-	if json.Unmarshal(trimmed, v) != nil || protocol.CheckRequired(spec.ParamsType, trimmed) != nil {
+	v, err := protocol.DecodeParams(spec, raw, nil)
+	if err != nil {
 		return nil, false
 	}
 	p, ok = v.(*protocol.InitializeParams)
-	return p, ok
+	return p, ok && p != nil
 }
 
 // initializeSpec finds initialize in the method table without building the table's index (the early

@@ -83,6 +83,10 @@ type Options struct {
 	// initialised early (internal/early), and runtime/debug is among the last packages Go
 	// initialises.
 	ReleaseMemory func()
+	// BeforeRead, when set, runs in Run once the writer has started and before the first line is read: what
+	// it writes reaches the client before the answer to any request, and may fill the queue (its writes
+	// block until the writer drains it, never on a writer not started yet).
+	BeforeRead func()
 }
 
 // Conn is one JSON-RPC peer over a reader and a writer.
@@ -97,6 +101,7 @@ type Conn struct {
 	maxLine   int
 	largeLine int
 	release   func()
+	before    func()
 
 	egress chan outLine // replies, requests and notifications, in order
 	bulk   chan outLine // bulk notifications (NotifyBulk), written when egress lets them
@@ -165,7 +170,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 	o, _ := h.(Orderer)
 	return &Conn{
 		r: r, w: w, handler: h, orderer: o, log: opts.Logger, now: opts.Now, laneLimit: opts.LaneLimit,
-		maxLine: opts.MaxLineBytes, largeLine: opts.LargeLineBytes, release: opts.ReleaseMemory,
+		maxLine: opts.MaxLineBytes, largeLine: opts.LargeLineBytes, release: opts.ReleaseMemory, before: opts.BeforeRead,
 		egress:     make(chan outLine, opts.QueueSize),
 		bulk:       make(chan outLine, bulkQueueSize),
 		pending:    map[int64]chan *Message{},
@@ -199,6 +204,9 @@ func (c *Conn) InFlight() int {
 func (c *Conn) Run(ctx context.Context) error {
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	go c.writeLoop()
+	if c.before != nil {
+		c.before()
+	}
 	readErr := c.readLoop()
 	c.cancel(ErrClosed)
 	c.failPending()

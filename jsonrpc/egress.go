@@ -41,6 +41,7 @@ type outLine struct {
 	nl     bool          // b ends with its '\n'
 	pooled *[]byte       // returned to linePool once written
 	marker chan struct{} // flush marker: closed when the writer reaches it
+	after  func()        // AfterWritten's callback: run (output flushed) when the writer reaches it
 }
 
 var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
@@ -169,10 +170,32 @@ type output struct {
 	closed bool          // the writer has returned
 }
 
+// AfterWritten calls f once every line queued before the call (a reply in particular) has been written
+// to the output, flushed: work that would compete with writing them (starting a process) waits for them
+// without holding up the caller. f runs on the writer goroutine, so it must be quick and must not write to
+// the connection; it runs at once when the output has ended. AfterWritten blocks while the queue is full,
+// as a notification does.
+func (c *Conn) AfterWritten(f func()) {
+	if err := c.queue(outLine{after: f}); err != nil {
+		f()
+	}
+}
+
 // put writes one line (or reaches a marker); c.out.mu must be held.
 func (c *Conn) put(l outLine) {
 	if l.marker != nil {
 		close(l.marker)
+		return
+	}
+	if l.after != nil {
+		if !c.out.broken && c.held.Load() == 0 && c.out.bw.Buffered() > 0 {
+			if err := c.out.bw.Flush(); err != nil {
+				c.out.broken = true
+				c.log.Warn("output closed; dropping further messages", "error", err)
+				c.cancel(ErrClosed)
+			}
+		}
+		l.after()
 		return
 	}
 	defer l.release()

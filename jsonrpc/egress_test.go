@@ -489,3 +489,32 @@ func TestHoldSendsABurstInOneWrite(t *testing.T) {
 	require.NoError(t, inW.Close())
 	require.NoError(t, <-runErr)
 }
+
+// AfterWritten's callback runs once the reply queued before it is out (flushed, though no line follows it to
+// flush it), and at once on a connection whose output has ended.
+func TestAfterWrittenRunsOnceTheReplyIsWritten(t *testing.T) {
+	w := &countWriter{}
+	seen := make(chan string, 1)
+	h := &funcHandler{req: func(_ context.Context, r *Request) (any, error) {
+		r.Reply(map[string]bool{"ok": true}, nil)
+		r.Conn().AfterWritten(func() { _, out := w.state(); seen <- out })
+		return nil, nil
+	}}
+	inR, inW := io.Pipe()
+	c := NewConn(inR, w, h, Options{})
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(context.Background()) }()
+	_, err := io.WriteString(inW, `{"id":1,"method":"x","params":{}}`+"\n")
+	require.NoError(t, err)
+	select {
+	case out := <-seen:
+		require.Contains(t, out, `"id":1`)
+	case <-time.After(30 * time.Second):
+		t.Fatal("AfterWritten's callback did not run")
+	}
+	require.NoError(t, inW.Close())
+	require.NoError(t, <-runErr)
+	ran := false
+	c.AfterWritten(func() { ran = true })
+	require.True(t, ran)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -51,11 +52,69 @@ var (
 // ReadMeta streams a rollout once, decoding only session_meta, turn_context, the first user message and name
 // events; other lines are only looked at through their first bytes.
 func ReadMeta(path string) (*Meta, error) {
-	return readMeta(path, -1, 0)
+	return readMeta(path, -1, 0, nil)
 }
 
-func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
-	f, err := OpenRolloutFile(path)
+// openMetaFile opens the rollouts readMeta reads (a variable: tests count the reads).
+var openMetaFile = OpenRolloutFile
+
+// maxParents bounds a parentCache: the parents of one build's forks, far fewer than its threads in practice.
+const maxParents = 1024
+
+// inherited is what a fork takes from the part of its parent's rollout it inherits.
+type inherited struct {
+	ok                     bool // the parent was read
+	preview, model, effort string
+}
+
+type parentKey struct {
+	home, id string
+	limit    int64
+}
+
+// parentCache remembers, for one index build, what forks inherit from their parents: many forks of one
+// thread read it once, not once each (quadratic I/O); build workers that miss at the same moment each read
+// it. A nil cache remembers nothing.
+type parentCache struct {
+	mu sync.Mutex
+	m  map[parentKey]inherited
+}
+
+func newParentCache() *parentCache { return &parentCache{m: map[parentKey]inherited{}} }
+
+// inherit reads (or recalls) what a fork of codexHome whose history starts with hb inherits.
+func (pc *parentCache) inherit(home string, hb *HistoryBase, depth int) inherited {
+	limit := hb.EndByteOffset
+	if limit <= 0 {
+		limit = -1
+	}
+	key := parentKey{home, hb.ThreadID, limit}
+	if pc != nil {
+		pc.mu.Lock()
+		v, ok := pc.m[key]
+		pc.mu.Unlock()
+		if ok {
+			return v
+		}
+	}
+	var v inherited
+	if pp, err := findRolloutByID(home, hb.ThreadID); err == nil {
+		if pm, err := readMeta(pp, limit, depth+1, pc); err == nil {
+			v = inherited{ok: true, preview: pm.Preview, model: pm.Model, effort: pm.ReasoningEffort}
+		}
+	}
+	if pc != nil {
+		pc.mu.Lock()
+		if len(pc.m) < maxParents {
+			pc.m[key] = v
+		}
+		pc.mu.Unlock()
+	}
+	return v
+}
+
+func readMeta(path string, limitBytes int64, depth int, pc *parentCache) (*Meta, error) {
+	f, err := openMetaFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: open: %w", err)
 	}
@@ -240,18 +299,12 @@ func readMeta(path string, limitBytes int64, depth int) (*Meta, error) {
 	// reference lists it; its own first message counts only when the inherited part has none.
 	if hb := m.Session.HistoryBase; hb != nil && depth < 16 {
 		if home := codexHomeOf(path); home != "" {
-			if pp, err := findRolloutByID(home, hb.ThreadID); err == nil {
-				limit := hb.EndByteOffset
-				if limit <= 0 {
-					limit = -1
+			if in := pc.inherit(home, hb, depth); in.ok {
+				if in.preview != "" {
+					m.Preview = in.preview
 				}
-				if pm, err := readMeta(pp, limit, depth+1); err == nil {
-					if pm.Preview != "" {
-						m.Preview = pm.Preview
-					}
-					if m.Model == "" {
-						m.Model, m.ReasoningEffort = pm.Model, pm.ReasoningEffort
-					}
+				if m.Model == "" {
+					m.Model, m.ReasoningEffort = in.model, in.effort
 				}
 			}
 		}

@@ -338,9 +338,10 @@ func (s *Store) summaryOf(r *threadindex.Row) Summary {
 	return sum
 }
 
-// readRow reads one rollout's meta into an index row; nil if the file is unreadable.
-func (s *Store) readRow(id string, df diskFile) *threadindex.Row {
-	m, err := ReadMeta(df.path)
+// readRow reads one rollout's meta into an index row; nil if the file is unreadable. pc (may be nil) is
+// the build's memory of fork parents.
+func (s *Store) readRow(id string, df diskFile, pc *parentCache) *threadindex.Row {
+	m, err := readMeta(df.path, -1, 0, pc)
 	if err != nil {
 		slog.Warn("rollout: skipping unreadable rollout", "path", df.path, "err", err)
 		return nil
@@ -371,7 +372,7 @@ func (s *Store) putRows(rows []*threadindex.Row) error {
 
 // indexFile reads one rollout and stores its row; nil if the file is unreadable.
 func (s *Store) indexFile(id string, df diskFile) *threadindex.Row {
-	r := s.readRow(id, df)
+	r := s.readRow(id, df, nil)
 	if r == nil {
 		return nil
 	}
@@ -450,6 +451,7 @@ func (s *Store) readAndPut(ids []string, disk map[string]diskFile, workers int) 
 	slices.SortFunc(ids, func(a, b string) int { return strings.Compare(disk[b].path, disk[a].path) })
 	jobs := make(chan string)
 	out := make(chan *threadindex.Row, 256)
+	pc := newParentCache()
 	var wg sync.WaitGroup
 	for range max(1, workers) {
 		wg.Add(1)
@@ -457,7 +459,7 @@ func (s *Store) readAndPut(ids []string, disk map[string]diskFile, workers int) 
 			defer wg.Done()
 			for id := range jobs {
 				s.yield()
-				out <- s.readRow(id, disk[id])
+				out <- s.readRow(id, disk[id], pc)
 			}
 		}()
 	}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -529,4 +532,44 @@ func TestIndexRebuildForkPreview(t *testing.T) {
 		got[sum.ID] = sum.Preview
 	}
 	require.Equal(t, map[string]string{rootID: "hi there", tid(42): "hi there", tid(43): "hi there", tid(45): "own q"}, got)
+}
+
+// TestIndexBuildReadsAForkParentOnce: a build indexing many forks of one thread reads the parent's rollout
+// once for the forks' preview (and once for its own row), not once per fork. (One CPU, so one build worker:
+// workers that miss the cache at the same moment each read the parent.)
+func TestIndexBuildReadsAForkParentOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	home := t.TempDir()
+	rootID := tid(51)
+	root := writeTwoTurns(t, home, rootID)
+	const forks = 6
+	for i := range forks {
+		forkOf(t, home, rootID, root, tid(52+i), "fork q", t0.Add(time.Duration(i+1)*time.Second))
+	}
+	var mu sync.Mutex
+	reads := 0
+	openMetaFile = func(path string) (io.ReadCloser, error) {
+		if path == root {
+			mu.Lock()
+			reads++
+			mu.Unlock()
+		}
+		return OpenRolloutFile(path)
+	}
+	t.Cleanup(func() { openMetaFile = OpenRolloutFile })
+
+	s, err := Open(home)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.WaitReconciled(context.Background()))
+	mu.Lock()
+	built := reads
+	mu.Unlock()
+	require.Equal(t, 2, built, "the root is read for its own row and once for its forks")
+	page, _, err := s.List(ListQuery{})
+	require.NoError(t, err)
+	require.Len(t, page, forks+1)
+	for _, sum := range page {
+		require.Equal(t, "hi there", sum.Preview, sum.ID) // the forks' preview is still the root's
+	}
 }

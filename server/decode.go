@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -56,94 +55,11 @@ func decodeParams(spec *protocol.MethodSpec, raw json.RawMessage) (any, error) {
 
 // decodeParamsFields is decodeParams sharing the top-level members' decoding through f (f.raw is raw).
 func decodeParamsFields(spec *protocol.MethodSpec, raw json.RawMessage, f *topFields) (any, error) {
-	if spec.NewParams == nil {
-		return nil, nil
-	}
-	if raw == nil {
-		if spec.ParamsRequired {
-			return nil, invalidParams("missing field `params`")
-		}
-		return spec.NewParams(), nil
-	}
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, invalidParams("invalid type: %s, expected struct %s", describeJSON(trimmed), spec.ParamsType)
-	}
-	p := spec.NewParams()
-	if err := json.Unmarshal(trimmed, p); err != nil {
-		return nil, invalidParams("%s", describeDecodeError(err))
-	}
-	if protocol.HasRequired(spec.ParamsType) {
-		if obj, ok := f.get(); ok {
-			if err := protocol.CheckRequiredIn(spec.ParamsType, obj); err != nil {
-				return nil, invalidParams("%v", err)
-			}
-		}
+	p, err := protocol.DecodeParams(spec, raw, f.get)
+	if err != nil {
+		return nil, invalidParams("%v", err)
 	}
 	return p, nil
-}
-
-// describeJSON renders a JSON value the way serde names it in "invalid type" errors.
-func describeJSON(v []byte) string {
-	if len(v) == 0 {
-		return "unit value"
-	}
-	switch v[0] {
-	case '"':
-		return "string " + string(v)
-	case '[':
-		return "sequence"
-	case 't', 'f':
-		return "boolean `" + string(v) + "`"
-	case 'n':
-		return "unit value"
-	default:
-		return "integer `" + string(v) + "`"
-	}
-}
-
-func describeDecodeError(err error) string {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		msg := fmt.Sprintf("invalid type: %s, expected %s", typeErr.Value, rustTypeName(typeErr.Type))
-		if typeErr.Field != "" {
-			msg += " for field `" + typeErr.Field + "`"
-		}
-		return msg
-	}
-	var syntaxErr *json.SyntaxError
-	if errors.As(err, &syntaxErr) {
-		return err.Error()
-	}
-	msg := err.Error()
-	return strings.TrimPrefix(msg, "json: ")
-}
-
-func rustTypeName(t reflect.Type) string {
-	if t == nil {
-		return "a value"
-	}
-	switch t.Kind() {
-	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return fmt.Sprintf("u%d", t.Bits())
-	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Int:
-		return fmt.Sprintf("i%d", t.Bits())
-	case reflect.Float32, reflect.Float64:
-		return fmt.Sprintf("f%d", t.Bits())
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Slice, reflect.Array:
-		return "a sequence"
-	case reflect.Map:
-		return "a map"
-	case reflect.Struct:
-		return "struct " + t.Name()
-	case reflect.Pointer:
-		return rustTypeName(t.Elem())
-	}
-	return t.String()
 }
 
 // usedExperimentalField names the first experimental top-level field raw params set to a value other

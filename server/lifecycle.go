@@ -12,6 +12,7 @@ import (
 	protocol "appserver/protocol/v2"
 	"appserver/rollout"
 	"appserver/thread"
+	"appserver/tools"
 )
 
 // addLifecycleRoutes routes the persistence and lifecycle methods (thread/list, resume, fork, archive…).
@@ -264,6 +265,16 @@ func (s *Server) startOrUnload(ctx context.Context, t *thread.Thread, doing stri
 	return nil
 }
 
+// beginShellSnapshot begins the capture of a thread's shell snapshot (tools.ThreadLoaded prepared it) once
+// the load request's reply, just queued, is written: the login shell it starts does not compete with the
+// load's own work. A client that does not read its output delays the capture (its commands then run as
+// they do while a capture is in progress: without the snapshot).
+func (c *connection) beginShellSnapshot(t *thread.Thread) {
+	if snap := tools.ShellSnapshot(t); snap != nil && !snap.Begun() {
+		c.rpc.AfterWritten(snap.Begin)
+	}
+}
+
 // startResponse is the answer to thread/start (and, converted, thread/fork) for a thread with info and settings st.
 func startResponse(info protocol.Thread, st thread.Settings) protocol.ThreadStartResponse {
 	return protocol.ThreadStartResponse{
@@ -372,6 +383,7 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		}
 	}
 	req.Reply(withTurns(resp, &resp.Thread, turns))
+	c.beginShellSnapshot(t)
 	release()
 	if loadedNow || newSubscriber {
 		// A connection that already follows the thread is not told its usage again (the reference's
@@ -480,6 +492,7 @@ func (s *Server) resumeFromHistory(ctx context.Context, c *connection, req *json
 	info := t.Info()
 	t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: info.Status})
 	req.Reply(resumeResponse(info, t.Settings()), nil)
+	c.beginShellSnapshot(t)
 	s.releaseThreadMCP(t)
 	t.EmitTo(c, protocol.NotifyThreadGoalCleared, protocol.ThreadGoalClearedNotification{ThreadID: t.ID})
 	return nil, nil
@@ -514,6 +527,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 		info.Turns = t.TurnsSnapshot()
 	}
 	req.Reply(protocol.ThreadForkResponse(startResponse(info, t.Settings())), nil)
+	c.beginShellSnapshot(t)
 	sendUsage(t, c)
 	t.Emit(protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: t.Info()}) // every connection
 	s.releaseThreadMCP(t)

@@ -152,14 +152,22 @@ func (s *Server) ServeConnInitialized(ctx context.Context, r io.Reader, w io.Wri
 
 func (s *Server) serveConn(ctx context.Context, r io.Reader, w io.Writer, initialized *protocol.InitializeParams) error {
 	c := &connection{srv: s, id: s.nextConnID.Add(1), log: s.log}
-	c.rpc = jsonrpc.NewConn(r, w, c, jsonrpc.Options{QueueSize: s.opts.QueueSize, Logger: s.log, ReleaseMemory: debug.FreeOSMemory})
 	if initialized != nil {
 		c.adoptInitialize(initialized)
-		s.afterInitialize(c)
 	}
-	s.mu.Lock()
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
+	// Run calls before once its writer runs (a queue smaller than the post-initialize notifications would
+	// otherwise never drain) and before it reads the first request; the notifications are queued before the
+	// connection is registered, so no broadcast precedes them.
+	before := func() {
+		if initialized != nil {
+			s.afterInitialize(c)
+		}
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+	}
+	c.rpc = jsonrpc.NewConn(r, w, c, jsonrpc.Options{QueueSize: s.opts.QueueSize, Logger: s.log, ReleaseMemory: debug.FreeOSMemory,
+		BeforeRead: before})
 	err := c.rpc.Run(ctx)
 	s.mu.Lock()
 	delete(s.conns, c)

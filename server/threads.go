@@ -65,6 +65,7 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 	s.joinProject(ctx, t, p.ProjectID)
 	info := t.Info()
 	req.Reply(startResponse(info, st), nil)
+	c.beginShellSnapshot(t)
 	t.Emit(protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: info}) // every connection, as the reference
 	if w := s.unknownW(); w != "" {
 		t.Emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &info.ID, Message: w})

@@ -45,14 +45,17 @@ type Options struct {
 // Snapshot is one thread's snapshot, captured in the background; Path is "" until it is ready and after
 // Close.
 type Snapshot struct {
+	opts   Options
+	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 	log    *slog.Logger
 
-	batch     *batch    // the capture this snapshot takes its content from
 	leaveOnce sync.Once // a second Close must not drop another snapshot's use of the batch
 
 	mu      sync.Mutex
+	begun   bool   // Begin (or Close) was called: no capture starts from now on
+	batch   *batch // the capture this snapshot takes its content from; nil until Begin, and when Close came first
 	path    string
 	exports []string // "NAME=value" of every exported variable with a value, as sourcing the file sets them
 }
@@ -60,10 +63,10 @@ type Snapshot struct {
 // Supported reports whether shell (a path) can be snapshotted.
 func Supported(shell string) bool { return filepath.Base(shell) == "bash" }
 
-// Start begins the capture and returns at once; it returns nil for a shell that cannot be snapshotted.
-// The capture runs in its own process group, is killed after the timeout or by Close (of the last
-// snapshot sharing it), and leaves no file behind when it fails.
-func Start(o Options) *Snapshot {
+// Prepare returns the snapshot of o without capturing yet (Begin starts the capture), or nil for a shell
+// that cannot be snapshotted. A thread's loader prepares it and begins it once the load's reply is out, so
+// the login shell does not compete with the load's own work.
+func Prepare(o Options) *Snapshot {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -75,38 +78,74 @@ func Start(o Options) *Snapshot {
 		o.Timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Snapshot{cancel: cancel, done: make(chan struct{}), log: o.Logger, batch: join(o)}
-	go func() {
-		defer close(s.done)
-		b := s.batch
-		select {
-		case <-b.done:
-		case <-ctx.Done():
-			return
-		}
-		if b.err != nil {
-			if ctx.Err() == nil {
-				o.Logger.Warn("failed to create shell snapshot", "thread", o.ThreadID, "error", b.err)
-			}
-			return
-		}
-		tmp, err := writeTemp(o, b.body)
-		if err == nil {
-			// The file appears and the snapshot becomes ready at once: a command that sees the file uses it.
-			s.mu.Lock()
-			err = s.install(tmp, b.exports)
-			s.mu.Unlock()
-		}
-		if err != nil {
-			o.Logger.Warn("failed to write shell snapshot", "thread", o.ThreadID, "error", err)
-			return
-		}
-		sweepOnce.Do(func() { Sweep(o.CodexHome, o.ThreadID, time.Now(), o.Logger) })
-	}()
+	return &Snapshot{opts: o, ctx: ctx, cancel: cancel, done: make(chan struct{}), log: o.Logger}
+}
+
+// Start is Prepare and Begin: it begins the capture and returns at once; it returns nil for a shell that
+// cannot be snapshotted.
+func Start(o Options) *Snapshot {
+	s := Prepare(o)
+	s.Begin()
 	return s
 }
 
-// Done is closed when the capture has finished, successfully or not.
+// Begin starts the capture in the background; it does nothing when called again or after Close. The
+// capture runs in its own process group, is killed after the timeout or by Close (of the last snapshot
+// sharing it), and leaves no file behind when it fails.
+func (s *Snapshot) Begin() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.begun {
+		return
+	}
+	s.begun = true
+	s.batch = join(s.opts)
+	go s.capture()
+}
+
+// Begun reports whether Begin was called (before Close).
+func (s *Snapshot) Begun() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.begun && s.batch != nil
+}
+
+// capture waits for the snapshot's batch and installs its own file from it.
+func (s *Snapshot) capture() {
+	defer close(s.done)
+	o, b := s.opts, s.batch
+	select {
+	case <-b.done:
+	case <-s.ctx.Done():
+		return
+	}
+	if b.err != nil {
+		if s.ctx.Err() == nil {
+			o.Logger.Warn("failed to create shell snapshot", "thread", o.ThreadID, "error", b.err)
+		}
+		return
+	}
+	tmp, err := writeTemp(o, b.body)
+	if err == nil {
+		// The file appears and the snapshot becomes ready at once: a command that sees the file uses it.
+		s.mu.Lock()
+		err = s.install(tmp, b.exports)
+		s.mu.Unlock()
+	}
+	if err != nil {
+		o.Logger.Warn("failed to write shell snapshot", "thread", o.ThreadID, "error", err)
+		return
+	}
+	sweepOnce(o.CodexHome, o.ThreadID, o.Logger)
+}
+
+// Done is closed when the capture has finished, successfully or not (or by Close, when it never began).
 func (s *Snapshot) Done() <-chan struct{} { return s.done }
 
 // Path is the snapshot file, or "" while it is being captured, when the capture failed, or after Close.
@@ -125,10 +164,17 @@ func (s *Snapshot) Close() {
 		return
 	}
 	s.cancel()
+	s.mu.Lock()
+	b := s.batch
+	if !s.begun { // never begun: nothing to kill, and nothing will begin now
+		s.begun = true
+		close(s.done)
+	}
+	s.mu.Unlock()
 	<-s.done
 	s.leaveOnce.Do(func() {
-		if s.batch.leave() { // the last thread waiting for that capture: it is killed, and waited for
-			<-s.batch.done
+		if b != nil && b.leave() { // the last thread waiting for that capture: it is killed, and waited for
+			<-b.done
 		}
 	})
 	s.mu.Lock()

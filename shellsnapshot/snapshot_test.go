@@ -187,21 +187,52 @@ func TestSlowCaptureIsKilled(t *testing.T) {
 	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the capture's process is gone")
 }
 
+// TestCloseDuringCapture: Close kills a running capture and returns once it is gone; the capture's own
+// timeout is far beyond the test's bound, so only the kill can end it.
 func TestCloseDuringCapture(t *testing.T) {
-	f := newFixture(t, `echo $$ > "$HOME/pid"; exec sleep 1000`+"\n", "")
-	s := f.start(t, hang)
+	f := newFixture(t, `echo $$ > "$HOME/pid"; exec sleep 100000`+"\n", "")
+	s := f.start(t, time.Hour)
 	pidFile := filepath.Join(f.home, "pid")
 	deadline := time.Now().Add(hang)
+	var raw []byte
 	for {
 		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			raw = b
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "the capture never started")
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.Close()
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	require.NoError(t, err)
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(hang):
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		t.Fatal("Close did not end the capture")
+	}
+	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the capture's process is gone (killed and reaped)")
 	require.Empty(t, s.Path())
 	require.Empty(t, snapshotFiles(t, f.codexHome))
+}
+
+// TestSweepOncePerHome: the stale snapshots of every CODEX_HOME this process captures in are swept, not
+// only the first one's.
+func TestSweepOncePerHome(t *testing.T) {
+	old := time.Now().Add(-Retention - time.Hour)
+	for i := range 2 {
+		f := newFixture(t, "", "")
+		stale := filepath.Join(f.codexHome, Dir, "gone-"+strconv.Itoa(i)+".1.sh")
+		require.NoError(t, os.MkdirAll(filepath.Dir(stale), 0o755))
+		require.NoError(t, os.WriteFile(stale, nil, 0o644))
+		require.NoError(t, os.Chtimes(stale, old, old))
+		s := f.start(t, 0)
+		waitDone(t, s)
+		require.NotEmpty(t, s.Path())
+		require.NoFileExists(t, stale, "home %d swept", i)
+	}
 }
 
 func TestUnsupportedShell(t *testing.T) {
@@ -274,4 +305,77 @@ func TestQueuedCapturesAreShared(t *testing.T) {
 	logins, err = os.ReadFile(filepath.Join(f.home, "logins"))
 	require.NoError(t, err)
 	require.Equal(t, "login\nlogin\n", string(logins))
+}
+
+// TestPrepareWaitsForBegin: a prepared snapshot captures nothing until Begin; closed before it, it never
+// captures, and Begin after Close does nothing.
+func TestPrepareWaitsForBegin(t *testing.T) {
+	f := newFixture(t, userProfile, userBashrc)
+	o := Options{CodexHome: f.codexHome, ThreadID: "thr-p", Shell: "/bin/bash", Cwd: f.home, Env: f.env}
+	s := Prepare(o)
+	require.NotNil(t, s)
+	require.False(t, s.Begun())
+	s.Begin()
+	require.True(t, s.Begun())
+	waitDone(t, s)
+	require.NotEmpty(t, s.Path())
+	s.Close()
+
+	s = Prepare(o)
+	s.Close()
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Close did not finish a snapshot that never began")
+	}
+	s.Begin()
+	require.False(t, s.Begun())
+	require.Empty(t, snapshotFiles(t, f.codexHome))
+	logins, err := os.ReadFile(filepath.Join(f.home, "logins"))
+	require.NoError(t, err)
+	require.Equal(t, "login\n", string(logins), "only the begun snapshot ran a login shell")
+}
+
+// TestCaptureWaitsForTheLoadsToSettle: a batch captures only once snapshots stop joining it, so a burst of
+// loads shares one login shell that starts after the burst. (The settle timers are fired by hand.)
+func TestCaptureWaitsForTheLoadsToSettle(t *testing.T) {
+	f := newFixture(t, userProfile, userBashrc)
+	fire := make(chan time.Time)
+	armed := make(chan time.Duration, 16)
+	settleAfter = func(d time.Duration) (<-chan time.Time, func()) { armed <- d; return fire, func() {} }
+	t.Cleanup(func() {
+		settleAfter = func(d time.Duration) (<-chan time.Time, func()) {
+			tm := time.NewTimer(d)
+			return tm.C, func() { tm.Stop() }
+		}
+	})
+	waitArmed := func(want time.Duration) {
+		t.Helper()
+		select {
+		case d := <-armed:
+			require.Equal(t, want, d)
+		case <-time.After(hang):
+			t.Fatal("the batch does not wait for the loads to settle")
+		}
+	}
+	start := func(id string) *Snapshot {
+		s := Start(Options{CodexHome: f.codexHome, ThreadID: id, Shell: "/bin/bash", Cwd: f.home, Env: f.env})
+		require.NotNil(t, s)
+		t.Cleanup(s.Close)
+		return s
+	}
+	a := start("thr-a")
+	waitArmed(MaxSettle)
+	waitArmed(Settle)
+	b := start("thr-b") // joins the settling batch, which waits again
+	waitArmed(Settle)
+	close(fire)
+	waitDone(t, a)
+	waitDone(t, b)
+	require.NotEmpty(t, a.Path())
+	require.NotEmpty(t, b.Path())
+	require.NotEqual(t, a.Path(), b.Path())
+	logins, err := os.ReadFile(filepath.Join(f.home, "logins"))
+	require.NoError(t, err)
+	require.Equal(t, "login\n", string(logins), "one capture, after the burst")
 }

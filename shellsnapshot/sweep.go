@@ -12,7 +12,22 @@ import (
 // Retention is how long a snapshot outlives its thread's last rollout write before Sweep deletes it.
 const Retention = 3 * 24 * time.Hour
 
-var sweepOnce sync.Once
+var (
+	sweptMu sync.Mutex
+	swept   = map[string]bool{} // the CODEX_HOMEs swept by this process
+)
+
+// sweepOnce runs Sweep for codexHome the first time this process captures a snapshot there.
+func sweepOnce(codexHome, keep string, log *slog.Logger) {
+	home := filepath.Clean(codexHome)
+	sweptMu.Lock()
+	done := swept[home]
+	swept[home] = true
+	sweptMu.Unlock()
+	if !done {
+		Sweep(codexHome, keep, time.Now(), log)
+	}
+}
 
 // Sweep deletes the snapshots left behind by earlier servers (a crash skips Close): those whose thread's
 // rollout (or, for a thread without one, the snapshot itself) was last written more than Retention before

@@ -183,6 +183,27 @@ func TestInvalidConfigStillServes(t *testing.T) {
 	}
 }
 
+// TestUnreadableConfigLoggedOnce: a config.toml that cannot be read is reported once on stderr; the
+// background unknown-keys check, failing on it too, adds no line of its own.
+func TestUnreadableConfigLoggedOnce(t *testing.T) {
+	home := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(home, "config.toml"), 0o755)) // read: "is a directory"
+	p := startBinary(t, home)
+	p.send(map[string]any{"id": 0, "method": "initialize", "params": map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}}})
+	first := p.waitFor(func(map[string]any) bool { return true })
+	require.NotNil(t, first["result"], "%v", first)
+	require.NoError(t, p.stdin.Close())
+	select {
+	case err := <-p.done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("server did not exit on stdin EOF")
+	}
+	stderr := p.stderr.String()
+	require.Contains(t, stderr, "Invalid configuration; using defaults.")
+	require.Equal(t, 1, strings.Count(stderr, "is a directory"), stderr)
+}
+
 // Under --strict-config, and for a -c override that does not apply, the start fails (as the reference).
 func TestInvalidConfigFailsStartup(t *testing.T) {
 	cases := []struct {

@@ -201,7 +201,8 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 		go func() {
 			defer close(warned)
 			var err error
-			if unknown, err = checkStrictConfig(p, home, logger); err != nil {
+			// A config.toml that did not load was reported already (loadConfig): its check failing says nothing new.
+			if unknown, err = checkStrictConfig(p, home, logger); err != nil && cfgErr == nil {
 				logger.Warn("checking config.toml for unknown keys", "error", err)
 			}
 		}()

@@ -153,3 +153,26 @@ func TestAnswerLeavesTheRest(t *testing.T) {
 		require.Equal(t, input, string(rest))
 	}
 }
+
+// TestAnswersExactlyWhatTheServerAccepts: the early path answers an initialize exactly when the server's
+// own handling of it succeeds (both decode with protocol.DecodeParams).
+func TestAnswersExactlyWhatTheServerAccepts(t *testing.T) {
+	for _, params := range []string{
+		``, `null`, `[]`, `7`, `"x"`, `{}`, `{"clientInfo":7}`, `{"clientInfo":{}}`, `{"clientInfo":{"name":"c"}}`,
+		`{"clientInfo":{"name":"c","version":"1"}}`, `{"clientInfo":{"name":"c","version":"1"},"capabilities":null}`,
+		`{"clientInfo":{"name":"c","version":"1"},"capabilities":{"experimentalApi":"yes"}}`,
+		`{"clientInfo":{"name":"c","version":"1"},"capabilities":{"optOutNotificationMethods":[1]}}`,
+		`{"clientInfo":{"name":"c","version":"1","title":null},"extra":1}`,
+		`{"clientInfo":{"name":"c","version":"1"}} `, ` {"clientInfo":{"name":"c","version":"1"}}`,
+	} {
+		input := `{"id":1,"method":"initialize"`
+		if params != "" {
+			input += `,"params":` + params
+		}
+		input += "}\n"
+		home := testHome(t)
+		accepted := strings.Contains(serverOutput(t, home, input, false)[0], `"result":`)
+		st := answerFor(t, home, input)
+		require.Equal(t, accepted, st.Initialized != nil, "%s", input)
+	}
+}

@@ -1,0 +1,123 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// ParamsError is why a request's params were refused; its text is serde's wording, what follows
+// "Invalid request: " in the reference's error.
+type ParamsError struct{ Msg string }
+
+func (e *ParamsError) Error() string { return e.Msg }
+
+func paramsErrorf(format string, args ...any) *ParamsError {
+	return &ParamsError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// DecodeParams decodes a request's raw params (nil when absent) into spec's params type, or refuses them
+// with a *ParamsError as the reference does. It is the one decoding of request params: the server's
+// dispatch and the early answer to initialize (handshake) both use it. top, when not nil, returns raw's
+// top-level members (ok false when raw is not an object), decoded once by the caller for its own checks.
+func DecodeParams(spec *MethodSpec, raw json.RawMessage, top func() (map[string]json.RawMessage, bool)) (any, error) {
+	if spec.NewParams == nil {
+		return nil, nil
+	}
+	if raw == nil {
+		if spec.ParamsRequired {
+			return nil, paramsErrorf("missing field `params`")
+		}
+		return spec.NewParams(), nil
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, paramsErrorf("invalid type: %s, expected struct %s", describeJSON(trimmed), spec.ParamsType)
+	}
+	p := spec.NewParams()
+	if err := json.Unmarshal(trimmed, p); err != nil {
+		return nil, paramsErrorf("%s", DescribeDecodeError(err))
+	}
+	if HasRequired(spec.ParamsType) {
+		var obj map[string]json.RawMessage
+		ok := false
+		if top != nil {
+			obj, ok = top()
+		} else {
+			ok = json.Unmarshal(trimmed, &obj) == nil
+		}
+		if ok {
+			if err := CheckRequiredIn(spec.ParamsType, obj); err != nil {
+				return nil, paramsErrorf("%v", err)
+			}
+		}
+	}
+	return p, nil
+}
+
+// describeJSON renders a JSON value the way serde names it in "invalid type" errors.
+func describeJSON(v []byte) string {
+	if len(v) == 0 {
+		return "unit value"
+	}
+	switch v[0] {
+	case '"':
+		return "string " + string(v)
+	case '[':
+		return "sequence"
+	case 't', 'f':
+		return "boolean `" + string(v) + "`"
+	case 'n':
+		return "unit value"
+	default:
+		return "integer `" + string(v) + "`"
+	}
+}
+
+// DescribeDecodeError words an encoding/json decoding error as serde does.
+func DescribeDecodeError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		msg := fmt.Sprintf("invalid type: %s, expected %s", typeErr.Value, rustTypeName(typeErr.Type))
+		if typeErr.Field != "" {
+			msg += " for field `" + typeErr.Field + "`"
+		}
+		return msg
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return err.Error()
+	}
+	msg := err.Error()
+	return strings.TrimPrefix(msg, "json: ")
+}
+
+func rustTypeName(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("u%d", t.Bits())
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Int:
+		return fmt.Sprintf("i%d", t.Bits())
+	case reflect.Float32, reflect.Float64:
+		return fmt.Sprintf("f%d", t.Bits())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "a sequence"
+	case reflect.Map:
+		return "a map"
+	case reflect.Struct:
+		return "struct " + t.Name()
+	case reflect.Pointer:
+		return rustTypeName(t.Elem())
+	}
+	return t.String()
+}
