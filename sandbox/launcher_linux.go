@@ -262,7 +262,12 @@ func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD 
 	if req.Cgroup {
 		fds = append(fds, cgroupFD)
 	}
-	err := l.conn.send(req.Marshal(), unix.UnixRights(fds...))
+	msg := req.Marshal()
+	if len(msg) > confine.MaxLaunchRequest {
+		// The send buffer may take it, but the launcher would receive it cut short.
+		return nil, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(msg))
+	}
+	err := l.conn.send(msg, unix.UnixRights(fds...))
 	for _, f := range stdio {
 		runtimeKeepAlive(f)
 	}
