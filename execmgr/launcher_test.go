@@ -477,3 +477,32 @@ func TestLauncherRefusalsPause(t *testing.T) {
 	require.Equal(t, []int{running.l.Pid()}, launcherPids(m), "by the same launcher")
 	m.ls.release(running)
 }
+
+// TestKillOwnerDuringSpawnKillsTheCommand: a command whose start overlaps KillOwner (here: it
+// waits for its owner's launcher to start) is killed once started, not left running.
+func TestKillOwnerDuringSpawnKillsTheCommand(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	entered, unblock := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	m.ls.start = func(self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-unblock
+		}
+		return sandbox.StartLauncher(self, key, opts)
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { close(unblock) }) }
+	t.Cleanup(release) // before the Manager's Close
+
+	ch := spawnAsync(context.Background(), m, wrap, "t1", "sleep 1000")
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the launcher start did not begin")
+	}
+	m.KillOwner("t1")
+	release()
+	p := recvSpawn(t, ch, "the command started after KillOwner")
+	require.NotEqual(t, 0, waitDone(t, p, 30*time.Second), "killed, not left running")
+}

@@ -118,6 +118,9 @@ type Manager struct {
 	mu     sync.Mutex
 	closed bool
 	procs  map[*Process]struct{}
+	// killed counts KillOwner calls per owner, so that a command whose start overlapped one is
+	// killed once started.
+	killed map[string]uint64
 }
 
 // NewManager returns an empty Manager.
@@ -153,6 +156,10 @@ func (m *Manager) Live() []*Process {
 // (background jobs, setsid daemons): their cgroups, or the processes carrying their ScopeEnv token.
 func (m *Manager) KillOwner(owner string) {
 	m.mu.Lock()
+	if m.killed == nil {
+		m.killed = map[string]uint64{}
+	}
+	m.killed[owner]++
 	var procs []*Process
 	for p := range m.procs {
 		if p.owner == owner {
@@ -213,7 +220,7 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 		return nil, err
 	}
 	m.mu.Lock()
-	closed := m.closed
+	closed, killedBefore := m.closed, m.killed[req.Owner]
 	m.mu.Unlock()
 	if closed {
 		return nil, ErrClosed
@@ -269,7 +276,8 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 	}
 	sc.started(p.pid)
 	m.mu.Lock()
-	if m.closed {
+	if m.closed || m.killed[req.Owner] != killedBefore {
+		// Closed, or KillOwner ran while this command was being started (it could not see it).
 		m.mu.Unlock()
 		p.KillNow()
 	} else {
