@@ -1,13 +1,15 @@
 // Package codexhome locates the Codex home directory. It is apart from package config so that the early
 // start (internal/early) can answer initialize without initialising the configuration's packages; it
 // uses package path rather than path/filepath (the same on Unix) because path/filepath sorts late in
-// the binary's package initialisation order, which would hold the early start back.
+// the binary's package initialisation order, which would hold the early start back, and strconv and
+// errors rather than fmt for the same reason (internal/early/quick answers from one of the first
+// initialisers).
 package codexhome
 
 import (
-	"fmt"
 	"os"
 	"path"
+	"strconv"
 )
 
 // Dir returns the absolute Codex home directory: $CODEX_HOME when set and non-empty, else ~/.codex. The
@@ -18,7 +20,7 @@ func Dir() (string, error) {
 	if dir == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("locate home directory: %w", err)
+			return "", wrap("locate home directory", err)
 		}
 		dir = path.Join(home, ".codex")
 	}
@@ -26,19 +28,31 @@ func Dir() (string, error) {
 	if !path.IsAbs(abs) {
 		wd, err := os.Getwd()
 		if err != nil {
-			return "", fmt.Errorf("resolve CODEX_HOME %q: %w", dir, err)
+			return "", wrap("resolve CODEX_HOME "+strconv.Quote(dir), err)
 		}
 		abs = path.Join(wd, dir)
 	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return "", fmt.Errorf("create CODEX_HOME: %w", err)
+		return "", wrap("create CODEX_HOME", err)
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
-		return "", fmt.Errorf("stat CODEX_HOME: %w", err)
+		return "", wrap("stat CODEX_HOME", err)
 	}
 	if !st.IsDir() {
-		return "", fmt.Errorf("CODEX_HOME %s is not a directory", abs)
+		return "", &wrapped{msg: "CODEX_HOME " + abs + " is not a directory"}
 	}
 	return abs, nil
 }
+
+// wrapped is an error with a context, as fmt.Errorf("%s: %w", ...) words it.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func wrap(msg string, err error) error { return &wrapped{msg: msg + ": " + err.Error(), err: err} }
+
+func (e *wrapped) Error() string { return e.msg }
+
+func (e *wrapped) Unwrap() error { return e.err }

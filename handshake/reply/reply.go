@@ -1,0 +1,146 @@
+// Package reply builds the result of `initialize` (the user agent, the platform) and its bytes. It
+// imports no encoding/json, protocol or log/slog, so that the early answer of a stdio start
+// (internal/early/quick) can use it from one of the binary's first package initialisers; package
+// handshake, which the server's handler uses, builds on it, so both answers are the same bytes. It
+// uses package bytes rather than strings and bufio: Go initialises packages in import-path order as
+// their imports become ready, and strings waits for every ready package from compress/flate to
+// modernc.org/sqlite/vtab, which would hold the quick answer back by about ten initialisers.
+package reply
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"sync"
+
+	"appserver/jsonrpc/jsonstr"
+)
+
+// Version is appserver's own version; CompatVersion is the codex-cli version whose protocol it speaks.
+const (
+	Version       = "0.1.0"
+	CompatVersion = "0.169.0"
+)
+
+// UserAgentVersion is the version token in userAgent and cliVersion: the reference's version with our
+// own as semver build metadata, so clients that gate on the codex version see 0.169.0.
+const UserAgentVersion = CompatVersion + "+appserver." + Version
+
+// AppendResult appends the result object of `initialize` as json.Marshal encodes
+// protocol.InitializeResponse.
+func AppendResult(b []byte, codexHome, platformFamily, platformOS, userAgent string) []byte {
+	b = append(b, `{"codexHome":`...)
+	b = jsonstr.Append(b, codexHome)
+	b = append(b, `,"platformFamily":`...)
+	b = jsonstr.Append(b, platformFamily)
+	b = append(b, `,"platformOs":`...)
+	b = jsonstr.Append(b, platformOS)
+	b = append(b, `,"userAgent":`...)
+	b = jsonstr.Append(b, userAgent)
+	return append(b, '}')
+}
+
+// AppendResponse appends the answer to the request with the raw JSON id: the response line without its
+// newline, as jsonrpc.EncodeResult frames a result.
+func AppendResponse(b, id []byte, codexHome, clientName, clientVersion string) []byte {
+	b = append(b, `{"id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = AppendResult(b, codexHome, PlatformFamily(), PlatformOS(), UserAgent(clientName, clientVersion))
+	return append(b, '}')
+}
+
+// UserAgent is the user agent reported to a client (and sent to the model provider): the client's
+// name, or codex_vscode when it gave none, our version, the OS, the architecture and the terminal.
+func UserAgent(clientName, clientVersion string) string {
+	name := clientName
+	if name == "" {
+		name = "codex_vscode"
+	}
+	return name + "/" + UserAgentVersion + " (" + osDescription() + "; " + archName() + ") " + terminalName() + " (" + name + "; " + clientVersion + ")"
+}
+
+// PlatformFamily is the result's platformFamily: windows or unix.
+func PlatformFamily() string {
+	if runtime.GOOS == "windows" {
+		return "windows"
+	}
+	return "unix"
+}
+
+// PlatformOS is the result's platformOs: the OS as the reference names it.
+func PlatformOS() string {
+	if runtime.GOOS == "darwin" {
+		return "macos"
+	}
+	return runtime.GOOS
+}
+
+func archName() string {
+	switch runtime.GOARCH {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	}
+	return runtime.GOARCH
+}
+
+// osDescription is the OS's name and version from /etc/os-release (ID, VERSION_ID).
+var osDescription = sync.OnceValue(func() string { return describeOS("/etc/os-release") })
+
+func describeOS(file string) string {
+	vals := osRelease(file)
+	if vals == nil {
+		return string(bytes.ToUpper([]byte(runtime.GOOS[:1]))) + runtime.GOOS[1:]
+	}
+	id := vals["ID"]
+	if id == "" {
+		id = runtime.GOOS
+	}
+	name := string(bytes.ToUpper([]byte(id[:1]))) + id[1:]
+	ver := vals["VERSION_ID"]
+	if ver == "" {
+		return name
+	}
+	for n := bytes.Count([]byte(ver), []byte(".")); n < 2; n++ {
+		ver += ".0"
+	}
+	return name + " " + ver
+}
+
+// osRelease reads the KEY=value lines of an os-release file, values unquoted; nil when it cannot be
+// read. It uses package bytes, not strings or bufio, which are initialised late (see the package
+// comment); as bufio.Scanner, it stops at a line longer than 64 KiB.
+func osRelease(file string) map[string]string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	vals := map[string]string{}
+	for len(data) > 0 {
+		line, rest, _ := bytes.Cut(data, []byte("\n"))
+		data = rest
+		if len(line) > 64<<10 {
+			break
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if k, v, ok := bytes.Cut(line, []byte("=")); ok {
+			vals[string(k)] = string(bytes.Trim(v, `"'`))
+		}
+	}
+	return vals
+}
+
+func terminalName() string {
+	if tp := os.Getenv("TERM_PROGRAM"); tp != "" {
+		if v := os.Getenv("TERM_PROGRAM_VERSION"); v != "" {
+			return tp + "/" + v
+		}
+		return tp
+	}
+	if t := os.Getenv("TERM"); t != "" {
+		return t
+	}
+	return "unknown"
+}
