@@ -215,8 +215,9 @@ func TestEarlyInitializeSameStream(t *testing.T) {
 }
 
 // TestQuickAnswerInitialisedEarly: the quick answer to initialize (internal/early/quick) is started
-// before the packages that hold internal/early back (encoding/json, log/slog, database/sql, ...): an
-// import that sorts late (strings, bufio, fmt, path/filepath) would move it after them.
+// right after package os, before the packages that hold internal/early back (encoding/json, log/slog,
+// database/sql, ...): an import that sorts late (bytes and strconv: after unicode and os/signal;
+// strings, bufio, fmt, path/filepath: after database/sql) would move it after them.
 func TestQuickAnswerInitialisedEarly(t *testing.T) {
 	cmd := exec.Command(binPath)
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1", "CODEX_HOME="+t.TempDir(), "HOME="+t.TempDir())
@@ -234,7 +235,8 @@ func TestQuickAnswerInitialisedEarly(t *testing.T) {
 	}
 	quick := pos["appserver/internal/early/quick"]
 	require.NotZero(t, quick, "no init trace of the quick answer:\n%s", stderr.String())
-	for _, pkg := range []string{"encoding/json", "log/slog", "database/sql", "encoding/gob", "appserver/internal/early"} {
+	for _, pkg := range []string{"unicode", "os/signal", "encoding/json", "log/slog", "database/sql", "encoding/gob",
+		"appserver/internal/early"} {
 		require.NotZero(t, pos[pkg], "%s has no init trace", pkg)
 		require.Less(t, quick, pos[pkg], "quick is initialised after %s", pkg)
 	}

@@ -1,15 +1,13 @@
 // Package codexhome locates the Codex home directory. It is apart from package config so that the early
 // start (internal/early) can answer initialize without initialising the configuration's packages; it
 // uses package path rather than path/filepath (the same on Unix) because path/filepath sorts late in
-// the binary's package initialisation order, which would hold the early start back, and strconv and
-// errors rather than fmt for the same reason (internal/early/quick answers from one of the first
-// initialisers).
+// the binary's package initialisation order, which would hold the early start back, and neither fmt
+// nor strconv for the same reason (internal/early/quick answers right after package os is initialised).
 package codexhome
 
 import (
 	"os"
 	"path"
-	"strconv"
 )
 
 // Dir returns the absolute Codex home directory: $CODEX_HOME when set and non-empty, else ~/.codex. The
@@ -28,7 +26,7 @@ func Dir() (string, error) {
 	if !path.IsAbs(abs) {
 		wd, err := os.Getwd()
 		if err != nil {
-			return "", wrap("resolve CODEX_HOME "+strconv.Quote(dir), err)
+			return "", wrap("resolve CODEX_HOME "+quote(dir), err)
 		}
 		abs = path.Join(wd, dir)
 	}
@@ -56,3 +54,24 @@ func wrap(msg string, err error) error { return &wrapped{msg: msg + ": " + err.E
 func (e *wrapped) Error() string { return e.msg }
 
 func (e *wrapped) Unwrap() error { return e.err }
+
+// quote is strconv.Quote for a path of printable characters: a double-quoted string with `"` and `\`
+// escaped, control bytes as \n or \xNN (strconv.Quote also escapes unprintable Unicode).
+func quote(s string) string {
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c >= '\a' && c <= '\r':
+			b = append(b, '\\', "abtnvfr"[c-'\a'])
+		case c < 0x20 || c == 0x7f:
+			b = append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(append(b, '"'))
+}

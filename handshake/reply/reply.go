@@ -2,13 +2,12 @@
 // imports no encoding/json, protocol or log/slog, so that the early answer of a stdio start
 // (internal/early/quick) can use it from one of the binary's first package initialisers; package
 // handshake, which the server's handler uses, builds on it, so both answers are the same bytes. It
-// uses package bytes rather than strings and bufio: Go initialises packages in import-path order as
-// their imports become ready, and strings waits for every ready package from compress/flate to
-// modernc.org/sqlite/vtab, which would hold the quick answer back by about ten initialisers.
+// does without strings, bufio and bytes: Go initialises packages in import-path order as their imports
+// become ready, strings waits for every ready package from compress/flate to modernc.org/sqlite/vtab
+// (about ten initialisers), and bytes for unicode, which is initialised after os.
 package reply
 
 import (
-	"bytes"
 	"os"
 	"runtime"
 	"sync"
@@ -92,26 +91,43 @@ var osDescription = sync.OnceValue(func() string { return describeOS("/etc/os-re
 func describeOS(file string) string {
 	vals := osRelease(file)
 	if vals == nil {
-		return string(bytes.ToUpper([]byte(runtime.GOOS[:1]))) + runtime.GOOS[1:]
+		return upperFirst(runtime.GOOS)
 	}
 	id := vals["ID"]
 	if id == "" {
 		id = runtime.GOOS
 	}
-	name := string(bytes.ToUpper([]byte(id[:1]))) + id[1:]
+	name := upperFirst(id)
 	ver := vals["VERSION_ID"]
 	if ver == "" {
 		return name
 	}
-	for n := bytes.Count([]byte(ver), []byte(".")); n < 2; n++ {
+	dots := 0
+	for i := range len(ver) {
+		if ver[i] == '.' {
+			dots++
+		}
+	}
+	for ; dots < 2; dots++ {
 		ver += ".0"
 	}
 	return name + " " + ver
 }
 
+// upperFirst upper-cases s's first byte as strings.ToUpper(s[:1]) + s[1:] does: an ASCII letter is
+// upper-cased, a byte of a multi-byte character (invalid alone) becomes U+FFFD.
+func upperFirst(s string) string {
+	switch c := s[0]; {
+	case c >= 0x80:
+		return "\ufffd" + s[1:]
+	case 'a' <= c && c <= 'z':
+		return string(c-'a'+'A') + s[1:]
+	}
+	return s
+}
+
 // osRelease reads the KEY=value lines of an os-release file, values unquoted; nil when it cannot be
-// read. It uses package bytes, not strings or bufio, which are initialised late (see the package
-// comment); as bufio.Scanner, it stops at a line longer than 64 KiB.
+// read. As bufio.Scanner, it drops a line's trailing \r and stops at a line longer than 64 KiB.
 func osRelease(file string) map[string]string {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -119,17 +135,43 @@ func osRelease(file string) map[string]string {
 	}
 	vals := map[string]string{}
 	for len(data) > 0 {
-		line, rest, _ := bytes.Cut(data, []byte("\n"))
-		data = rest
+		line := data
+		if i := index(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
 		if len(line) > 64<<10 {
 			break
 		}
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if k, v, ok := bytes.Cut(line, []byte("=")); ok {
-			vals[string(k)] = string(bytes.Trim(v, `"'`))
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		if i := index(line, '='); i >= 0 {
+			vals[string(line[:i])] = string(trimQuotes(line[i+1:]))
 		}
 	}
 	return vals
+}
+
+func index(b []byte, c byte) int {
+	for i := range b {
+		if b[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// trimQuotes is strings.Trim(v, `"'`).
+func trimQuotes(v []byte) []byte {
+	for len(v) > 0 && (v[0] == '"' || v[0] == '\'') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == '"' || v[len(v)-1] == '\'') {
+		v = v[:len(v)-1]
+	}
+	return v
 }
 
 func terminalName() string {

@@ -202,6 +202,10 @@ var quickLines = []string{
 	`{"id":9223372036854775807,"method":"initialize","params":{"clientInfo":{"name":"héllo ✓ 𝄞","version":"<&>"}}}`,
 	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"},"capabilities":{}}}`,
 	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"\u0063","version":"1"}}}`,
+	`{"id":-9223372036854775808,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":-9223372036854775809,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":19223372036854775807,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":-,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
 	`{"id":9223372036854775808,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
 	`{"id":01,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
 	`{"id":1.0,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
@@ -232,7 +236,7 @@ func TestQuickIsTheServers(t *testing.T) {
 			answeredQuickly++
 		}
 	}
-	require.Equal(t, 7, answeredQuickly)
+	require.Equal(t, 8, answeredQuickly)
 }
 
 func FuzzQuickIsTheServers(f *testing.F) {

@@ -5,7 +5,8 @@
 // Package internal/early needs the protocol types and the JSON-RPC decoding, which wait for
 // encoding/json and log/slog, and those sort after (and so wait for) every ready package from
 // compress/flate to encoding/gob: early runs about 75 initialisers after os. This package imports only
-// packages that are ready right after os (firstline, codexhome, handshake/reply): its initializer
+// packages that are ready right after os (firstline, codexhome, handshake/reply; not even bytes or
+// strconv): its initializer
 // starts a goroutine that parses the first line with a small decoder of its own and, when the line
 // is an initialize it fully understands, writes the answer (handshake/reply, the bytes of the server's
 // handler) while the rest of the binary initialises on the other core.
@@ -22,7 +23,6 @@ package quick
 import (
 	"io"
 	"os"
-	"strconv"
 	"unicode/utf8"
 
 	"appserver/config/codexhome"
@@ -214,11 +214,16 @@ func (p *parser) id() ([]byte, bool) {
 	if n == 0 || n > 1 && p.b[digits] == '0' {
 		return nil, false
 	}
-	raw := p.b[start:p.i]
-	if _, err := strconv.ParseInt(string(raw), 10, 64); err != nil {
+	// An int64 has at most 19 digits; compare 19 to its bounds (package strconv sorts late, see the
+	// package comment).
+	limit := "9223372036854775807"
+	if start < digits {
+		limit = "9223372036854775808"
+	}
+	if n > len(limit) || n == len(limit) && string(p.b[digits:p.i]) > limit {
 		return nil, false
 	}
-	return raw, true
+	return p.b[start:p.i], true
 }
 
 func (p *parser) request() (Line, bool) {
