@@ -30,6 +30,9 @@ func Dir() (string, error) {
 		}
 		abs = path.Join(wd, dir)
 	}
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return abs, nil // what MkdirAll and Stat below find, with one system call
+	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return "", wrap("create CODEX_HOME", err)
 	}

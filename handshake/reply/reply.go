@@ -85,8 +85,17 @@ func archName() string {
 	return runtime.GOARCH
 }
 
-// osDescription is the OS's name and version from /etc/os-release (ID, VERSION_ID).
-var osDescription = sync.OnceValue(func() string { return describeOS("/etc/os-release") })
+var (
+	osOnce sync.Once
+	osDesc string
+)
+
+// osDescription is the OS's name and version from /etc/os-release (ID, VERSION_ID), read once. (A
+// sync.Once rather than sync.OnceValue: no initializer work in the sandbox helper's start-up.)
+func osDescription() string {
+	osOnce.Do(func() { osDesc = describeOS("/etc/os-release") })
+	return osDesc
+}
 
 func describeOS(file string) string {
 	vals := osRelease(file)
