@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
@@ -57,6 +58,61 @@ type Turn struct {
 // History is an open reference history database.
 type History struct {
 	db *sql.DB
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt // prepared once: parsing a statement costs more than running it
+}
+
+// The statements a projection runs, prepared once per History (parsing one costs more than running it).
+const (
+	stateQuery = `SELECT next_rollout_ordinal, next_rollout_byte_offset
+	FROM thread_history_projection_state WHERE thread_id = ?`
+	insertTurnQuery = `INSERT INTO thread_turns (thread_id, turn_id, rollout_ordinal, status,
+		error_json, started_at, completed_at, duration_ms, first_user_item_id, final_agent_item_id,
+		rollout_end_ordinal, root_turn_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(thread_id, turn_id) DO NOTHING`
+	insertItemQuery = `INSERT INTO thread_items (thread_id, turn_id, item_id, rollout_ordinal,
+			created_at_ms, item_json, item_type, updated_at_ordinal, started_at_ms, completed_at_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id, turn_id, item_id) DO NOTHING`
+	setStateQuery = `INSERT INTO thread_history_projection_state
+		(thread_id, next_rollout_byte_offset, next_rollout_ordinal) VALUES (?, ?, ?)
+		ON CONFLICT(thread_id) DO UPDATE SET next_rollout_byte_offset = excluded.next_rollout_byte_offset,
+		next_rollout_ordinal = excluded.next_rollout_ordinal`
+)
+
+// prepare prepares the statements a projection runs. Call it outside transactions: the pool has one connection.
+func (h *History) prepare(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stmts != nil {
+		return nil
+	}
+	stmts := map[string]*sql.Stmt{}
+	for _, q := range []string{stateQuery, insertTurnQuery, insertItemQuery, setStateQuery} {
+		st, err := h.db.PrepareContext(ctx, q)
+		if err != nil {
+			for _, st := range stmts {
+				_ = st.Close()
+			}
+			return fmt.Errorf("refstate: prepare: %w", err)
+		}
+		stmts[q] = st
+	}
+	h.stmts = stmts
+	return nil
+}
+
+// stmt returns q prepared (after prepare).
+func (h *History) stmt(q string) *sql.Stmt {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stmts[q]
+}
+
+// exec runs q in tx with its prepared statement.
+func (h *History) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) error {
+	_, err := tx.StmtContext(ctx, h.stmt(q)).ExecContext(ctx, args...)
+	return err
 }
 
 // OpenHistory opens CODEX_HOME's reference history database for writing. It returns ErrAbsent when there is
@@ -104,7 +160,35 @@ func (h *History) checkSchema(ctx context.Context) error {
 }
 
 // Close closes the database.
-func (h *History) Close() error { return h.db.Close() }
+func (h *History) Close() error {
+	h.mu.Lock()
+	for _, st := range h.stmts {
+		_ = st.Close()
+	}
+	h.stmts = nil
+	h.mu.Unlock()
+	return h.db.Close()
+}
+
+// ErrStale reports that the projection state is behind the turns a caller offered (ProjectSince): the caller
+// must offer every turn again.
+var ErrStale = errors.New("refstate: projection state behind the turns offered")
+
+// State returns a thread's projection state: the next rollout ordinal and byte offset to project. ok is false
+// when the thread has none.
+func (h *History) State(ctx context.Context, threadID string) (nextOrdinal, nextByteOffset int64, ok bool, err error) {
+	if err := h.prepare(ctx); err != nil {
+		return 0, 0, false, err
+	}
+	err = h.stmt(stateQuery).QueryRowContext(ctx, threadID).Scan(&nextOrdinal, &nextByteOffset)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, 0, false, nil
+	case err != nil:
+		return 0, 0, false, fmt.Errorf("refstate: projection state: %w", err)
+	}
+	return nextOrdinal, nextByteOffset, true, nil
+}
 
 // Project writes the turns of a thread that are not projected yet: those whose ordinal is at or past the
 // thread's projection state (next_rollout_ordinal), then moves the projection state to nextOrdinal and
@@ -112,14 +196,22 @@ func (h *History) Close() error { return h.db.Close() }
 // projection state is already at or past nextByteOffset. Everything happens in one transaction: any conflict
 // rolls it back whole.
 func (h *History) Project(ctx context.Context, threadID string, turns []Turn, nextOrdinal, nextByteOffset int64) error {
+	return h.ProjectSince(ctx, threadID, turns, 0, nextOrdinal, nextByteOffset)
+}
+
+// ProjectSince is Project for a caller that offers only the turns whose ordinal is at or past since: when the
+// projection state is below since (turns it would write are missing), it writes nothing and returns ErrStale.
+func (h *History) ProjectSince(ctx context.Context, threadID string, turns []Turn, since, nextOrdinal, nextByteOffset int64) error {
+	if err := h.prepare(ctx); err != nil {
+		return err
+	}
 	tx, err := h.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("refstate: begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
 	var from, doneBytes int64
-	err = tx.QueryRowContext(ctx, `SELECT next_rollout_ordinal, next_rollout_byte_offset
-		FROM thread_history_projection_state WHERE thread_id = ?`, threadID).Scan(&from, &doneBytes)
+	err = tx.StmtContext(ctx, h.stmt(stateQuery)).QueryRowContext(ctx, threadID).Scan(&from, &doneBytes)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		from, doneBytes = 0, -1
@@ -129,18 +221,18 @@ func (h *History) Project(ctx context.Context, threadID string, turns []Turn, ne
 	if doneBytes >= nextByteOffset {
 		return nil
 	}
+	if from < since {
+		return fmt.Errorf("%w: state at ordinal %d, turns offered from %d", ErrStale, from, since)
+	}
 	for _, t := range turns {
 		if t.Ordinal < from {
 			continue
 		}
-		if err := insertTurn(ctx, tx, threadID, t); err != nil {
+		if err := h.insertTurn(ctx, tx, threadID, t); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO thread_history_projection_state
-		(thread_id, next_rollout_byte_offset, next_rollout_ordinal) VALUES (?, ?, ?)
-		ON CONFLICT(thread_id) DO UPDATE SET next_rollout_byte_offset = excluded.next_rollout_byte_offset,
-		next_rollout_ordinal = excluded.next_rollout_ordinal`, threadID, nextByteOffset, nextOrdinal); err != nil {
+	if err := h.exec(ctx, tx, setStateQuery, threadID, nextByteOffset, nextOrdinal); err != nil {
 		return fmt.Errorf("refstate: projection state: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -149,7 +241,7 @@ func (h *History) Project(ctx context.Context, threadID string, turns []Turn, ne
 	return nil
 }
 
-func insertTurn(ctx context.Context, tx *sql.Tx, threadID string, t Turn) error {
+func (h *History) insertTurn(ctx context.Context, tx *sql.Tx, threadID string, t Turn) error {
 	var firstUser, finalAgent *string
 	for i := range t.Items {
 		it := &t.Items[i]
@@ -169,18 +261,13 @@ func insertTurn(ctx context.Context, tx *sql.Tx, threadID string, t Turn) error 
 	if root == "" {
 		root = t.ID
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO thread_turns (thread_id, turn_id, rollout_ordinal, status,
-		error_json, started_at, completed_at, duration_ms, first_user_item_id, final_agent_item_id,
-		rollout_end_ordinal, root_turn_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT(thread_id, turn_id) DO NOTHING`,
+	if err := h.exec(ctx, tx, insertTurnQuery,
 		threadID, t.ID, t.Ordinal, t.Status, errJSON, t.StartedAt, t.CompletedAt, t.DurationMs, firstUser,
 		finalAgent, t.EndOrdinal, root); err != nil {
 		return fmt.Errorf("refstate: turn %s: %w", t.ID, err)
 	}
 	for _, it := range t.Items {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO thread_items (thread_id, turn_id, item_id, rollout_ordinal,
-			created_at_ms, item_json, item_type, updated_at_ordinal, started_at_ms, completed_at_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id, turn_id, item_id) DO NOTHING`,
+		if err := h.exec(ctx, tx, insertItemQuery,
 			threadID, t.ID, it.ID, it.Ordinal, it.CreatedAtMs, string(it.JSON), it.Type, it.Ordinal,
 			it.StartedAtMs, it.CompletedAtMs); err != nil {
 			return fmt.Errorf("refstate: item %s: %w", it.ID, err)

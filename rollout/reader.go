@@ -103,6 +103,13 @@ type builder struct {
 	tcEnds  [][2]int
 	// arena is the block response items are being copied into (keep).
 	arena []byte
+	// refOnly builds turns only (the reference's history projection): no model history, turn contexts or
+	// update time.
+	refOnly bool
+	// consumed is the top file's offset past its last newline-terminated line read; torn reports that the
+	// last line read had no newline (a reader resuming at consumed would read it again).
+	consumed int64
+	torn     bool
 }
 
 // turnContexts sets the thread's model (the newest non-empty one), reasoning effort and last turn context from
@@ -148,7 +155,13 @@ func (b *builder) readFile(path string, limit int64, depth int, top bool) error 
 	}
 	lr := newLineReader(r)
 	defer lr.release()
-	first := true
+	return b.readLines(lr, path, depth, top, true)
+}
+
+// readLines feeds the records of lr to the builder; first tells that lr starts at the file's first line. For the
+// top file it keeps b.consumed (the offset just past the last newline-terminated line, from lr's start) and
+// b.torn (the last line read had no newline).
+func (b *builder) readLines(lr *lineReader, path string, depth int, top, first bool) error {
 	lineNo := 0
 	for {
 		ln, truncated, complete, err := lr.next(maxLineBytes)
@@ -159,6 +172,12 @@ func (b *builder) readFile(path string, limit int64, depth int, top bool) error 
 			return fmt.Errorf("rollout: read %s: %w", path, err)
 		}
 		lineNo++
+		if top {
+			b.torn = !complete
+			if complete {
+				b.consumed = lr.off
+			}
+		}
 		if len(bytes.TrimSpace(ln)) == 0 {
 			continue
 		}
@@ -208,7 +227,7 @@ func (b *builder) readFile(path string, limit int64, depth int, top bool) error 
 			b.ord = *rec.Ordinal
 		}
 		b.bumpOrdinal(rec, top)
-		if top {
+		if top && !b.refOnly {
 			if t := parseTime(rec.Timestamp); !t.IsZero() {
 				b.th.UpdatedAt = t
 			}
@@ -423,6 +442,9 @@ func turnContextSettings(payload json.RawMessage) (model, effort string, ok bool
 }
 
 func (b *builder) add(rec line) {
+	if b.refOnly && rec.Type != TypeEventMsg {
+		return
+	}
 	switch rec.Type {
 	case TypeResponseItem:
 		if bytes.Contains(rec.Payload, internalKey) {

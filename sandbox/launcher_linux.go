@@ -32,6 +32,8 @@ type Launcher struct {
 	cmd     *exec.Cmd
 	conn    *seqConn
 	timeout time.Duration
+	// exitGrace is exitReportGrace when the launcher started (read once: tests change the variable).
+	exitGrace time.Duration
 
 	spawnMu sync.Mutex // one request at a time: replies come in order
 	replies chan launchReply
@@ -137,7 +139,7 @@ func startLauncher(self string, key LaunchKey, kind int, opts LauncherOptions) (
 		return nil, err
 	}
 	theirs.Close()
-	l := &Launcher{cmd: cmd, conn: conn, timeout: opts.Timeout, replies: make(chan launchReply, 1),
+	l := &Launcher{cmd: cmd, conn: conn, timeout: opts.Timeout, exitGrace: exitReportGrace, replies: make(chan launchReply, 1),
 		dead: make(chan struct{}), closing: make(chan struct{}), exited: make(chan struct{}), children: map[int]*Launched{}}
 	go func() {
 		_ = cmd.Wait()
@@ -334,7 +336,7 @@ func (l *Launcher) watch(c *Launched, pidfd int) {
 			n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
 			return n > 0 || (err != nil && err != unix.EINTR)
 		})
-		t := time.NewTimer(exitReportGrace)
+		t := time.NewTimer(l.exitGrace)
 		defer t.Stop()
 		select {
 		case <-c.done:

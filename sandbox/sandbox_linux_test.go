@@ -1562,3 +1562,18 @@ func TestLauncherPermanent(t *testing.T) {
 	require.ErrorIs(t, err, ErrLaunch)
 	require.False(t, LauncherPermanent(err), "%v", err)
 }
+
+// TestRefusedRemembersOnlyLastingRefusals: a refused clone moves on to the next Start; the kind is
+// left out of later Starts unless the refusal was a namespace count limit (ENOSPC), which passes.
+func TestRefusedRemembersOnlyLastingRefusals(t *testing.T) {
+	saved := refused[startDirect].Load()
+	defer refused[startDirect].Store(saved)
+	st := Start{kind: startDirect}
+	for errno, lasting := range map[syscall.Errno]bool{unix.ENOSPC: false, unix.EPERM: true, unix.EUSERS: true} {
+		refused[startDirect].Store(false)
+		require.True(t, st.Refused(&os.SyscallError{Syscall: "clone", Err: errno}), "%v", errno)
+		require.Equal(t, lasting, refused[startDirect].Load(), "%v", errno)
+	}
+	require.False(t, st.Refused(&os.SyscallError{Syscall: "clone", Err: unix.EAGAIN}))
+	require.False(t, Start{kind: startPlain}.Refused(unix.EPERM))
+}

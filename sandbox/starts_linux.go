@@ -121,13 +121,16 @@ func b2i(b bool) int {
 }
 
 // Refused reports whether err, from starting s, means the kernel refused its namespaces (user
-// namespaces disabled, no CAP_SYS_ADMIN, a namespace limit): the caller then tries the next Start,
-// and later calls of Starts leave this kind out.
+// namespaces disabled, no CAP_SYS_ADMIN, a namespace limit): the caller then tries the next Start.
+// Later calls of Starts leave this kind out, except after ENOSPC (a namespace count limit, which
+// frees up as namespaces end).
 func (s Start) Refused(err error) bool {
 	if s.kind == startPlain || !nsRefused(err) {
 		return false
 	}
-	refused[s.kind].Store(true)
+	if !errors.Is(err, unix.ENOSPC) {
+		refused[s.kind].Store(true)
+	}
 	return true
 }
 

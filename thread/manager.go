@@ -183,6 +183,10 @@ func (m *Manager) Unload(id string) bool {
 	m.mu.Unlock()
 	if ok {
 		t.close()
+		m.storeMu.Lock()
+		rh := m.refHist
+		m.storeMu.Unlock()
+		rh.Forget(id)
 	}
 	return ok
 }
