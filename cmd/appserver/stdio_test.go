@@ -213,3 +213,31 @@ func TestEarlyInitializeSameStream(t *testing.T) {
 	require.Contains(t, early[2], "Already initialized")
 	require.Contains(t, early[3], `"id":3`)
 }
+
+// TestQuickAnswerInitialisedEarly: the quick answer to initialize (internal/early/quick) is started
+// right after package os, before the packages that hold internal/early back (encoding/json, log/slog,
+// database/sql, ...): an import that sorts late (bytes and strconv: after unicode and os/signal;
+// strings, bufio, fmt, path/filepath: after database/sql) would move it after them.
+func TestQuickAnswerInitialisedEarly(t *testing.T) {
+	cmd := exec.Command(binPath)
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1", "CODEX_HOME="+t.TempDir(), "HOME="+t.TempDir())
+	cmd.Dir = t.TempDir()
+	cmd.Stdin = strings.NewReader(`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"t","version":"0"}}}` + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	require.Contains(t, stdout.String(), `{"id":1,"result":{"codexHome":`)
+	pos := map[string]int{}
+	for i, line := range strings.Split(stderr.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+			pos[f[1]] = i + 1
+		}
+	}
+	quick := pos["appserver/internal/early/quick"]
+	require.NotZero(t, quick, "no init trace of the quick answer:\n%s", stderr.String())
+	for _, pkg := range []string{"unicode", "os/signal", "encoding/json", "log/slog", "database/sql", "encoding/gob",
+		"appserver/internal/early"} {
+		require.NotZero(t, pos[pkg], "%s has no init trace", pkg)
+		require.Less(t, quick, pos[pkg], "quick is initialised after %s", pkg)
+	}
+}

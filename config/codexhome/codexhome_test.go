@@ -3,6 +3,7 @@ package codexhome
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,4 +35,10 @@ func TestDir(t *testing.T) {
 	t.Setenv("CODEX_HOME", filepath.Join(base, "file"))
 	_, err = Dir()
 	require.Error(t, err)
+}
+
+func TestQuote(t *testing.T) {
+	for _, s := range []string{"", "rel/home", `a"b\c`, "tab\there", "x\x7fy\a\b\f\n\r\v\x01", "héllo"} {
+		require.Equal(t, strconv.Quote(s), quote(s))
+	}
 }

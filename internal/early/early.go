@@ -18,6 +18,9 @@
 // It runs only for `appserver` and `appserver app-server` without options (firstline.Wanted): any
 // option (-c, --listen, --strict-config, ...) or subcommand leaves the start-up as it was. The first
 // line is read by package firstline and decoded by package request, whose initializers run earlier.
+// A simple initialize (package quick's subset) is answered sooner still, by package quick from one of
+// the binary's first initialisers; this package then only decodes it as the server does and hands
+// the rest of the input over.
 package early
 
 import (
@@ -29,6 +32,7 @@ import (
 	"appserver/config/codexhome"
 	"appserver/handshake"
 	"appserver/internal/early/firstline"
+	"appserver/internal/early/quick"
 	"appserver/internal/early/request"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
@@ -71,17 +75,30 @@ func Wait(ctx context.Context) (s Start, ok bool, err error) {
 }
 
 func run(stdin io.Reader, stdout io.Writer) {
+	answered := quick.Answered()
 	f := request.Result()
-	home, err := codexhome.Dir()
-	if err != nil {
-		f.Params = nil // the server reports the error as usual
+	home := ""
+	if !answered {
+		var err error
+		if home, err = codexhome.Dir(); err != nil {
+			f.Params = nil // the server reports the error as usual
+		}
 	}
-	result = answer(f, stdin, stdout, home)
+	result = answer(answered, f, stdin, stdout, home)
 	close(inputDone)
 }
 
-// answer answers the first line of stdin when it is a well-formed initialize.
-func answer(f request.First, stdin io.Reader, stdout io.Writer, codexHome string) Start {
+// answer answers the first line of stdin when it is a well-formed initialize that package quick did
+// not answer (answered).
+func answer(answered bool, f request.First, stdin io.Reader, stdout io.Writer, codexHome string) Start {
+	if answered {
+		p := f.Params
+		if p == nil { // not expected (TestQuickIsTheServers): keep what quick understood
+			l, _ := quick.Parse(f.Read, f.EOL)
+			p = &protocol.InitializeParams{ClientInfo: protocol.ClientInfo{Name: l.Name, Title: l.Title, Version: l.Version}}
+		}
+		return Start{Initialized: p, Input: io.MultiReader(bytes.NewReader(f.Read[f.EOL+1:]), stdin)}
+	}
 	if f.Params == nil {
 		return Start{Input: io.MultiReader(bytes.NewReader(f.Read), stdin)}
 	}

@@ -15,7 +15,9 @@ import (
 
 	"appserver/config"
 	"appserver/internal/early/firstline"
+	"appserver/internal/early/quick"
 	"appserver/internal/early/request"
+	protocol "appserver/protocol/v2"
 	"appserver/server"
 )
 
@@ -57,11 +59,23 @@ type answered struct {
 	written []byte
 }
 
+// answerFor runs the early start as a process does: package quick's answer, then this package's.
 func answerFor(t *testing.T, home, input string) answered {
 	t.Helper()
 	var out bytes.Buffer
 	in := strings.NewReader(input)
-	st := answer(request.Decode(firstline.ReadFirstLine(in)), in, &out, home)
+	read, eol := firstline.ReadFirstLine(in)
+	quickly := quick.Answer(read, eol, &out, home)
+	st := answer(quickly, request.Decode(read, eol), in, &out, home)
+	return answered{Start: st, written: out.Bytes()}
+}
+
+// slowAnswerFor runs this package's answer alone, as for a line package quick leaves.
+func slowAnswerFor(t *testing.T, home, input string) answered {
+	t.Helper()
+	var out bytes.Buffer
+	in := strings.NewReader(input)
+	st := answer(false, request.Decode(firstline.ReadFirstLine(in)), in, &out, home)
 	return answered{Start: st, written: out.Bytes()}
 }
 
@@ -79,7 +93,7 @@ func lines(s string) []string {
 	return out
 }
 
-func testHome(t *testing.T) string {
+func testHome(t testing.TB) string {
 	t.Helper()
 	home := filepath.Join(t.TempDir(), "codex_home")
 	require.NoError(t, os.MkdirAll(home, 0o755))
@@ -175,4 +189,90 @@ func TestAnswersExactlyWhatTheServerAccepts(t *testing.T) {
 		st := answerFor(t, home, input)
 		require.Equal(t, accepted, st.Initialized != nil, "%s", input)
 	}
+}
+
+// quickLines are first lines for TestQuickIsTheServers and the fuzz seeds: the shapes package quick
+// answers and their near misses.
+var quickLines = []string{
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	` { "jsonrpc" : "2.0" , "id" : -42 , "method" : "initialize" , "params" : { "clientInfo" : { "name" : "c" , "version" : "1" } } } ` + "\r",
+	`{"params":{"capabilities":null,"clientInfo":{"title":"T","version":"1.2.3","name":"codex-tui"}},"method":"initialize","id":"abc"}`,
+	`{"id":"x","method":"initialize","params":{"clientInfo":{"name":"c","title":null,"version":"1"},"capabilities":{"experimentalApi":true,"optOutNotificationMethods":["a","b"],"requestAttestation":false,"requiredHumanApproval":null}}}`,
+	`{"id":0,"method":"initialize","params":{"clientInfo":{"name":"","version":""},"capabilities":{"optOutNotificationMethods":[]}}}`,
+	`{"id":9223372036854775807,"method":"initialize","params":{"clientInfo":{"name":"héllo ✓ 𝄞","version":"<&>"}}}`,
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"},"capabilities":{}}}`,
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"\u0063","version":"1"}}}`,
+	`{"id":-9223372036854775808,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":-9223372036854775809,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":19223372036854775807,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":-,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":9223372036854775808,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":01,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":1.0,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":null,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":1,"id":2,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"},"extra":1}}`,
+	`{"id":1,"Method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"},"capabilities":{"extensions":{}}}}`,
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"},"capabilities":{"experimentalApi":1}}}`,
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"},"capabilities":{"optOutNotificationMethods":[1]}}}`,
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c"}}}`,
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}} x`,
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}},}`,
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c\xff","version":"1"}}}`,
+	`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c	","version":"1"}}}`,
+	`{"id":1,"method":"initialize","result":{},"params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	`{"jsonrpc":2,"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+	"\v" + `{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}`,
+}
+
+// TestQuickIsTheServers: package quick answers a first line only when this package's decoding (the
+// server's) accepts it, with the same bytes and the same params.
+func TestQuickIsTheServers(t *testing.T) {
+	home := testHome(t)
+	answeredQuickly := 0
+	for _, line := range quickLines {
+		if checkQuick(t, home, line) {
+			answeredQuickly++
+		}
+	}
+	require.Equal(t, 8, answeredQuickly)
+}
+
+func FuzzQuickIsTheServers(f *testing.F) {
+	for _, line := range quickLines {
+		f.Add(line)
+	}
+	home := testHome(f)
+	f.Fuzz(func(t *testing.T, line string) {
+		if strings.Contains(line, "\n") {
+			return
+		}
+		checkQuick(t, home, line)
+	})
+}
+
+// checkQuick compares package quick's answer to line with this package's alone and reports whether
+// quick answered it.
+func checkQuick(t *testing.T, home, line string) bool {
+	t.Helper()
+	input := line + "\n" + `{"id":2,"method":"thread/list","params":{}}` + "\n"
+	slow := slowAnswerFor(t, home, input)
+	var out bytes.Buffer
+	read, eol := firstline.ReadFirstLine(strings.NewReader(input))
+	if !quick.Answer(read, eol, &out, home) {
+		require.Empty(t, out.Bytes())
+		return false
+	}
+	require.NotNil(t, slow.Initialized, "quick answered what the server refuses: %q", line)
+	require.Equal(t, string(slow.written), out.String(), "%q", line)
+	l, ok := quick.Parse(read, eol)
+	require.True(t, ok)
+	require.Equal(t, slow.Initialized.ClientInfo, protocol.ClientInfo{Name: l.Name, Title: l.Title, Version: l.Version})
+	st := answerFor(t, home, input)
+	require.Equal(t, slow.Initialized, st.Initialized)
+	rest, err := io.ReadAll(st.Input)
+	require.NoError(t, err)
+	require.Equal(t, `{"id":2,"method":"thread/list","params":{}}`+"\n", string(rest))
+	return true
 }

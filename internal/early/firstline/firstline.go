@@ -1,5 +1,5 @@
 // Package firstline reads the first line of a plain stdio start's input on a goroutine started from a
-// package initializer that runs right after package os, for internal/early.
+// package initializer that runs right after package os, for internal/early and internal/early/quick.
 //
 // Besides the read itself, the goroutine gets an OS thread started early: when internal/early's
 // initializer later starts its own goroutine, the runtime has an idle thread to run it on instead of
@@ -7,7 +7,6 @@
 package firstline
 
 import (
-	"bytes"
 	"io"
 	"os"
 )
@@ -59,7 +58,7 @@ func ReadFirstLine(r io.Reader) (b []byte, newline int) {
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+		if i := indexNewline(buf); i >= 0 {
 			return buf, i
 		}
 		if err != nil {
@@ -67,4 +66,15 @@ func ReadFirstLine(r io.Reader) (b []byte, newline int) {
 		}
 	}
 	return buf, -1
+}
+
+// indexNewline is bytes.IndexByte(b, '\n'): package bytes imports unicode, which is initialised after
+// os, and the quick answer (internal/early/quick) is initialised right after os.
+func indexNewline(b []byte) int {
+	for i, c := range b {
+		if c == '\n' {
+			return i
+		}
+	}
+	return -1
 }
