@@ -146,6 +146,7 @@ func (r *RefHistory) Project(ctx context.Context, threadID, path string) {
 	if errors.Is(err, refstate.ErrStale) {
 		// The projection state moved back meanwhile (another writer): offer every turn.
 		if c.since > 0 {
+			delete(r.cursors, threadID) // it has read past its recorded offset
 			if c, err = r.readWhole(path, info); err != nil {
 				return
 			}

@@ -194,6 +194,12 @@ func (l *Launcher) read() {
 			l.finish(c, killedStatus)
 		}
 		l.mu.Unlock()
+		select {
+		case <-l.closing:
+			// A Spawn that gave up (Close) may have left a reply behind: nobody takes it now.
+			l.dropReplies()
+		default:
+		}
 		close(l.dead)
 	}()
 	buf := make([]byte, 4096)
@@ -235,11 +241,34 @@ func (l *Launcher) read() {
 			l.mu.Unlock()
 		}
 		select {
+		case <-l.closing: // preferred: a Spawn that gave up is not waiting for r
+			r.drop()
+			return
+		default:
+		}
+		select {
 		case l.replies <- r:
 		case <-l.closing:
-			if r.pidfd >= 0 {
-				unix.Close(r.pidfd)
-			}
+			r.drop()
+			return
+		}
+	}
+}
+
+// drop closes the pidfd of a reply nobody takes.
+func (r launchReply) drop() {
+	if r.pidfd >= 0 {
+		unix.Close(r.pidfd)
+	}
+}
+
+// dropReplies drops a reply left in the channel.
+func (l *Launcher) dropReplies() {
+	for {
+		select {
+		case r := <-l.replies:
+			r.drop()
+		default:
 			return
 		}
 	}
@@ -262,13 +291,21 @@ func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD 
 	if req.Cgroup {
 		fds = append(fds, cgroupFD)
 	}
-	err := l.conn.send(req.Marshal(), unix.UnixRights(fds...))
+	msg := req.Marshal()
+	if len(msg) > confine.MaxLaunchRequest {
+		// The send buffer may take it, but the launcher would receive it cut short.
+		return nil, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(msg))
+	}
+	err := l.conn.send(msg, unix.UnixRights(fds...))
 	for _, f := range stdio {
 		runtimeKeepAlive(f)
 	}
 	if err != nil {
 		if errors.Is(err, unix.EMSGSIZE) {
 			return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
+		}
+		if errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET) || errors.Is(err, os.ErrClosed) {
+			return nil, fmt.Errorf("%w: send: %w", ErrLauncherDead, err) // not a refusal
 		}
 		return nil, fmt.Errorf("%w: send: %w", ErrLaunch, err)
 	}
@@ -278,9 +315,14 @@ func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD 
 	select {
 	case r = <-l.replies:
 	case <-l.dead:
-		return nil, ErrLauncherDead
+		select {
+		case r = <-l.replies: // it answered before it died: the command started (and died with it)
+		default:
+			return nil, ErrLauncherDead
+		}
 	case <-t.C:
 		l.Close()
+		l.dropReplies() // a reply that came meanwhile; one still later is dropped by the reader
 		return nil, fmt.Errorf("%w: no reply within %v", ErrLauncherDead, l.timeout)
 	}
 	switch r.kind {

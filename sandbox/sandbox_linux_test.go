@@ -1577,3 +1577,41 @@ func TestRefusedRemembersOnlyLastingRefusals(t *testing.T) {
 	require.False(t, st.Refused(&os.SyscallError{Syscall: "clone", Err: unix.EAGAIN}))
 	require.False(t, Start{kind: startPlain}.Refused(unix.EPERM))
 }
+
+// TestLauncherRequestLargerThanItsBuffer: a request larger than the launcher's receive buffer
+// (which the socket's send buffer can exceed) is refused as too large, never delivered truncated:
+// cut right after a variable, it would run the command without the variables that follow.
+func TestLauncherRequestLargerThanItsBuffer(t *testing.T) {
+	requireSandbox(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	f := newFixture(t)
+	l := startTestLauncher(t, self, LaunchKey{})
+	defer l.Close()
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	req := confine.LaunchRequest{Argv: []string{"sh", "-c", `printf %s "${#LAST}"`}, Dir: f.ws, Setpgid: true,
+		Env: []string{"PATH=" + os.Getenv("PATH")}}
+	// Variables under the kernel's limit for one string, filling the request up to exactly the
+	// launcher's buffer, each ending with its NUL.
+	for i := 0; len(req.Marshal()) < confine.MaxLaunchRequest; i++ {
+		name := fmt.Sprintf("PAD%d=", i)
+		room := confine.MaxLaunchRequest - len(req.Marshal()) - len(name) - 1
+		req.Env = append(req.Env, name+strings.Repeat("p", max(0, min(room, 100000))))
+	}
+	require.Equal(t, confine.MaxLaunchRequest, len(req.Marshal()))
+	req.Env = append(req.Env, "LAST="+strings.Repeat("x", 1000))
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	c, err := l.Spawn(req, [3]*os.File{null, w, w}, -1)
+	w.Close()
+	if err != nil {
+		require.ErrorIs(t, err, ErrTooLarge)
+		return
+	}
+	out, _ := io.ReadAll(r)
+	c.Wait()
+	require.Equal(t, "1000", string(out), "the command got its whole environment")
+}

@@ -63,10 +63,10 @@ func runLauncher(args []string) {
 		}
 	}()
 	send([]byte{MsgReady})
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, MaxLaunchRequest)
 	oob := make([]byte, syscall.CmsgSpace(4*4))
 	for {
-		n, oobn, _, _, err := syscall.Recvmsg(LaunchFD, buf, oob, syscall.MSG_CMSG_CLOEXEC)
+		n, oobn, flags, _, err := syscall.Recvmsg(LaunchFD, buf, oob, syscall.MSG_CMSG_CLOEXEC)
 		if err == syscall.EINTR {
 			continue
 		}
@@ -81,7 +81,12 @@ func runLauncher(args []string) {
 				}
 			}
 		}
-		l.spawn(buf[:n], fds, send)
+		if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 {
+			// Cut short (the server never sends more than MaxLaunchRequest and four descriptors).
+			send(append([]byte{MsgError}, "bad request: truncated"...))
+		} else {
+			l.spawn(buf[:n], fds, send)
+		}
 		for _, fd := range fds {
 			syscall.Close(fd)
 		}

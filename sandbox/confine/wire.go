@@ -7,6 +7,9 @@ import "strconv"
 // starts commands on request, each a child forked from its confined thread (docs/sandbox.md).
 const LaunchMarker = "__appserver_launcher"
 
+// MaxLaunchRequest is the largest spawn message a launcher receives whole (its receive buffer).
+const MaxLaunchRequest = 1 << 20
+
 // LaunchFD is the descriptor of the launcher's end of its SOCK_SEQPACKET socket pair.
 const LaunchFD = 3
 
