@@ -461,7 +461,7 @@ func TestExecMCPServerLifecycle(t *testing.T) {
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGINT))
 	rest, code := s.rest(t)
 	got = append(got, rest...)
-	require.Equal(t, 130, code, "an interrupted turn exits like SIGINT")
+	require.Equal(t, 1, code, "a turn interrupted by SIGINT exits with status 1, as the reference's does")
 
 	turnStarted := indexOf(got, `{"type":"turn.started"}`)
 	require.Greater(t, turnStarted, 0)
@@ -489,8 +489,24 @@ func TestExecMCPServerCancelledByInterrupt(t *testing.T) {
 	}, normalize(head))
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGINT))
 	rest, code := s.rest(t)
-	require.Equal(t, 130, code, s.stderr.String())
+	require.Equal(t, 1, code, s.stderr.String())
 	require.Equal(t, []string{`{"type":"mcp.server.cancelled","name":"stuck"}`}, rest)
+}
+
+// TestExecSIGTERMDiesBySignal: as the reference's `codex exec` (what SDKs see when they kill it), SIGTERM
+// ends the run by that signal, not with an exit status; the MCP server it started is shut down first.
+func TestExecSIGTERMDiesBySignal(t *testing.T) {
+	e := newEnv(t, mcpConfig(t, "stuck", "noinit", "startup_timeout_sec = 600"))
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(60)}})
+	s := e.start("--json", "--skip-git-repo-check", "x")
+	s.until(t, `{"type":"turn.started"}`)
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	rest, _ := s.rest(t)
+	require.Equal(t, []string{`{"type":"mcp.server.cancelled","name":"stuck"}`}, rest, "it cleaned up before dying")
+	ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	require.True(t, ws.Signaled(), "exit status %d, stderr: %s", ws.ExitStatus(), s.stderr.String())
+	require.Equal(t, syscall.SIGTERM, ws.Signal())
 }
 
 func TestExecMCPToolCall(t *testing.T) {

@@ -133,7 +133,7 @@ func (r *runner) run(ctx context.Context) int {
 		r.out.finish(s.m)
 		return 0
 	case interrupted:
-		return 130 // interrupted by a signal, like a shell reports SIGINT
+		return 1 // interrupted (by SIGINT or SIGTERM): the reference's status; the caller handles SIGTERM
 	}
 	return 1
 }

@@ -34,10 +34,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "app-server":
 			args = args[1:]
 		case "exec", "e":
-			// SIGINT and SIGTERM interrupt the running turn.
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return execcli.Run(ctx, args[1:], execcli.IO{Stdin: stdin, StdinIsTerm: execcli.IsTerminal(stdin), Stdout: stdout, Stderr: stderr})
+			return runExec(args[1:], stdin, stdout, stderr)
 		}
 	}
 	cli := newCLI()
@@ -351,6 +348,37 @@ func printConfigLoadError(stdout io.Writer, err error) {
 		"code": -32600, "data": data, "message": "failed to load configuration: " + err.Error(),
 	}})
 	fmt.Fprintf(stdout, "%s\n", out)
+}
+
+// signalCause is the cancellation cause of a context ended by a signal.
+type signalCause struct{ sig os.Signal }
+
+func (c signalCause) Error() string { return "received " + c.sig.String() }
+
+// runExec runs `exec`: SIGINT and SIGTERM interrupt the running turn. As the reference does, the run then
+// exits with status 1 after SIGINT and dies by SIGTERM after SIGTERM, once its processes are cleaned up.
+func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	go func() { // ends with the run (cancel) or at the first signal
+		select {
+		case sig := <-sigs:
+			cancel(signalCause{sig})
+		case <-ctx.Done():
+		}
+	}()
+	code := execcli.Run(ctx, args, execcli.IO{Stdin: stdin, StdinIsTerm: execcli.IsTerminal(stdin), Stdout: stdout, Stderr: stderr})
+	var sc signalCause
+	if errors.As(context.Cause(ctx), &sc) && sc.sig == syscall.SIGTERM {
+		signal.Reset(syscall.SIGTERM)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		time.Sleep(5 * time.Second) // the default action ends the process; this is only a fallback
+		return 128 + int(syscall.SIGTERM)
+	}
+	return code
 }
 
 // signalContext is signal.NotifyContext with the registration made on its own goroutine: the first
