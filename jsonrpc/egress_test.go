@@ -212,10 +212,12 @@ func TestReplyOvertakesQueuedBulkStream(t *testing.T) {
 	}
 }
 
-// A flood of ordinary notifications does not starve a bulk stream: bulk lines get a turn at least
-// every maxEgressBurst ordinary lines.
+// A flood of ordinary notifications does not starve a bulk stream: a waiting bulk line gets a turn at
+// least every maxEgressBurst ordinary lines. The output is held busy (its lock taken) until both queues
+// are full, so every delta counted below was waiting from the first ordinary line on; otherwise a
+// delta its producer had not queued yet (a loaded machine) would let the writer start a new burst.
 func TestBulkStreamIsNotStarvedByOrdinaryTraffic(t *testing.T) {
-	const n = 1 + 1 + bulkQueueSize + 1 // read, being written, queued, waiting to be queued
+	const n = bulkQueueSize + 2 // queued, waiting to be queued, one more
 	data := strings.Repeat("d", directWriteMin)
 	h := &funcHandler{req: func(ctx context.Context, r *Request) (any, error) {
 		switch r.Method {
@@ -236,26 +238,28 @@ func TestBulkStreamIsNotStarvedByOrdinaryTraffic(t *testing.T) {
 		return nil, nil
 	}}
 	p := newRawPeer(t, h)
+	p.conn.out.mu.Lock()
+	var once sync.Once
+	unlock := func() { once.Do(p.conn.out.mu.Unlock) }
+	t.Cleanup(unlock)
 	p.send(`{"id":1,"method":"stream"}`)
-	require.Equal(t, "delta", p.next().Method)
-	// Output is not read now: the next delta's write blocks (the producer writes it itself, the
-	// queues being empty), then the flood fills the ordinary queue behind it.
+	require.Eventually(t, func() bool { return len(p.conn.bulk) == cap(p.conn.bulk) }, 30*time.Second, time.Millisecond)
 	p.send(`{"id":2,"method":"flood"}`)
-	require.Eventually(t, func() bool {
-		return len(p.conn.egress) == cap(p.conn.egress)
-	}, 30*time.Second, time.Millisecond)
-	run, deltas := 0, 1
-	for deltas < n-1 { // the queued deltas need no help from their producer to be written
-		switch p.next().Method {
+	require.Eventually(t, func() bool { return len(p.conn.egress) == cap(p.conn.egress) }, 30*time.Second, time.Millisecond)
+	unlock()
+	run, deltas := 0, 0
+	for deltas < bulkQueueSize {
+		switch m := p.next(); m.Method {
 		case "delta":
 			deltas++
 			run = 0
 		case "flood":
 			run++
 			require.LessOrEqual(t, run, maxEgressBurst, "ordinary lines starved the stream")
+		default:
+			t.Fatalf("unexpected message %+v", m)
 		}
 	}
-	require.Equal(t, 0, run)
 }
 
 func TestFlushBulkAfterCloseFails(t *testing.T) {
