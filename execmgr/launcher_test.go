@@ -342,25 +342,10 @@ func (c *fakeClock) advance(d time.Duration) {
 // waiting command whose context ends starts the per-command way instead.
 func TestLauncherStartBlocksOnlyItsKey(t *testing.T) {
 	m, wrap := launcherManager(t, ManagerOptions{})
-	entered, unblock := make(chan struct{}), make(chan struct{})
-	var calls atomic.Int32
-	m.ls.start = func(self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
-		if calls.Add(1) == 1 {
-			close(entered)
-			<-unblock
-		}
-		return sandbox.StartLauncher(self, key, opts)
-	}
-	var once sync.Once
-	release := func() { once.Do(func() { close(unblock) }) }
-	t.Cleanup(release) // before the Manager's Close
+	entered, release, calls := blockFirstLauncherStart(t, m)
 
 	first := spawnAsync(context.Background(), m, wrap, "t1", "echo $PPID")
-	select {
-	case <-entered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the first launcher start did not begin")
-	}
+	waitEntered(t, entered)
 	p := recvSpawn(t, spawnAsync(context.Background(), m, wrap, "t2", "true"), "another owner's command")
 	require.True(t, launched(p), "another owner gets its own launcher meanwhile")
 	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
@@ -482,27 +467,41 @@ func TestLauncherRefusalsPause(t *testing.T) {
 // waits for its owner's launcher to start) is killed once started, not left running.
 func TestKillOwnerDuringSpawnKillsTheCommand(t *testing.T) {
 	m, wrap := launcherManager(t, ManagerOptions{})
-	entered, unblock := make(chan struct{}), make(chan struct{})
-	var calls atomic.Int32
+	entered, release, _ := blockFirstLauncherStart(t, m)
+
+	ch := spawnAsync(context.Background(), m, wrap, "t1", "sleep 1000")
+	waitEntered(t, entered)
+	m.KillOwner("t1")
+	release()
+	p := recvSpawn(t, ch, "the command started after KillOwner")
+	require.NotEqual(t, 0, waitDone(t, p, 30*time.Second), "killed, not left running")
+}
+
+// blockFirstLauncherStart makes m's first launcher start wait until release is called (at the latest
+// when the test ends, before the Manager's Close); entered is closed once that start began, calls
+// counts the starts.
+func blockFirstLauncherStart(t *testing.T, m *Manager) (entered <-chan struct{}, release func(), calls *atomic.Int32) {
+	in, unblock := make(chan struct{}), make(chan struct{})
+	calls = new(atomic.Int32)
 	m.ls.start = func(self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
 		if calls.Add(1) == 1 {
-			close(entered)
+			close(in)
 			<-unblock
 		}
 		return sandbox.StartLauncher(self, key, opts)
 	}
 	var once sync.Once
-	release := func() { once.Do(func() { close(unblock) }) }
-	t.Cleanup(release) // before the Manager's Close
+	release = func() { once.Do(func() { close(unblock) }) }
+	t.Cleanup(release)
+	return in, release, calls
+}
 
-	ch := spawnAsync(context.Background(), m, wrap, "t1", "sleep 1000")
+// waitEntered waits (bounded) for the blocked launcher start to begin.
+func waitEntered(t *testing.T, entered <-chan struct{}) {
+	t.Helper()
 	select {
 	case <-entered:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the launcher start did not begin")
 	}
-	m.KillOwner("t1")
-	release()
-	p := recvSpawn(t, ch, "the command started after KillOwner")
-	require.NotEqual(t, 0, waitDone(t, p, 30*time.Second), "killed, not left running")
 }
