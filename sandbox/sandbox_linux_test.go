@@ -136,6 +136,20 @@ func runLaunched(t *testing.T, p Policy, cwd string, env []string, tty *os.File,
 }
 
 // startTestLauncher starts a launcher for key, skipping the test where no namespace can be had.
+// launcherWithNull starts a plain test launcher and opens /dev/null for its commands' stdio; both are
+// closed when the test ends.
+func launcherWithNull(t *testing.T) (*Launcher, *os.File) {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	l := startTestLauncher(t, self, LaunchKey{})
+	t.Cleanup(l.Close)
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	t.Cleanup(func() { null.Close() })
+	return l, null
+}
+
 func startTestLauncher(t *testing.T, self string, key LaunchKey) *Launcher {
 	t.Helper()
 	l, err := StartLauncher(self, key, LauncherOptions{CgroupFD: -1})
@@ -1419,14 +1433,8 @@ func TestLauncherExitStatuses(t *testing.T) {
 // closed, a command still running is reported killed, and nothing of it is left.
 func TestLauncherServesManyAndDies(t *testing.T) {
 	requireSandbox(t)
-	self, err := os.Executable()
-	require.NoError(t, err)
 	f := newFixture(t)
-	l := startTestLauncher(t, self, LaunchKey{})
-	defer l.Close()
-	null, err := os.Open(os.DevNull)
-	require.NoError(t, err)
-	defer null.Close()
+	l, null := launcherWithNull(t)
 	n := strconv.Itoa(400000 + os.Getpid()%100000)
 	var kids []*Launched
 	for i := 0; i < 5; i++ {
@@ -1503,16 +1511,10 @@ func TestLauncherNotTraceable(t *testing.T) {
 // stopped (and cannot report it) is reported killed after the grace.
 func TestStoppedLauncherDoesNotHoldAnEndedCommand(t *testing.T) {
 	requireSandbox(t)
-	self, err := os.Executable()
-	require.NoError(t, err)
 	old := exitReportGrace
 	exitReportGrace = 50 * time.Millisecond
 	t.Cleanup(func() { exitReportGrace = old })
-	l := startTestLauncher(t, self, LaunchKey{})
-	defer l.Close()
-	null, err := os.Open(os.DevNull)
-	require.NoError(t, err)
-	defer null.Close()
+	l, null := launcherWithNull(t)
 	c, err := l.Spawn(confine.LaunchRequest{Argv: []string{"sleep", "1000"}, Dir: "/", Setpgid: true}, [3]*os.File{null, null, null}, -1)
 	require.NoError(t, err)
 	require.NotZero(t, c.Pid())
@@ -1583,14 +1585,8 @@ func TestRefusedRemembersOnlyLastingRefusals(t *testing.T) {
 // cut right after a variable, it would run the command without the variables that follow.
 func TestLauncherRequestLargerThanItsBuffer(t *testing.T) {
 	requireSandbox(t)
-	self, err := os.Executable()
-	require.NoError(t, err)
 	f := newFixture(t)
-	l := startTestLauncher(t, self, LaunchKey{})
-	defer l.Close()
-	null, err := os.Open(os.DevNull)
-	require.NoError(t, err)
-	defer null.Close()
+	l, null := launcherWithNull(t)
 	req := confine.LaunchRequest{Argv: []string{"sh", "-c", `printf %s "${#LAST}"`}, Dir: f.ws, Setpgid: true,
 		Env: []string{"PATH=" + os.Getenv("PATH")}}
 	// Variables under the kernel's limit for one string, filling the request up to exactly the
