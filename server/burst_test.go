@@ -1,11 +1,8 @@
 package server_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,9 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"appserver/config"
 	"appserver/internal/mockmodel"
-	"appserver/server"
 )
 
 // chunkWriter records each write the server makes to its output (one per flush) and passes it on.
@@ -98,20 +93,9 @@ wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 0
 `), 0o644))
-	cfg, err := config.Load(home, nil)
-	require.NoError(t, err)
-	srv := server.New(server.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	cw := &chunkWriter{w: outW}
-	c := &wireClient{tb: t, srv: srv, in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1)}
-	go func() {
-		c.done <- srv.ServeConn(context.Background(), inR, cw)
-		_ = outW.Close()
-	}()
+	var cw *chunkWriter
+	c := serveWire(t, home, "t", func(w io.Writer) io.Writer { cw = &chunkWriter{w: w}; return cw })
 	defer c.close()
-	c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}})
-	c.notify("initialized")
 	var started struct {
 		Thread struct {
 			ID string `json:"id"`

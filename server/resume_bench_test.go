@@ -49,17 +49,28 @@ request_max_retries = 0
 stream_max_retries = 0
 `, mm.URL())
 	require.NoError(tb, os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfgText), 0o644))
+	return serveWire(tb, home, "bench", nil)
+}
+
+// serveWire starts a server on home's config.toml and initializes a connection as client name; wrap,
+// when set, wraps the server's output (to watch or hold its writes).
+func serveWire(tb testing.TB, home, name string, wrap func(io.Writer) io.Writer) *wireClient {
+	tb.Helper()
 	cfg, err := config.Load(home, nil)
 	require.NoError(tb, err)
 	srv := server.New(server.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
+	var w io.Writer = outW
+	if wrap != nil {
+		w = wrap(outW)
+	}
 	c := &wireClient{tb: tb, srv: srv, in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1)}
 	go func() {
-		c.done <- srv.ServeConn(context.Background(), inR, outW)
+		c.done <- srv.ServeConn(context.Background(), inR, w)
 		_ = outW.Close()
 	}()
-	c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "bench", "version": "1"}})
+	c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": name, "version": "1"}})
 	c.notify("initialized")
 	return c
 }

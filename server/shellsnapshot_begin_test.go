@@ -1,12 +1,9 @@
 package server_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,9 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"appserver/config"
 	"appserver/internal/apptest"
-	"appserver/server"
 )
 
 // gateWriter holds the write that carries the reply to request id gate (when set) until release is closed,
@@ -95,20 +90,9 @@ name = "mock"
 base_url = "http://127.0.0.1:9/v1"
 wire_api = "responses"
 `), 0o644))
-	cfg, err := config.Load(home, nil)
-	require.NoError(t, err)
-	srv := server.New(server.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	gw := &gateWriter{w: outW}
-	c := &wireClient{tb: t, srv: srv, in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1)}
-	go func() {
-		c.done <- srv.ServeConn(context.Background(), inR, gw)
-		_ = outW.Close()
-	}()
+	var gw *gateWriter
+	c := serveWire(t, home, "t", func(w io.Writer) io.Writer { gw = &gateWriter{w: w}; return gw })
 	defer c.close()
-	c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}})
-	c.notify("initialized")
 
 	for _, tc := range []struct {
 		method string
@@ -130,7 +114,7 @@ wire_api = "responses"
 			t.Fatalf("%s: no reply", tc.method)
 		}
 		id := heldThreadID(t, chunk, gw.gateText)
-		snap := srv.ShellSnapshotForTest(id)
+		snap := c.srv.ShellSnapshotForTest(id)
 		require.NotNil(t, snap, "%s: the thread has a shell snapshot", tc.method)
 		require.False(t, snap.Begun(), "%s: the capture began before the reply was written", tc.method)
 		release()
