@@ -245,7 +245,12 @@ func TestThreadAttachments(t *testing.T) {
 	add(id(1), "worktree", "k2", nil)
 	add(id(2), "worktree", "k1", "s")
 	c.WaitNotification("thread/attachment/updated", threadIDIs(id(2)))
-	require.Equal(t, 3, strings.Count(strings.Join(apptest.NotificationMethods(c.Since(mark)), ","), "thread/attachment/updated"))
+	// Each add's notification follows its reply, so the k2 one (thread 1) may come after thread 2's.
+	updates := func() int {
+		return strings.Count(strings.Join(apptest.NotificationMethods(c.Since(mark)), ","), "thread/attachment/updated")
+	}
+	require.Eventually(t, func() bool { return updates() >= 3 }, apptest.WaitLimit, time.Millisecond)
+	require.Equal(t, 3, updates())
 
 	var page struct {
 		Data       []map[string]any `json:"data"`
