@@ -40,6 +40,7 @@ type Appender interface {
 type outLine struct {
 	b      []byte        // the line, without its newline unless nl
 	nl     bool          // b ends with its '\n'
+	body   JSONWriter    // a Streamed result: b is the line's head, body writes the rest before its '}'
 	pooled *[]byte       // returned to linePool once written
 	marker chan struct{} // flush marker: closed when the writer reaches it
 	after  func()        // AfterWritten's callback: run (output flushed) when the writer reaches it
@@ -205,7 +206,15 @@ func (c *Conn) put(l outLine) {
 	}
 	bw := c.out.bw
 	var err error
-	if len(l.b) >= directWriteMin {
+	if l.body != nil { // pieces of at least the buffer's size go straight to the output (bufio.Writer)
+		_, err = bw.Write(l.b)
+		if err == nil {
+			err = l.body.WriteJSON(bw)
+		}
+		if err == nil {
+			err = bw.WriteByte('}')
+		}
+	} else if len(l.b) >= directWriteMin {
 		if bw.Buffered() > 0 {
 			err = bw.Flush()
 		}
