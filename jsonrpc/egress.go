@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"appserver/jsonrpc/jsonstr"
 )
@@ -54,16 +53,20 @@ func (l outLine) release() {
 	}
 }
 
-// appendNotification encodes a notification line into a pooled buffer, newline included.
-func (c *Conn) appendNotification(method string, params Appender) outLine {
+// appendNotification encodes a notification line per params into a pooled buffer, newlines included.
+func (c *Conn) appendNotification(method string, params ...Appender) outLine {
 	bp := linePool.Get().(*[]byte)
-	b := append((*bp)[:0], `{"method":`...)
-	b = AppendString(b, method)
-	b = append(b, `,"params":`...)
-	b = params.AppendJSON(b)
-	b = append(b, `,"emittedAtMs":`...)
-	b = strconv.AppendInt(b, c.now().UnixMilli(), 10)
-	b = append(b, '}', '\n')
+	b := (*bp)[:0]
+	now := c.now().UnixMilli()
+	for _, p := range params {
+		b = append(b, `{"method":`...)
+		b = AppendString(b, method)
+		b = append(b, `,"params":`...)
+		b = p.AppendJSON(b)
+		b = append(b, `,"emittedAtMs":`...)
+		b = strconv.AppendInt(b, now, 10)
+		b = append(b, '}', '\n')
+	}
 	*bp = b
 	return outLine{b: b, nl: true, pooled: bp}
 }
@@ -143,15 +146,19 @@ func (c *Conn) unhold() {
 	}
 }
 
-// NotifyBulk queues a notification (with a top-level emittedAtMs, as Notify) on the bulk queue,
-// for high-volume output such as a process's streamed output. Bulk notifications are written in the
-// order they were queued, but ordinary messages overtake the ones still waiting, so call FlushBulk
-// before a message that must follow them. It blocks while the bulk queue is full.
+// NotifyBulk queues a notification per params (each with a top-level emittedAtMs, as Notify) on the
+// bulk queue, for high-volume output such as a process's streamed output; the notifications of one
+// call are written together, in one system call. Bulk notifications are written in the order they
+// were queued, but ordinary messages overtake the ones still waiting, so call FlushBulk before a
+// message that must follow them. It blocks while the bulk queue is full.
 //
-// When nothing waits in either queue, the caller writes the line itself instead of handing it to
-// the writer goroutine: a stream then costs no goroutine switch per line.
-func (c *Conn) NotifyBulk(method string, params Appender) error {
-	l := c.appendNotification(method, params)
+// When nothing waits in either queue, the caller writes the lines itself instead of handing them to
+// the writer goroutine: a stream then costs no goroutine switch per call.
+func (c *Conn) NotifyBulk(method string, params ...Appender) error {
+	if len(params) == 0 {
+		return nil
+	}
+	l := c.appendNotification(method, params...)
 	// egressPending also counts a line the writer has taken from its queue and waits to write: the
 	// caller must not barge in front of it.
 	if c.tryDirect(l) {
@@ -321,34 +328,3 @@ func AppendString(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }
 
 // AppendBytesString is AppendString for a byte slice, without converting it to a string first.
 func AppendBytesString(dst []byte, s []byte) []byte { return jsonstr.Append(dst, s) }
-
-// StringLen returns len(AppendString(nil, s)) without encoding, so a large string's buffer can be
-// allocated once (growing it by doubling copies and faults in most of its pages twice).
-func StringLen(s string) int {
-	n := 2
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			switch {
-			case b >= 0x20 && b != '"' && b != '\\':
-				n++
-			case b == '"', b == '\\', b == '\b', b == '\f', b == '\n', b == '\r', b == '\t':
-				n += 2
-			default:
-				n += 6
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			n += 6
-		case r == '\u2028' || r == '\u2029':
-			n += 6
-		default:
-			n += size
-		}
-		i += size
-	}
-	return n
-}
