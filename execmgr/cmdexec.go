@@ -79,17 +79,9 @@ type CommandExecTerminateParams struct {
 	ProcessID string `json:"processId"`
 }
 
-// OutputDeltaFunc receives streamed output: a chunk read at once, of up to CommandExecReadSize bytes, to
-// send as `command/exec/outputDelta`s of at most OutputDeltaMax bytes each. capReached marks the chunk
-// that hit the per-stream cap (nothing more is sent for that stream). The chunk must not be retained.
+// OutputDeltaFunc receives a streamed chunk (`command/exec/outputDelta`); capReached marks the chunk that
+// hit the per-stream cap (nothing more is sent for that stream). The chunk must not be retained.
 type OutputDeltaFunc func(processID string, stream Stream, chunk []byte, capReached bool)
-
-// Streamed command/exec output: the reference's deltas carry at most OutputDeltaMax bytes (its read
-// size); reading several deltas' worth at once lets the server write them in one system call.
-const (
-	OutputDeltaMax      = 64 << 10
-	CommandExecReadSize = 4 * OutputDeltaMax
-)
 
 // ValidateCommandExec checks params the way the reference does and returns a *RequestError.
 func ValidateCommandExec(p CommandExecParams) error {
@@ -254,7 +246,7 @@ func (r *CommandExecRegistry) Exec(ctx context.Context, req CommandExecRequest) 
 	}()
 
 	proc, err := r.m.Spawn(ctx, SpawnRequest{Argv: p.Command, Cwd: cwd, Env: env, TTY: p.TTY, Size: size,
-		Stdin: stdin, WrapArgv: req.WrapArgv, OutputCap: -1, ReadSize: CommandExecReadSize,
+		Stdin: stdin, WrapArgv: req.WrapArgv, OutputCap: -1,
 		OnOutput: func(s Stream, chunk []byte) { caps[s].write(chunk) }})
 	if err != nil {
 		return CommandExecResponse{}, &RequestError{CodeInternalError, "failed to spawn command: " + err.Error()}

@@ -1,7 +1,6 @@
 package execmgr
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +27,7 @@ import (
 const (
 	DefaultKillGrace    = 500 * time.Millisecond // SIGTERM → SIGKILL grace
 	DefaultDrainTimeout = 2 * time.Second        // how long output is read after the child exited
-	readChunkSize       = 64 << 10               // default SpawnRequest.ReadSize: as the reference reads command output
+	readChunkSize       = 64 << 10               // as the reference reads command output; fewer, larger deltas
 )
 
 // Errors reported by processes and the manager.
@@ -80,8 +79,6 @@ type SpawnRequest struct {
 	// OnOutput receives every chunk as it is read, from reader goroutines (stdout and stderr may be
 	// concurrent). The chunk is reused afterwards and must not be retained.
 	OnOutput func(stream Stream, chunk []byte)
-	// ReadSize is the most bytes read (and passed to OnOutput) at a time: 0 = 64 KiB.
-	ReadSize int
 	// Owner groups commands (a thread id): descendants a finished command left running are killed by
 	// Manager.KillOwner(Owner) or Manager.Close.
 	Owner string
@@ -253,7 +250,6 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 		scope:    sc,
 		tty:      req.TTY,
 		onOut:    req.OnOutput,
-		readLen:  cmp.Or(req.ReadSize, readChunkSize),
 		subs:     map[int]func(Stream, []byte){},
 		exited:   make(chan struct{}),
 		done:     make(chan struct{}),
@@ -345,7 +341,6 @@ type Process struct {
 	stdinMu sync.Mutex
 	stdin   *os.File // pipe writer or PTY master; nil when closed / absent
 	onOut   func(Stream, []byte)
-	readLen int // ReadSize
 	agg     *HeadTailBuffer
 	started time.Time
 
@@ -511,7 +506,7 @@ func (p *Process) readLoop(s Stream, f *os.File) {
 			close(p.readDone)
 		}
 	}()
-	buf := make([]byte, p.readLen)
+	buf := make([]byte, readChunkSize)
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {

@@ -53,20 +53,16 @@ func (l outLine) release() {
 	}
 }
 
-// appendNotification encodes a notification line per params into a pooled buffer, newlines included.
-func (c *Conn) appendNotification(method string, params ...Appender) outLine {
+// appendNotification encodes a notification line into a pooled buffer, newline included.
+func (c *Conn) appendNotification(method string, params Appender) outLine {
 	bp := linePool.Get().(*[]byte)
-	b := (*bp)[:0]
-	now := c.now().UnixMilli()
-	for _, p := range params {
-		b = append(b, `{"method":`...)
-		b = AppendString(b, method)
-		b = append(b, `,"params":`...)
-		b = p.AppendJSON(b)
-		b = append(b, `,"emittedAtMs":`...)
-		b = strconv.AppendInt(b, now, 10)
-		b = append(b, '}', '\n')
-	}
+	b := append((*bp)[:0], `{"method":`...)
+	b = AppendString(b, method)
+	b = append(b, `,"params":`...)
+	b = params.AppendJSON(b)
+	b = append(b, `,"emittedAtMs":`...)
+	b = strconv.AppendInt(b, c.now().UnixMilli(), 10)
+	b = append(b, '}', '\n')
 	*bp = b
 	return outLine{b: b, nl: true, pooled: bp}
 }
@@ -146,19 +142,15 @@ func (c *Conn) unhold() {
 	}
 }
 
-// NotifyBulk queues a notification per params (each with a top-level emittedAtMs, as Notify) on the
-// bulk queue, for high-volume output such as a process's streamed output; the notifications of one
-// call are written together, in one system call. Bulk notifications are written in the order they
-// were queued, but ordinary messages overtake the ones still waiting, so call FlushBulk before a
-// message that must follow them. It blocks while the bulk queue is full.
+// NotifyBulk queues a notification (with a top-level emittedAtMs, as Notify) on the bulk queue,
+// for high-volume output such as a process's streamed output. Bulk notifications are written in the
+// order they were queued, but ordinary messages overtake the ones still waiting, so call FlushBulk
+// before a message that must follow them. It blocks while the bulk queue is full.
 //
-// When nothing waits in either queue, the caller writes the lines itself instead of handing them to
-// the writer goroutine: a stream then costs no goroutine switch per call.
-func (c *Conn) NotifyBulk(method string, params ...Appender) error {
-	if len(params) == 0 {
-		return nil
-	}
-	l := c.appendNotification(method, params...)
+// When nothing waits in either queue, the caller writes the line itself instead of handing it to
+// the writer goroutine: a stream then costs no goroutine switch per line.
+func (c *Conn) NotifyBulk(method string, params Appender) error {
+	l := c.appendNotification(method, params)
 	// egressPending also counts a line the writer has taken from its queue and waits to write: the
 	// caller must not barge in front of it.
 	if c.tryDirect(l) {

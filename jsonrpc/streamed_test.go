@@ -111,33 +111,3 @@ func TestEncodeResultOfStreamed(t *testing.T) {
 	res := pieceResult{n: 3, size: 5}
 	require.Equal(t, res.want("9"), string(EncodeResult(json.RawMessage("9"), Streamed(res))))
 }
-
-// TestNotifyBulkWritesABatchInOneWrite: the notifications of one NotifyBulk call go out in one write,
-// each line as a NotifyBulk of its own writes it.
-func TestNotifyBulkWritesABatchInOneWrite(t *testing.T) {
-	w := &countWriter{}
-	c, _, wait := startConn(t, w, &funcHandler{})
-	require.Eventually(t, func() bool {
-		c.out.mu.Lock()
-		defer c.out.mu.Unlock()
-		return c.out.bw != nil
-	}, 30*time.Second, time.Millisecond)
-	c.now = func() time.Time { return time.UnixMilli(42) }
-	deltas := []Appender{testDelta{Seq: 1, Data: strings.Repeat("x", 40<<10)}, testDelta{Seq: 2, Data: "y"}, testDelta{Seq: 3, Data: "z"}}
-	require.NoError(t, c.NotifyBulk("out", deltas...))
-	require.NoError(t, c.FlushBulk(context.Background()))
-	writes, batched := w.state()
-	require.Equal(t, 1, writes)
-	var want strings.Builder
-	for _, d := range deltas {
-		l := c.appendNotification("out", d)
-		want.Write(l.b)
-		l.release()
-	}
-	require.Equal(t, want.String(), batched)
-	require.Equal(t, 3, strings.Count(batched, "\n"))
-	require.NoError(t, c.NotifyBulk("out")) // nothing to send
-	writes, _ = w.state()
-	require.Equal(t, 1, writes)
-	require.NoError(t, wait())
-}

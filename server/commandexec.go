@@ -91,15 +91,8 @@ func (s *Server) commandExec(ctx context.Context, c *connection, req *jsonrpc.Re
 			Params: p, Cwd: wd, WrapArgv: wrap,
 			OnOutputDelta: func(_ string, stream execmgr.Stream, chunk []byte, capReached bool) {
 				streamed.Store(true)
-				var batch [execmgr.CommandExecReadSize / execmgr.OutputDeltaMax]jsonrpc.Appender
-				deltas := batch[:0]
-				for len(chunk) > 0 { // the chunk's deltas go out in one write
-					k := min(len(chunk), execmgr.OutputDeltaMax)
-					deltas = append(deltas, execOutputDelta{
-						processID: pid, stream: stream, chunk: chunk[:k], capReached: capReached && k == len(chunk)})
-					chunk = chunk[k:]
-				}
-				c.notifyBulk(protocol.NotifyCommandExecOutputDelta, deltas...)
+				c.notifyBulk(protocol.NotifyCommandExecOutputDelta, execOutputDelta{
+					processID: pid, stream: stream, chunk: chunk, capReached: capReached})
 			},
 		})
 		if streamed.Load() { // the reply follows every delta of the command (they wait in the bulk queue)
@@ -116,17 +109,17 @@ func (s *Server) commandExec(ctx context.Context, c *connection, req *jsonrpc.Re
 	return nil, nil
 }
 
-// notifyBulk sends high-volume notifications (streamed output), one per params and written together,
-// through the connection's bulk queue, so that other replies and notifications are not held up behind
-// them; like notify, it honours the opt-outs and the initialize gate.
-func (c *connection) notifyBulk(method string, params ...jsonrpc.Appender) {
+// notifyBulk sends a high-volume notification (streamed output) through the connection's bulk
+// queue, so that other replies and notifications are not held up behind it; like notify, it
+// honours the opt-outs and the initialize gate.
+func (c *connection) notifyBulk(method string, params jsonrpc.Appender) {
 	c.mu.Lock()
 	skip := c.optOut[method] || !c.initialized
 	c.mu.Unlock()
 	if skip {
 		return
 	}
-	if err := c.rpc.NotifyBulk(method, params...); err != nil {
+	if err := c.rpc.NotifyBulk(method, params); err != nil {
 		c.log.Debug("notification dropped", "method", method, "error", err)
 	}
 }
