@@ -181,7 +181,7 @@ type mapper struct {
 	// turnAnnounced: turn.started was already printed (a review's, with review/start's response);
 	// the engine's turn/started is not shown again.
 	turnAnnounced bool
-	final     *string
+	final         *string
 }
 
 func newMapper() *mapper { return &mapper{ids: map[string]string{}} }

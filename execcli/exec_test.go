@@ -332,7 +332,11 @@ func TestExecBadArguments(t *testing.T) {
 		{"--no-such-flag", "x"},
 		{"--sandbox", "everything", "x"},
 		{"--worktree", "x"},
-		{"fork", "x"},
+		{"fork"},
+		{"fork", "--last", "x"},
+		{"fork", "-s", "read-only", "id", "x"},
+		{"review", "--uncommitted", "x"},
+		{"--uncommitted", "review"},
 		{"a", "b"},
 		{"--full-auto", "--dangerously-bypass-approvals-and-sandbox", "x"},
 		{"resume"},
@@ -341,6 +345,18 @@ func TestExecBadArguments(t *testing.T) {
 		require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, "error: ", "%v", args)
 		require.Empty(t, r.stdout)
+	}
+	// The reference's flags appserver cannot honour say why.
+	for flag, why := range map[string]string{
+		"--worktree":                      "appserver does not create managed Git worktrees",
+		"--approve-for-me":                "appserver has no automatic approval reviewer",
+		"--dangerously-bypass-hook-trust": "appserver does not run hooks",
+		"--cyber-access-program=standard": "appserver has no Cyber access programs",
+	} {
+		r := e.run("", "--skip-git-repo-check", flag, "x")
+		require.Equal(t, 2, r.code, "%s: %s", flag, r.stderr)
+		name, _, _ := strings.Cut(flag, "=")
+		require.Contains(t, r.stderr, "error: '"+name+"' is not supported by appserver exec: "+why)
 	}
 	require.Empty(t, e.mm.ResponseRequests())
 }
