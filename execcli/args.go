@@ -21,6 +21,7 @@ type options struct {
 	reviewCommit      string
 	reviewTitle       string
 	trust             bool     // --trust: mark the git repository's root trusted in config.toml
+	worktree          bool     // --worktree: run in a new managed Git worktree
 	overrides         []string // -c key=value, --enable/--disable, in order
 	images            []string
 	model             string
@@ -56,7 +57,6 @@ func usageErr(format string, a ...any) error { return &usageError{msg: fmt.Sprin
 var unsupported = map[string]string{
 	"--approve-for-me":                "appserver has no automatic approval reviewer",
 	"--dangerously-bypass-hook-trust": "appserver does not run hooks",
-	"--worktree":                      "appserver does not create managed Git worktrees",
 	"--cyber-access-program":          "appserver has no Cyber access programs",
 }
 
@@ -228,6 +228,8 @@ func parseArgs(args []string) (*options, error) {
 			o.threadSource = v
 		case "--trust":
 			o.trust = true
+		case "--worktree":
+			o.worktree = true
 		case "--uncommitted":
 			o.reviewUncommitted = true
 		case "--base":
@@ -384,6 +386,8 @@ Options:
   -C, --cd <DIR>                   Working root of the agent
       --add-dir <DIR>              Additional writable directory (workspace-write)
       --skip-git-repo-check        Allow running outside a Git repository or trusted project
+      --worktree                   Run in a new Git worktree of HEAD under $CODEX_HOME/worktrees (kept
+                                   after the run; not with --ephemeral)
       --trust                      Mark the Git repository's root trusted in config.toml (not an
                                    explicitly untrusted one)
       --ephemeral                  Do not persist the session to disk
@@ -401,7 +405,7 @@ Options:
   -h, --help                       Print help
 
 Not supported (exit 2): --approve-for-me (no automatic approval reviewer), --dangerously-bypass-hook-trust
-(appserver runs no hooks), --worktree (no managed Git worktrees), --cyber-access-program.
+(appserver runs no hooks), --cyber-access-program.
 
 Exec never asks for approval (approval policy "never"); MCP elicitations are cancelled.
 `

@@ -30,6 +30,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-s", "read-only", "fork", "--json", "id", "p", "-i", "a.png"}, options{sandbox: "read-only", fork: true, forkID: "id",
 			json: true, prompt: str("p"), images: []string{"a.png"}, color: "auto"}},
 		{[]string{"fork", "name"}, options{fork: true, forkID: "name", color: "auto"}},
+		{[]string{"--worktree", "fork", "--worktree", "name"}, options{worktree: true, fork: true, forkID: "name", color: "auto"}},
 		{[]string{"review"}, options{review: true, color: "auto"}},
 		{[]string{"--trust", "review", "--commit", "abc", "--title=T"}, options{trust: true, review: true, reviewCommit: "abc", reviewTitle: "T", color: "auto"}},
 		{[]string{"review", "--base", "main", "--title", "T"}, options{review: true, reviewBase: "main", reviewTitle: "T", color: "auto"}},
@@ -50,7 +51,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{"fork"}, {"fork", "id", "p", "extra"}, {"fork", "--last"}, {"fork", "id", "-s", "read-only"}, {"fork", "id", "--color", "never"},
 		{"review", "-i", "a.png"}, {"review", "a", "b"}, {"review", "--uncommitted", "p"}, {"review", "--base", "b", "--commit", "c"},
 		{"review", "--commit", "c", "p"}, {"review", "--title", "T"}, {"review", "p", "--title", "T"}, {"--uncommitted", "review"}, {"--base", "b"},
-		{"--local-provider", "foo"}, {"-p"}, {"--approve-for-me"}, {"--dangerously-bypass-hook-trust"}, {"--cyber-access-program", "standard"}, {"--worktree"},
+		{"--local-provider", "foo"}, {"-p"}, {"--approve-for-me"}, {"--dangerously-bypass-hook-trust"}, {"--cyber-access-program", "standard"},
 		{"--full-auto", "--dangerously-bypass-approvals-and-sandbox"},
 	} {
 		_, err := parseArgs(args)

@@ -331,7 +331,6 @@ func TestExecBadArguments(t *testing.T) {
 	for _, args := range [][]string{
 		{"--no-such-flag", "x"},
 		{"--sandbox", "everything", "x"},
-		{"--worktree", "x"},
 		{"fork"},
 		{"fork", "--last", "x"},
 		{"fork", "-s", "read-only", "id", "x"},
@@ -348,7 +347,6 @@ func TestExecBadArguments(t *testing.T) {
 	}
 	// The reference's flags appserver cannot honour say why.
 	for flag, why := range map[string]string{
-		"--worktree":                      "appserver does not create managed Git worktrees",
 		"--approve-for-me":                "appserver has no automatic approval reviewer",
 		"--dangerously-bypass-hook-trust": "appserver does not run hooks",
 		"--cyber-access-program=standard": "appserver has no Cyber access programs",

@@ -58,12 +58,13 @@ func Run(ctx context.Context, args []string, rio IO) int {
 }
 
 type runner struct {
-	opts *options
-	io   IO
-	log  *slog.Logger
-	cfg  *config.Config
-	cwd  string
-	out  printer
+	opts     *options
+	worktree string // the worktree --worktree created
+	io       IO
+	log      *slog.Logger
+	cfg      *config.Config
+	cwd      string
+	out      printer
 }
 
 // fail prints an error the way the reference does before a session exists (plain text on stderr).
@@ -73,6 +74,28 @@ func (r *runner) fail(format string, a ...any) int {
 }
 
 func (r *runner) run(ctx context.Context) int {
+	worktreeCwd := ""
+	if r.opts.worktree {
+		// As the reference: checked and created before the prompt is read.
+		if r.opts.ephemeral {
+			return r.fail("Error: --worktree cannot be combined with --ephemeral")
+		}
+		wd, err := os.Getwd()
+		if err != nil {
+			return r.fail("Error: %v", err)
+		}
+		home, err := config.CodexHome()
+		if err != nil {
+			return r.fail("Error: %v", err)
+		}
+		dir := wd
+		if r.opts.cd != "" {
+			dir = absPath(wd, r.opts.cd)
+		}
+		if r.worktree, worktreeCwd, err = createWorktree(ctx, home, dir); err != nil {
+			return r.fail("Error: %v", err)
+		}
+	}
 	prompt, err := r.readPrompt()
 	if err != nil {
 		return r.fail("%v", err)
@@ -90,6 +113,9 @@ func (r *runner) run(ctx context.Context) int {
 		if st, err := os.Stat(r.cwd); err != nil || !st.IsDir() {
 			return r.fail("Error: --cd %s is not a directory", r.opts.cd)
 		}
+	}
+	if worktreeCwd != "" {
+		r.cwd = worktreeCwd
 	}
 	if r.cfg, err = r.loadConfig(wd); err != nil {
 		return r.fail("Error loading config.toml: %v", err)

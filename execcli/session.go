@@ -53,6 +53,12 @@ func (s *session) run(ctx context.Context, input []protocol.UserInput, schema js
 		return setupFailed
 	}
 	s.threadID = info.threadID
+	if s.r.worktree != "" {
+		if err := claimWorktree(rpcCtx, s.r.worktree, s.threadID); err != nil {
+			s.r.fail("Error: %v", err)
+			return setupFailed
+		}
+	}
 	if s.r.opts.review {
 		return s.review(ctx, info, prompt)
 	}

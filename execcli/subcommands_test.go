@@ -222,3 +222,52 @@ func TestExecTrust(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(before), string(after))
 }
+
+// TestExecWorktree: --worktree runs the session in a new detached worktree of HEAD at
+// $CODEX_HOME/worktrees/<4 hex>/<repository folder> (the working directory's counterpart in it),
+// records the owning thread in its Git admin folder and leaves uncommitted changes behind; not with
+// --ephemeral, not outside a repository. As codex-cli 0.169.0.
+func TestExecWorktree(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	e := newEnv(t, "")
+	sha := gitRepo(t, e.work)
+	sub := filepath.Join(e.work, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
+	r := e.run("", "--json", "--worktree", "-C", sub, "hi")
+	require.Equal(t, 0, r.code, r.stderr)
+	id := threadID(t, r.lines(t)[0])
+
+	dirs, err := filepath.Glob(filepath.Join(e.home, "worktrees", "*", filepath.Base(e.work)))
+	require.NoError(t, err)
+	require.Len(t, dirs, 1)
+	wt := dirs[0]
+	require.Regexp(t, `/worktrees/[0-9a-f]{4}/[^/]+$`, wt)
+	got, err := os.ReadFile(filepath.Join(wt, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "one\n", string(got), "a checkout of HEAD: uncommitted changes stay behind")
+	head, err := exec.Command("git", "-C", wt, "rev-parse", "HEAD").Output()
+	require.NoError(t, err)
+	require.Equal(t, sha, strings.TrimSpace(string(head)))
+	owners, err := filepath.Glob(filepath.Join(e.work, ".git", "worktrees", "*", "codex-thread.json"))
+	require.NoError(t, err)
+	require.Len(t, owners, 1)
+	owner, err := os.ReadFile(owners[0])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"version":1,"ownerThreadId":"`+id+`"}`, string(owner))
+	reqs := e.mm.ResponseRequests()
+	require.Len(t, reqs, 1)
+	require.Contains(t, string(reqs[0].Raw), "<cwd>"+filepath.Join(wt, "sub")+"</cwd>", "the session runs in the worktree")
+
+	r = e.run("", "--json", "--worktree", "--ephemeral", "hi")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "Error: --worktree cannot be combined with --ephemeral\n", r.stderr)
+	n := newEnv(t, "")
+	r = n.run("", "--json", "--skip-git-repo-check", "--worktree", "hi")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "Error: git command failed: fatal: not a git repository (or any of the parent directories): .git\n", r.stderr)
+	require.Len(t, e.mm.ResponseRequests(), 1)
+	require.Empty(t, n.mm.ResponseRequests())
+}
