@@ -100,6 +100,9 @@ func (r *runner) run(ctx context.Context) int {
 	if err != nil {
 		return r.fail("%v", err)
 	}
+	if r.opts.fork && r.opts.prompt == nil && (r.opts.lastMessage != "" || r.opts.outputSchema != "") {
+		return r.fail("Error: Forking with output options requires a prompt")
+	}
 	if r.opts.review && r.opts.prompt == nil && !r.opts.reviewUncommitted && r.opts.reviewBase == "" && r.opts.reviewCommit == "" {
 		return r.fail("Error: Specify --uncommitted, --base, --commit, or provide custom review instructions")
 	}

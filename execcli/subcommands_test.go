@@ -64,6 +64,13 @@ func TestExecFork(t *testing.T) {
 	require.Empty(t, only.stdout)
 	require.True(t, strings.HasSuffix(only.stderr, "--------\nuser\n\n"), only.stderr)
 	require.NotContains(t, only.stderr, "tokens used")
+	// ... so the options about its output need a prompt (checked before the session is looked up).
+	for _, opt := range [][]string{{"-o", filepath.Join(e.work, "last.txt")}, {"--output-schema", filepath.Join(e.work, "missing.json")}} {
+		r = e.run("", append([]string{"--json", "fork"}, append(opt, "no-such-thread")...)...)
+		require.Equal(t, 1, r.code)
+		require.Equal(t, "Error: Forking with output options requires a prompt\n", r.stderr)
+	}
+	require.NoFileExists(t, filepath.Join(e.work, "last.txt"))
 
 	// "-" reads the prompt from stdin; an empty one fails.
 	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
