@@ -241,8 +241,12 @@ func (s *session) follow(ctx context.Context) outcome {
 		}
 		nextCtx = waitCtx
 		time.AfterFunc(interruptGrace, cancelWait)
+		turnID := s.turnID
 		go func() { // owned by the turn: the request returns once the engine answered
-			_ = s.e.call(waitCtx, protocol.MethodTurnInterrupt, protocol.TurnInterruptParams{ThreadID: s.threadID, TurnID: s.turnID}, nil)
+			err := s.e.call(waitCtx, protocol.MethodTurnInterrupt, protocol.TurnInterruptParams{ThreadID: s.threadID, TurnID: turnID}, nil)
+			if err != nil && waitCtx.Err() == nil {
+				s.r.log.Error("turn/interrupt failed; waiting for the turn to end", "turn", turnID, "error", err)
+			}
 		}()
 	}
 	for {

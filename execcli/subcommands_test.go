@@ -1,11 +1,14 @@
 package execcli_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -277,4 +280,25 @@ func TestExecWorktree(t *testing.T) {
 	require.Equal(t, "Error: git command failed: fatal: not a git repository (or any of the parent directories): .git\n", r.stderr)
 	require.Len(t, e.mm.ResponseRequests(), 1)
 	require.Empty(t, n.mm.ResponseRequests())
+}
+
+// TestExecReviewInterrupt: SIGINT interrupts the reviewer's turn (the id of the engine's turn/started,
+// not review/start's): the engine accepts it and the run ends with status 1. (The reference's exec
+// sends the review turn's id, which its engine refuses, so it waits for the reviewer to finish.)
+func TestExecReviewInterrupt(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	e := newEnv(t, "")
+	gitRepo(t, e.work)
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(60)}})
+	s := e.start("review", "--json", "--uncommitted")
+	s.until(t, `{"type":"turn.started"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, e.mm.WaitRequests(ctx, 1), "the reviewer asked the model")
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGINT))
+	_, code := s.rest(t)
+	require.Equal(t, 1, code, s.stderr.String())
+	require.NotContains(t, s.stderr.String(), "turn/interrupt failed", "the interrupt named the running turn")
 }
