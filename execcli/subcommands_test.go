@@ -96,6 +96,21 @@ func TestExecFork(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Equal(t, "Error: Session not found: no-such-name\n", r.stderr)
 	require.Len(t, e.mm.ResponseRequests(), 4)
+
+	// By thread name, as another program (the reference's CLI) records it.
+	line := `{"id":"` + id + `","thread_name":"My thread","updated_at":"2026-11-24T13:00:00Z"}` + "\n"
+	f, err := os.OpenFile(filepath.Join(e.home, "session_index.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	require.NoError(t, err)
+	_, err = f.WriteString(line)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("named", 1)}})
+	r = e.run("", "--json", "--skip-git-repo-check", "fork", "My thread", "by name")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotEqual(t, id, threadID(t, r.lines(t)[0]))
+	reqs = e.mm.ResponseRequests()
+	require.Len(t, reqs, 5)
+	require.Contains(t, string(reqs[4].Raw), "first prompt", "the named session's history")
 }
 
 // reviewJSON is a reviewer's answer with one finding.
