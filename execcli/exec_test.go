@@ -336,6 +336,7 @@ func TestExecBadArguments(t *testing.T) {
 		{"fork", "-s", "read-only", "id", "x"},
 		{"review", "--uncommitted", "x"},
 		{"--uncommitted", "review"},
+		{"review", "--uncommitted", "--output-schema", "schema.json"},
 		{"a", "b"},
 		{"--full-auto", "--dangerously-bypass-approvals-and-sandbox", "x"},
 		{"resume"},
