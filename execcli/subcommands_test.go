@@ -2,6 +2,7 @@ package execcli_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +49,9 @@ func TestExecFork(t *testing.T) {
 		require.Contains(t, string(reqs[1].Raw), p, "the fork's request carries the history")
 	}
 	require.NotContains(t, string(reqs[1].Raw), "piped")
+	meta := sessionMeta(t, e.home, forked)
+	require.Equal(t, "exec", meta["source"], "a fork by exec is an exec session, as the reference records it")
+	require.Equal(t, id, meta["forked_from_id"])
 
 	// Human output; flags before `fork` apply to it too.
 	h := e.run("", "-s", "workspace-write", "--skip-git-repo-check", "fork", "-m", "other-model", id, "again")
@@ -111,6 +115,24 @@ func TestExecFork(t *testing.T) {
 	reqs = e.mm.ResponseRequests()
 	require.Len(t, reqs, 5)
 	require.Contains(t, string(reqs[4].Raw), "first prompt", "the named session's history")
+}
+
+// sessionMeta is the session_meta payload of a thread's rollout under home.
+func sessionMeta(t *testing.T, home, id string) map[string]any {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	first, _, _ := strings.Cut(string(b), "\n")
+	var rec struct {
+		Type    string         `json:"type"`
+		Payload map[string]any `json:"payload"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(first), &rec))
+	require.Equal(t, "session_meta", rec.Type)
+	return rec.Payload
 }
 
 // reviewJSON is a reviewer's answer with one finding.
