@@ -351,9 +351,12 @@ func (o *options) checkReview(positional []string) error {
 		}
 		first = t.name
 	}
+	// The reference accepts these and ignores them: refused here.
 	if o.outputSchema != "" {
-		// The reference accepts it and ignores it (a review answers in its own format): refused here.
 		return usageErr("error: '--output-schema' is not supported by appserver exec review: a review's answer has its own format")
+	}
+	if len(o.images) > 0 {
+		return usageErr("error: '--image' is not supported by appserver exec review: a review takes no images")
 	}
 	if o.reviewTitle != "" && o.reviewCommit == "" && !o.reviewUncommitted && o.reviewBase == "" {
 		return usageErr("error: the following required arguments were not provided:\n  --commit <SHA>")

@@ -50,7 +50,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{"--last"}, {"resume"}, {"resume", "id", "p", "extra"}, {"resume", "--last", "p", "extra"},
 		{"fork"}, {"fork", "id", "p", "extra"}, {"fork", "--last"}, {"fork", "id", "-s", "read-only"}, {"fork", "id", "--color", "never"},
 		{"review", "-i", "a.png"}, {"review", "a", "b"}, {"review", "--uncommitted", "p"}, {"review", "--base", "b", "--commit", "c"},
-		{"review", "--commit", "c", "p"}, {"review", "--title", "T"}, {"review", "p", "--title", "T"}, {"review", "--uncommitted", "--output-schema", "s.json"}, {"--uncommitted", "review"}, {"--base", "b"},
+		{"review", "--commit", "c", "p"}, {"review", "--title", "T"}, {"review", "p", "--title", "T"}, {"review", "--uncommitted", "--output-schema", "s.json"}, {"--image=a.png", "review", "--uncommitted"}, {"--uncommitted", "review"}, {"--base", "b"},
 		{"--local-provider", "foo"}, {"-p"}, {"--approve-for-me"}, {"--dangerously-bypass-hook-trust"}, {"--cyber-access-program", "standard"},
 		{"--full-auto", "--dangerously-bypass-approvals-and-sandbox"},
 	} {
