@@ -100,6 +100,9 @@ func (r *runner) run(ctx context.Context) int {
 	if err != nil {
 		return r.fail("%v", err)
 	}
+	if r.opts.fork && r.opts.prompt == nil && len(r.opts.images) > 0 {
+		return r.fail("Error: Forking with images requires a prompt")
+	}
 	if r.opts.fork && r.opts.prompt == nil && (r.opts.lastMessage != "" || r.opts.outputSchema != "") {
 		return r.fail("Error: Forking with output options requires a prompt")
 	}

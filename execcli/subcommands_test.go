@@ -78,6 +78,9 @@ func TestExecFork(t *testing.T) {
 		require.Equal(t, "Error: Forking with output options requires a prompt\n", r.stderr)
 	}
 	require.NoFileExists(t, filepath.Join(e.work, "last.txt"))
+	r = e.run("", "--json", "fork", "-i", "dot.png", "no-such-thread")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "Error: Forking with images requires a prompt\n", r.stderr)
 
 	// "-" reads the prompt from stdin; an empty one fails.
 	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
