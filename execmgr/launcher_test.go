@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -575,6 +576,8 @@ func TestLauncherKillOwnerGivesTheGrace(t *testing.T) {
 				"the launcher ended with its last command")
 			require.Eventually(t, func() bool { return len(childCgroups(m)) == 0 }, 10*time.Second, 10*time.Millisecond,
 				"cgroups left: %v", childCgroups(m))
+			requireGroupGone(t, p1.Pid())
+			requireGroupGone(t, p2.Pid())
 		})
 	}
 }
@@ -633,4 +636,35 @@ func TestLauncherStartCancelledByTheCaller(t *testing.T) {
 	require.True(t, launched(p), "launchers are not paused by a cancelled start")
 	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
 	require.Equal(t, int32(2), calls.Load())
+}
+
+// TestReleaseAfterSettled: the scope of a command whose launcher Spawn gave up keeps its cgroup
+// until the abandoned request is settled; then whatever is in it is killed and the cgroup removed.
+func TestReleaseAfterSettled(t *testing.T) {
+	m := newTestManager(t)
+	sc := m.tr.open("t")
+	if sc.cgFD < 0 {
+		m.tr.release(sc)
+		t.Skip("no cgroup per command here")
+	}
+	n := uniqueSleep()
+	cmd := exec.Command("sleep", n) // stands for a command the launcher started after its Spawn gave up
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: sc.cgFD, Setpgid: true}
+	require.NoError(t, cmd.Start())
+	waited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(waited) }()
+	settled := make(chan struct{})
+	m.tr.releaseAfter(sc, settled)
+	require.Equal(t, -1, sc.cgFD)
+	_, err := os.Stat(sc.cg)
+	require.NoError(t, err, "the cgroup stays until the request is settled")
+	require.Len(t, pidsRunning("sleep", n), 1)
+	close(settled)
+	select {
+	case <-waited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command in the cgroup was not killed")
+	}
+	require.Eventually(t, func() bool { _, err := os.Stat(sc.cg); return os.IsNotExist(err) }, 10*time.Second, 10*time.Millisecond,
+		"the cgroup was not removed")
 }
