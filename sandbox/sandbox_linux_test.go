@@ -723,7 +723,7 @@ func TestUnprivileged(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.v",
 		"-test.run", "TestEscapesFail|TestWorkspaceWriteAllows|TestNetwork|TestDetachedChildConfined|TestReadsAndDevicesWork|TestDenialMessages|TestUnderPTY|TestUserNSStageRelaysSignals|"+
-			"TestWorkspaceWriteRefusesMetadataOutsideRoots|TestWorkspaceWriteMetadataInsideRoots|TestMountFlagsKept|TestLauncherNotTraceable|TestLauncherPermanent")
+			"TestWorkspaceWriteRefusesMetadataOutsideRoots|TestWorkspaceWriteMetadataInsideRoots|TestMountFlagsKept|TestLauncherNotTraceable|TestLauncherPermanent|TestLauncherSpawnAbandoned|TestLauncherStartCancelled")
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), unprivEnv+"=1", "TMPDIR="+tmp, "HOME="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -735,6 +735,8 @@ func TestUnprivileged(t *testing.T) {
 	require.Regexp(t, `--- (PASS|SKIP): TestEscapesFail/read-only/launcher/`, string(out))
 	require.Regexp(t, `--- (PASS|SKIP): TestLauncherNotTraceable`, string(out))
 	require.Regexp(t, `--- (PASS|SKIP): TestLauncherPermanent`, string(out))
+	require.Regexp(t, `--- (PASS|SKIP): TestLauncherSpawnAbandoned`, string(out))
+	require.Regexp(t, `--- (PASS|SKIP): TestLauncherStartCancelled`, string(out))
 	if strings.Contains(string(out), "--- SKIP: TestEscapesFail/read-only/launcher") {
 		t.Log("no launcher for unprivileged users here (no user namespaces)")
 	}
