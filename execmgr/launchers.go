@@ -232,19 +232,16 @@ func (lp *launcherPool) hold(e *launcherEntry) {
 // idle time unless a command comes first, or at once when its owner was killed (retiring).
 func (lp *launcherPool) release(e *launcherEntry) {
 	lp.mu.Lock()
-	defer lp.mu.Unlock()
 	e.live--
-	if e.live > 0 {
-		return
-	}
-	if _, ok := lp.retiring[e]; ok {
+	_, retired := lp.retiring[e]
+	if e.live == 0 && retired {
 		lp.unretire(e)
 		lp.mu.Unlock()
 		lp.end(e)
-		lp.mu.Lock()
 		return
 	}
-	if !lp.holds(e) {
+	defer lp.mu.Unlock()
+	if e.live > 0 || !lp.holds(e) {
 		return
 	}
 	idle := lp.idle
