@@ -668,3 +668,49 @@ func TestReleaseAfterSettled(t *testing.T) {
 	require.Eventually(t, func() bool { _, err := os.Stat(sc.cg); return os.IsNotExist(err) }, 10*time.Second, 10*time.Millisecond,
 		"the cgroup was not removed")
 }
+
+// TestLauncherSpawnAbandonedByTheCaller: a command whose context ends once its request is with the
+// launcher (stopped here, so it cannot answer) makes Spawn return the context's error at once; the
+// command the launcher starts when it runs again is killed and its cgroup removed, and the owner's
+// next command is launched by the same launcher, with its own reply.
+func TestLauncherSpawnAbandonedByTheCaller(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var first atomic.Bool
+	var pid atomic.Int64
+	m.ls.start = func(sctx context.Context, self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
+		opts.AfterSend = func() {
+			if first.CompareAndSwap(false, true) {
+				cancel() // the caller gives up once its request is out
+			}
+		}
+		l, err := sandbox.StartLauncher(sctx, self, key, opts)
+		if err == nil {
+			pid.Store(int64(l.Pid()))
+			require.NoError(t, syscall.Kill(l.Pid(), syscall.SIGSTOP))
+		}
+		return l, err
+	}
+	t.Cleanup(func() { _ = syscall.Kill(int(pid.Load()), syscall.SIGCONT) })
+	n := uniqueSleep()
+	_, err := m.Spawn(ctx, SpawnRequest{Owner: "t", Argv: []string{"sh", "-c", "exec sleep " + n}, WrapArgv: wrap})
+	require.ErrorIs(t, err, context.Canceled)
+	ls := launcherPids(m)
+	require.Equal(t, []int{int(pid.Load())}, ls)
+	require.Len(t, childCgroups(m), 2, "the launcher's cgroup and the abandoned command's")
+
+	require.NoError(t, syscall.Kill(ls[0], syscall.SIGCONT))
+	require.Eventually(t, func() bool { return len(childCgroups(m)) == 1 }, 30*time.Second, 10*time.Millisecond,
+		"the abandoned command's cgroup was not removed: %v", childCgroups(m))
+	require.Empty(t, pidsRunning("sleep", n), "the command started after its Spawn gave up was killed")
+
+	p := spawnRO(t, m, wrap, "t", false, "echo next", nil)
+	require.True(t, launched(p))
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	require.Equal(t, "next\n", p.Output())
+	require.Equal(t, ls, launcherPids(m), "by the same launcher")
+	m.mu.Lock()
+	require.Empty(t, m.killed)
+	m.mu.Unlock()
+}

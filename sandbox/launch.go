@@ -81,6 +81,8 @@ type LauncherOptions struct {
 	// Timeout bounds each spawn's reply: a launcher that does not answer in time is killed. Zero
 	// means 30 s. Its start is bounded by 30 s.
 	Timeout time.Duration
+	// AfterSend, when set (tests), runs once each spawn request was sent, before its reply is awaited.
+	AfterSend func()
 }
 
 // Launched is a command a Launcher started.

@@ -48,8 +48,7 @@ type Launcher struct {
 	mu       sync.Mutex
 	children map[int]*Launched // by pid in the launcher's namespace
 
-	// sent, when set (tests), runs once a spawn request was sent, before its reply is awaited.
-	sent func()
+	sent func() // LauncherOptions.AfterSend
 }
 
 type launchReply struct {
@@ -152,7 +151,7 @@ func startLauncher(ctx context.Context, self string, key LaunchKey, kind int, op
 		return nil, err
 	}
 	theirs.Close()
-	l := &Launcher{cmd: cmd, conn: conn, timeout: opts.Timeout, exitGrace: exitReportGrace, spawnTurn: make(chan struct{}, 1),
+	l := &Launcher{cmd: cmd, conn: conn, timeout: opts.Timeout, exitGrace: exitReportGrace, spawnTurn: make(chan struct{}, 1), sent: opts.AfterSend,
 		replies: make(chan launchReply, 1),
 		dead:    make(chan struct{}), closing: make(chan struct{}), exited: make(chan struct{}), children: map[int]*Launched{}}
 	go func() {
