@@ -1,6 +1,6 @@
 // Package jsonstr encodes JSON strings as package jsonrpc writes them. It is apart from jsonrpc, and
-// imports only math/bits, slices and unicode/utf8, so that the early answer to initialize (internal/early/quick)
-// can use it before encoding/json and log/slog are initialised.
+// imports only math/bits, slices and unicode/utf8, so that the early answer to initialize
+// (internal/early/quick) can use it before encoding/json and log/slog are initialised.
 package jsonstr
 
 import (
@@ -23,7 +23,7 @@ var uEscaped = func() (t [256]bool) {
 	return t
 }()
 
-// uEscapes holds the \\u00XX escape of each control byte as a little-endian word (two bytes of zeros after).
+// uEscapes holds the \u00XX escape of each control byte as a little-endian word (two bytes of zeros after).
 var uEscapes = func() (t [0x20]uint64) {
 	for c := range t {
 		e := [8]byte{'\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF]}

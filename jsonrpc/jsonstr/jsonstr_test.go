@@ -1,6 +1,7 @@
 package jsonstr
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -109,5 +110,32 @@ func BenchmarkAppendUTF8(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
 		dst = Append(dst[:0], s)
+	}
+}
+
+// TestSpecial8: the lowest byte special8 flags is the first byte that needs escaping or decoding, and
+// nothing is flagged when no byte does, for words mixing every kind of byte around the thresholds.
+func TestSpecial8(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	kinds := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, '"', '#', '[', '\\', ']', 'a', 0x7e, 0x7f, 0x80, 0xc3, 0xff}
+	special := func(b byte) bool { return b < 0x20 || b == '"' || b == '\\' || b >= 0x80 }
+	for range 200000 {
+		var w [8]byte
+		for i := range w {
+			w[i] = kinds[r.IntN(len(kinds))]
+		}
+		first := 8
+		for i, b := range w {
+			if special(b) {
+				first = i
+				break
+			}
+		}
+		m := special8(load64(w[:], 0))
+		if first == 8 {
+			require.Zero(t, m, "%q", w)
+		} else {
+			require.Equal(t, first, bits.TrailingZeros64(m)>>3, "%q", w)
+		}
 	}
 }
