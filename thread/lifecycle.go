@@ -264,6 +264,9 @@ type ResumeOverrides struct {
 	Sandbox        *protocol.SandboxMode
 	BaseInstr      *string
 	DeveloperInstr *string
+	// ServiceTier and Personality replace the ones the rollout recorded.
+	ServiceTier *string
+	Personality *protocol.Personality
 }
 
 // Resume loads a stored thread (or returns the loaded one, loaded=false): its model history, turns, settings
@@ -359,13 +362,21 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if o.Reviewer != nil {
 		s.ApprovalsReviewer = *o.Reviewer
 	}
+	// Like the reference, a resume restores a read-only or full-access sandbox, but a workspace-write thread
+	// gets config.toml's sandbox.
 	if sb := sandboxFromCore(tc.SandboxPolicy); sb != nil {
-		s.Sandbox = *sb
+		if _, ww := sb.Value.(protocol.SandboxPolicyWorkspaceWrite); !ww {
+			s.Sandbox = *sb
+		}
 	}
 	if o.Sandbox != nil {
 		s.Sandbox = SandboxFromMode(string(*o.Sandbox), cfg.SandboxWorkspaceWrite)
 	}
-	if e := firstNonEmpty(th.ReasoningEffort, tc.Effort, cfg.ModelReasoningEffort); e != "" {
+	recordedEffort := firstNonEmpty(th.ReasoningEffort, tc.Effort)
+	if o.Model != nil && *o.Model != firstNonEmpty(th.Model, tc.Model) {
+		recordedEffort = "" // another model starts from config.toml's effort (its own default), as in the reference
+	}
+	if e := firstNonEmpty(recordedEffort, cfg.ModelReasoningEffort); e != "" {
 		eff := protocol.ReasoningEffort(e)
 		s.Effort = &eff
 	}
@@ -373,7 +384,24 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		sum := protocol.ReasoningSummary(tc.Summary)
 		s.Summary = &sum
 	}
-	if th.Meta.BaseInstructions != nil && th.Meta.BaseInstructions.Text != baseInstructions {
+	if th.Settings != nil {
+		// The last recorded settings hold the thread's tier and personality (none recorded: none set).
+		if th.Settings.ServiceTier != "" {
+			s.ServiceTier = ptr(th.Settings.ServiceTier)
+		}
+		if th.Settings.Personality != "" {
+			s.Personality = ptr(protocol.Personality(th.Settings.Personality))
+		}
+	} else {
+		s.ServiceTier, s.Personality = tierAndPersonality(nil, nil, cfg)
+	}
+	if o.ServiceTier != nil {
+		s.ServiceTier = ptr(NormalizeServiceTier(*o.ServiceTier))
+	}
+	if o.Personality != nil {
+		s.Personality = o.Personality
+	}
+	if th.Meta.BaseInstructions != nil && !isDefaultInstructions(th.Meta.BaseInstructions.Text) {
 		s.BaseInstructions = th.Meta.BaseInstructions.Text
 	}
 	if o.BaseInstr != nil {
@@ -389,6 +417,12 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		return nil, err
 	}
 	t := m.newThread(id, s)
+	// Requests keep the session's base instructions first; what the model was told since (a replacement, the
+	// permissions) comes from the history, so the next turn tells it only what changed.
+	if th.Meta.BaseInstructions != nil && th.Meta.BaseInstructions.Text != "" && o.BaseInstr == nil {
+		t.base = th.Meta.BaseInstructions.Text
+	}
+	t.told, t.permissions = toldFromHistory(th.ResponseItems, t.base)
 	created := th.CreatedAt
 	if created.IsZero() {
 		created = time.Now()
@@ -543,6 +577,9 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		}
 	} else {
 		s := Settings{Model: firstNonEmpty(deref(o.Overrides.Model), parent.Model), BaseInstructions: deref(o.Overrides.BaseInstr)}
+		if o.Overrides.BaseInstr == nil && parent.Session.BaseInstructions != nil {
+			meta.BaseInstructions = parent.Session.BaseInstructions // the fork keeps its parent's base instructions
+		}
 		if parent.ReasoningEffort != "" {
 			s.Effort = ptr(protocol.ReasoningEffort(parent.ReasoningEffort))
 		}

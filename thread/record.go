@@ -234,6 +234,39 @@ func (tn *Turn) recordStart(s Settings) {
 		tc.Summary = string(*s.Summary)
 	}
 	t.record(func(r *rollout.Recorder) error { return r.AppendTurnContext(tc) })
+	t.recordSettings(s)
+}
+
+// recordSettings appends thread_settings_applied when s differs from the settings last recorded, as the reference
+// records a thread's settings (a resume restores its service tier and personality from the last one).
+func (t *Thread) recordSettings(s Settings) {
+	ts := rollout.ThreadSettings{Model: s.Model, ModelProviderID: s.ModelProvider, ServiceTier: deref(s.ServiceTier),
+		ApprovalPolicy: approvalName(s.ApprovalPolicy), ApprovalsReviewer: string(s.ApprovalsReviewer), Cwd: s.Cwd,
+		RuntimeWorkspaceRoots: []string{s.Cwd}, Personality: string(deref(s.Personality)),
+		CollaborationMode: map[string]any{"mode": "default", "settings": map[string]any{
+			"model": s.Model, "reasoning_effort": s.Effort, "developer_instructions": nil}},
+		DisabledPluginIDs: s.DisabledPluginIDs,
+	}
+	if s.Effort != nil {
+		ts.ReasoningEffort = string(*s.Effort)
+	}
+	if s.Summary != nil {
+		ts.ReasoningSummary = string(*s.Summary)
+	}
+	if ts.DisabledPluginIDs == nil {
+		ts.DisabledPluginIDs = []string{}
+	}
+	key := string(marshal(ts))
+	t.mu.Lock()
+	if t.recorded == key {
+		t.mu.Unlock()
+		return
+	}
+	t.recorded = key
+	t.mu.Unlock()
+	t.record(func(r *rollout.Recorder) error {
+		return r.AppendEvent(rollout.ThreadSettingsApplied{ThreadID: t.ID, Settings: ts})
+	})
 }
 
 // recordSubStart appends the task_started of a task's announced sub-agent turn (the reference records its

@@ -1,0 +1,216 @@
+package server_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
+)
+
+// turnBody runs one turn with turn/start params extra and returns the body of the model request it made.
+func turnBody(t *testing.T, c *apptest.Client, id string, extra map[string]any) map[string]any {
+	t.Helper()
+	c.Model.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("ok", 1)}})
+	n := len(c.Model.ResponseRequests())
+	params := map[string]any{"threadId": id, "input": []any{map[string]any{"type": "text", "text": "go"}}}
+	for k, v := range extra {
+		params[k] = v
+	}
+	c.Result("turn/start", params, nil)
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	reqs := c.Model.ResponseRequests()
+	require.Len(t, reqs, n+1)
+	return reqs[n].Body
+}
+
+// modelInstructions lists the developer messages of a request that replace the base instructions.
+func modelInstructions(body map[string]any) []string {
+	var out []string
+	for _, d := range developerTexts(body) {
+		if strings.HasPrefix(d, "<model_instructions>") {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// str renders an optional string ("<nil>" for none), so a missing value fails a comparison instead of panicking.
+func str(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+type metaResponse struct {
+	ServiceTier     *string `json:"serviceTier"`
+	Model           string  `json:"model"`
+	ReasoningEffort *string `json:"reasoningEffort"`
+	ApprovalPolicy  string  `json:"approvalPolicy"`
+	Sandbox         struct {
+		Type string `json:"type"`
+	} `json:"sandbox"`
+	Thread struct {
+		ID string `json:"id"`
+	} `json:"thread"`
+}
+
+// TestServiceTierSentToModel: the thread's tier goes out as service_tier, as the reference sends it ("fast" is
+// "priority"; serviceTierForTurn applies to one turn; a null tier asks for standard speed, reported "default"; a
+// tier the model does not advertise is omitted, with the reference's warning).
+func TestServiceTierSentToModel(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(true)
+	var st metaResponse
+	c.Result("thread/start", map[string]any{"cwd": c.Work, "model": "gpt-6.1-sol", "serviceTier": "fast"}, &st)
+	id := st.Thread.ID
+	require.Equal(t, "priority", str(st.ServiceTier))
+	require.Equal(t, "priority", turnBody(t, c, id, nil)["service_tier"])
+
+	c.Result("thread/settings/update", map[string]any{"threadId": id, "serviceTier": "flex"}, nil)
+	require.Equal(t, "flex", turnBody(t, c, id, nil)["service_tier"])
+	require.NotContains(t, turnBody(t, c, id, map[string]any{"serviceTierForTurn": "default"}), "service_tier")
+	require.Equal(t, "priority", turnBody(t, c, id, map[string]any{"serviceTierForTurn": "priority"})["service_tier"])
+	require.Equal(t, "flex", turnBody(t, c, id, nil)["service_tier"], "serviceTierForTurn leaves the thread's tier")
+	require.Equal(t, "priority", turnBody(t, c, id, map[string]any{"serviceTier": "fast"})["service_tier"])
+
+	c.Result("thread/settings/update", map[string]any{"threadId": id, "serviceTier": nil}, nil)
+	n := c.WaitNotification("thread/settings/updated", func(p json.RawMessage) bool { return strings.Contains(string(p), `"serviceTier":"default"`) })
+	require.Contains(t, string(n.Params), id)
+	require.NotContains(t, turnBody(t, c, id, nil), "service_tier")
+
+	// mock-model advertises no tier: priority is dropped (flex is accepted for every model).
+	var mock metaResponse
+	c.Result("thread/start", map[string]any{"cwd": c.Work, "serviceTier": "fast"}, &mock)
+	require.Nil(t, mock.ServiceTier)
+	w := c.WaitNotification("warning", threadIDIs(mock.Thread.ID))
+	require.Contains(t, string(w.Params), "Configured service tier `priority` is not advertised as supported for model `mock-model` and will be omitted from requests.")
+	require.NotContains(t, turnBody(t, c, mock.Thread.ID, nil), "service_tier")
+	c.Result("thread/start", map[string]any{"cwd": c.Work, "serviceTier": "flex"}, &mock)
+	require.Equal(t, "flex", str(mock.ServiceTier))
+	require.Equal(t, "flex", turnBody(t, c, mock.Thread.ID, nil)["service_tier"])
+}
+
+// TestServiceTierFromConfig: config.toml's service_tier is a new thread's tier.
+func TestServiceTierFromConfig(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{Config: `service_tier = "flex"`})
+	c.Initialize(false)
+	var st metaResponse
+	c.Result("thread/start", map[string]any{"cwd": c.Work}, &st)
+	require.Equal(t, "flex", str(st.ServiceTier))
+	require.Equal(t, "flex", turnBody(t, c, st.Thread.ID, nil)["service_tier"])
+}
+
+// TestPersonalityChangesInstructions: personality "none" leaves the personality out of a catalogue model's base
+// instructions; a later change gives the model its new instructions in a <model_instructions> developer message
+// (friendly and pragmatic are the same), the base message staying first and unchanged, as the reference does.
+// A model without catalogue metadata ignores the personality.
+func TestPersonalityChangesInstructions(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(true)
+	id := c.StartThread(map[string]any{"model": "gpt-6.1-sol", "personality": "none"})
+	b := turnBody(t, c, id, nil)
+	base := developerTexts(b)[0]
+	require.NotContains(t, base, "# Personality")
+	require.Empty(t, modelInstructions(b))
+
+	c.Result("thread/settings/update", map[string]any{"threadId": id, "personality": "friendly"}, nil)
+	b = turnBody(t, c, id, nil)
+	require.Equal(t, base, developerTexts(b)[0])
+	mi := modelInstructions(b)
+	require.Len(t, mi, 1)
+	require.Contains(t, mi[0], "# Personality")
+	require.Contains(t, mi[0], base, "the replacement is the base with the personality")
+
+	b = turnBody(t, c, id, map[string]any{"personality": "pragmatic"})
+	require.Len(t, modelInstructions(b), 1, "pragmatic selects the same instructions: nothing new to tell")
+	b = turnBody(t, c, id, map[string]any{"personality": "none"})
+	mi = modelInstructions(b)
+	require.Len(t, mi, 2)
+	require.NotContains(t, mi[1], "# Personality")
+
+	def := c.StartThread(map[string]any{"model": "gpt-6.1-sol"})
+	require.Contains(t, developerTexts(turnBody(t, c, def, nil))[0], "# Personality", "the default personality")
+
+	mock := c.StartThread(map[string]any{"personality": "none"})
+	b = turnBody(t, c, mock, nil)
+	c.Result("thread/settings/update", map[string]any{"threadId": mock, "personality": "friendly"}, nil)
+	b2 := turnBody(t, c, mock, nil)
+	require.Equal(t, developerTexts(b)[0], developerTexts(b2)[0])
+	require.Empty(t, modelInstructions(b2))
+}
+
+// TestResumeAppliesStoredSettings: a resume without overrides restores the thread's model, effort, approval
+// policy, service tier and personality from its rollout (a workspace-write sandbox gives way to config.toml's,
+// as in the reference); explicit resume parameters win.
+func TestResumeAppliesStoredSettings(t *testing.T) {
+	mm := mockmodel.New(t)
+	c1 := apptest.Start(t, apptest.Options{Model: mm})
+	c1.Initialize(true)
+	id := c1.StartThread(map[string]any{"model": "gpt-6-luna", "serviceTier": "flex", "personality": "none",
+		"approvalPolicy": "on-request", "sandbox": "workspace-write"})
+	b := turnBody(t, c1, id, map[string]any{"effort": "high"})
+	require.Equal(t, "flex", b["service_tier"])
+	base := developerTexts(b)[0]
+	require.NotContains(t, base, "# Personality")
+	home := c1.Home
+	c1.Close()
+
+	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: home})
+	c2.Initialize(true)
+	var rs metaResponse
+	c2.Result("thread/resume", map[string]any{"threadId": id}, &rs)
+	require.Equal(t, "gpt-6-luna", rs.Model)
+	require.Equal(t, "flex", str(rs.ServiceTier))
+	require.Equal(t, "high", str(rs.ReasoningEffort))
+	require.Equal(t, "on-request", rs.ApprovalPolicy)
+	require.Equal(t, "readOnly", rs.Sandbox.Type, "config.toml's sandbox, as the reference")
+	b = turnBody(t, c2, id, nil)
+	require.Equal(t, "flex", b["service_tier"])
+	require.Equal(t, "high", b["reasoning"].(map[string]any)["effort"])
+	require.Equal(t, base, developerTexts(b)[0])
+	require.Empty(t, modelInstructions(b), "the personality is still none: nothing to tell")
+	c2.Close()
+
+	c3 := apptest.Start(t, apptest.Options{Model: mm, Home: home})
+	c3.Initialize(true)
+	c3.Result("thread/resume", map[string]any{"threadId": id, "model": "gpt-6.1-sol", "serviceTier": "fast", "personality": "friendly"}, &rs)
+	require.Equal(t, "priority", str(rs.ServiceTier))
+	require.Nil(t, rs.ReasoningEffort, "another model starts from its own default effort")
+	b = turnBody(t, c3, id, nil)
+	require.Equal(t, "priority", b["service_tier"])
+	require.Equal(t, "low", b["reasoning"].(map[string]any)["effort"])
+	mi := modelInstructions(b)
+	require.Len(t, mi, 1)
+	require.Contains(t, mi[0], "# Personality")
+}
+
+// TestResumeSandbox: which recorded sandbox a resume keeps, as the reference decides (read-only and
+// danger-full-access are restored, workspace-write gives way to config.toml's sandbox_mode).
+func TestResumeSandbox(t *testing.T) {
+	for _, tc := range []struct{ config, thread, resumed string }{
+		{"read-only", "workspace-write", "readOnly"},
+		{"danger-full-access", "workspace-write", "dangerFullAccess"},
+		{"workspace-write", "read-only", "readOnly"},
+		{"workspace-write", "danger-full-access", "dangerFullAccess"},
+	} {
+		t.Run(tc.config+"/"+tc.thread, func(t *testing.T) {
+			mm := mockmodel.New(t)
+			c1 := apptest.Start(t, apptest.Options{Model: mm, SandboxMode: tc.config})
+			c1.Initialize(false)
+			id := c1.StartThread(map[string]any{"sandbox": tc.thread})
+			turnBody(t, c1, id, nil)
+			home := c1.Home
+			c1.Close()
+			c2 := apptest.Start(t, apptest.Options{Model: mm, Home: home, SandboxMode: tc.config})
+			c2.Initialize(false)
+			var rs metaResponse
+			c2.Result("thread/resume", map[string]any{"threadId": id}, &rs)
+			require.Equal(t, tc.resumed, rs.Sandbox.Type)
+		})
+	}
+}
