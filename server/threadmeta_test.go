@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -187,6 +188,32 @@ func TestResumeAppliesStoredSettings(t *testing.T) {
 	mi := modelInstructions(b)
 	require.Len(t, mi, 1)
 	require.Contains(t, mi[0], "# Personality")
+
+	// A change after the last turn is recorded too, in the reference's record (which it reads back only with a
+	// permission profile).
+	c3.Result("thread/settings/update", map[string]any{"threadId": id, "serviceTier": "flex"}, nil)
+	c3.WaitNotification("thread/settings/updated", threadIDIs(id))
+	c3.Close()
+	var last map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(must(os.ReadFile(rolloutFile(t, home, id))))), "\n") {
+		var rec struct {
+			Type    string         `json:"type"`
+			Payload map[string]any `json:"payload"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec.Type == "event_msg" && rec.Payload["type"] == "thread_settings_applied" {
+			last = rec.Payload["thread_settings"].(map[string]any)
+		}
+	}
+	require.Equal(t, "flex", last["service_tier"])
+	require.Equal(t, "friendly", last["personality"])
+	require.Equal(t, map[string]any{"type": "managed", "network": "restricted", "file_system": map[string]any{"type": "restricted",
+		"entries": []any{map[string]any{"path": map[string]any{"type": "special", "value": map[string]any{"kind": "root"}}, "access": "read"}}}},
+		last["permission_profile"])
+	c4 := apptest.Start(t, apptest.Options{Model: mm, Home: home})
+	c4.Initialize(true)
+	c4.Result("thread/resume", map[string]any{"threadId": id}, &rs)
+	require.Equal(t, "flex", str(rs.ServiceTier))
 }
 
 // TestResumeSandbox: which recorded sandbox a resume keeps, as the reference decides (read-only and
@@ -213,4 +240,34 @@ func TestResumeSandbox(t *testing.T) {
 			require.Equal(t, tc.resumed, rs.Sandbox.Type)
 		})
 	}
+}
+
+// TestResumeReadsReferenceThreadSettings: a rollout the reference wrote restores the service tier, personality
+// and reasoning summary of its last thread_settings_applied record (its turn_context's summary is not the
+// setting), as the reference's own resume does.
+func TestResumeReadsReferenceThreadSettings(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(true)
+	path := installFixture(t, c.Home, c.Work, "rollout-2026-11-20T09-00-00-"+fixturePaginatedID+".jsonl")
+	// The record as the reference 0.169.0 wrote it (a thread started with serviceTier flex and personality none).
+	tsa := `{"timestamp":"2026-11-20T09:00:07.000Z","ordinal":18,"type":"event_msg","payload":{"type":"thread_settings_applied",` +
+		`"thread_id":"` + fixturePaginatedID + `","thread_settings":{"model":"gpt-6.1-sol","model_provider_id":"mock","service_tier":"flex",` +
+		`"approval_policy":"never","approvals_reviewer":"user","requested_approvals_reviewer":"user","permission_profile":{"type":"managed",` +
+		`"file_system":{"type":"restricted","entries":[{"path":{"type":"special","value":{"kind":"root"}},"access":"read"}]},"network":"restricted"},` +
+		`"cwd":"` + c.Work + `","runtime_workspace_roots":["` + c.Work + `"],"reasoning_summary":"concise","personality":"none",` +
+		`"collaboration_mode":{"mode":"default","settings":{"model":"gpt-6.1-sol","reasoning_effort":null,"developer_instructions":null}},"disabled_plugin_ids":[]}}}` + "\n"
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(tsa)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	var rs metaResponse
+	c.Result("thread/resume", map[string]any{"threadId": fixturePaginatedID}, &rs)
+	require.Equal(t, "gpt-6.1-sol", rs.Model)
+	require.Equal(t, "flex", str(rs.ServiceTier))
+	b := turnBody(t, c, fixturePaginatedID, nil)
+	require.Equal(t, "flex", b["service_tier"])
+	require.Equal(t, "concise", b["reasoning"].(map[string]any)["summary"])
+	require.Empty(t, modelInstructions(b))
 }

@@ -338,8 +338,15 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if len(th.LastTurnContext) > 0 {
 		_ = json.Unmarshal(th.LastTurnContext, &tc)
 	}
+	recModel, recEffort, recSummary := firstNonEmpty(th.Model, tc.Model), firstNonEmpty(th.ReasoningEffort, tc.Effort), tc.Summary
+	if ts := th.Settings; ts != nil {
+		// The last recorded settings are the thread's latest (changes after its last turn included); the
+		// reference's turn_context does not hold the reasoning summary setting.
+		recModel = firstNonEmpty(ts.Model, recModel)
+		recEffort, recSummary = ts.ReasoningEffort, ts.ReasoningSummary
+	}
 	s := Settings{
-		Model:             firstNonEmpty(deref(o.Model), th.Model, tc.Model, cfg.Model),
+		Model:             firstNonEmpty(deref(o.Model), recModel, cfg.Model),
 		ModelProvider:     firstNonEmpty(deref(o.ModelProvider), th.Meta.ModelProvider, cfg.ModelProvider, config.DefaultModelProvider),
 		Cwd:               firstNonEmpty(deref(o.Cwd), tc.Cwd, th.Meta.Cwd),
 		ApprovalPolicy:    ApprovalFromConfig(cfg.ApprovalPolicy),
@@ -372,17 +379,15 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if o.Sandbox != nil {
 		s.Sandbox = SandboxFromMode(string(*o.Sandbox), cfg.SandboxWorkspaceWrite)
 	}
-	recordedEffort := firstNonEmpty(th.ReasoningEffort, tc.Effort)
-	if o.Model != nil && *o.Model != firstNonEmpty(th.Model, tc.Model) {
-		recordedEffort = "" // another model starts from config.toml's effort (its own default), as in the reference
+	if o.Model != nil && *o.Model != recModel {
+		recEffort = "" // another model starts from config.toml's effort (its own default), as in the reference
 	}
-	if e := firstNonEmpty(recordedEffort, cfg.ModelReasoningEffort); e != "" {
+	if e := firstNonEmpty(recEffort, cfg.ModelReasoningEffort); e != "" {
 		eff := protocol.ReasoningEffort(e)
 		s.Effort = &eff
 	}
-	if tc.Summary != "" {
-		sum := protocol.ReasoningSummary(tc.Summary)
-		s.Summary = &sum
+	if recSummary != "" {
+		s.Summary = ptr(protocol.ReasoningSummary(recSummary))
 	}
 	if th.Settings != nil {
 		// The last recorded settings hold the thread's tier and personality (none recorded: none set).
