@@ -164,7 +164,11 @@ func TestResumeAppliesStoredSettings(t *testing.T) {
 	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: home})
 	c2.Initialize(true)
 	var rs metaResponse
+	mark := c2.Mark()
 	c2.Result("thread/resume", map[string]any{"threadId": id}, &rs)
+	for _, m := range c2.Since(mark) {
+		require.NotEqual(t, "warning", m.Method, "the recorded model: no warning")
+	}
 	require.Equal(t, "gpt-6-luna", rs.Model)
 	require.Equal(t, "flex", str(rs.ServiceTier))
 	require.Equal(t, "high", str(rs.ReasoningEffort))
@@ -179,7 +183,20 @@ func TestResumeAppliesStoredSettings(t *testing.T) {
 
 	c3 := apptest.Start(t, apptest.Options{Model: mm, Home: home})
 	c3.Initialize(true)
+	mark = c3.Mark()
 	c3.Result("thread/resume", map[string]any{"threadId": id, "model": "gpt-6.1-sol", "serviceTier": "fast", "personality": "friendly"}, &rs)
+	var order []string
+	for _, m := range c3.Since(mark) {
+		switch {
+		case m.Method == "warning":
+			require.Contains(t, string(m.Params), "This session was recorded with model `gpt-6-luna` but is resuming with `gpt-6.1-sol`. "+
+				"Consider switching back to `gpt-6-luna` as it may affect Codex performance.")
+			order = append(order, m.Method)
+		case m.Method == "thread/status/changed", m.Method == "" && m.Result != nil:
+			order = append(order, m.Method)
+		}
+	}
+	require.Equal(t, []string{"warning", "thread/status/changed", ""}, order, "the warning, then the status, then the answer (as the reference)")
 	require.Equal(t, "priority", str(rs.ServiceTier))
 	require.Nil(t, rs.ReasoningEffort, "another model starts from its own default effort")
 	b = turnBody(t, c3, id, nil)

@@ -323,6 +323,18 @@ func (m *Manager) Resume(ctx context.Context, id, path string, o ResumeOverrides
 	return t, true, nil
 }
 
+// ModelSwitchWarning is the reference's warning for a thread resumed onto another model than the one its rollout
+// recorded ("" when there is nothing to warn about).
+func (t *Thread) ModelSwitchWarning() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.storedModel == "" || t.storedModel == t.settings.Model {
+		return ""
+	}
+	return "This session was recorded with model `" + t.storedModel + "` but is resuming with `" + t.settings.Model +
+		"`. Consider switching back to `" + t.storedModel + "` as it may affect Codex performance."
+}
+
 // loadStored builds a loaded Thread from a rollout read back.
 func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorder, o ResumeOverrides) (*Thread, error) {
 	cfg := m.Config()
@@ -422,6 +434,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		return nil, err
 	}
 	t := m.newThread(id, s)
+	t.storedModel = recModel
 	// Requests keep the session's base instructions first; what the model was told since (a replacement, the
 	// permissions) comes from the history, so the next turn tells it only what changed.
 	if th.Meta.BaseInstructions != nil && th.Meta.BaseInstructions.Text != "" && o.BaseInstr == nil {
