@@ -366,8 +366,11 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	exclude := excludeTurns(c, p.ExcludeTurns)
 	newSubscriber := t.Subscribe(c)
 	if loadedNow {
-		if w := t.ModelSwitchWarning(); w != "" {
-			t.EmitTo(c, protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID, Message: w})
+		st := t.Settings()
+		for _, w := range []string{t.ModelSwitchWarning(), thread.UnadvertisedTierWarning(st)} {
+			if w != "" {
+				t.EmitTo(c, protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID, Message: w})
+			}
 		}
 		t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: t.Info().Status})
 	}

@@ -223,6 +223,7 @@ func TestResumeAppliesStoredSettings(t *testing.T) {
 		}
 	}
 	require.Equal(t, "flex", last["service_tier"])
+	require.Equal(t, "gpt-6.1-sol", last["model"])
 	require.Equal(t, "friendly", last["personality"])
 	require.Equal(t, map[string]any{"type": "managed", "network": "restricted", "file_system": map[string]any{"type": "restricted",
 		"entries": []any{map[string]any{"path": map[string]any{"type": "special", "value": map[string]any{"kind": "root"}}, "access": "read"}}}},
@@ -231,6 +232,22 @@ func TestResumeAppliesStoredSettings(t *testing.T) {
 	c4.Initialize(true)
 	c4.Result("thread/resume", map[string]any{"threadId": id}, &rs)
 	require.Equal(t, "flex", str(rs.ServiceTier))
+	c4.Close()
+
+	// A tier the resumed thread's model does not advertise: null, and the reference's warning before the answer.
+	c5 := apptest.Start(t, apptest.Options{Model: mm, Home: home})
+	c5.Initialize(true)
+	mark = c5.Mark()
+	c5.Result("thread/resume", map[string]any{"threadId": id, "model": "mock-model", "serviceTier": "fast"}, &rs)
+	require.Nil(t, rs.ServiceTier)
+	var warnings []string
+	for _, m := range c5.Since(mark) {
+		if m.Method == "warning" {
+			warnings = append(warnings, string(m.Params))
+		}
+	}
+	require.Len(t, warnings, 2)
+	require.Contains(t, warnings[1], "Configured service tier `priority` is not advertised as supported for model `mock-model` and will be omitted from requests.")
 }
 
 // TestResumeSandbox: which recorded sandbox a resume keeps, as the reference decides (read-only and
