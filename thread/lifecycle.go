@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"appserver/config"
+	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/rollout"
 	"appserver/threadindex"
@@ -577,6 +578,7 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		Source: rollout.StringSource(firstNonEmpty(o.Source, "vscode")), ModelProvider: firstNonEmpty(deref(o.Overrides.ModelProvider), parent.Session.ModelProvider),
 		HistoryBase: &hb, ForkedFromOrdinalExclusive: &hb.EndOrdinalExclusive,
 	}
+	fresh := m.forkSettings()
 	var th *rollout.Thread
 	var rec *rollout.Recorder
 	if o.Ephemeral {
@@ -595,12 +597,12 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 			}
 		}
 	} else {
-		s := Settings{Model: firstNonEmpty(deref(o.Overrides.Model), parent.Model), BaseInstructions: deref(o.Overrides.BaseInstr)}
+		s := Settings{Model: firstNonEmpty(deref(o.Overrides.Model), fresh.Model), BaseInstructions: deref(o.Overrides.BaseInstr)}
 		if o.Overrides.BaseInstr == nil && parent.Session.BaseInstructions != nil {
 			meta.BaseInstructions = parent.Session.BaseInstructions // the fork keeps its parent's base instructions
 		}
-		if parent.ReasoningEffort != "" {
-			s.Effort = ptr(protocol.ReasoningEffort(parent.ReasoningEffort))
+		if fresh.ReasoningEffort != "" {
+			s.Effort = ptr(protocol.ReasoningEffort(fresh.ReasoningEffort))
 		}
 		rec, err = m.createRollout(meta, s, now)
 		if err != nil {
@@ -620,6 +622,9 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 			return nil, fmt.Errorf("read fork: %w", err)
 		}
 	}
+	// Like the reference, a fork starts on config.toml's model, effort, service tier and personality, not the
+	// parent's (its approval policy and sandbox are restored as a resume's).
+	th.Model, th.ReasoningEffort, th.Settings = fresh.Model, fresh.ReasoningEffort, &fresh
 	t, err := m.loadStored(id, th, rec, o.Overrides)
 	if err != nil {
 		if rec != nil {
@@ -652,6 +657,18 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// forkSettings returns the model settings a fork starts with: config.toml's, as a new thread's.
+func (m *Manager) forkSettings() rollout.ThreadSettings {
+	cfg := m.Config()
+	ts := rollout.ThreadSettings{Model: firstNonEmpty(cfg.Model, model.DefaultModel), ReasoningEffort: cfg.ModelReasoningEffort}
+	tier, p := tierAndPersonality(nil, nil, cfg)
+	ts.ServiceTier = deref(tier)
+	if p != nil {
+		ts.Personality = string(*p)
+	}
+	return ts
 }
 
 // readForkPrefix reads the history of an ephemeral fork: the parent's first n bytes (all when n <= 0), copied to a
