@@ -470,15 +470,14 @@ func (c *Conn) Notify(method string, params any) error {
 	if a, ok := params.(Appender); ok {
 		return c.write(c.appendNotification(method, a))
 	}
-	var raw json.RawMessage
-	if params != nil {
-		b, err := Marshal(params)
-		if err != nil {
-			return fmt.Errorf("encode %s params: %w", method, err)
-		}
-		raw = b
+	if params == nil {
+		return c.write(outLine{b: encodeNotification(method, nil, c.now().UnixMilli())})
 	}
-	return c.write(outLine{b: encodeNotification(method, raw, c.now().UnixMilli())})
+	l, err := c.marshalNotification(method, params)
+	if err != nil {
+		return fmt.Errorf("encode %s params: %w", method, err)
+	}
+	return c.write(l)
 }
 
 // Call sends a server→client request and waits for its answer until ctx ends or the connection closes.

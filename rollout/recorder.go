@@ -198,22 +198,41 @@ func (r *Recorder) AppendEvent(payload any) error {
 	if !ok {
 		return r.Append(TypeEventMsg, payload)
 	}
-	body, err := marshalNoEscape(payload)
+	bodyBuf := getScratch()
+	defer putScratch(bodyBuf)
+	body, err := appendNoEscape((*bodyBuf)[:0], payload)
+	*bodyBuf = body
 	if err != nil {
 		return fmt.Errorf("rollout: marshal event: %w", err)
 	}
 	if len(body) < 2 || body[0] != '{' {
 		return errors.New("rollout: event payload is not an object")
 	}
-	tag, _ := json.Marshal(ev.EventType())
-	out := make([]byte, 0, len(body)+len(tag)+10)
-	out = append(out, `{"type":`...)
-	out = append(out, tag...)
+	outBuf := getScratch()
+	defer putScratch(outBuf)
+	out := append((*outBuf)[:0], `{"type":`...)
+	out = appendTag(out, ev.EventType())
 	if len(body) > 2 {
 		out = append(out, ',')
 	}
 	out = append(out, body[1:]...)
-	return r.Append(TypeEventMsg, json.RawMessage(out))
+	*outBuf = out
+	// out is compact (encoding/json's output around a compact tag), so it goes in as it is: what
+	// marshalling it as a json.RawMessage would write.
+	return r.writeCompact(TypeEventMsg, out, time.Time{})
+}
+
+// appendTag appends an event's type tag as json.Marshal encodes it.
+func appendTag(dst []byte, tag string) []byte {
+	for i := 0; i < len(tag); i++ {
+		if c := tag[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-' || c == '/') {
+			b, _ := json.Marshal(tag)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, tag...)
+	return append(dst, '"')
 }
 
 // Append records any payload under the given record type (compacted, world_state, token_usage_record, …).
@@ -222,10 +241,18 @@ func (r *Recorder) Append(recordType string, payload any) error {
 }
 
 func (r *Recorder) writeAt(recordType string, payload any, at time.Time) error {
-	body, err := marshalNoEscape(payload)
+	bodyBuf := getScratch()
+	defer putScratch(bodyBuf)
+	body, err := appendNoEscape((*bodyBuf)[:0], payload)
+	*bodyBuf = body
 	if err != nil {
 		return fmt.Errorf("rollout: marshal %s: %w", recordType, err)
 	}
+	return r.writeCompact(recordType, body, at)
+}
+
+// writeCompact writes one line whose payload is body, compact JSON as marshalNoEscape writes it.
+func (r *Recorder) writeCompact(recordType string, body []byte, at time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -234,15 +261,32 @@ func (r *Recorder) writeAt(recordType string, payload any, at time.Time) error {
 	if at.IsZero() {
 		at = r.now()
 	}
-	buf, err := appendLine(make([]byte, 0, len(body)+len(recordType)+80), FormatTimestamp(at), r.next, recordType, body)
+	lineBuf := getScratch()
+	defer putScratch(lineBuf)
+	buf, err := appendLine((*lineBuf)[:0], FormatTimestamp(at), r.next, recordType, body)
 	if err != nil {
 		return fmt.Errorf("rollout: marshal record: %w", err)
 	}
+	*lineBuf = buf
 	if _, err := r.f.Write(buf); err != nil {
 		return fmt.Errorf("rollout: write %s: %w", r.path, err)
 	}
 	r.next++
 	return nil
+}
+
+// maxScratch is the largest scratch buffer kept for reuse.
+const maxScratch = 256 << 10
+
+// scratchPool holds the buffers a line is encoded in before it is written (nothing keeps them after).
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+func getScratch() *[]byte { return scratchPool.Get().(*[]byte) }
+
+func putScratch(b *[]byte) {
+	if cap(*b) <= maxScratch {
+		scratchPool.Put(b)
+	}
 }
 
 // appendLine appends one rollout line (newline included): what marshalNoEscape(line{…}) writes, without
@@ -288,6 +332,39 @@ func marshalNoEscape(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// sliceEncoder is a json.Encoder without HTML escaping that appends to a byte slice.
+type sliceEncoder struct {
+	b   []byte
+	enc *json.Encoder
+}
+
+func (e *sliceEncoder) Write(p []byte) (int, error) {
+	e.b = append(e.b, p...)
+	return len(p), nil
+}
+
+var sliceEncoderPool = sync.Pool{New: func() any {
+	e := &sliceEncoder{}
+	e.enc = json.NewEncoder(e)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// appendNoEscape appends marshalNoEscape(v) to dst. The encoder writes a value in one Write and keeps no
+// error of its own (its writer never fails), so pooled encoders serve any caller.
+func appendNoEscape(dst []byte, v any) ([]byte, error) {
+	e := sliceEncoderPool.Get().(*sliceEncoder)
+	e.b = dst
+	err := e.enc.Encode(v)
+	b := e.b
+	e.b = nil
+	sliceEncoderPool.Put(e)
+	if err != nil {
+		return dst, err
+	}
+	return b[:len(b)-1], nil // Encode ends the value with a newline
 }
 
 // Sync flushes the file to stable storage (fsync).
