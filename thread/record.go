@@ -65,6 +65,12 @@ func (tn *Turn) releaseRecords() {
 
 // itemTimes returns an item's startedAtMs and completedAtMs when its variant carries them.
 func itemTimes(item protocol.ThreadItem) (started, completed *int64) {
+	switch v := item.Value.(type) { // the items of every turn, read without encoding them
+	case protocol.ThreadItemUserMessage:
+		return copyInt(v.StartedAtMs), copyInt(v.CompletedAtMs)
+	case protocol.ThreadItemAgentMessage:
+		return copyInt(v.StartedAtMs), copyInt(v.CompletedAtMs)
+	}
 	b, err := json.Marshal(item)
 	if err != nil {
 		return nil, nil
@@ -75,6 +81,13 @@ func itemTimes(item protocol.ThreadItem) (started, completed *int64) {
 	}
 	_ = json.Unmarshal(b, &ts)
 	return ts.StartedAtMs, ts.CompletedAtMs
+}
+
+func copyInt(p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	return ptr(*p)
 }
 
 // coreItem converts a protocol ThreadItem into the item the reference records in item_completed (PascalCase

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"appserver/jsonrpc/jsonstr"
 	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/rollout"
@@ -541,23 +542,45 @@ func userText(input []protocol.UserInput) string {
 }
 
 // userInputItem converts user input into a Responses user message.
+// It writes what marshal makes of the message as maps (members sorted by name) without reflection.
 func userInputItem(input []protocol.UserInput) json.RawMessage {
-	content := []map[string]any{}
+	b := make([]byte, 0, 160)
+	b = append(b, `{"content":[`...)
+	first := true
+	part := func(key string, value *string, typ string) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, `{"`...)
+		b = append(b, key...)
+		b = append(b, `":`...)
+		if value == nil {
+			b = append(b, "null"...)
+		} else {
+			b = jsonstr.Append(b, *value)
+		}
+		b = append(b, `,"type":"`...)
+		b = append(b, typ...)
+		b = append(b, `"}`...)
+	}
 	for _, in := range input {
 		switch v := in.Value.(type) {
 		case protocol.UserInputText:
-			content = append(content, map[string]any{"type": "input_text", "text": v.Text})
+			part("text", &v.Text, "input_text")
 		case protocol.UserInputImage:
-			content = append(content, map[string]any{"type": "input_image", "image_url": v.URL})
+			part("image_url", v.URL, "input_image")
 		case protocol.UserInputLocalImage:
-			content = append(content, map[string]any{"type": "input_text", "text": "<image path=\"" + string(v.Path) + "\">"})
+			part("text", ptr("<image path=\""+string(v.Path)+"\">"), "input_text")
 		case protocol.UserInputSkill:
-			content = append(content, map[string]any{"type": "input_text", "text": "<skill name=\"" + v.Name + "\" path=\"" + string(v.Path) + "\"/>"})
+			part("text", ptr("<skill name=\""+v.Name+"\" path=\""+string(v.Path)+"\"/>"), "input_text")
 		case protocol.UserInputMention:
-			content = append(content, map[string]any{"type": "input_text", "text": "<mention name=\"" + v.Name + "\" path=\"" + v.Path + "\"/>"})
+			part("text", ptr("<mention name=\""+v.Name+"\" path=\""+v.Path+"\"/>"), "input_text")
 		}
 	}
-	return marshal(map[string]any{"type": "message", "id": "msg_" + uuid.Must(uuid.NewV7()).String(), "role": "user", "content": content})
+	b = append(b, `],"id":"msg_`...)
+	b = appendUUIDv7(b)
+	return append(b, `","role":"user","type":"message"}`...)
 }
 
 // loop runs model requests and tool calls until the model answers without a tool call.
