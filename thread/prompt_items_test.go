@@ -99,3 +99,12 @@ func TestItemTimesMatchEncodedTimes(t *testing.T) {
 		require.Equal(t, ts.CompletedAtMs, completed)
 	}
 }
+
+// TestEmptyRateLimitsEncoding: the pre-encoded rate limits are what Marshal and Appender writers produce.
+func TestEmptyRateLimitsEncoding(t *testing.T) {
+	want := `{"rateLimits":{"credits":null,"individualLimit":null,"limitId":"codex","limitName":null,"normalModelSlug":null,"planType":null,"primary":null,"rateLimitReachedType":null,"secondary":null,"spendControlReached":null}}`
+	b, err := json.Marshal(emptyRateLimits())
+	require.NoError(t, err)
+	require.Equal(t, want, string(b))
+	require.Equal(t, "x"+want, string(emptyRateLimits().AppendJSON([]byte("x"))))
+}

@@ -742,13 +742,26 @@ func abortedOutput(call ToolCall, wall time.Duration) json.RawMessage {
 	return errorOutput(call, fmt.Sprintf("Wall time: %.4f seconds\naborted by user", wall.Seconds()))
 }
 
-// emptyRateLimits is the all-null account/rateLimits/updated the reference sends with every token count.
-func emptyRateLimits() map[string]any {
-	return map[string]any{"rateLimits": map[string]any{
+// emptyRateLimits is the all-null account/rateLimits/updated the reference sends with every token count
+// (encoded once: every turn sends it).
+func emptyRateLimits() preEncoded { return emptyRateLimitsJSON() }
+
+var emptyRateLimitsJSON = sync.OnceValue(func() preEncoded {
+	return preEncoded(marshal(map[string]any{"rateLimits": map[string]any{
 		"limitId": "codex", "limitName": nil, "normalModelSlug": nil, "primary": nil, "secondary": nil, "credits": nil,
 		"individualLimit": nil, "spendControlReached": nil, "planType": nil, "rateLimitReachedType": nil,
-	}}
-}
+	}}))
+})
+
+// preEncoded is notification params encoded already (compact, as marshal writes them): a connection appends
+// them to its line as they are (jsonrpc.Appender), anything else gets them from MarshalJSON.
+type preEncoded []byte
+
+// AppendJSON appends the encoded params.
+func (p preEncoded) AppendJSON(b []byte) []byte { return append(b, p...) }
+
+// MarshalJSON returns the encoded params.
+func (p preEncoded) MarshalJSON() ([]byte, error) { return p, nil }
 
 // buildRequest assembles the model request: base instructions, history, tools.
 func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
