@@ -238,3 +238,58 @@ func TestRecorderLinesMatchMarshalledLines(t *testing.T) {
 		require.Equal(t, string(w), lines[i+1], "line %d", i+1)
 	}
 }
+
+// TestHeldLinesAreWrittenTogether: lines appended under Hold reach the file at the last release (or a
+// Flush, Sync or Close), with the ordinals and bytes they would have had unheld.
+func TestHeldLinesAreWrittenTogether(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	write := func(r *Recorder, held bool) []string {
+		r.now = func() time.Time { return at }
+		size := func() int64 {
+			fi, err := os.Stat(r.Path())
+			require.NoError(t, err)
+			return fi.Size()
+		}
+		start := size()
+		var outer, inner func() error
+		if held {
+			outer = r.Hold()
+		}
+		require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t1", StartedAt: 5}))
+		if held {
+			inner = r.Hold()
+		}
+		require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"message","role":"user","content":[]}`)))
+		if held {
+			require.NoError(t, inner())
+			require.NoError(t, inner()) // a release counts once
+			require.Equal(t, start, size(), "held lines are written by the last release")
+			require.NoError(t, outer())
+		}
+		require.NoError(t, r.AppendEvent(TokenCount{}))
+		if held {
+			release := r.Hold()
+			require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t2"}))
+			require.NoError(t, r.Flush())
+			require.Greater(t, size(), start)
+			require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t3"}))
+			require.NoError(t, r.Close()) // writes what is still held
+			require.NoError(t, release())
+		} else {
+			require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t2"}))
+			require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t3"}))
+			require.NoError(t, r.Close())
+		}
+		data, err := os.ReadFile(r.Path())
+		require.NoError(t, err)
+		return strings.Split(string(data), "\n")
+	}
+	meta := SessionMeta{ID: "019a0000-0000-7000-8000-000000000002", Timestamp: "x"}
+	r1, err := Create(t.TempDir(), meta, at)
+	require.NoError(t, err)
+	r2, err := Create(t.TempDir(), meta, at)
+	require.NoError(t, err)
+	plain, held := write(r1, false), write(r2, true)
+	require.Len(t, plain, 7)
+	require.Equal(t, plain, held)
+}

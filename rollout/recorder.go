@@ -80,6 +80,8 @@ type Recorder struct {
 	next   int64
 	now    func() time.Time
 	closed bool
+	held   int     // open holds (Hold)
+	pend   *[]byte // lines written while held, not on disk yet (a scratch buffer)
 }
 
 // RolloutFileName returns the reference's file name for a thread created at t (local time).
@@ -261,6 +263,19 @@ func (r *Recorder) writeCompact(recordType string, body []byte, at time.Time) er
 	if at.IsZero() {
 		at = r.now()
 	}
+	if r.held > 0 {
+		if r.pend == nil {
+			r.pend = getScratch()
+			*r.pend = (*r.pend)[:0]
+		}
+		buf, err := appendLine(*r.pend, FormatTimestamp(at), r.next, recordType, body)
+		if err != nil {
+			return fmt.Errorf("rollout: marshal record: %w", err)
+		}
+		*r.pend = buf
+		r.next++
+		return nil
+	}
 	lineBuf := getScratch()
 	defer putScratch(lineBuf)
 	buf, err := appendLine((*lineBuf)[:0], FormatTimestamp(at), r.next, recordType, body)
@@ -272,6 +287,51 @@ func (r *Recorder) writeCompact(recordType string, body []byte, at time.Time) er
 		return fmt.Errorf("rollout: write %s: %w", r.path, err)
 	}
 	r.next++
+	return nil
+}
+
+// Hold keeps the lines appended from now on in memory until the returned release is called (once): the
+// records of a burst then reach the file in one write. Holds nest; the last release writes the lines
+// and returns the write's error. The holder must not wait for anything while it holds (Flush, Sync and
+// Close write the held lines at once).
+func (r *Recorder) Hold() (release func() error) {
+	r.mu.Lock()
+	r.held++
+	r.mu.Unlock()
+	var once sync.Once
+	return func() error {
+		var err error
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.held--; r.held == 0 {
+				err = r.flushLocked()
+			}
+		})
+		return err
+	}
+}
+
+// Flush writes the lines held back by open holds (see Hold); later lines are still held.
+func (r *Recorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.flushLocked()
+}
+
+func (r *Recorder) flushLocked() error {
+	if r.pend == nil {
+		return nil
+	}
+	buf := r.pend
+	r.pend = nil
+	defer putScratch(buf)
+	if r.closed || len(*buf) == 0 {
+		return nil
+	}
+	if _, err := r.f.Write(*buf); err != nil {
+		return fmt.Errorf("rollout: write %s: %w", r.path, err)
+	}
 	return nil
 }
 
@@ -374,6 +434,9 @@ func (r *Recorder) Sync() error {
 	if r.closed {
 		return ErrClosed
 	}
+	if err := r.flushLocked(); err != nil {
+		return err
+	}
 	return r.f.Sync()
 }
 
@@ -384,10 +447,11 @@ func (r *Recorder) Close() error {
 	if r.closed {
 		return nil
 	}
+	ferr := r.flushLocked()
 	r.closed = true
 	serr := r.f.Sync()
 	cerr := r.f.Close()
-	return errors.Join(serr, cerr)
+	return errors.Join(ferr, serr, cerr)
 }
 
 // Item MarshalJSON methods force the reference's "type" tags.
