@@ -7,33 +7,42 @@ import (
 
 // options are the parsed `exec` command line.
 type options struct {
-	json          bool
-	prompt        *string // nil: none given
-	resume        bool
-	resumeID      string
-	resumeLast    bool
-	resumeAll     bool
-	overrides     []string // -c key=value, --enable/--disable, in order
-	images        []string
-	model         string
-	sandbox       string // -s; --full-auto and --dangerously-bypass-… set it too
-	bypass        bool   // --dangerously-bypass-approvals-and-sandbox
-	cd            string
-	addDirs       []string
-	skipGitCheck  bool
-	ephemeral     bool
-	outputSchema  string
-	lastMessage   string
-	color         string
-	threadSource  string
-	fullAutoUsed  bool
-	profile       string // -p: $CODEX_HOME/<profile>.config.toml layered on the user config
-	strictConfig  bool
-	ignoreUser    bool // --ignore-user-config
-	ignoreRules   bool // --ignore-rules: appserver loads no execpolicy .rules files anyway
-	oss           bool
-	localProvider string // --local-provider: ollama or lmstudio
-	help, version bool
+	json              bool
+	prompt            *string // nil: none given
+	resume            bool
+	resumeID          string
+	resumeLast        bool
+	resumeAll         bool
+	fork              bool   // `exec fork SESSION_ID [PROMPT]`
+	forkID            string // fork's SESSION_ID (a UUID or a thread name)
+	review            bool   // `exec review`
+	reviewUncommitted bool
+	reviewBase        string
+	reviewCommit      string
+	reviewTitle       string
+	trust             bool     // --trust: mark the git repository's root trusted in config.toml
+	worktree          bool     // --worktree: run in a new managed Git worktree
+	overrides         []string // -c key=value, --enable/--disable, in order
+	images            []string
+	model             string
+	sandbox           string // -s; --full-auto and --dangerously-bypass-… set it too
+	bypass            bool   // --dangerously-bypass-approvals-and-sandbox
+	cd                string
+	addDirs           []string
+	skipGitCheck      bool
+	ephemeral         bool
+	outputSchema      string
+	lastMessage       string
+	color             string
+	threadSource      string
+	fullAutoUsed      bool
+	profile           string // -p: $CODEX_HOME/<profile>.config.toml layered on the user config
+	strictConfig      bool
+	ignoreUser        bool // --ignore-user-config
+	ignoreRules       bool // --ignore-rules: appserver loads no execpolicy .rules files anyway
+	oss               bool
+	localProvider     string // --local-provider: ollama or lmstudio
+	help, version     bool
 }
 
 // usageError is a command-line error: printed with the usage hint, exit status 2.
@@ -43,12 +52,37 @@ func (e *usageError) Error() string { return e.msg }
 
 func usageErr(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
 
-// unsupported are the reference's exec flags appserver does not implement: they fail loudly instead
-// of being ignored.
-var unsupported = map[string]bool{
-	"--approve-for-me": true, "--dangerously-bypass-hook-trust": true, "--worktree": true,
-	"--cyber-access-program": true, "--trust": true,
+// unsupported are the reference's exec flags appserver does not implement, with why: they fail loudly
+// instead of being ignored.
+var unsupported = map[string]string{
+	"--approve-for-me":                "appserver has no automatic approval reviewer",
+	"--dangerously-bypass-hook-trust": "appserver does not run hooks",
+	"--cyber-access-program":          "appserver has no Cyber access programs",
 }
+
+// subcommandOnly are the flags only `exec review` takes.
+var subcommandOnly = map[string]bool{"--uncommitted": true, "--base": true, "--commit": true, "--title": true}
+
+// subcommandFlags are the flags `exec fork` and `exec review` accept after the subcommand (the
+// reference's); the other exec flags must come before it.
+var subcommandFlags = func() map[string]map[string]bool {
+	common := []string{"-c", "--config", "--enable", "--disable", "--strict-config", "-m", "--model",
+		"--dangerously-bypass-approvals-and-sandbox", "--yolo", "--dangerously-bypass-hook-trust", "--worktree",
+		"--thread-source", "--cyber-access-program", "--skip-git-repo-check", "--trust", "--ephemeral",
+		"--ignore-user-config", "--ignore-rules", "--output-schema", "--json", "--experimental-json",
+		"-o", "--output-last-message", "-h", "--help"}
+	set := func(extra ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, f := range append(common, extra...) {
+			m[f] = true
+		}
+		return m
+	}
+	return map[string]map[string]bool{
+		"fork":   set("-i", "--image"),
+		"review": set("--uncommitted", "--base", "--commit", "--title"),
+	}
+}()
 
 // valueFlags take a value (as the next argument or after '=').
 var valueFlags = map[string]bool{
@@ -56,6 +90,7 @@ var valueFlags = map[string]bool{
 	"-m": true, "--model": true, "-s": true, "--sandbox": true, "-C": true, "--cd": true, "--add-dir": true,
 	"--output-schema": true, "-o": true, "--output-last-message": true, "--color": true, "--thread-source": true,
 	"--local-provider": true, "-p": true, "--profile": true, "--cyber-access-program": true,
+	"--base": true, "--commit": true, "--title": true,
 }
 
 // parseArgs parses the arguments after `exec` the way the reference's command line does: flags may
@@ -71,8 +106,9 @@ func parseArgs(args []string) (*options, error) {
 				o.resume = true
 				continue
 			}
-			if len(positional) == 0 && !o.resume && !flagsDone && (a == "fork" || a == "review") {
-				return nil, usageErr("error: `exec %s` is not supported by appserver", a)
+			if len(positional) == 0 && !o.resume && !o.fork && !o.review && !flagsDone && (a == "fork" || a == "review") {
+				o.fork, o.review = a == "fork", a == "review"
+				continue
 			}
 			positional = append(positional, a)
 			continue
@@ -96,8 +132,14 @@ func parseArgs(args []string) (*options, error) {
 			i++
 			return args[i], nil
 		}
-		if unsupported[name] {
-			return nil, usageErr("error: '%s' is not supported by appserver exec", name)
+		if sub := o.subcommand(); sub != "" && !subcommandFlags[sub][name] {
+			return nil, usageErr("error: unexpected argument '%s' found", name)
+		}
+		if subcommandOnly[name] && o.subcommand() != "review" {
+			return nil, usageErr("error: unexpected argument '%s' found", name)
+		}
+		if why, ok := unsupported[name]; ok {
+			return nil, usageErr("error: '%s' is not supported by appserver exec: %s", name, why)
 		}
 		if !valueFlags[name] && hasInline && strings.HasPrefix(a, "--") {
 			return nil, usageErr("error: unexpected value '%s' for '%s' found; no more were expected", inline, name)
@@ -136,10 +178,10 @@ func parseArgs(args []string) (*options, error) {
 		case "--enable", "--disable":
 			o.overrides = append(o.overrides, fmt.Sprintf("features.%s=%t", v, name == "--enable"))
 		case "-i", "--image":
-			// `-i a,b`, repeated -i, and (before `resume`, as the reference's `-i <FILE>...`) the
-			// following arguments up to the next flag.
+			// `-i a,b`, repeated -i, and (before `resume`/`fork`, as the reference's `-i <FILE>...`)
+			// the following arguments up to the next flag.
 			vals := []string{v}
-			for !hasInline && !o.resume && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			for !hasInline && !o.resume && !o.fork && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 				i++
 				vals = append(vals, args[i])
 			}
@@ -184,6 +226,18 @@ func parseArgs(args []string) (*options, error) {
 			}
 		case "--thread-source":
 			o.threadSource = v
+		case "--trust":
+			o.trust = true
+		case "--worktree":
+			o.worktree = true
+		case "--uncommitted":
+			o.reviewUncommitted = true
+		case "--base":
+			o.reviewBase = v
+		case "--commit":
+			o.reviewCommit = v
+		case "--title":
+			o.reviewTitle = v
 		case "--last":
 			if !o.resume {
 				return nil, usageErr("error: unexpected argument '--last' found")
@@ -210,6 +264,22 @@ func parseArgs(args []string) (*options, error) {
 	}
 	if o.bypass {
 		o.sandbox = "danger-full-access"
+	}
+	if o.fork {
+		if len(positional) == 0 {
+			return nil, usageErr("error: the following required arguments were not provided:\n  <SESSION_ID>")
+		}
+		if len(positional) > 2 {
+			return nil, usageErr("error: unexpected argument '%s' found", positional[2])
+		}
+		o.forkID = positional[0]
+		if len(positional) == 2 {
+			o.prompt = &positional[1]
+		}
+		return o, nil
+	}
+	if o.review {
+		return o, o.checkReview(positional)
 	}
 	if o.resume {
 		switch {
@@ -243,10 +313,68 @@ func parseArgs(args []string) (*options, error) {
 	return o, nil
 }
 
+// subcommand is "fork" or "review" once the command line named one, else "" (`resume` takes every
+// flag, as appserver always did).
+func (o *options) subcommand() string {
+	switch {
+	case o.fork:
+		return "fork"
+	case o.review:
+		return "review"
+	}
+	return ""
+}
+
+// checkReview applies the reference's rules to `exec review`: one target at most (--uncommitted,
+// --base, --commit or custom instructions), --title only with a target.
+func (o *options) checkReview(positional []string) error {
+	if len(positional) > 1 {
+		return usageErr("error: unexpected argument '%s' found", positional[1])
+	}
+	if len(positional) == 1 {
+		o.prompt = &positional[0]
+	}
+	targets := []struct {
+		name string
+		set  bool
+	}{
+		{"--uncommitted", o.reviewUncommitted}, {"--base <BRANCH>", o.reviewBase != ""},
+		{"--commit <SHA>", o.reviewCommit != ""}, {"[PROMPT]", o.prompt != nil},
+	}
+	first := ""
+	for _, t := range targets {
+		if !t.set {
+			continue
+		}
+		if first != "" {
+			return usageErr("error: the argument '%s' cannot be used with '%s'", first, t.name)
+		}
+		first = t.name
+	}
+	// The reference accepts these and ignores them: refused here.
+	if o.outputSchema != "" {
+		return usageErr("error: '--output-schema' is not supported by appserver exec review: a review's answer has its own format")
+	}
+	if len(o.images) > 0 {
+		return usageErr("error: '--image' is not supported by appserver exec review: a review takes no images")
+	}
+	if o.reviewTitle != "" && o.reviewCommit == "" && !o.reviewUncommitted && o.reviewBase == "" {
+		return usageErr("error: the following required arguments were not provided:\n  --commit <SHA>")
+	}
+	return nil
+}
+
 const usage = `Run Codex non-interactively (appserver's in-process runner)
 
 Usage: appserver exec [OPTIONS] [PROMPT]
        appserver exec [OPTIONS] resume [SESSION_ID|--last] [PROMPT]
+       appserver exec [OPTIONS] fork <SESSION_ID> [PROMPT]
+       appserver exec [OPTIONS] review [--uncommitted|--base <BRANCH>|--commit <SHA> [--title <TITLE>]|PROMPT]
+
+Commands:
+  resume  Resume a previous session by id (or thread name), or the most recent with --last
+  fork    Fork a previous session by id (or thread name) into a new session; PROMPT is optional
+  review  Run a code review against the current repository (custom instructions as PROMPT)
 
 Arguments:
   [PROMPT]  Initial instructions for the agent. Read from stdin when absent or '-'; with a prompt,
@@ -265,6 +393,10 @@ Options:
   -C, --cd <DIR>                   Working root of the agent
       --add-dir <DIR>              Additional writable directory (workspace-write)
       --skip-git-repo-check        Allow running outside a Git repository or trusted project
+      --worktree                   Run in a new Git worktree of HEAD under $CODEX_HOME/worktrees (kept
+                                   after the run; not with --ephemeral)
+      --trust                      Mark the Git repository's root trusted in config.toml (not an
+                                   explicitly untrusted one)
       --ephemeral                  Do not persist the session to disk
       --output-schema <FILE>       JSON Schema the final response must follow
       --color <COLOR>              always | never | auto
@@ -279,8 +411,8 @@ Options:
       --local-provider <PROVIDER>  lmstudio | ollama
   -h, --help                       Print help
 
-Not supported (exit 2): --approve-for-me, --dangerously-bypass-hook-trust, --worktree, --trust,
---cyber-access-program, and the review and fork subcommands.
+Not supported (exit 2): --approve-for-me (no automatic approval reviewer), --dangerously-bypass-hook-trust
+(appserver runs no hooks), --cyber-access-program.
 
 Exec never asks for approval (approval policy "never"); MCP elicitations are cancelled.
 `

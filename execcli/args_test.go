@@ -27,6 +27,15 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--", "--not-a-flag"}, options{prompt: str("--not-a-flag"), color: "auto"}},
 		{[]string{"--color", "never", "--thread-source", "user", "x"}, options{color: "never", threadSource: "user", prompt: str("x")}},
 		{[]string{"p", "-i", "a.png", "b.png", "--json"}, options{prompt: str("p"), images: []string{"a.png", "b.png"}, json: true, color: "auto"}},
+		{[]string{"-s", "read-only", "fork", "--json", "id", "p", "-i", "a.png"}, options{sandbox: "read-only", fork: true, forkID: "id",
+			json: true, prompt: str("p"), images: []string{"a.png"}, color: "auto"}},
+		{[]string{"fork", "name"}, options{fork: true, forkID: "name", color: "auto"}},
+		{[]string{"--worktree", "fork", "--worktree", "name"}, options{worktree: true, fork: true, forkID: "name", color: "auto"}},
+		{[]string{"review"}, options{review: true, color: "auto"}},
+		{[]string{"--trust", "review", "--commit", "abc", "--title=T"}, options{trust: true, review: true, reviewCommit: "abc", reviewTitle: "T", color: "auto"}},
+		{[]string{"review", "--base", "main", "--title", "T"}, options{review: true, reviewBase: "main", reviewTitle: "T", color: "auto"}},
+		{[]string{"review", "--uncommitted", "-m", "m"}, options{review: true, reviewUncommitted: true, model: "m", color: "auto"}},
+		{[]string{"review", "look here"}, options{review: true, prompt: str("look here"), color: "auto"}},
 	}
 	for _, tt := range tests {
 		got, err := parseArgs(tt.args)
@@ -38,8 +47,11 @@ func TestParseArgs(t *testing.T) {
 func TestParseArgsErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--nope"}, {"-Z"}, {"--json=yes"}, {"--sandbox", "all"}, {"--color", "pink"}, {"-m"}, {"a", "b"},
-		{"--last"}, {"resume"}, {"resume", "id", "p", "extra"}, {"resume", "--last", "p", "extra"}, {"review"}, {"fork", "x"},
-		{"--local-provider", "foo"}, {"-p"}, {"--trust"}, {"--approve-for-me"}, {"--dangerously-bypass-hook-trust"}, {"--cyber-access-program", "standard"}, {"--worktree"},
+		{"--last"}, {"resume"}, {"resume", "id", "p", "extra"}, {"resume", "--last", "p", "extra"},
+		{"fork"}, {"fork", "id", "p", "extra"}, {"fork", "--last"}, {"fork", "id", "-s", "read-only"}, {"fork", "id", "--color", "never"},
+		{"review", "-i", "a.png"}, {"review", "a", "b"}, {"review", "--uncommitted", "p"}, {"review", "--base", "b", "--commit", "c"},
+		{"review", "--commit", "c", "p"}, {"review", "--title", "T"}, {"review", "p", "--title", "T"}, {"review", "--uncommitted", "--output-schema", "s.json"}, {"--image=a.png", "review", "--uncommitted"}, {"--uncommitted", "review"}, {"--base", "b"},
+		{"--local-provider", "foo"}, {"-p"}, {"--approve-for-me"}, {"--dangerously-bypass-hook-trust"}, {"--cyber-access-program", "standard"},
 		{"--full-auto", "--dangerously-bypass-approvals-and-sandbox"},
 	} {
 		_, err := parseArgs(args)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"runtime/debug"
@@ -99,13 +100,31 @@ func (e *engine) HandleRequest(_ context.Context, req *jsonrpc.Request) (any, er
 	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "%s is not supported by appserver exec", req.Method)
 }
 
+// callError is the engine's error answer to a request; it reads as the engine's message.
+type callError struct {
+	code int
+	msg  string
+}
+
+func (e *callError) Error() string { return e.msg }
+
+// describeCallError is how the reference's exec reports a request of its own that failed:
+// "<method>: <method> failed: <message> (code <code>)".
+func describeCallError(method string, err error) error {
+	var ce *callError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%s: %s failed: %s (code %d)", method, method, ce.msg, ce.code)
+	}
+	return fmt.Errorf("%s: %w", method, err)
+}
+
 // call sends a request and decodes its result into out (when non-nil).
 func (e *engine) call(ctx context.Context, method string, params, out any) error {
 	raw, err := e.rpc.Call(ctx, method, params)
 	if err != nil {
 		var rpcErr *jsonrpc.Error
 		if errors.As(err, &rpcErr) {
-			return errors.New(rpcErr.Message)
+			return &callError{code: int(rpcErr.Code), msg: rpcErr.Message}
 		}
 		return err
 	}

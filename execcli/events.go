@@ -178,7 +178,10 @@ type mapper struct {
 	todo      *TodoListItem
 	usage     *protocol.ThreadTokenUsage
 	lastError string // the last top-level error, for a failed turn without its own
-	final     *string
+	// turnAnnounced: turn.started was already printed (a review's, with review/start's response);
+	// the engine's turn/started is not shown again.
+	turnAnnounced bool
+	final         *string
 }
 
 func newMapper() *mapper { return &mapper{ids: map[string]string{}} }
@@ -265,7 +268,9 @@ func (m *mapper) notification(method string, params json.RawMessage) (events []a
 			}
 		}
 	case protocol.NotifyTurnStarted:
-		events = append(events, TurnStarted{Type: EventTurnStarted})
+		if !m.turnAnnounced {
+			events = append(events, TurnStarted{Type: EventTurnStarted})
+		}
 	case protocol.NotifyItemStarted:
 		var n protocol.ItemStartedNotification
 		if json.Unmarshal(params, &n) != nil {

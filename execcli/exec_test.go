@@ -331,8 +331,12 @@ func TestExecBadArguments(t *testing.T) {
 	for _, args := range [][]string{
 		{"--no-such-flag", "x"},
 		{"--sandbox", "everything", "x"},
-		{"--worktree", "x"},
-		{"fork", "x"},
+		{"fork"},
+		{"fork", "--last", "x"},
+		{"fork", "-s", "read-only", "id", "x"},
+		{"review", "--uncommitted", "x"},
+		{"--uncommitted", "review"},
+		{"review", "--uncommitted", "--output-schema", "schema.json"},
 		{"a", "b"},
 		{"--full-auto", "--dangerously-bypass-approvals-and-sandbox", "x"},
 		{"resume"},
@@ -341,6 +345,17 @@ func TestExecBadArguments(t *testing.T) {
 		require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, "error: ", "%v", args)
 		require.Empty(t, r.stdout)
+	}
+	// The reference's flags appserver cannot honour say why.
+	for flag, why := range map[string]string{
+		"--approve-for-me":                "appserver has no automatic approval reviewer",
+		"--dangerously-bypass-hook-trust": "appserver does not run hooks",
+		"--cyber-access-program=standard": "appserver has no Cyber access programs",
+	} {
+		r := e.run("", "--skip-git-repo-check", flag, "x")
+		require.Equal(t, 2, r.code, "%s: %s", flag, r.stderr)
+		name, _, _ := strings.Cut(flag, "=")
+		require.Contains(t, r.stderr, "error: '"+name+"' is not supported by appserver exec: "+why)
 	}
 	require.Empty(t, e.mm.ResponseRequests())
 }

@@ -222,7 +222,9 @@ func (p *humanPrinter) turnFailed(message string) {
 func (p *humanPrinter) topLevelError(message string) { p.turnFailed(message) }
 
 func (p *humanPrinter) finish(m *mapper) {
-	p.line("%s\n%s", p.style("3;35", "tokens used"), withSeparators(m.totalTokens()))
+	if m.usage != nil { // a review reports no usage: the reference then prints no count
+		p.line("%s\n%s", p.style("3;35", "tokens used"), withSeparators(m.totalTokens()))
+	}
 	if m.final != nil {
 		fmt.Fprintln(p.stdout, *m.final)
 	}

@@ -58,12 +58,13 @@ func Run(ctx context.Context, args []string, rio IO) int {
 }
 
 type runner struct {
-	opts *options
-	io   IO
-	log  *slog.Logger
-	cfg  *config.Config
-	cwd  string
-	out  printer
+	opts     *options
+	worktree string // the worktree --worktree created
+	io       IO
+	log      *slog.Logger
+	cfg      *config.Config
+	cwd      string
+	out      printer
 }
 
 // fail prints an error the way the reference does before a session exists (plain text on stderr).
@@ -73,9 +74,40 @@ func (r *runner) fail(format string, a ...any) int {
 }
 
 func (r *runner) run(ctx context.Context) int {
+	worktreeCwd := ""
+	if r.opts.worktree {
+		// As the reference: checked and created before the prompt is read.
+		if r.opts.ephemeral {
+			return r.fail("Error: --worktree cannot be combined with --ephemeral")
+		}
+		wd, err := os.Getwd()
+		if err != nil {
+			return r.fail("Error: %v", err)
+		}
+		home, err := config.CodexHome()
+		if err != nil {
+			return r.fail("Error: %v", err)
+		}
+		dir := wd
+		if r.opts.cd != "" {
+			dir = absPath(wd, r.opts.cd)
+		}
+		if r.worktree, worktreeCwd, err = createWorktree(ctx, home, dir); err != nil {
+			return r.fail("Error: %v", err)
+		}
+	}
 	prompt, err := r.readPrompt()
 	if err != nil {
 		return r.fail("%v", err)
+	}
+	if r.opts.fork && r.opts.prompt == nil && len(r.opts.images) > 0 {
+		return r.fail("Error: Forking with images requires a prompt")
+	}
+	if r.opts.fork && r.opts.prompt == nil && (r.opts.lastMessage != "" || r.opts.outputSchema != "") {
+		return r.fail("Error: Forking with output options requires a prompt")
+	}
+	if r.opts.review && r.opts.prompt == nil && !r.opts.reviewUncommitted && r.opts.reviewBase == "" && r.opts.reviewCommit == "" {
+		return r.fail("Error: Specify --uncommitted, --base, --commit, or provide custom review instructions")
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -88,8 +120,20 @@ func (r *runner) run(ctx context.Context) int {
 			return r.fail("Error: --cd %s is not a directory", r.opts.cd)
 		}
 	}
+	if worktreeCwd != "" {
+		r.cwd = worktreeCwd
+	}
 	if r.cfg, err = r.loadConfig(wd); err != nil {
 		return r.fail("Error loading config.toml: %v", err)
+	}
+	if r.opts.trust {
+		if trusted, err := r.trustProject(); err != nil {
+			return r.fail("Error: %v", err)
+		} else if trusted {
+			if r.cfg, err = r.loadConfig(wd); err != nil {
+				return r.fail("Error loading config.toml: %v", err)
+			}
+		}
 	}
 	if !r.opts.skipGitCheck && !insideGitRepo(r.cwd) && !trustedProject(r.cfg, r.cwd) {
 		return r.fail("Not inside a trusted directory and --skip-git-repo-check was not specified.")
@@ -100,11 +144,14 @@ func (r *runner) run(ctx context.Context) int {
 			return r.fail("%v", err)
 		}
 	}
-	input := make([]protocol.UserInput, 0, len(r.opts.images)+1)
-	for _, img := range r.opts.images {
-		input = append(input, protocol.UserInput{Value: protocol.UserInputLocalImage{Path: absPath(wd, img)}})
+	var input []protocol.UserInput // nil: fork without a prompt runs no turn
+	if r.opts.prompt != nil || (!r.opts.fork && !r.opts.review) {
+		input = make([]protocol.UserInput, 0, len(r.opts.images)+1)
+		for _, img := range r.opts.images {
+			input = append(input, protocol.UserInput{Value: protocol.UserInputLocalImage{Path: absPath(wd, img)}})
+		}
+		input = append(input, protocol.UserInput{Value: protocol.UserInputText{Text: prompt, TextElements: []protocol.TextElement{}}})
 	}
-	input = append(input, protocol.UserInput{Value: protocol.UserInputText{Text: prompt, TextElements: []protocol.TextElement{}}})
 
 	lastMessage := ""
 	if r.opts.lastMessage != "" {
@@ -126,6 +173,8 @@ func (r *runner) run(ctx context.Context) int {
 	s.drain()
 
 	switch end {
+	case forkedOnly:
+		return 0
 	case completed:
 		if lastMessage != "" {
 			writeLastMessage(r.io.Stderr, lastMessage, s.m.final)
@@ -142,6 +191,23 @@ func (r *runner) run(ctx context.Context) int {
 // "-") reads it from stdin; an argument with piped stdin gets stdin appended as a <stdin> block.
 func (r *runner) readPrompt() (string, error) {
 	p := r.opts.prompt
+	if r.opts.fork || r.opts.review {
+		// fork and review: the prompt is optional; "-" reads stdin, quietly; piped stdin is not appended.
+		if p == nil {
+			return "", nil
+		}
+		if *p != "-" {
+			return *p, nil
+		}
+		b, err := io.ReadAll(r.io.Stdin)
+		if err != nil {
+			return "", fmt.Errorf("Failed to read prompt from stdin: %v", err)
+		}
+		if strings.TrimSpace(string(b)) == "" {
+			return "", errors.New("No prompt provided via stdin.")
+		}
+		return string(b), nil
+	}
 	if p == nil || *p == "-" {
 		if p == nil && r.io.StdinIsTerm {
 			return "", errors.New("No prompt provided. Either specify one as an argument or pipe the prompt into stdin.")
@@ -262,18 +328,44 @@ func absPath(base, p string) string {
 	return filepath.Clean(p)
 }
 
-// insideGitRepo reports whether dir or one of its parents holds a .git entry.
-func insideGitRepo(dir string) bool {
+// trustProject does --trust: the Git repository holding the working directory is marked trusted in
+// config.toml unless config.toml names it already; an explicitly untrusted one is an error. Outside
+// a repository it does nothing. It reports whether config.toml was changed.
+func (r *runner) trustProject() (bool, error) {
+	root, ok := gitRoot(r.cwd)
+	if !ok {
+		return false, nil
+	}
+	switch r.cfg.TrustLevel(root) {
+	case config.TrustTrusted:
+		return false, nil
+	case "untrusted":
+		return false, fmt.Errorf("%s is marked as untrusted. Update its trust setting first.", root)
+	}
+	if err := config.AppendProjectTrust(r.cfg.CodexHome, root); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// gitRoot is the nearest of dir and its parents that holds a .git entry.
+func gitRoot(dir string) (string, bool) {
 	for {
 		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
-			return true
+			return dir, true
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return false
+			return "", false
 		}
 		dir = parent
 	}
+}
+
+// insideGitRepo reports whether dir or one of its parents holds a .git entry.
+func insideGitRepo(dir string) bool {
+	_, ok := gitRoot(dir)
+	return ok
 }
 
 // trustedProject reports whether dir or a parent is a project marked trusted in config.toml.

@@ -15,6 +15,9 @@ import (
 // setupFailed is the outcome of a run that never started its turn (the error was printed).
 const setupFailed outcome = -1
 
+// forkedOnly is the outcome of `exec fork` without a prompt: the thread was forked, no turn ran.
+const forkedOnly outcome = -2
+
 // session is one exec run against the in-process engine.
 type session struct {
 	r        *runner
@@ -50,7 +53,19 @@ func (s *session) run(ctx context.Context, input []protocol.UserInput, schema js
 		return setupFailed
 	}
 	s.threadID = info.threadID
+	if s.r.worktree != "" {
+		if err := claimWorktree(rpcCtx, s.r.worktree, s.threadID); err != nil {
+			s.r.fail("Error: %v", err)
+			return setupFailed
+		}
+	}
+	if s.r.opts.review {
+		return s.review(ctx, info, prompt)
+	}
 	s.r.out.threadStarted(info, s.r.cfg, prompt)
+	if input == nil {
+		return forkedOnly
+	}
 
 	var started protocol.TurnStartResponse
 	params := protocol.TurnStartParams{ThreadID: s.threadID, Input: input, OutputSchema: schema}
@@ -77,8 +92,31 @@ func (s *session) openThread(ctx context.Context) (startInfo, error) {
 		m := protocol.SandboxMode(o.sandbox)
 		sandbox = &m
 	}
+	if o.fork {
+		id, err := s.findThread(ctx, o.forkID, false, false)
+		if err != nil {
+			return startInfo{}, err
+		}
+		if id == "" {
+			return startInfo{}, fmt.Errorf("Session not found: %s", o.forkID)
+		}
+		exclude := true
+		p := protocol.ThreadForkParams{ThreadID: id, ExcludeTurns: &exclude, Model: model, Cwd: &s.r.cwd, ApprovalPolicy: &never, Sandbox: sandbox}
+		if o.ephemeral {
+			t := true
+			p.Ephemeral = &t
+		}
+		if o.threadSource != "" {
+			p.ThreadSource = &o.threadSource
+		}
+		var resp protocol.ThreadForkResponse
+		if err := s.e.call(ctx, protocol.MethodThreadFork, p, &resp); err != nil {
+			return startInfo{}, describeCallError(protocol.MethodThreadFork, err)
+		}
+		return startInfo{threadID: resp.Thread.ID, model: resp.Model, provider: resp.ModelProvider, cwd: string(resp.Cwd), sandbox: resp.Sandbox, effort: resp.ReasoningEffort}, nil
+	}
 	if o.resume {
-		id, err := s.resumeTarget(ctx)
+		id, err := s.findThread(ctx, o.resumeID, o.resumeLast, o.resumeAll)
 		if err != nil {
 			return startInfo{}, err
 		}
@@ -110,36 +148,83 @@ func (s *session) openThread(ctx context.Context) (startInfo, error) {
 	return startInfo{threadID: resp.Thread.ID, model: resp.Model, provider: resp.ModelProvider, cwd: string(resp.Cwd), sandbox: resp.Sandbox, effort: resp.ReasoningEffort}, nil
 }
 
-// resumeTarget resolves `resume`'s SESSION_ID (a UUID or a thread name) or --last to a thread id;
-// "" means none was found.
-func (s *session) resumeTarget(ctx context.Context) (string, error) {
-	o := s.r.opts
-	if o.resumeID != "" && isUUID(o.resumeID) {
-		return o.resumeID, nil
+// findThread resolves a SESSION_ID of resume or fork (a UUID or a thread name), or --last (of the
+// working directory, of any with all), to a thread id; "" means none was found.
+func (s *session) findThread(ctx context.Context, idOrName string, last, all bool) (string, error) {
+	if idOrName != "" && isUUID(idOrName) {
+		return idOrName, nil
 	}
 	params := map[string]any{
 		"sortKey": protocol.ThreadSortKeyUpdatedAt,
 		"sourceKinds": []protocol.ThreadSourceKind{protocol.ThreadSourceKindCli, protocol.ThreadSourceKindVscode,
 			protocol.ThreadSourceKindExec, protocol.ThreadSourceKindAppServer},
 	}
-	if o.resumeLast {
+	if last {
 		params["limit"] = 1
-		if !o.resumeAll {
+		if !all {
 			params["cwd"] = s.r.cwd
 		}
 	} else {
-		params["searchTerm"] = o.resumeID
+		params["searchTerm"] = idOrName
 	}
 	var list protocol.ThreadListResponse
 	if err := s.e.call(ctx, protocol.MethodThreadList, params, &list); err != nil {
 		return "", err
 	}
 	for _, t := range list.Data {
-		if o.resumeLast || (t.Name != nil && *t.Name == o.resumeID) {
+		if last || (t.Name != nil && *t.Name == idOrName) {
 			return t.ID, nil
 		}
 	}
 	return "", nil
+}
+
+// review runs `exec review` on the new thread: review/start with the command line's target. The
+// header shows the review's hint, and turn.started comes with the response, as the reference prints.
+func (s *session) review(ctx context.Context, info startInfo, prompt string) outcome {
+	o := s.r.opts
+	var target protocol.ReviewTargetVariant
+	switch {
+	case o.reviewUncommitted:
+		target = protocol.ReviewTargetUncommittedChanges{}
+	case o.reviewBase != "":
+		target = protocol.ReviewTargetBaseBranch{Branch: o.reviewBase}
+	case o.reviewCommit != "":
+		c := protocol.ReviewTargetCommit{Sha: o.reviewCommit}
+		if o.reviewTitle != "" {
+			c.Title = &o.reviewTitle
+		}
+		target = c
+	default:
+		target = protocol.ReviewTargetCustom{Instructions: prompt}
+	}
+	var resp protocol.ReviewStartResponse
+	params := protocol.ReviewStartParams{ThreadID: s.threadID, Target: protocol.ReviewTarget{Value: target}}
+	if err := s.e.call(context.WithoutCancel(ctx), protocol.MethodReviewStart, params, &resp); err != nil {
+		s.r.out.threadStarted(info, s.r.cfg, prompt)
+		s.drainQueued()
+		s.r.out.topLevelError(err.Error())
+		return failed
+	}
+	s.r.out.threadStarted(info, s.r.cfg, reviewHint(resp.Turn, prompt))
+	s.turnID = resp.Turn.ID
+	s.m.turnAnnounced = true
+	s.r.out.notification("", nil, []any{TurnStarted{Type: EventTurnStarted}})
+	return s.follow(ctx)
+}
+
+// reviewHint is the text of the review turn's user message (what the reference shows as the prompt).
+func reviewHint(t protocol.Turn, fallback string) string {
+	for _, it := range t.Items {
+		if um, ok := it.Value.(protocol.ThreadItemUserMessage); ok {
+			for _, in := range um.Content {
+				if txt, ok := in.Value.(protocol.UserInputText); ok {
+					return txt.Text
+				}
+			}
+		}
+	}
+	return fallback
 }
 
 // follow prints the turn's events until it ends. ctx ending (a signal) interrupts the turn; so does
@@ -156,8 +241,12 @@ func (s *session) follow(ctx context.Context) outcome {
 		}
 		nextCtx = waitCtx
 		time.AfterFunc(interruptGrace, cancelWait)
+		turnID := s.turnID
 		go func() { // owned by the turn: the request returns once the engine answered
-			_ = s.e.call(waitCtx, protocol.MethodTurnInterrupt, protocol.TurnInterruptParams{ThreadID: s.threadID, TurnID: s.turnID}, nil)
+			err := s.e.call(waitCtx, protocol.MethodTurnInterrupt, protocol.TurnInterruptParams{ThreadID: s.threadID, TurnID: turnID}, nil)
+			if err != nil && waitCtx.Err() == nil {
+				s.r.log.Error("turn/interrupt failed; waiting for the turn to end", "turn", turnID, "error", err)
+			}
 		}()
 	}
 	for {
@@ -185,6 +274,12 @@ func (s *session) follow(ctx context.Context) outcome {
 			}
 		} else if n.method == protocol.NotifyItemStarted || n.method == protocol.NotifyItemAgentMessageDelta {
 			netWaits = 0
+		} else if n.method == protocol.NotifyTurnStarted {
+			// A review's reviewer runs under a turn id of its own: that is the one to interrupt.
+			var ts protocol.TurnStartedNotification
+			if json.Unmarshal(n.params, &ts) == nil && ts.Turn.ID != "" {
+				s.turnID = ts.Turn.ID
+			}
 		}
 		events, end := s.m.notification(n.method, n.params)
 		s.r.out.notification(n.method, n.params, events)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -196,13 +197,14 @@ func TestLauncherKilledMidCommand(t *testing.T) {
 	require.NotEqual(t, ls, launcherPids(m))
 }
 
-// TestLauncherKillOwnerAndCloseLeaveNothing: KillOwner ends the owner's launcher and commands,
-// Close every other one.
+// TestLauncherKillOwnerAndCloseLeaveNothing: KillOwner ends the owner's launcher and commands
+// (one that ignores SIGTERM at the end of its grace, and its launcher with it), Close every other
+// one.
 func TestLauncherKillOwnerAndCloseLeaveNothing(t *testing.T) {
 	m, wrap := launcherManager(t, ManagerOptions{KillGrace: 100 * time.Millisecond})
 	n1, n2 := uniqueSleep(), uniqueSleep()
 	var s1, s2 streams
-	p1 := spawnRO(t, m, wrap, "t1", false, "echo ready; sleep "+n1, &s1)
+	p1 := spawnRO(t, m, wrap, "t1", false, "trap '' TERM; echo ready; sleep "+n1, &s1)
 	p2 := spawnRO(t, m, wrap, "t2", false, "echo ready; sleep "+n2, &s2)
 	require.True(t, launched(p1) && launched(p2))
 	for _, s := range []*streams{&s1, &s2} {
@@ -211,10 +213,17 @@ func TestLauncherKillOwnerAndCloseLeaveNothing(t *testing.T) {
 	ls := launcherPids(m)
 	require.Len(t, ls, 2)
 	m.KillOwner("t1")
-	waitDone(t, p1, 30*time.Second)
+	require.Equal(t, 128+int(syscall.SIGKILL), waitDone(t, p1, 30*time.Second))
 	requireNoneRunning(t, n1)
 	require.Len(t, pidsRunning("sleep", n2), 1, "another owner's command is left alone")
-	require.Len(t, launcherPids(m), 1)
+	left := launcherPids(m)
+	require.Len(t, left, 1)
+	for _, pid := range ls {
+		if pid != left[0] {
+			require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond,
+				"the killed owner's launcher %d still running", pid)
+		}
+	}
 	require.NoError(t, m.Close())
 	waitDone(t, p2, 30*time.Second)
 	requireNoneRunning(t, n2)
@@ -411,11 +420,11 @@ func TestLauncherStartFailureBackOff(t *testing.T) {
 			clock := &fakeClock{t: time.Unix(1e9, 0)}
 			m.ls.now = clock.now
 			var calls atomic.Int32
-			m.ls.start = func(self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
+			m.ls.start = func(ctx context.Context, self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
 				if n := int(calls.Add(1)); n <= len(c.errs) {
 					return nil, c.errs[n-1]
 				}
-				return sandbox.StartLauncher(self, key, opts)
+				return sandbox.StartLauncher(ctx, self, key, opts)
 			}
 			for i, s := range c.steps {
 				clock.advance(s.advance)
@@ -483,12 +492,12 @@ func TestKillOwnerDuringSpawnKillsTheCommand(t *testing.T) {
 func blockFirstLauncherStart(t *testing.T, m *Manager) (entered <-chan struct{}, release func(), calls *atomic.Int32) {
 	in, unblock := make(chan struct{}), make(chan struct{})
 	calls = new(atomic.Int32)
-	m.ls.start = func(self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
+	m.ls.start = func(ctx context.Context, self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
 		if calls.Add(1) == 1 {
 			close(in)
 			<-unblock
 		}
-		return sandbox.StartLauncher(self, key, opts)
+		return sandbox.StartLauncher(ctx, self, key, opts)
 	}
 	var once sync.Once
 	release = func() { once.Do(func() { close(unblock) }) }
@@ -504,4 +513,204 @@ func waitEntered(t *testing.T, entered <-chan struct{}) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the launcher start did not begin")
 	}
+}
+
+// childCgroups lists the cgroups left below m's own.
+func childCgroups(m *Manager) []string {
+	m.tr.mu.Lock()
+	base := m.tr.cgBase
+	m.tr.mu.Unlock()
+	ents, _ := os.ReadDir(base)
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestLauncherKillOwnerGivesTheGrace: KillOwner gives launched commands their SIGTERM grace, as
+// commands with a helper of their own get it: one that traps SIGTERM cleans up and exits with its
+// own status, one that ignores it runs on until the grace ends (KillOwner does not wait for it, and
+// its launcher stays meanwhile). Once both ended, the launcher and every cgroup are gone.
+func TestLauncherKillOwnerGivesTheGrace(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pipes", true: "pty"}[tty], func(t *testing.T) {
+			m, wrap := launcherManager(t, ManagerOptions{KillGrace: time.Hour})
+			n := uniqueSleep()
+			var s1, s2 streams
+			p1 := spawnRO(t, m, wrap, "t1", tty, "trap 'echo cleaned; exit 3' TERM; echo ready; sleep 1000 & wait", &s1)
+			p2 := spawnRO(t, m, wrap, "t1", tty, "trap '' TERM; echo ready; exec sleep "+n, &s2)
+			require.True(t, launched(p1) && launched(p2))
+			for _, s := range []*streams{&s1, &s2} {
+				require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, time.Millisecond)
+			}
+			ls := launcherPids(m)
+			require.Len(t, ls, 1)
+
+			returned := make(chan struct{})
+			go func() {
+				m.KillOwner("t1")
+				close(returned)
+			}()
+			select {
+			case <-returned:
+			case <-time.After(30 * time.Second):
+				t.Fatal("KillOwner waits for the grace")
+			}
+			require.Equal(t, 3, waitDone(t, p1, 30*time.Second), "the trap ran: %q", p1.Output())
+			require.Contains(t, p1.Output(), "cleaned")
+			require.Empty(t, launcherPids(m), "out of the pool: the owner's next command starts a new one")
+			select {
+			case <-p2.Exited():
+				t.Fatalf("a command ignoring SIGTERM ended before its grace: %d", p2.ExitCode())
+			default:
+			}
+			require.NoError(t, syscall.Kill(ls[0], 0), "its launcher stays while it runs")
+
+			p2.KillNow() // the end of its grace
+			require.Equal(t, 128+int(syscall.SIGKILL), waitDone(t, p2, 30*time.Second))
+			requireNoneRunning(t, n)
+			require.Eventually(t, func() bool { return syscall.Kill(ls[0], 0) != nil }, 10*time.Second, 10*time.Millisecond,
+				"the launcher ended with its last command")
+			require.Eventually(t, func() bool { return len(childCgroups(m)) == 0 }, 10*time.Second, 10*time.Millisecond,
+				"cgroups left: %v", childCgroups(m))
+			requireGroupGone(t, p1.Pid())
+			requireGroupGone(t, p2.Pid())
+		})
+	}
+}
+
+// TestKillOwnerStateIsBounded: the Manager keeps nothing per owner passed to KillOwner once no
+// Spawn of that owner is in flight.
+func TestKillOwnerStateIsBounded(t *testing.T) {
+	m := newTestManager(t)
+	for i := 0; i < 100; i++ {
+		m.KillOwner("t" + strconv.Itoa(i))
+	}
+	p, err := m.Spawn(context.Background(), SpawnRequest{Owner: "t1", Argv: []string{"true"}})
+	require.NoError(t, err)
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	m.KillOwner("t1")
+	_, err = m.Spawn(context.Background(), SpawnRequest{Owner: "t2", Argv: []string{"true"}, WrapArgv: func([]string) ([]string, error) {
+		return nil, fmt.Errorf("refused")
+	}})
+	require.Error(t, err)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	require.Empty(t, m.killed)
+}
+
+// TestLauncherStartCancelledByTheCaller: a command whose context ends while its owner's launcher
+// is being started stops waiting for it at once and starts the per-command way; the launcher being
+// started is killed, and launchers are not paused for it.
+func TestLauncherStartCancelledByTheCaller(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	dir := t.TempDir()
+	n := uniqueSleep()
+	never := filepath.Join(dir, "never-ready") // a launcher that never says it is ready
+	require.NoError(t, os.WriteFile(never, []byte("#!/bin/sh\necho > "+dir+"/started\nexec sleep "+n+"\n"), 0o755))
+	var calls atomic.Int32
+	m.ls.start = func(ctx context.Context, self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
+		if calls.Add(1) == 1 {
+			opts.Env = append(opts.Env, "PATH=/usr/bin:/bin")
+			self = never
+		}
+		return sandbox.StartLauncher(ctx, self, key, opts)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := spawnAsync(ctx, m, wrap, "t1", "echo fallback")
+	require.Eventually(t, func() bool { _, err := os.Stat(dir + "/started"); return err == nil }, 30*time.Second, time.Millisecond,
+		"the launcher process did not start")
+	cancel()
+	p := recvSpawn(t, ch, "a command whose context ended during its launcher's start")
+	require.False(t, launched(p))
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	require.Equal(t, "fallback\n", p.Output())
+	requireNoneRunning(t, n)
+	require.Empty(t, launcherPids(m))
+
+	p = spawnRO(t, m, wrap, "t1", false, "true", nil)
+	require.True(t, launched(p), "launchers are not paused by a cancelled start")
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	require.Equal(t, int32(2), calls.Load())
+}
+
+// TestReleaseAfterSettled: the scope of a command whose launcher Spawn gave up keeps its cgroup
+// until the abandoned request is settled; then whatever is in it is killed and the cgroup removed.
+func TestReleaseAfterSettled(t *testing.T) {
+	m := newTestManager(t)
+	sc := m.tr.open("t")
+	if sc.cgFD < 0 {
+		m.tr.release(sc)
+		t.Skip("no cgroup per command here")
+	}
+	n := uniqueSleep()
+	cmd := exec.Command("sleep", n) // stands for a command the launcher started after its Spawn gave up
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: sc.cgFD, Setpgid: true}
+	require.NoError(t, cmd.Start())
+	waited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(waited) }()
+	settled := make(chan struct{})
+	m.tr.releaseAfter(sc, settled)
+	require.Equal(t, -1, sc.cgFD)
+	_, err := os.Stat(sc.cg)
+	require.NoError(t, err, "the cgroup stays until the request is settled")
+	require.Len(t, pidsRunning("sleep", n), 1)
+	close(settled)
+	select {
+	case <-waited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command in the cgroup was not killed")
+	}
+	require.Eventually(t, func() bool { _, err := os.Stat(sc.cg); return os.IsNotExist(err) }, 10*time.Second, 10*time.Millisecond,
+		"the cgroup was not removed")
+}
+
+// TestLauncherSpawnAbandonedByTheCaller: a command whose context ends once its request is with the
+// launcher (stopped here, so it cannot answer) makes Spawn return the context's error at once; the
+// command the launcher starts when it runs again is killed and its cgroup removed, and the owner's
+// next command is launched by the same launcher, with its own reply.
+func TestLauncherSpawnAbandonedByTheCaller(t *testing.T) {
+	m, wrap := launcherManager(t, ManagerOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var first atomic.Bool
+	var pid atomic.Int64
+	m.ls.start = func(sctx context.Context, self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error) {
+		opts.AfterSend = func() {
+			if first.CompareAndSwap(false, true) {
+				cancel() // the caller gives up once its request is out
+			}
+		}
+		l, err := sandbox.StartLauncher(sctx, self, key, opts)
+		if err == nil {
+			pid.Store(int64(l.Pid()))
+			require.NoError(t, syscall.Kill(l.Pid(), syscall.SIGSTOP))
+		}
+		return l, err
+	}
+	t.Cleanup(func() { _ = syscall.Kill(int(pid.Load()), syscall.SIGCONT) })
+	n := uniqueSleep()
+	_, err := m.Spawn(ctx, SpawnRequest{Owner: "t", Argv: []string{"sh", "-c", "exec sleep " + n}, WrapArgv: wrap})
+	require.ErrorIs(t, err, context.Canceled)
+	ls := launcherPids(m)
+	require.Equal(t, []int{int(pid.Load())}, ls)
+	require.Len(t, childCgroups(m), 2, "the launcher's cgroup and the abandoned command's")
+
+	require.NoError(t, syscall.Kill(ls[0], syscall.SIGCONT))
+	require.Eventually(t, func() bool { return len(childCgroups(m)) == 1 }, 30*time.Second, 10*time.Millisecond,
+		"the abandoned command's cgroup was not removed: %v", childCgroups(m))
+	require.Empty(t, pidsRunning("sleep", n), "the command started after its Spawn gave up was killed")
+
+	p := spawnRO(t, m, wrap, "t", false, "echo next", nil)
+	require.True(t, launched(p))
+	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
+	require.Equal(t, "next\n", p.Output())
+	require.Equal(t, ls, launcherPids(m), "by the same launcher")
+	m.mu.Lock()
+	require.Empty(t, m.killed)
+	m.mu.Unlock()
 }

@@ -29,6 +29,11 @@ const (
 	launcherRetryMax = 32 * time.Minute
 )
 
+// launcherRetireSlack is how long after the kill grace a launcher whose owner was killed is kept
+// for the commands it still runs, at most: they were SIGKILLed at the end of their grace, so it
+// only bounds a launcher that does not report their end (docs/sandbox.md "Never wedging").
+const launcherRetireSlack = 30 * time.Second
+
 // launcherStartWait bounds how long a command waits for the start of its owner's launcher by
 // another command (a start is bounded by 30 s itself) before it starts the per-command way.
 const launcherStartWait = 30 * time.Second
@@ -47,12 +52,17 @@ type launcherEntry struct {
 	// the launcher once there are none.
 	live int
 	idle *time.Timer
+	// retire ends a launcher whose owner was killed once its commands ended, at the latest when it
+	// fires (see closeOwner); nil for a launcher in the pool.
+	retire *time.Timer
 }
 
 // launcherStart is a launcher being started (outside the pool's lock); other commands of its key
 // wait for done.
 type launcherStart struct {
 	done chan struct{}
+	// cancel ends the start (its owner's launchers were closed, or the Manager was).
+	cancel context.CancelFunc
 	// Guarded by the pool's mu.
 	waiters   int  // commands waiting for it
 	cancelled bool // its owner's launchers were closed meanwhile: the launcher is ended at once
@@ -69,9 +79,10 @@ type launcherPool struct {
 	tr  *tracker
 	// start is sandbox.StartLauncher, now time.Now and startWait launcherStartWait; tests replace
 	// them.
-	start     func(self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error)
+	start     func(ctx context.Context, self string, key sandbox.LaunchKey, opts sandbox.LauncherOptions) (*sandbox.Launcher, error)
 	now       func() time.Time
 	startWait time.Duration
+	grace     time.Duration // the Manager's kill grace
 
 	mu       sync.Mutex
 	off      bool // NoLauncher, or launchers cannot work here
@@ -81,17 +92,20 @@ type launcherPool struct {
 	backoff  time.Duration // the next pause; 0 means launcherRetry
 	byKey    map[launcherKey]*launcherEntry
 	starting map[launcherKey]*launcherStart
-	idle     time.Duration // launcherIdle; shorter in tests
+	retiring map[*launcherEntry]struct{} // out of the pool, ended once their commands ended
+	idle     time.Duration               // launcherIdle; shorter in tests
 }
 
-func newLauncherPool(log *slog.Logger, tr *tracker, off bool) *launcherPool {
-	return &launcherPool{log: log, tr: tr, off: off, start: sandbox.StartLauncher, now: time.Now,
-		startWait: launcherStartWait, byKey: map[launcherKey]*launcherEntry{}, starting: map[launcherKey]*launcherStart{}}
+func newLauncherPool(log *slog.Logger, tr *tracker, off bool, grace time.Duration) *launcherPool {
+	return &launcherPool{log: log, tr: tr, off: off, start: sandbox.StartLauncher, now: time.Now, grace: grace,
+		startWait: launcherStartWait, byKey: map[launcherKey]*launcherEntry{}, starting: map[launcherKey]*launcherStart{},
+		retiring: map[*launcherEntry]struct{}{}}
 }
 
 // get returns the launcher for owner and la's confinement, starting it if needed, for one
 // command (release it once the command ended); nil when launchers are off or paused, or when the
-// start of this key by another command did not end in time or ctx ended while waiting for it.
+// start of this key by another command did not end in time or ctx ended while waiting for it or
+// during its own start (the launcher being started is then killed).
 func (lp *launcherPool) get(ctx context.Context, owner string, la sandbox.Launch) *launcherEntry {
 	k := launcherKey{owner: owner, key: la.Key}
 	lp.mu.Lock()
@@ -128,16 +142,21 @@ func (lp *launcherPool) get(ctx context.Context, owner string, la sandbox.Launch
 			return nil
 		}
 	}
-	st := &launcherStart{done: make(chan struct{})}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st := &launcherStart{done: make(chan struct{}), cancel: cancel}
 	lp.starting[k] = st
 	lp.mu.Unlock()
 
-	e, err := lp.startEntry(owner, la)
+	e, err := lp.startEntry(sctx, owner, la)
 
 	lp.mu.Lock()
 	delete(lp.starting, k)
 	close(st.done)
 	switch {
+	case err != nil && sctx.Err() != nil:
+		// Not a failure: ctx ended, or KillOwner or Close ended the start.
+		lp.log.Debug("execmgr: sandbox launcher start cancelled", "err", err)
 	case err != nil:
 		if sandbox.LauncherPermanent(err) {
 			lp.off = true
@@ -173,13 +192,13 @@ func (lp *launcherPool) await(ctx context.Context, st *launcherStart) bool {
 
 // startEntry starts a launcher for owner and la's confinement in a scope of its own; nil without
 // an error when the scope has no cgroup.
-func (lp *launcherPool) startEntry(owner string, la sandbox.Launch) (*launcherEntry, error) {
+func (lp *launcherPool) startEntry(ctx context.Context, owner string, la sandbox.Launch) (*launcherEntry, error) {
 	sc := lp.tr.open(owner)
 	if sc.cgFD < 0 {
 		lp.tr.release(sc)
 		return nil, nil
 	}
-	l, err := lp.start(la.Self, la.Key, sandbox.LauncherOptions{CgroupFD: sc.cgFD,
+	l, err := lp.start(ctx, la.Self, la.Key, sandbox.LauncherOptions{CgroupFD: sc.cgFD,
 		Env: []string{ScopeEnv + "=" + sc.token, "GOMAXPROCS=1"}})
 	if err != nil {
 		lp.tr.release(sc)
@@ -210,11 +229,18 @@ func (lp *launcherPool) hold(e *launcherEntry) {
 }
 
 // release counts one command of e less; a launcher left without commands is ended after the
-// idle time unless a command comes first.
+// idle time unless a command comes first, or at once when its owner was killed (retiring).
 func (lp *launcherPool) release(e *launcherEntry) {
 	lp.mu.Lock()
-	defer lp.mu.Unlock()
 	e.live--
+	_, retired := lp.retiring[e]
+	if e.live == 0 && retired {
+		lp.unretire(e)
+		lp.mu.Unlock()
+		lp.end(e)
+		return
+	}
+	defer lp.mu.Unlock()
 	if e.live > 0 || !lp.holds(e) {
 		return
 	}
@@ -302,20 +328,40 @@ func (lp *launcherPool) succeeded() {
 	lp.mu.Unlock()
 }
 
-// closeOwner ends owner's launchers.
+// closeOwner takes owner's launchers out of the pool (its next command starts a new one) and
+// cancels their starts. A launcher without commands is ended at once; one whose commands still run
+// (KillOwner gives them their SIGTERM grace) is ended once they ended, at the latest
+// launcherRetireSlack after the grace. It never waits for them.
 func (lp *launcherPool) closeOwner(owner string) {
 	lp.mu.Lock()
 	for k, st := range lp.starting {
 		if k.owner == owner {
 			st.cancelled = true
+			st.cancel()
 		}
 	}
 	var ended []*launcherEntry
 	for k, e := range lp.byKey {
-		if k.owner == owner {
-			lp.drop(e)
-			ended = append(ended, e)
+		if k.owner != owner {
+			continue
 		}
+		lp.drop(e)
+		if e.live == 0 {
+			ended = append(ended, e)
+			continue
+		}
+		lp.retiring[e] = struct{}{}
+		e.retire = time.AfterFunc(lp.grace+launcherRetireSlack, func() {
+			lp.mu.Lock()
+			_, ok := lp.retiring[e]
+			if ok {
+				lp.unretire(e)
+			}
+			lp.mu.Unlock()
+			if ok {
+				lp.end(e)
+			}
+		})
 	}
 	lp.mu.Unlock()
 	for _, e := range ended {
@@ -323,13 +369,30 @@ func (lp *launcherPool) closeOwner(owner string) {
 	}
 }
 
-// closeAll ends every launcher; later commands start their own helpers.
+// unretire takes e out of the retiring launchers (the caller ends it); called with mu held.
+func (lp *launcherPool) unretire(e *launcherEntry) {
+	delete(lp.retiring, e)
+	if e.retire != nil {
+		e.retire.Stop()
+		e.retire = nil
+	}
+}
+
+// closeAll ends every launcher, retiring ones too, and cancels the starts in progress; later
+// commands start their own helpers.
 func (lp *launcherPool) closeAll() {
 	lp.mu.Lock()
 	lp.closed = true
-	ended := make([]*launcherEntry, 0, len(lp.byKey))
+	for _, st := range lp.starting {
+		st.cancel()
+	}
+	ended := make([]*launcherEntry, 0, len(lp.byKey)+len(lp.retiring))
 	for _, e := range lp.byKey {
 		lp.drop(e)
+		ended = append(ended, e)
+	}
+	for e := range lp.retiring {
+		lp.unretire(e)
 		ended = append(ended, e)
 	}
 	lp.mu.Unlock()
@@ -340,19 +403,20 @@ func (lp *launcherPool) closeAll() {
 
 // startLaunched starts cmd (a helper argv) by the owner's launcher when it is a read-only
 // sandboxed command and the process has a cgroup, which takes the command's leftovers with it when
-// it exits; false means start it the per-command way. A start of that launcher by another command
-// is waited for, bounded and no longer than ctx.
-func (p *Process) startLaunched(ctx context.Context, cmd *exec.Cmd) (started, bool) {
+// it exits; false (without an error) means start it the per-command way. The launcher's start is
+// waited for, bounded and no longer than ctx. An error is a *sandbox.SpawnAbandoned: ctx ended
+// after the request was sent, and the command must not be started another way.
+func (p *Process) startLaunched(ctx context.Context, cmd *exec.Cmd) (started, bool, error) {
 	if p.scope.cgFD < 0 {
-		return nil, false
+		return nil, false, nil
 	}
 	la, ok := sandbox.Launchable(cmd.Args)
 	if !ok {
-		return nil, false
+		return nil, false, nil
 	}
 	e := p.m.ls.get(ctx, p.owner, la)
 	if e == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	var stdio [3]*os.File
 	for i, s := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
@@ -364,23 +428,31 @@ func (p *Process) startLaunched(ctx context.Context, cmd *exec.Cmd) (started, bo
 		null, err := os.Open(os.DevNull)
 		if err != nil {
 			p.m.ls.release(e)
-			return nil, false
+			return nil, false, nil
 		}
 		defer null.Close()
 		stdio[0] = null
 	}
 	if stdio[1] == nil || stdio[2] == nil {
 		p.m.ls.release(e)
-		return nil, false
+		return nil, false, nil
 	}
 	attr := cmd.SysProcAttr
 	req := confine.LaunchRequest{Argv: la.Argv, Env: cmd.Env, Dir: la.Dir, Setsid: attr.Setsid, Setctty: attr.Setctty, Setpgid: attr.Setpgid}
-	c, err := e.l.Spawn(req, stdio, p.scope.cgFD)
-	if err != nil {
+	c, err := e.l.Spawn(ctx, req, stdio, p.scope.cgFD)
+	var ab *sandbox.SpawnAbandoned
+	switch {
+	case errors.As(err, &ab):
+		p.m.ls.release(e) // not the launcher's failure
+		return nil, false, err
+	case err != nil && ctx.Err() != nil:
+		p.m.ls.release(e) // ctx ended before the request was sent: the per-command way
+		return nil, false, nil
+	case err != nil:
 		p.m.ls.failed(e, err)
-		return nil, false
+		return nil, false, nil
 	}
 	p.m.ls.succeeded()
 	p.scope.dieWithCommand = true
-	return launchedChild{c: c, release: func() { p.m.ls.release(e) }}, true
+	return launchedChild{c: c, release: func() { p.m.ls.release(e) }}, true, nil
 }

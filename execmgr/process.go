@@ -118,14 +118,22 @@ type Manager struct {
 	mu     sync.Mutex
 	closed bool
 	procs  map[*Process]struct{}
-	// killed counts KillOwner calls per owner, so that a command whose start overlapped one is
-	// killed once started.
-	killed map[string]uint64
+	// killed counts KillOwner calls per owner while Spawns of that owner are in flight, so that a
+	// command whose start overlapped one is killed once started; an owner's entry goes with its
+	// last Spawn in flight.
+	killed map[string]*ownerSpawns
+}
+
+// ownerSpawns is an owner's Spawns in flight and the KillOwner calls since the first of them.
+type ownerSpawns struct {
+	n     int
+	kills uint64
 }
 
 // NewManager returns an empty Manager.
 func NewManager(opts ManagerOptions) *Manager {
-	m := &Manager{grace: opts.KillGrace, drain: opts.DrainTimeout, log: opts.Logger, procs: map[*Process]struct{}{}}
+	m := &Manager{grace: opts.KillGrace, drain: opts.DrainTimeout, log: opts.Logger, procs: map[*Process]struct{}{},
+		killed: map[string]*ownerSpawns{}}
 	if m.grace <= 0 {
 		m.grace = DefaultKillGrace
 	}
@@ -137,7 +145,7 @@ func NewManager(opts ManagerOptions) *Manager {
 	}
 	m.tr = newTracker(m.log)
 	m.tr.cgInit = opts.NoCgroups
-	m.ls = newLauncherPool(m.log, m.tr, opts.NoLauncher)
+	m.ls = newLauncherPool(m.log, m.tr, opts.NoLauncher, m.grace)
 	return m
 }
 
@@ -152,14 +160,15 @@ func (m *Manager) Live() []*Process {
 	return out
 }
 
-// KillOwner kills every live process of owner and whatever its finished commands left running
-// (background jobs, setsid daemons): their cgroups, or the processes carrying their ScopeEnv token.
+// KillOwner kills every live process of owner (SIGTERM, then SIGKILL after the grace, as Kill;
+// launched commands too: their launcher is ended once they ended) and whatever its finished
+// commands left running (background jobs, setsid daemons): their cgroups, or the processes
+// carrying their ScopeEnv token. It does not wait for the grace.
 func (m *Manager) KillOwner(owner string) {
 	m.mu.Lock()
-	if m.killed == nil {
-		m.killed = map[string]uint64{}
+	if s := m.killed[owner]; s != nil {
+		s.kills++
 	}
-	m.killed[owner]++
 	var procs []*Process
 	for p := range m.procs {
 		if p.owner == owner {
@@ -209,9 +218,11 @@ func (m *Manager) forget(p *Process) {
 	m.mu.Unlock()
 }
 
-// Spawn starts a child. Errors are returned only for a bad request or a closed manager; a child that
-// cannot be started (missing binary, bad cwd) yields a finished Process with a non-zero exit code
-// (127 not found, 126 not executable, 1 otherwise), the reason on stderr and SpawnErr set.
+// Spawn starts a child. Errors are returned only for a bad request, a closed manager or ctx ended
+// (before the start, or while a sandbox launcher was being asked to start it: a command it starts
+// anyway is killed); a child that cannot be started (missing binary, bad cwd) yields a finished
+// Process with a non-zero exit code (127 not found, 126 not executable, 1 otherwise), the reason on
+// stderr and SpawnErr set.
 func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error) {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return nil, errors.New("execmgr: empty argv")
@@ -220,11 +231,26 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 		return nil, err
 	}
 	m.mu.Lock()
-	closed, killedBefore := m.closed, m.killed[req.Owner]
-	m.mu.Unlock()
-	if closed {
+	if m.closed {
+		m.mu.Unlock()
 		return nil, ErrClosed
 	}
+	sp := m.killed[req.Owner]
+	if sp == nil {
+		sp = &ownerSpawns{}
+		m.killed[req.Owner] = sp
+	}
+	sp.n++
+	killedBefore := sp.kills
+	m.mu.Unlock()
+	spawned := false // the end of the spawn is recorded under mu with the check below
+	defer func() {
+		if !spawned {
+			m.mu.Lock()
+			m.spawnEnded(req.Owner, sp)
+			m.mu.Unlock()
+		}
+	}()
 	argv := slices.Clone(req.Argv)
 	env := req.Env
 	if env == nil {
@@ -269,6 +295,12 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 			err = p.startPipes(ctx, path, argv, env, req)
 		}
 	}
+	if ab := (*sandbox.SpawnAbandoned)(nil); errors.As(err, &ab) {
+		// ctx ended while a launcher may be starting the command: it is killed, and its cgroup
+		// removed once that is settled.
+		m.tr.releaseAfter(sc, ab.Settled)
+		return nil, ab.Cause
+	}
 	if err != nil {
 		m.tr.release(sc)
 		p.failSpawn(err)
@@ -276,7 +308,9 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 	}
 	sc.started(p.pid)
 	m.mu.Lock()
-	if m.closed || m.killed[req.Owner] != killedBefore {
+	spawned = true
+	m.spawnEnded(req.Owner, sp)
+	if m.closed || sp.kills != killedBefore {
 		// Closed, or KillOwner ran while this command was being started (it could not see it).
 		m.mu.Unlock()
 		p.KillNow()
@@ -286,6 +320,13 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Process, error)
 	}
 	go p.wait()
 	return p, nil
+}
+
+// spawnEnded records the end of a Spawn of owner (sp, its entry in killed); called with mu held.
+func (m *Manager) spawnEnded(owner string, sp *ownerSpawns) {
+	if sp.n--; sp.n == 0 {
+		delete(m.killed, owner)
+	}
 }
 
 // lookPath resolves argv0 like execvp, using the PATH of the child's environment.
@@ -439,8 +480,8 @@ func (p *Process) startPTY(ctx context.Context, path string, argv, env []string,
 // cgroup (startLaunched), else a sandbox helper directly in its namespaces where the kernel allows
 // it (sandbox.Starts), in the process's cgroup when it has one.
 func (p *Process) start(ctx context.Context, cmd *exec.Cmd) (started, error) {
-	if c, ok := p.startLaunched(ctx, cmd); ok {
-		return c, nil
+	if c, ok, err := p.startLaunched(ctx, cmd); ok || err != nil {
+		return c, err
 	}
 	var err error
 	for _, st := range sandbox.Starts(cmd.Args) {

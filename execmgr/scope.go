@@ -171,6 +171,20 @@ func (t *tracker) release(s *scope) {
 	}
 }
 
+// releaseAfter drops a scope whose command may still be started by a launcher (its Spawn gave up):
+// once settled is closed (that command, if any, was killed), whatever is in its cgroup is killed
+// and the cgroup removed.
+func (t *tracker) releaseAfter(s *scope, settled <-chan struct{}) {
+	if s.cgFD >= 0 {
+		unix.Close(s.cgFD)
+		s.cgFD = -1
+	}
+	go func() { // bounded: settled is closed within the launcher's reply timeout and its exit grace
+		<-settled
+		t.kill(s)
+	}()
+}
+
 // finished is called once the command exited and its output was drained: descendants still running
 // are kept as leftovers of the owner.
 func (t *tracker) finished(s *scope) {

@@ -134,9 +134,15 @@ type Conn struct {
 	work sync.WaitGroup
 
 	stopWriter chan struct{}
-	writerDone chan struct{}
-	done       chan struct{}
-	closeOnce  sync.Once
+	// writerDone is closed once the writer wrote its last line: nothing enters a queue after it.
+	// writerExited is closed once it also settled what entered meanwhile (settleQueued).
+	writerDone   chan struct{}
+	writerExited chan struct{}
+	// beforeWriterExit, when set (tests), runs on the writer goroutine after its last drain, just
+	// before it stops writing.
+	beforeWriterExit func()
+	done             chan struct{}
+	closeOnce        sync.Once
 }
 
 // lane is the queue of requests waiting behind the one running in it.
@@ -171,16 +177,17 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 	return &Conn{
 		r: r, w: w, handler: h, orderer: o, log: opts.Logger, now: opts.Now, laneLimit: opts.LaneLimit,
 		maxLine: opts.MaxLineBytes, largeLine: opts.LargeLineBytes, release: opts.ReleaseMemory, before: opts.BeforeRead,
-		egress:     make(chan outLine, opts.QueueSize),
-		bulk:       make(chan outLine, bulkQueueSize),
-		pending:    map[int64]chan *Message{},
-		slots:      make(chan struct{}, opts.MaxInFlight),
-		large:      make(chan struct{}, 1),
-		inFlight:   map[*Request]struct{}{},
-		lanes:      map[string]*lane{},
-		stopWriter: make(chan struct{}),
-		writerDone: make(chan struct{}),
-		done:       make(chan struct{}),
+		egress:       make(chan outLine, opts.QueueSize),
+		bulk:         make(chan outLine, bulkQueueSize),
+		pending:      map[int64]chan *Message{},
+		slots:        make(chan struct{}, opts.MaxInFlight),
+		large:        make(chan struct{}, 1),
+		inFlight:     map[*Request]struct{}{},
+		lanes:        map[string]*lane{},
+		stopWriter:   make(chan struct{}),
+		writerDone:   make(chan struct{}),
+		writerExited: make(chan struct{}),
+		done:         make(chan struct{}),
 	}
 }
 
@@ -212,7 +219,7 @@ func (c *Conn) Run(ctx context.Context) error {
 	c.failPending()
 	c.work.Wait()
 	close(c.stopWriter)
-	<-c.writerDone
+	<-c.writerExited
 	c.closeOnce.Do(func() { close(c.done) })
 	if errors.Is(readErr, io.EOF) {
 		return nil

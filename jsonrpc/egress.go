@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -228,8 +229,9 @@ type output struct {
 // AfterWritten calls f once every line queued before the call (a reply in particular) has been written
 // to the output, flushed: work that would compete with writing them (starting a process) waits for them
 // without holding up the caller. f runs on the writer goroutine, so it must be quick and must not write to
-// the connection; it runs at once when the output has ended. AfterWritten blocks while the queue is full,
-// as a notification does.
+// the connection; it runs at once when the output has ended, also when the output ends while the call is
+// queuing it (it always runs, exactly once). AfterWritten blocks while the queue is full, as a notification
+// does.
 func (c *Conn) AfterWritten(f func()) {
 	if err := c.queue(outLine{after: f}); err != nil {
 		f()
@@ -300,7 +302,7 @@ func (c *Conn) FlushBulk(ctx context.Context) error {
 }
 
 func (c *Conn) writeLoop() {
-	defer close(c.writerDone)
+	defer close(c.writerExited)
 	c.out.mu.Lock()
 	c.out.bw = bufio.NewWriterSize(c.w, 64<<10)
 	c.out.mu.Unlock()
@@ -347,16 +349,51 @@ func (c *Conn) writeLoop() {
 				case l := <-c.bulk:
 					put(l, true)
 				default:
+					if c.beforeWriterExit != nil {
+						c.beforeWriterExit()
+					}
 					c.out.mu.Lock()
 					if !c.out.broken {
 						_ = c.out.bw.Flush()
 					}
 					c.out.closed = true
 					c.out.mu.Unlock()
+					close(c.writerDone)
+					c.settleQueued()
 					return
 				}
 			}
 		}
+	}
+}
+
+// settleQueued settles the lines that entered a queue after the writer's last drain, once writerDone
+// is closed (no line enters after that, see enqueue): a producer that saw the writer still running
+// may have queued its line meanwhile. The lines are dropped, markers closed and AfterWritten
+// callbacks run, so that nobody waits for them forever. It returns once no producer is between
+// counting its line and queuing it (each is a few instructions away from either).
+func (c *Conn) settleQueued() {
+	for c.egressPending.Load() != 0 || c.bulkPending.Load() != 0 {
+		var l outLine
+		var pending *atomic.Int64
+		select {
+		case l = <-c.egress:
+			pending = &c.egressPending
+		case l = <-c.bulk:
+			pending = &c.bulkPending
+		default:
+			runtime.Gosched()
+			continue
+		}
+		switch {
+		case l.marker != nil:
+			close(l.marker)
+		case l.after != nil:
+			l.after()
+		default:
+			l.release()
+		}
+		pending.Add(-1)
 	}
 }
 

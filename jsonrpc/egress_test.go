@@ -550,3 +550,28 @@ func TestAfterWrittenRunsOnceTheReplyIsWritten(t *testing.T) {
 	c.AfterWritten(func() { ran = true })
 	require.True(t, ran)
 }
+
+// TestAfterWrittenQueuedDuringTheWritersExit: a callback that enters the queue after the writer's
+// last drain (its producer saw the writer still running) still runs before Run returns, and a line
+// queued then is dropped, not left counted as pending.
+func TestAfterWrittenQueuedDuringTheWritersExit(t *testing.T) {
+	w := &countWriter{}
+	c := NewConn(strings.NewReader(""), w, &funcHandler{}, Options{})
+	ran := make(chan struct{})
+	var queued error
+	c.beforeWriterExit = func() {
+		// The writer found both queues empty and is about to stop: queue a callback and a line now.
+		c.AfterWritten(func() { close(ran) })
+		queued = c.queue(outLine{b: []byte(`{"method":"late"}`)})
+	}
+	require.NoError(t, c.Run(context.Background()))
+	require.NoError(t, queued, "the line entered the queue (the race this test stages)")
+	select {
+	case <-ran:
+	default:
+		t.Fatal("AfterWritten's callback was lost")
+	}
+	require.Zero(t, c.egressPending.Load(), "every queued line was settled")
+	_, out := w.state()
+	require.NotContains(t, out, "late", "nothing is written once the output ended")
+}

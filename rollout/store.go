@@ -194,6 +194,9 @@ func Open(codexHome string) (*Store, error) {
 	if dirs, err := ix.Dirs(ctx); err == nil {
 		s.dirMtimes = dirs
 	}
+	// Names other programs appended since the index was last written apply before the first answer:
+	// the index answers while the reconcile below runs.
+	s.syncNames()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -573,3 +573,24 @@ func TestIndexBuildReadsAForkParentOnce(t *testing.T) {
 		require.Equal(t, "hi there", sum.Preview, sum.ID) // the forks' preview is still the root's
 	}
 }
+
+// TestOpenAppliesNamesWrittenMeanwhile: a name another program appended to session_index.jsonl since the
+// index was last written is searchable as soon as Open returns (exec's one thread/list of `resume NAME` or
+// `fork NAME` comes right after it, before the background reconcile).
+func TestOpenAppliesNamesWrittenMeanwhile(t *testing.T) {
+	home := t.TempDir()
+	makeThread(t, home, tid(1), time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), nil, "q")
+	s, err := Open(home)
+	require.NoError(t, err)
+	require.NoError(t, s.WaitReconciled(context.Background()))
+	require.NoError(t, s.Close())
+	line := `{"id":"` + tid(1) + `","thread_name":"Named elsewhere","updated_at":"2026-06-01T00:00:00Z"}` + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(home, SessionIndexFileName), []byte(line), 0o644))
+
+	s, err = Open(home)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	page, _, err := s.List(ListQuery{SearchTerm: "named elsewhere"})
+	require.NoError(t, err)
+	require.Equal(t, []string{tid(1)}, ids(page))
+}

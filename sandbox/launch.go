@@ -52,6 +52,19 @@ var (
 	ErrNamespaces = errors.New("sandbox: namespaces refused")
 )
 
+// SpawnAbandoned is Spawn's error when its context ended after the request was sent: the launcher
+// may still start the command. Its reply is settled in the background: a command started anyway is
+// killed, with everything in its cgroup, and Settled is closed once it ended (or its launcher did).
+type SpawnAbandoned struct {
+	Cause   error
+	Settled <-chan struct{}
+}
+
+func (e *SpawnAbandoned) Error() string { return "sandbox: launch abandoned: " + e.Cause.Error() }
+
+// Unwrap returns the context's error.
+func (e *SpawnAbandoned) Unwrap() error { return e.Cause }
+
 // LauncherPermanent reports whether err, from StartLauncher, is a failure that does not pass
 // (no sandbox here, namespaces refused), so that trying again cannot help; any other one (a fork
 // limit, a cgroup error, a launcher that did not confine itself in time) may pass.
@@ -68,6 +81,8 @@ type LauncherOptions struct {
 	// Timeout bounds each spawn's reply: a launcher that does not answer in time is killed. Zero
 	// means 30 s. Its start is bounded by 30 s.
 	Timeout time.Duration
+	// AfterSend, when set (tests), runs once each spawn request was sent, before its reply is awaited.
+	AfterSend func()
 }
 
 // Launched is a command a Launcher started.

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -35,15 +36,19 @@ type Launcher struct {
 	// exitGrace is exitReportGrace when the launcher started (read once: tests change the variable).
 	exitGrace time.Duration
 
-	spawnMu sync.Mutex // one request at a time: replies come in order
-	replies chan launchReply
-	dead    chan struct{} // closed when the connection ended (the reader stopped)
-	closing chan struct{} // closed by Close
-	exited  chan struct{} // closed once the process was reaped
-	once    sync.Once
+	// spawnTurn is held (a value in it) by the request waiting for its reply, one at a time: replies
+	// come in order. A Spawn that gave up leaves it to the goroutine that settles its reply.
+	spawnTurn chan struct{}
+	replies   chan launchReply
+	dead      chan struct{} // closed when the connection ended (the reader stopped)
+	closing   chan struct{} // closed by Close
+	exited    chan struct{} // closed once the process was reaped
+	once      sync.Once
 
 	mu       sync.Mutex
 	children map[int]*Launched // by pid in the launcher's namespace
+
+	sent func() // LauncherOptions.AfterSend
 }
 
 type launchReply struct {
@@ -59,8 +64,9 @@ var errCloneRefused = errors.New("clone refused")
 // StartLauncher starts a launcher for key with our binary self, cloned directly into its
 // namespaces where the kernel allows it, else inside a new user namespace; it returns once the
 // launcher confined itself, or an error when it could not be started. The error wraps
-// ErrUnavailable or ErrNamespaces when trying again cannot help (see LauncherPermanent).
-func StartLauncher(self string, key LaunchKey, opts LauncherOptions) (*Launcher, error) {
+// ErrUnavailable or ErrNamespaces when trying again cannot help (see LauncherPermanent). When ctx
+// ends first, the launcher being started is killed and the error wraps ctx's.
+func StartLauncher(ctx context.Context, self string, key LaunchKey, opts LauncherOptions) (*Launcher, error) {
 	if ok, reason := Available(); !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnavailable, reason)
 	}
@@ -73,9 +79,12 @@ func StartLauncher(self string, key LaunchKey, opts LauncherOptions) (*Launcher,
 		if refused[kind].Load() {
 			continue
 		}
-		l, err := startLauncher(self, key, kind, opts)
+		l, err := startLauncher(ctx, self, key, kind, opts)
 		if err == nil {
 			return l, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", ErrLaunch, err)
 		}
 		errs = append(errs, err)
 		permanent = permanent && errors.Is(err, errCloneRefused)
@@ -97,7 +106,10 @@ func launchRefused(err error) bool {
 	return (nsRefused(err) || errors.Is(err, unix.ENOSYS)) && !errors.Is(err, unix.ENOSPC)
 }
 
-func startLauncher(self string, key LaunchKey, kind int, opts LauncherOptions) (*Launcher, error) {
+func startLauncher(ctx context.Context, self string, key LaunchKey, kind int, opts LauncherOptions) (*Launcher, error) {
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
 	spec, err := readOnlySpec(key.Network, kind == startUserNS)
 	if err != nil {
 		return nil, err
@@ -139,16 +151,23 @@ func startLauncher(self string, key LaunchKey, kind int, opts LauncherOptions) (
 		return nil, err
 	}
 	theirs.Close()
-	l := &Launcher{cmd: cmd, conn: conn, timeout: opts.Timeout, exitGrace: exitReportGrace, replies: make(chan launchReply, 1),
-		dead: make(chan struct{}), closing: make(chan struct{}), exited: make(chan struct{}), children: map[int]*Launched{}}
+	l := &Launcher{cmd: cmd, conn: conn, timeout: opts.Timeout, exitGrace: exitReportGrace, spawnTurn: make(chan struct{}, 1), sent: opts.AfterSend,
+		replies: make(chan launchReply, 1),
+		dead:    make(chan struct{}), closing: make(chan struct{}), exited: make(chan struct{}), children: map[int]*Launched{}}
 	go func() {
 		_ = cmd.Wait()
 		close(l.exited)
 	}()
-	// The first message says whether it confined itself.
+	// The first message says whether it confined itself; ctx's end cuts the wait short.
 	_ = conn.f.SetReadDeadline(time.Now().Add(launchStartTimeout))
+	stop := context.AfterFunc(ctx, func() { _ = conn.f.SetReadDeadline(time.Now()) })
 	buf := make([]byte, 4096)
 	n, _, err := conn.recv(buf, nil)
+	if !stop() {
+		// ctx ended (the deadline may be cut short even after a ready message): not kept.
+		l.Close()
+		return nil, fmt.Errorf("launcher start: %w", context.Cause(ctx))
+	}
 	_ = conn.f.SetReadDeadline(time.Time{})
 	if err != nil || n == 0 || buf[0] != confine.MsgReady {
 		l.Close()
@@ -277,14 +296,30 @@ func (l *Launcher) dropReplies() {
 // Spawn starts req with stdio (stdin, stdout, stderr) and, when cgroupFD >= 0, in that cgroup.
 // A command that could not be found or executed is a Launched that ended with 127 or 126 (the
 // reason written to its stderr). An error means the launcher could not start it (the caller
-// starts it the per-command way); a launcher that did not answer in time is closed.
-func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD int) (*Launched, error) {
-	l.spawnMu.Lock()
-	defer l.spawnMu.Unlock()
+// starts it the per-command way); a launcher that did not answer in time is closed. When ctx ends
+// first, Spawn returns at once: with ctx's error before the request was sent, else with a
+// *SpawnAbandoned (the command must not be started another way: it may be running on the stdio).
+func (l *Launcher) Spawn(ctx context.Context, req confine.LaunchRequest, stdio [3]*os.File, cgroupFD int) (*Launched, error) {
+	select {
+	case l.spawnTurn <- struct{}{}:
+	case <-l.dead:
+		return nil, ErrLauncherDead
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	turn := true // released on return unless handed to settle
+	defer func() {
+		if turn {
+			<-l.spawnTurn
+		}
+	}()
 	select {
 	case <-l.dead:
 		return nil, ErrLauncherDead
 	default:
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
 	}
 	fds := []int{int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd())}
 	req.Cgroup = cgroupFD >= 0
@@ -309,6 +344,9 @@ func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD 
 		}
 		return nil, fmt.Errorf("%w: send: %w", ErrLaunch, err)
 	}
+	if l.sent != nil {
+		l.sent()
+	}
 	t := time.NewTimer(l.timeout)
 	defer t.Stop()
 	var r launchReply
@@ -324,6 +362,15 @@ func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD 
 		l.Close()
 		l.dropReplies() // a reply that came meanwhile; one still later is dropped by the reader
 		return nil, fmt.Errorf("%w: no reply within %v", ErrLauncherDead, l.timeout)
+	case <-ctx.Done():
+		cg := -1
+		if cgroupFD >= 0 {
+			cg, _ = unix.FcntlInt(uintptr(cgroupFD), unix.F_DUPFD_CLOEXEC, 0) // -1 if it fails: the pidfd still kills the command
+		}
+		settled := make(chan struct{})
+		turn = false
+		go l.settle(cg, settled)
+		return nil, &SpawnAbandoned{Cause: context.Cause(ctx), Settled: settled}
 	}
 	switch r.kind {
 	case confine.MsgStarted:
@@ -345,6 +392,52 @@ func (l *Launcher) Spawn(req confine.LaunchRequest, stdio [3]*os.File, cgroupFD 
 	}
 	l.Close()
 	return nil, fmt.Errorf("%w: unexpected reply %q", ErrLaunch, r.kind)
+}
+
+// settle takes the reply of a request whose Spawn gave up (holding the spawn turn, which it then
+// releases): a command the launcher started anyway is killed, with everything in its cgroup (cg,
+// a descriptor of its directory that settle closes, or -1), and settled is closed once it ended.
+// Bounded as Spawn is: a launcher that does not answer in time is closed.
+func (l *Launcher) settle(cg int, settled chan<- struct{}) {
+	defer close(settled)
+	defer func() { <-l.spawnTurn }()
+	if cg >= 0 {
+		defer unix.Close(cg)
+	}
+	t := time.NewTimer(l.timeout)
+	defer t.Stop()
+	var r launchReply
+	select {
+	case r = <-l.replies:
+	case <-l.dead:
+		select {
+		case r = <-l.replies:
+		default:
+			return
+		}
+	case <-t.C:
+		l.Close()
+		l.dropReplies()
+		return
+	}
+	if r.kind != confine.MsgStarted {
+		return
+	}
+	if cg >= 0 {
+		if fd, err := unix.Openat(cg, "cgroup.kill", unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
+			_, _ = unix.Write(fd, []byte("1"))
+			unix.Close(fd)
+		}
+	}
+	if r.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(r.pidfd, unix.SIGKILL, nil, 0)
+		l.watch(r.child, r.pidfd) // bounds the wait for the launcher's report of its end
+	}
+	select {
+	case <-r.child.done:
+	case <-t.C: // no pidfd and no report: the launcher is wedged
+		l.Close()
+	}
 }
 
 // finish reports c ended with status; called with mu held, c still in children.

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"os"
 
@@ -36,7 +37,7 @@ func (Start) Refused(error) bool { return false }
 type Launcher struct{}
 
 // StartLauncher fails off Linux.
-func StartLauncher(string, LaunchKey, LauncherOptions) (*Launcher, error) {
+func StartLauncher(context.Context, string, LaunchKey, LauncherOptions) (*Launcher, error) {
 	return nil, ErrUnavailable
 }
 
@@ -50,6 +51,6 @@ func (*Launcher) Dead() <-chan struct{} { c := make(chan struct{}); close(c); re
 func (*Launcher) Close() {}
 
 // Spawn fails off Linux.
-func (*Launcher) Spawn(confine.LaunchRequest, [3]*os.File, int) (*Launched, error) {
+func (*Launcher) Spawn(context.Context, confine.LaunchRequest, [3]*os.File, int) (*Launched, error) {
 	return nil, ErrLauncherDead
 }

@@ -116,13 +116,13 @@ func runLaunched(t *testing.T, p Policy, cwd string, env []string, tty *os.File,
 	var out []byte
 	if tty != nil {
 		req.Setpgid, req.Setsid, req.Setctty = false, true, true
-		c, err = l.Spawn(req, [3]*os.File{tty, tty, tty}, -1)
+		c, err = l.Spawn(context.Background(), req, [3]*os.File{tty, tty, tty}, -1)
 		require.NoError(t, err)
 	} else {
 		r, w, err := os.Pipe()
 		require.NoError(t, err)
 		defer r.Close()
-		c, err = l.Spawn(req, [3]*os.File{null, w, w}, -1)
+		c, err = l.Spawn(context.Background(), req, [3]*os.File{null, w, w}, -1)
 		w.Close()
 		require.NoError(t, err)
 		out, err = io.ReadAll(r)
@@ -152,7 +152,7 @@ func launcherWithNull(t *testing.T) (*Launcher, *os.File) {
 
 func startTestLauncher(t *testing.T, self string, key LaunchKey) *Launcher {
 	t.Helper()
-	l, err := StartLauncher(self, key, LauncherOptions{CgroupFD: -1})
+	l, err := StartLauncher(context.Background(), self, key, LauncherOptions{CgroupFD: -1})
 	if err != nil && refused[startDirect].Load() && refused[startUserNS].Load() {
 		t.Skipf("no launcher without PID namespaces: %v", err)
 	}
@@ -723,7 +723,7 @@ func TestUnprivileged(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.v",
 		"-test.run", "TestEscapesFail|TestWorkspaceWriteAllows|TestNetwork|TestDetachedChildConfined|TestReadsAndDevicesWork|TestDenialMessages|TestUnderPTY|TestUserNSStageRelaysSignals|"+
-			"TestWorkspaceWriteRefusesMetadataOutsideRoots|TestWorkspaceWriteMetadataInsideRoots|TestMountFlagsKept|TestLauncherNotTraceable|TestLauncherPermanent")
+			"TestWorkspaceWriteRefusesMetadataOutsideRoots|TestWorkspaceWriteMetadataInsideRoots|TestMountFlagsKept|TestLauncherNotTraceable|TestLauncherPermanent|TestLauncherSpawnAbandoned|TestLauncherStartCancelled")
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), unprivEnv+"=1", "TMPDIR="+tmp, "HOME="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -735,6 +735,8 @@ func TestUnprivileged(t *testing.T) {
 	require.Regexp(t, `--- (PASS|SKIP): TestEscapesFail/read-only/launcher/`, string(out))
 	require.Regexp(t, `--- (PASS|SKIP): TestLauncherNotTraceable`, string(out))
 	require.Regexp(t, `--- (PASS|SKIP): TestLauncherPermanent`, string(out))
+	require.Regexp(t, `--- (PASS|SKIP): TestLauncherSpawnAbandoned`, string(out))
+	require.Regexp(t, `--- (PASS|SKIP): TestLauncherStartCancelled`, string(out))
 	if strings.Contains(string(out), "--- SKIP: TestEscapesFail/read-only/launcher") {
 		t.Log("no launcher for unprivileged users here (no user namespaces)")
 	}
@@ -1438,7 +1440,7 @@ func TestLauncherServesManyAndDies(t *testing.T) {
 	n := strconv.Itoa(400000 + os.Getpid()%100000)
 	var kids []*Launched
 	for i := 0; i < 5; i++ {
-		c, err := l.Spawn(confine.LaunchRequest{Argv: []string{"sh", "-c", "echo $$ > /dev/null"}, Env: os.Environ(), Dir: f.ws, Setpgid: true},
+		c, err := l.Spawn(context.Background(), confine.LaunchRequest{Argv: []string{"sh", "-c", "echo $$ > /dev/null"}, Env: os.Environ(), Dir: f.ws, Setpgid: true},
 			[3]*os.File{null, null, null}, -1)
 		require.NoError(t, err)
 		kids = append(kids, c)
@@ -1446,7 +1448,7 @@ func TestLauncherServesManyAndDies(t *testing.T) {
 	for _, c := range kids {
 		require.Equal(t, 0, c.Wait().ExitStatus())
 	}
-	long, err := l.Spawn(confine.LaunchRequest{Argv: []string{"sleep", n}, Env: os.Environ(), Dir: f.ws, Setpgid: true},
+	long, err := l.Spawn(context.Background(), confine.LaunchRequest{Argv: []string{"sleep", n}, Env: os.Environ(), Dir: f.ws, Setpgid: true},
 		[3]*os.File{null, null, null}, -1)
 	require.NoError(t, err)
 	require.NotZero(t, long.Pid())
@@ -1461,7 +1463,7 @@ func TestLauncherServesManyAndDies(t *testing.T) {
 		b, _ := exec.Command("pgrep", "-f", "^sleep "+n+"$").Output()
 		return len(strings.TrimSpace(string(b))) == 0
 	}, 10*time.Second, 10*time.Millisecond)
-	_, err = l.Spawn(confine.LaunchRequest{Argv: []string{"true"}, Dir: "/"}, [3]*os.File{null, null, null}, -1)
+	_, err = l.Spawn(context.Background(), confine.LaunchRequest{Argv: []string{"true"}, Dir: "/"}, [3]*os.File{null, null, null}, -1)
 	require.ErrorIs(t, err, ErrLauncherDead)
 }
 
@@ -1471,7 +1473,7 @@ func TestLauncherThatDoesNotAnswer(t *testing.T) {
 	requireSandbox(t)
 	self, err := os.Executable()
 	require.NoError(t, err)
-	l, err := StartLauncher(self, LaunchKey{}, LauncherOptions{CgroupFD: -1, Timeout: 100 * time.Millisecond})
+	l, err := StartLauncher(context.Background(), self, LaunchKey{}, LauncherOptions{CgroupFD: -1, Timeout: 100 * time.Millisecond})
 	if err != nil && refused[startDirect].Load() && refused[startUserNS].Load() {
 		t.Skipf("no launcher without PID namespaces: %v", err)
 	}
@@ -1481,7 +1483,7 @@ func TestLauncherThatDoesNotAnswer(t *testing.T) {
 	null, err := os.Open(os.DevNull)
 	require.NoError(t, err)
 	defer null.Close()
-	_, err = l.Spawn(confine.LaunchRequest{Argv: []string{"true"}, Dir: "/"}, [3]*os.File{null, null, null}, -1)
+	_, err = l.Spawn(context.Background(), confine.LaunchRequest{Argv: []string{"true"}, Dir: "/"}, [3]*os.File{null, null, null}, -1)
 	require.ErrorIs(t, err, ErrLauncherDead)
 	select {
 	case <-l.Dead():
@@ -1515,7 +1517,7 @@ func TestStoppedLauncherDoesNotHoldAnEndedCommand(t *testing.T) {
 	exitReportGrace = 50 * time.Millisecond
 	t.Cleanup(func() { exitReportGrace = old })
 	l, null := launcherWithNull(t)
-	c, err := l.Spawn(confine.LaunchRequest{Argv: []string{"sleep", "1000"}, Dir: "/", Setpgid: true}, [3]*os.File{null, null, null}, -1)
+	c, err := l.Spawn(context.Background(), confine.LaunchRequest{Argv: []string{"sleep", "1000"}, Dir: "/", Setpgid: true}, [3]*os.File{null, null, null}, -1)
 	require.NoError(t, err)
 	require.NotZero(t, c.Pid())
 	require.NoError(t, syscall.Kill(l.Pid(), syscall.SIGSTOP))
@@ -1548,19 +1550,19 @@ func TestLauncherPermanent(t *testing.T) {
 	}()
 	refused[startDirect].Store(true)
 	refused[startUserNS].Store(true)
-	_, err := StartLauncher(os.Args[0], LaunchKey{}, LauncherOptions{CgroupFD: -1})
+	_, err := StartLauncher(context.Background(), os.Args[0], LaunchKey{}, LauncherOptions{CgroupFD: -1})
 	require.ErrorIs(t, err, ErrNamespaces)
 	require.True(t, LauncherPermanent(err))
 	refused[startDirect].Store(saved[0])
 	refused[startUserNS].Store(saved[1])
 
-	l, err := StartLauncher(os.Args[0], LaunchKey{}, LauncherOptions{CgroupFD: -1})
+	l, err := StartLauncher(context.Background(), os.Args[0], LaunchKey{}, LauncherOptions{CgroupFD: -1})
 	if LauncherPermanent(err) {
 		t.Skipf("no launcher here: %v", err)
 	}
 	require.NoError(t, err)
 	l.Close()
-	_, err = StartLauncher(filepath.Join(t.TempDir(), "missing"), LaunchKey{}, LauncherOptions{CgroupFD: -1})
+	_, err = StartLauncher(context.Background(), filepath.Join(t.TempDir(), "missing"), LaunchKey{}, LauncherOptions{CgroupFD: -1})
 	require.ErrorIs(t, err, ErrLaunch)
 	require.False(t, LauncherPermanent(err), "%v", err)
 }
@@ -1601,7 +1603,7 @@ func TestLauncherRequestLargerThanItsBuffer(t *testing.T) {
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	defer r.Close()
-	c, err := l.Spawn(req, [3]*os.File{null, w, w}, -1)
+	c, err := l.Spawn(context.Background(), req, [3]*os.File{null, w, w}, -1)
 	w.Close()
 	if err != nil {
 		require.ErrorIs(t, err, ErrTooLarge)
@@ -1610,4 +1612,82 @@ func TestLauncherRequestLargerThanItsBuffer(t *testing.T) {
 	out, _ := io.ReadAll(r)
 	c.Wait()
 	require.Equal(t, "1000", string(out), "the command got its whole environment")
+}
+
+// TestLauncherSpawnAbandoned: a Spawn whose context ends after its request was sent returns at once
+// (here the launcher is stopped and cannot answer) with a *SpawnAbandoned; the command the launcher
+// starts once it runs again is killed, Settled is closed, and the launcher serves the next Spawn
+// (the late reply is not taken for its own).
+func TestLauncherSpawnAbandoned(t *testing.T) {
+	requireSandbox(t)
+	l, null := launcherWithNull(t)
+	n := strconv.Itoa(500000 + os.Getpid()%100000)
+	require.NoError(t, syscall.Kill(l.Pid(), syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(l.Pid(), syscall.SIGCONT) })
+	ctx, cancel := context.WithCancel(context.Background())
+	l.sent = cancel // the caller gives up once the request is out
+	_, err := l.Spawn(ctx, confine.LaunchRequest{Argv: []string{"sleep", n}, Env: os.Environ(), Dir: "/", Setpgid: true},
+		[3]*os.File{null, null, null}, -1)
+	l.sent = nil
+	var ab *SpawnAbandoned
+	require.ErrorAs(t, err, &ab)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, syscall.Kill(l.Pid(), syscall.SIGCONT))
+	select {
+	case <-ab.Settled:
+	case <-time.After(time.Minute):
+		t.Fatal("the abandoned request was not settled")
+	}
+	require.Eventually(t, func() bool {
+		b, _ := exec.Command("pgrep", "-f", "^sleep "+n+"$").Output()
+		return len(strings.TrimSpace(string(b))) == 0
+	}, 10*time.Second, 10*time.Millisecond, "the command started after its Spawn gave up was not killed")
+
+	c, err := l.Spawn(context.Background(), confine.LaunchRequest{Argv: []string{"sh", "-c", "exit 5"}, Env: os.Environ(), Dir: "/", Setpgid: true},
+		[3]*os.File{null, null, null}, -1)
+	require.NoError(t, err)
+	require.Equal(t, 5, c.Wait().ExitStatus(), "the next Spawn gets its own reply")
+
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	_, err = l.Spawn(ctx, confine.LaunchRequest{Argv: []string{"true"}, Dir: "/"}, [3]*os.File{null, null, null}, -1)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, errors.As(err, &ab), "nothing was sent")
+}
+
+// TestLauncherStartCancelled: a launcher start whose context ends while it waits for the launcher
+// to confine itself returns at once with the context's error (not a lasting failure), and the
+// process being started is killed.
+func TestLauncherStartCancelled(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	n := strconv.Itoa(600000 + os.Getpid()%100000)
+	// A "launcher" that never says it is ready.
+	self := filepath.Join(dir, "never-ready")
+	require.NoError(t, os.WriteFile(self, []byte("#!/bin/sh\necho > "+dir+"/started\nexec sleep "+n+"\n"), 0o755))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := make(chan error, 1)
+	go func() {
+		l, err := StartLauncher(ctx, self, LaunchKey{}, LauncherOptions{CgroupFD: -1, Env: []string{"PATH=/usr/bin:/bin"}})
+		if l != nil {
+			l.Close()
+		}
+		res <- err
+	}()
+	require.Eventually(t, func() bool { _, err := os.Stat(dir + "/started"); return err == nil }, 30*time.Second, time.Millisecond,
+		"the launcher process did not start")
+	cancel()
+	var err error
+	select {
+	case err = <-res:
+	case <-time.After(30 * time.Second):
+		t.Fatal("StartLauncher did not return when its context ended")
+	}
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, LauncherPermanent(err))
+	require.Eventually(t, func() bool {
+		b, _ := exec.Command("pgrep", "-f", "^sleep "+n+"$").Output()
+		return len(strings.TrimSpace(string(b))) == 0
+	}, 10*time.Second, 10*time.Millisecond, "the launcher being started was not killed")
 }

@@ -465,6 +465,7 @@ type ForkOptions struct {
 	BeforeTurnID string
 	Ephemeral    bool
 	Originator   string
+	Source       string // the session source the fork's rollout records ("vscode" when empty)
 	Overrides    ResumeOverrides
 }
 
@@ -521,7 +522,7 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 	meta := rollout.SessionMeta{
 		ID: id, ForkedFromID: o.ParentID, Timestamp: rollout.FormatTimestamp(now), Cwd: firstNonEmpty(deref(o.Overrides.Cwd), parent.Session.Cwd),
 		Originator: firstNonEmpty(o.Originator, parent.Session.Originator), CLIVersion: m.deps.Version,
-		Source: rollout.StringSource("vscode"), ModelProvider: firstNonEmpty(deref(o.Overrides.ModelProvider), parent.Session.ModelProvider),
+		Source: rollout.StringSource(firstNonEmpty(o.Source, "vscode")), ModelProvider: firstNonEmpty(deref(o.Overrides.ModelProvider), parent.Session.ModelProvider),
 		HistoryBase: &hb, ForkedFromOrdinalExclusive: &hb.EndOrdinalExclusive,
 	}
 	var th *rollout.Thread

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -53,7 +54,7 @@ func TestBuiltBinaryIsALauncher(t *testing.T) {
 	if ok, reason := sandbox.Available(); !ok {
 		t.Skip("sandbox unavailable: " + reason)
 	}
-	l, err := sandbox.StartLauncher(binPath, sandbox.LaunchKey{}, sandbox.LauncherOptions{CgroupFD: -1})
+	l, err := sandbox.StartLauncher(context.Background(), binPath, sandbox.LaunchKey{}, sandbox.LauncherOptions{CgroupFD: -1})
 	if err != nil {
 		t.Skipf("no launcher here: %v", err)
 	}
@@ -64,7 +65,7 @@ func TestBuiltBinaryIsALauncher(t *testing.T) {
 	null, err := os.Open(os.DevNull)
 	require.NoError(t, err)
 	defer null.Close()
-	c, err := l.Spawn(confine.LaunchRequest{Argv: []string{"sh", "-c", "echo hi; exit 3"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", Setpgid: true},
+	c, err := l.Spawn(context.Background(), confine.LaunchRequest{Argv: []string{"sh", "-c", "echo hi; exit 3"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", Setpgid: true},
 		[3]*os.File{null, w, w}, -1)
 	w.Close()
 	require.NoError(t, err)
