@@ -660,6 +660,13 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			}
 			return tn.fail(me)
 		}
+		calls := sr.run.count()
+		// The token count and, when the turn ends here, the turn's end (finish) go out together; with no
+		// tool call to wait for, the response's records join them.
+		var release func()
+		if calls == 0 {
+			release = t.holdOutput()
+		}
 		// The output items joined the history as they completed (see streamState).
 		for _, it := range comp.Items {
 			if !sr.recorded[string(it)] {
@@ -667,7 +674,6 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			}
 		}
 		tn.recordUsage(comp.ResponseID, comp.Usage)
-		calls := sr.run.count()
 		if calls > 0 {
 			outputs, ok := sr.run.wait()
 			t.appendHistory(outputs...)
@@ -676,9 +682,8 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 				tn.reportUsage(s, tn.takePendingUsage())
 				return protocol.TurnStatusInterrupted, nil
 			}
+			release = t.holdOutput()
 		}
-		// The token count and, when the turn ends here, the turn's end (finish) go out together.
-		release := t.holdOutput()
 		tn.reportUsage(s, tn.takePendingUsage())
 		tn.mu.Lock()
 		more := len(tn.pending) > 0
