@@ -11,7 +11,8 @@ import (
 )
 
 // recordItemCompleted appends the item_completed event of a finished turn item, in the reference's core shape,
-// the moment the item completes (a crash afterwards keeps it).
+// the moment the item completes (written, at the latest, before the notifications held with it go out: a crash
+// after the client saw the item keeps it).
 // A non-nil core is recorded as the item instead of the form coreItem derives; turnID is the turn it is
 // recorded under (tn's, or its announced sub-agent turn's), threadID the thread it names (the
 // sub-agent's for its items, as the reference records them).
