@@ -494,6 +494,11 @@ func (m *Manager) touchLater(t *Thread) {
 	var hold func()
 	if h := touchHook; h != nil {
 		hold = h()
+	} else if m.openStore() == nil {
+		// No index to update (none is open until a client lists threads, and Store opens it only once
+		// the pending updates are done): no goroutine to start and wake a thread for.
+		m.touches.RUnlock()
+		return
 	}
 	go func() {
 		defer m.touches.RUnlock()
