@@ -712,8 +712,27 @@ func (r *Request) Reply(result any, err error) {
 		return
 	}
 	defer r.conn.settle(r)
+	if v, ok := result.(streamed); ok && err == nil {
+		_ = r.conn.queue(outLine{b: responseHead(r.ID), body: v.w})
+		return
+	}
 	_ = r.conn.queue(outLine{b: encodeReply(r.ID, result, err)})
 }
+
+// JSONWriter is implemented by results that write their own compact JSON encoding, byte for byte what
+// Marshal would produce, to w in pieces (see Streamed).
+type JSONWriter interface {
+	WriteJSON(w io.Writer) error
+}
+
+// streamed is the result Streamed returns.
+type streamed struct{ w JSONWriter }
+
+// Streamed wraps a result too large to hold encoded (a command's buffered output: NUL bytes take six
+// times their size in JSON) for Request.Reply: the writer goroutine has it write its encoding straight
+// to the output, so the reply line is never whole in memory. Other lines wait until it is written, as
+// they would behind any line.
+func Streamed(w JSONWriter) any { return streamed{w} }
 
 func encodeReply(id json.RawMessage, result any, err error) []byte {
 	if err != nil {
@@ -732,6 +751,12 @@ func encodeReply(id json.RawMessage, result any, err error) []byte {
 		}
 	case nil:
 		raw = json.RawMessage("{}")
+	case streamed:
+		var buf bytes.Buffer
+		if wErr := v.w.WriteJSON(&buf); wErr != nil {
+			return encodeError(id, &Error{Code: CodeInternalError, Message: "encode result: " + wErr.Error()})
+		}
+		raw = buf.Bytes()
 	case Appender:
 		raw = v.AppendJSON(nil)
 	default:

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"appserver/jsonrpc/jsonstr"
 )
@@ -42,6 +41,7 @@ type Appender interface {
 type outLine struct {
 	b      []byte        // the line, without its newline unless nl
 	nl     bool          // b ends with its '\n'
+	body   JSONWriter    // a Streamed result: b is the line's head, body writes the rest before its '}'
 	pooled *[]byte       // returned to linePool once written
 	marker chan struct{} // flush marker: closed when the writer reaches it
 	after  func()        // AfterWritten's callback: run (output flushed) when the writer reaches it
@@ -261,7 +261,15 @@ func (c *Conn) put(l outLine) {
 	}
 	bw := c.out.bw
 	var err error
-	if len(l.b) >= directWriteMin {
+	if l.body != nil { // pieces of at least the buffer's size go straight to the output (bufio.Writer)
+		_, err = bw.Write(l.b)
+		if err == nil {
+			err = l.body.WriteJSON(bw)
+		}
+		if err == nil {
+			err = bw.WriteByte('}')
+		}
+	} else if len(l.b) >= directWriteMin {
 		if bw.Buffered() > 0 {
 			err = bw.Flush()
 		}
@@ -403,34 +411,3 @@ func AppendString(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }
 
 // AppendBytesString is AppendString for a byte slice, without converting it to a string first.
 func AppendBytesString(dst []byte, s []byte) []byte { return jsonstr.Append(dst, s) }
-
-// StringLen returns len(AppendString(nil, s)) without encoding, so a large string's buffer can be
-// allocated once (growing it by doubling copies and faults in most of its pages twice).
-func StringLen(s string) int {
-	n := 2
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			switch {
-			case b >= 0x20 && b != '"' && b != '\\':
-				n++
-			case b == '"', b == '\\', b == '\b', b == '\f', b == '\n', b == '\r', b == '\t':
-				n += 2
-			default:
-				n += 6
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			n += 6
-		case r == '\u2028' || r == '\u2029':
-			n += 6
-		default:
-			n += size
-		}
-		i += size
-	}
-	return n
-}

@@ -309,13 +309,6 @@ func TestReplyUsesAppender(t *testing.T) {
 	require.Equal(t, 1, calls)
 }
 
-// TestStringLen: StringLen is exactly the length AppendString writes.
-func TestStringLen(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"b\`, "\b\f\n\r\t\x00\x1f\x7f", "héllo 😀", "\u2028\u2029", "bad \xff \xc3", "\xe2\x82", "\xf0\x9f\x98"} {
-		require.Equal(t, len(AppendString(nil, s)), StringLen(s), "%q", s)
-	}
-}
-
 // TestAppendStringMatchesEncodingJSONRandom: random strings weighted towards control bytes, quotes,
 // invalid UTF-8 and U+2028 encode as encoding/json (without HTML escaping) encodes them.
 func TestAppendStringMatchesEncodingJSONRandom(t *testing.T) {

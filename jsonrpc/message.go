@@ -156,6 +156,14 @@ func Marshal(v any) ([]byte, error) {
 	return b, nil
 }
 
+// responseHead is the start of a response line up to its result: `{"id":<id>,"result":`.
+func responseHead(id json.RawMessage) []byte {
+	b := make([]byte, 0, len(id)+16)
+	b = append(b, `{"id":`...)
+	b = append(b, id...)
+	return append(b, `,"result":`...)
+}
+
 func encodeResponse(id json.RawMessage, result json.RawMessage) []byte {
 	b := make([]byte, 0, len(id)+len(result)+20)
 	b = append(b, `{"id":`...)
