@@ -417,6 +417,7 @@ func yieldToHandler() { runtime.Gosched() }
 
 // runLane serves req and then each request queued behind it, until the lane is empty.
 func (c *Conn) runLane(name string, l *lane, req *Request) {
+	growStack()
 	for {
 		c.work.Add(1)
 		c.serve(req)
@@ -433,6 +434,19 @@ func (c *Conn) runLane(name string, l *lane, req *Request) {
 		c.flightMu.Unlock()
 	}
 }
+
+// growStack grows the calling goroutine's stack to 16 KiB in one step (one copy of a shallow stack): a
+// handler goes about that deep (decoding params, encoding its answer), and a new goroutine's small
+// stack would otherwise double several times, each time copying the stack and adjusting its frames.
+//
+//go:noinline
+func growStack() {
+	var buf [10 << 10]byte
+	keepStack(buf[:])
+}
+
+//go:noinline
+func keepStack([]byte) {}
 
 // serve runs the handler and answers with its result unless the request was answered or handed to
 // Request.Go; a panic answers -32603. It balances one c.work.Add.
@@ -477,15 +491,14 @@ func (c *Conn) Notify(method string, params any) error {
 	if a, ok := params.(Appender); ok {
 		return c.write(c.appendNotification(method, a))
 	}
-	var raw json.RawMessage
-	if params != nil {
-		b, err := Marshal(params)
-		if err != nil {
-			return fmt.Errorf("encode %s params: %w", method, err)
-		}
-		raw = b
+	if params == nil {
+		return c.write(outLine{b: encodeNotification(method, nil, c.now().UnixMilli())})
 	}
-	return c.write(outLine{b: encodeNotification(method, raw, c.now().UnixMilli())})
+	l, err := c.marshalNotification(method, params)
+	if err != nil {
+		return fmt.Errorf("encode %s params: %w", method, err)
+	}
+	return c.write(l)
 }
 
 // Call sends a server→client request and waits for its answer until ctx ends or the connection closes.

@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"runtime"
 	"strconv"
 	"sync"
@@ -66,6 +67,59 @@ func (c *Conn) appendNotification(method string, params Appender) outLine {
 	b = append(b, '}', '\n')
 	*bp = b
 	return outLine{b: b, nl: true, pooled: bp}
+}
+
+// marshalNotification encodes a notification line into a pooled buffer, newline included, with params
+// encoded as Marshal encodes them but straight into the line: no intermediate buffer to grow and copy.
+func (c *Conn) marshalNotification(method string, params any) (outLine, error) {
+	bp := linePool.Get().(*[]byte)
+	b := append((*bp)[:0], `{"method":`...)
+	b = AppendString(b, method)
+	b = append(b, `,"params":`...)
+	b, err := appendMarshal(b, params)
+	if err != nil {
+		*bp = b[:0]
+		linePool.Put(bp)
+		return outLine{}, err
+	}
+	b = append(b, `,"emittedAtMs":`...)
+	b = strconv.AppendInt(b, c.now().UnixMilli(), 10)
+	b = append(b, '}', '\n')
+	*bp = b
+	return outLine{b: b, nl: true, pooled: bp}, nil
+}
+
+// sliceEncoder is a json.Encoder (no HTML escaping, as Marshal) that appends to a byte slice.
+type sliceEncoder struct {
+	b   []byte
+	enc *json.Encoder
+}
+
+func (e *sliceEncoder) Write(p []byte) (int, error) {
+	e.b = append(e.b, p...)
+	return len(p), nil
+}
+
+var sliceEncoderPool = sync.Pool{New: func() any {
+	e := &sliceEncoder{}
+	e.enc = json.NewEncoder(e)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// appendMarshal appends Marshal(v) to dst. The encoder writes a value in one Write (and keeps no error
+// of its own, since its writer never fails), so a pooled one serves any caller.
+func appendMarshal(dst []byte, v any) ([]byte, error) {
+	e := sliceEncoderPool.Get().(*sliceEncoder)
+	e.b = dst
+	err := e.enc.Encode(v)
+	b := e.b
+	e.b = nil
+	sliceEncoderPool.Put(e)
+	if err != nil {
+		return dst, err
+	}
+	return b[:len(b)-1], nil // Encode ends the value with a newline
 }
 
 // write queues one ordinary line, blocking while the queue is full, as stdio does in the reference.
