@@ -80,6 +80,9 @@ func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protoc
 	if sum.ForkedFromID != "" {
 		th.ForkedFromID = ptr(sum.ForkedFromID)
 	}
+	if sum.ThreadSource != "" {
+		th.ThreadSource = ptr(sum.ThreadSource)
+	}
 	if g := rollout.GitInfo(sum.GitInfo); g != nil {
 		var gi protocol.GitInfo
 		if b, err := json.Marshal(g); err == nil && json.Unmarshal(b, &gi) == nil {
@@ -114,6 +117,7 @@ func (m *Manager) ListPage(q rollout.ListQuery) ([]protocol.Thread, rollout.Page
 	for _, sum := range page {
 		th := ThreadFromSummary(sum, notLoaded())
 		th.ForkedFromID = nil // the reference's listing does not carry it
+		th.ThreadSource = nil // nor the thread source (thread/read and thread/resume do)
 		if t, ok := m.Get(sum.ID); ok && !sum.Archived {
 			info := t.Info()
 			th.Status = info.Status
@@ -430,6 +434,9 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if th.Meta.ForkedFromID != "" {
 		t.meta.ForkedFromID = ptr(th.Meta.ForkedFromID)
 	}
+	if th.Meta.ThreadSource != "" {
+		t.meta.ThreadSource = ptr(th.Meta.ThreadSource)
+	}
 	name := th.Name
 	if st, err := m.Store(); err == nil {
 		if n := st.Name(id); n != "" {
@@ -465,7 +472,8 @@ type ForkOptions struct {
 	BeforeTurnID string
 	Ephemeral    bool
 	Originator   string
-	Source       string // the session source the fork's rollout records ("vscode" when empty)
+	Source       string  // the session source the fork's rollout records ("vscode" when empty)
+	ThreadSource *string // the client's analytics classification of the fork (thread/fork's threadSource)
 	Overrides    ResumeOverrides
 }
 
@@ -523,7 +531,7 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		ID: id, ForkedFromID: o.ParentID, Timestamp: rollout.FormatTimestamp(now), Cwd: firstNonEmpty(deref(o.Overrides.Cwd), parent.Session.Cwd),
 		Originator: firstNonEmpty(o.Originator, parent.Session.Originator), CLIVersion: m.deps.Version,
 		Source: rollout.StringSource(firstNonEmpty(o.Source, "vscode")), ModelProvider: firstNonEmpty(deref(o.Overrides.ModelProvider), parent.Session.ModelProvider),
-		HistoryBase: &hb, ForkedFromOrdinalExclusive: &hb.EndOrdinalExclusive,
+		HistoryBase: &hb, ForkedFromOrdinalExclusive: &hb.EndOrdinalExclusive, ThreadSource: deref(o.ThreadSource),
 	}
 	var th *rollout.Thread
 	var rec *rollout.Recorder
@@ -574,6 +582,7 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 	}
 	t.meta.CreatedAt, t.meta.UpdatedAt, t.meta.RecencyAt = now.Unix(), now.Unix(), ptr(now.Unix())
 	t.meta.ForkedFromID = ptr(o.ParentID)
+	t.meta.ThreadSource = o.ThreadSource // a fork's own classification (none when not given), never its parent's
 	name := st.Name(o.ParentID)
 	if pt, ok := m.Get(o.ParentID); ok {
 		if n := pt.Info().Name; n != nil {

@@ -356,7 +356,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		rec, err := m.createRollout(rollout.SessionMeta{
 			ID: id, Timestamp: rollout.FormatTimestamp(now), Cwd: cwd, Originator: opts.Originator,
 			CLIVersion: m.deps.Version, Source: rollout.StringSource(firstNonEmpty(opts.Source, "vscode")),
-			ModelProvider: s.ModelProvider, DynamicTools: dyn, Git: gitRaw,
+			ThreadSource: deref(p.ThreadSource), ModelProvider: s.ModelProvider, DynamicTools: dyn, Git: gitRaw,
 		}, s, now)
 		if err != nil {
 			return nil, err
@@ -417,7 +417,7 @@ func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.T
 	if st := m.openStore(); st != nil {
 		sum := rollout.Summary{ID: meta.ID, Path: rec.Path(), Cwd: meta.Cwd, CreatedAt: now.Unix(), CreatedAtMs: now.UnixMilli(),
 			ModelProvider: meta.ModelProvider, Model: s.Model, Source: rollout.SourceString(meta.Source), CLIVersion: meta.CLIVersion,
-			Originator: meta.Originator, ForkedFromID: meta.ForkedFromID}
+			Originator: meta.Originator, ForkedFromID: meta.ForkedFromID, ThreadSource: meta.ThreadSource}
 		if s.Effort != nil {
 			sum.ReasoningEffort = string(*s.Effort)
 		}

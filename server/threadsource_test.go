@@ -1,0 +1,128 @@
+package server_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
+)
+
+// rolloutSessionMeta is the session_meta payload (the first line) of a thread's rollout under home.
+func rolloutSessionMeta(t *testing.T, home, id string) map[string]any {
+	t.Helper()
+	f, err := os.Open(rolloutFile(t, home, id))
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	require.True(t, sc.Scan())
+	var rec struct {
+		Type    string         `json:"type"`
+		Payload map[string]any `json:"payload"`
+	}
+	require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
+	require.Equal(t, "session_meta", rec.Type)
+	return rec.Payload
+}
+
+// threadField returns a field of the thread of a result ({"thread": {...}}), and whether it is present.
+func threadField(t *testing.T, raw json.RawMessage, field string) (any, bool) {
+	t.Helper()
+	var r struct {
+		Thread map[string]any `json:"thread"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &r))
+	v, ok := r.Thread[field]
+	return v, ok
+}
+
+// listedThreadSources maps each thread of thread/list to its threadSource member (which must be present).
+func listedThreadSources(t *testing.T, c *apptest.Client) map[string]any {
+	t.Helper()
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	c.Result("thread/list", map[string]any{}, &list)
+	out := map[string]any{}
+	for _, th := range list.Data {
+		v, ok := th["threadSource"]
+		require.True(t, ok, "thread/list carries threadSource (null)")
+		out[th["id"].(string)] = v
+	}
+	return out
+}
+
+// TestThreadSourceIsPersisted: thread/start's and thread/fork's threadSource is written to the rollout's
+// session_meta as thread_source (a fork without one has none, whatever its parent's), returned by
+// thread/start, thread/fork, thread/started, thread/read and thread/resume, before and after a restart;
+// thread/list shows null, as codex-cli 0.169.0 does.
+func TestThreadSourceIsPersisted(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("one"), okReply("two"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	home := c.Home
+	c.Initialize(false)
+	raw := c.Result("thread/start", map[string]any{"cwd": c.Work, "threadSource": "my_source"}, nil)
+	v, _ := threadField(t, raw, "id")
+	tid := v.(string)
+	c.WaitNotification("thread/started", nil)
+	c.StartTurn(tid, "first")
+	c.WaitTurnCompleted()
+	require.Equal(t, "my_source", rolloutSessionMeta(t, home, tid)["thread_source"])
+
+	mark := c.Mark()
+	raw = c.Result("thread/fork", map[string]any{"threadId": tid, "threadSource": "fork_source"}, nil)
+	v, _ = threadField(t, raw, "id")
+	fid := v.(string)
+	v, _ = threadField(t, raw, "threadSource")
+	require.Equal(t, "fork_source", v, "thread/fork's response")
+	started := c.WaitNotification("thread/started", nil)
+	require.Greater(t, len(c.Since(mark)), 0)
+	require.Contains(t, string(started.Params), `"threadSource":"fork_source"`)
+	meta := rolloutSessionMeta(t, home, fid)
+	require.Equal(t, "fork_source", meta["thread_source"])
+	require.Equal(t, tid, meta["forked_from_id"])
+
+	raw = c.Result("thread/fork", map[string]any{"threadId": tid}, nil)
+	v, _ = threadField(t, raw, "id")
+	plain := v.(string)
+	v, ok := threadField(t, raw, "threadSource")
+	require.True(t, ok)
+	require.Nil(t, v, "a fork does not inherit its parent's thread source")
+	_, has := rolloutSessionMeta(t, home, plain)["thread_source"]
+	require.False(t, has)
+
+	raw = c.Result("thread/read", map[string]any{"threadId": fid}, nil)
+	v, _ = threadField(t, raw, "threadSource")
+	require.Equal(t, "fork_source", v)
+	for id, src := range listedThreadSources(t, c) {
+		require.Nil(t, src, id)
+	}
+	c.StartTurn(fid, "on the fork")
+	c.WaitTurnCompleted()
+	c.Close()
+
+	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: home})
+	c2.Initialize(false)
+	for id, src := range listedThreadSources(t, c2) {
+		require.Nil(t, src, id)
+	}
+	for id, want := range map[string]any{tid: "my_source", fid: "fork_source", plain: nil} {
+		raw = c2.Result("thread/read", map[string]any{"threadId": id}, nil)
+		v, _ = threadField(t, raw, "threadSource")
+		require.Equal(t, want, v, "thread/read of a stored thread %s", id)
+	}
+	for id, want := range map[string]any{tid: "my_source", fid: "fork_source"} {
+		raw = c2.Result("thread/resume", map[string]any{"threadId": id}, nil)
+		v, _ = threadField(t, raw, "threadSource")
+		require.Equal(t, want, v, "thread/resume %s", id)
+		raw = c2.Result("thread/read", map[string]any{"threadId": id}, nil)
+		v, _ = threadField(t, raw, "threadSource")
+		require.Equal(t, want, v, "thread/read of the resumed thread %s", id)
+	}
+}
