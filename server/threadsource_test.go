@@ -3,7 +3,10 @@ package server_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -125,4 +128,87 @@ func TestThreadSourceIsPersisted(t *testing.T) {
 		v, _ = threadField(t, raw, "threadSource")
 		require.Equal(t, want, v, "thread/read of the resumed thread %s", id)
 	}
+}
+
+// contextAfterHistory returns the developer and user texts a model request adds after the last assistant
+// message of the history it repeats (the context re-sent before the new prompt, then the prompt).
+func contextAfterHistory(body map[string]any) []string {
+	input := body["input"].([]any)
+	last := -1
+	for i, it := range input {
+		if m := it.(map[string]any); m["role"] == "assistant" {
+			last = i
+		}
+	}
+	var out []string
+	for _, it := range input[last+1:] {
+		m := it.(map[string]any)
+		if m["type"] != "message" {
+			continue
+		}
+		text := m["content"].([]any)[0].(map[string]any)["text"].(string)
+		switch {
+		case strings.HasPrefix(text, "<permissions instructions>"):
+			out = append(out, "permissions")
+		case strings.HasPrefix(text, "<environment_context>"):
+			out = append(out, "environment")
+		default:
+			out = append(out, fmt.Sprint(m["role"], ":", text))
+		}
+	}
+	return out
+}
+
+// TestResumeAndForkRepeatOnlyChangedContext: the first model request after thread/resume or thread/fork
+// repeats the permissions only when the sandbox or approval policy differs from the last turn's (as
+// recorded in its turn_context), and the environment context only when the cwd does, as codex-cli 0.169.0
+// does; with the same settings the new prompt follows the history directly.
+func TestResumeAndForkRepeatOnlyChangedContext(t *testing.T) {
+	mm := mockmodel.New(t)
+	for i := 0; i < 7; i++ {
+		mm.Enqueue(okReply(fmt.Sprint("reply ", i)))
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	home := c.Home
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "first")
+	c.WaitTurnCompleted()
+	c.Close()
+
+	c = apptest.Start(t, apptest.Options{Model: mm, Home: home})
+	c.Initialize(false)
+	other := filepath.Join(c.Work, "other")
+	require.NoError(t, os.Mkdir(other, 0o755))
+	forkTurn := func(params map[string]any, text string) []string {
+		t.Helper()
+		params["threadId"] = tid
+		raw := c.Result("thread/fork", params, nil)
+		v, _ := threadField(t, raw, "id")
+		c.StartTurn(v.(string), text)
+		c.WaitTurnCompleted()
+		reqs := mm.ResponseRequests()
+		return contextAfterHistory(reqs[len(reqs)-1].Body)
+	}
+	require.Equal(t, []string{"user:plain fork"}, forkTurn(map[string]any{}, "plain fork"))
+	require.Equal(t, []string{"permissions", "user:full access"},
+		forkTurn(map[string]any{"sandbox": "danger-full-access"}, "full access"))
+	require.Equal(t, []string{"permissions", "user:asks"},
+		forkTurn(map[string]any{"approvalPolicy": "on-request"}, "asks"))
+	require.Equal(t, []string{"environment", "user:moved"}, forkTurn(map[string]any{"cwd": other}, "moved"))
+
+	c.Result("thread/resume", map[string]any{"threadId": tid}, nil)
+	c.StartTurn(tid, "after resume")
+	c.WaitTurnCompleted()
+	reqs := mm.ResponseRequests()
+	require.Equal(t, []string{"user:after resume"}, contextAfterHistory(reqs[len(reqs)-1].Body))
+	c.Close()
+
+	c = apptest.Start(t, apptest.Options{Model: mm, Home: home})
+	c.Initialize(false)
+	c.Result("thread/resume", map[string]any{"threadId": tid, "sandbox": "danger-full-access", "cwd": other}, nil)
+	c.StartTurn(tid, "changed")
+	c.WaitTurnCompleted()
+	reqs = mm.ResponseRequests()
+	require.Equal(t, []string{"permissions", "environment", "user:changed"}, contextAfterHistory(reqs[len(reqs)-1].Body))
 }

@@ -462,6 +462,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 			Total: t.total, Last: breakdown(th.TokenUsage.LastTokenUsage), ModelContextWindow: th.TokenUsage.ModelContextWindow}
 	}
 	t.recorder = rec
+	t.permissions, t.cwdChanged = toldContext(th.LastTurnContext, s)
 	return t, nil
 }
 
