@@ -223,6 +223,8 @@ func build(eff tree) (*Config, *convError) {
 		ModelReasoningEffort:  r.str(eff, root, "model_reasoning_effort", ""),
 		ModelReasoningSummary: r.oneOf(eff, root, "model_reasoning_summary", "auto", "concise", "detailed", "none"),
 		ModelVerbosity:        r.oneOf(eff, root, "model_verbosity", "low", "medium", "high"),
+		ServiceTier:           r.str(eff, root, "service_tier", ""),
+		Personality:           r.oneOf(eff, root, "personality", "none", "friendly", "pragmatic"),
 		SandboxMode:           r.oneOf(eff, root, "sandbox_mode", "read-only", "workspace-write", "danger-full-access"),
 		Profile:               r.str(eff, root, "profile", ""),
 		ApprovalTimeout:       time.Duration(r.integer(eff, root, "approval_timeout_ms", 0)) * time.Millisecond,

@@ -103,6 +103,10 @@ type Config struct {
 	ModelReasoningEffort  string // "" = model default
 	ModelReasoningSummary string // "" = model default
 	ModelVerbosity        string // "" = model default
+	// ServiceTier is service_tier, the speed tier new threads ask for ("" = none).
+	ServiceTier string
+	// Personality is personality ("none", "friendly", "pragmatic"; "" = unset).
+	Personality string
 	// ModelProviders holds the built-in providers (openai, ollama,
 	// lmstudio) plus configured ones; built-ins cannot be overridden.
 	ModelProviders map[string]ModelProvider

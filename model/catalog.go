@@ -223,3 +223,21 @@ func ContextWindow(id string) int64 {
 	}
 	return DefaultContextWindow
 }
+
+// ServiceTierAdvertised reports whether requests for model id may carry service tier tier, as the reference
+// decides: "flex" is accepted for every model, any other tier only when the catalogue lists it for the model.
+func ServiceTierAdvertised(id, tier string) bool {
+	if tier == "flex" {
+		return true
+	}
+	m := find(id)
+	if m == nil {
+		return false
+	}
+	for _, t := range m.ServiceTiers {
+		if t.ID == tier {
+			return true
+		}
+	}
+	return false
+}

@@ -32,8 +32,10 @@ import (
 
 // Request is one model turn request. Input and Tools are sent verbatim.
 type Request struct {
-	Model             string
-	Instructions      string            // optional; 0.169 sends none (the base prompt is an input item)
+	Model        string
+	Instructions string // optional; 0.169 sends none (the base prompt is an input item)
+	// ServiceTier is the request's service_tier ("priority", "flex"…); "" omits it (standard speed).
+	ServiceTier       string
 	Input             []json.RawMessage // the full history, items replayed byte-for-byte
 	Tools             []json.RawMessage
 	ToolChoice        string // "" means "auto"
@@ -62,6 +64,7 @@ type body struct {
 	Model             string            `json:"model"`
 	Instructions      string            `json:"instructions,omitempty"`
 	Stream            bool              `json:"stream"`
+	ServiceTier       string            `json:"service_tier,omitempty"`
 	Input             []json.RawMessage `json:"input"`
 	Tools             []json.RawMessage `json:"tools"`
 	ToolChoice        string            `json:"tool_choice"`
@@ -82,7 +85,7 @@ func (r *Request) MarshalBody() ([]byte, error) { return r.marshalBody(nil) }
 // returns an empty buffer with room for at least n bytes.
 func (r *Request) marshalBody(get func(n int) []byte) ([]byte, error) {
 	b := body{
-		Model: r.Model, Instructions: r.Instructions, Stream: true,
+		Model: r.Model, Instructions: r.Instructions, Stream: true, ServiceTier: r.ServiceTier,
 		Input: r.Input, Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls,
 		Reasoning: r.Reasoning, Include: r.Include, PromptCacheKey: r.PromptCacheKey, Text: r.Text,
 		ClientMetadata: r.ClientMetadata,
@@ -110,7 +113,7 @@ func (r *Request) marshalBody(get func(n int) []byte) ([]byte, error) {
 			return nil, err
 		}
 		// The marker cannot occur inside an encoded string (its quotes would be escaped), and the
-		// fields before input are model, instructions and stream.
+		// fields before input are model, instructions, stream and service_tier.
 		const marker = `,"input":[],"tools":[]`
 		at := bytes.Index(out, []byte(marker))
 		if at < 0 {

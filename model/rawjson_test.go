@@ -11,7 +11,7 @@ import (
 // referenceBody is what MarshalBody produced before the history was spliced in: encoding/json all the way.
 func referenceBody(r *Request) ([]byte, error) {
 	b := body{
-		Model: r.Model, Instructions: r.Instructions, Stream: true,
+		Model: r.Model, Instructions: r.Instructions, Stream: true, ServiceTier: r.ServiceTier,
 		Input: r.Input, Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls,
 		Reasoning: r.Reasoning, Include: r.Include, PromptCacheKey: r.PromptCacheKey, Text: r.Text,
 		ClientMetadata: r.ClientMetadata,
@@ -52,7 +52,7 @@ func TestMarshalBodyMatchesEncodingJSON(t *testing.T) {
 			{json.RawMessage(it)},
 			{json.RawMessage(`{"type":"message"}`), json.RawMessage(it), json.RawMessage(`[1]`)},
 		} {
-			r := &Request{Model: `m,"input":[],"tools":[]`, Instructions: `i "input":[],"tools":[]`, Input: hist, Tools: hist,
+			r := &Request{Model: `m,"input":[],"tools":[]`, Instructions: `i "input":[],"tools":[]`, ServiceTier: `p "input":[],"tools":[]`, Input: hist, Tools: hist,
 				Reasoning: json.RawMessage(`{"effort":"low"}`), PromptCacheKey: "k", ClientMetadata: map[string]string{"a": "b"}}
 			want, wantErr := referenceBody(r)
 			got, err := r.MarshalBody()
@@ -112,4 +112,16 @@ func BenchmarkMarshalBodyEncodingJSON(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestServiceTierField: like the reference, service_tier follows stream and is absent at standard speed.
+func TestServiceTierField(t *testing.T) {
+	r := &Request{Model: "m", ServiceTier: "priority", Input: []json.RawMessage{json.RawMessage(`{"a":1}`)}}
+	got, err := r.MarshalBody()
+	require.NoError(t, err)
+	require.Contains(t, string(got), `"stream":true,"service_tier":"priority","input":[{"a":1}]`)
+	r.ServiceTier = ""
+	got, err = r.MarshalBody()
+	require.NoError(t, err)
+	require.NotContains(t, string(got), "service_tier")
 }

@@ -62,6 +62,8 @@ type Thread struct {
 	ReasoningEffort string
 	// LastTurnContext is the last turn_context payload, raw.
 	LastTurnContext json.RawMessage
+	// Settings is the last thread_settings_applied event's settings (nil when there is none).
+	Settings *ThreadSettings
 	// TokenUsage is the info of the last token_count event.
 	TokenUsage *TokenUsageInfo
 	// ResponseItems is the model-visible history in order (after compactions), with the reference's internal
@@ -665,6 +667,11 @@ func (b *builder) event(payload json.RawMessage) {
 		item["startedAtMs"] = optInt(ev.StartedAtMs)
 		item["completedAtMs"] = optInt(ev.CompletedAtMs)
 		b.putItem(b.turnFor(ev.TurnID), item)
+	case "thread_settings_applied":
+		var ev ThreadSettingsApplied
+		if unmarshal(payload, &ev) == nil {
+			b.th.Settings = &ev.Settings
+		}
 	case "thread_name_updated":
 		var ev ThreadNameUpdated
 		if unmarshal(payload, &ev) == nil {

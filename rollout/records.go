@@ -151,6 +151,36 @@ type TurnError struct {
 	CodexErrorInfo any    `json:"codex_error_info,omitempty"`
 }
 
+// ThreadSettingsApplied is the event_msg that records a thread's settings when they are first set and whenever
+// they change; a resume restores the last one's service tier and personality, as the reference does.
+type ThreadSettingsApplied struct {
+	ThreadID string         `json:"thread_id"`
+	Settings ThreadSettings `json:"thread_settings"`
+}
+
+// ThreadSettings is the thread_settings member of thread_settings_applied, in the reference's shape.
+type ThreadSettings struct {
+	Model             string `json:"model"`
+	ModelProviderID   string `json:"model_provider_id"`
+	ServiceTier       string `json:"service_tier,omitempty"`
+	ApprovalPolicy    string `json:"approval_policy"`
+	ApprovalsReviewer string `json:"approvals_reviewer"`
+	// RequestedApprovalsReviewer and PermissionProfile complete the record for the reference, which skips a
+	// thread_settings_applied without a permission profile.
+	RequestedApprovalsReviewer string   `json:"requested_approvals_reviewer,omitempty"`
+	PermissionProfile          any      `json:"permission_profile,omitempty"`
+	Cwd                        string   `json:"cwd"`
+	RuntimeWorkspaceRoots      []string `json:"runtime_workspace_roots"`
+	ReasoningEffort            string   `json:"reasoning_effort,omitempty"`
+	ReasoningSummary           string   `json:"reasoning_summary,omitempty"`
+	Personality                string   `json:"personality,omitempty"`
+	CollaborationMode          any      `json:"collaboration_mode,omitempty"`
+	DisabledPluginIDs          []string `json:"disabled_plugin_ids"`
+}
+
+// EventType returns "thread_settings_applied".
+func (ThreadSettingsApplied) EventType() string { return "thread_settings_applied" }
+
 // TaskStarted is the event_msg that opens a turn.
 type TaskStarted struct {
 	TurnID                string `json:"turn_id"`

@@ -189,6 +189,9 @@ func Open(codexHome string) (*Store, error) {
 		return nil, fmt.Errorf("rollout: index: %w", err)
 	}
 	_ = os.Remove(filepath.Join(codexHome, legacyIndexFileName))
+	if fresh {
+		restoreSections(ix, codexHome)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{home: codexHome, ix: ix, ready: make(chan struct{}), reconciled: make(chan struct{}),
 		ctx: ctx, cancel: cancel, dirMtimes: map[string]int64{}, lastScan: time.Now(), lastSweep: time.Now()}
@@ -1245,4 +1248,21 @@ func snippet(content, name, preview, lowerTerm string) string {
 		return name
 	}
 	return preview
+}
+
+// restoreSections gives a fresh (or rebuilt) index the thread sections kept in the durable state database, when
+// there is one.
+func restoreSections(ix *threadindex.Index, codexHome string) {
+	path := filepath.Join(codexHome, threadindex.StateFile)
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	st, err := threadindex.OpenState(path)
+	if err == nil {
+		err = ix.RestoreSections(context.Background(), st)
+		_ = st.Close()
+	}
+	if err != nil {
+		slog.Warn("rollout: restoring thread sections", "error", err)
+	}
 }

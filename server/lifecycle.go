@@ -281,7 +281,7 @@ func startResponse(info protocol.Thread, st thread.Settings) protocol.ThreadStar
 		Thread: info, Model: st.Model, ModelProvider: st.ModelProvider, Cwd: protocol.AbsolutePathBuf(st.Cwd),
 		RuntimeWorkspaceRoots: []protocol.AbsolutePathBuf{protocol.AbsolutePathBuf(st.Cwd)},
 		ApprovalPolicy:        st.ApprovalPolicy, ApprovalsReviewer: st.ApprovalsReviewer, Sandbox: st.Sandbox,
-		ReasoningEffort: st.Effort, DisabledPluginIds: []string{}, InstructionSources: []protocol.LegacyAppPathString{},
+		ReasoningEffort: st.Effort, ServiceTier: thread.ReportedServiceTier(st), DisabledPluginIds: []string{}, InstructionSources: []protocol.LegacyAppPathString{},
 		MultiAgentMode: &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
 	}
 }
@@ -292,7 +292,7 @@ func resumeResponse(info protocol.Thread, st thread.Settings) protocol.ThreadRes
 	return protocol.ThreadResumeResponse{
 		Thread: b.Thread, Model: b.Model, ModelProvider: b.ModelProvider, Cwd: b.Cwd,
 		RuntimeWorkspaceRoots: b.RuntimeWorkspaceRoots, ApprovalPolicy: b.ApprovalPolicy,
-		ApprovalsReviewer: b.ApprovalsReviewer, Sandbox: b.Sandbox, ReasoningEffort: b.ReasoningEffort,
+		ApprovalsReviewer: b.ApprovalsReviewer, Sandbox: b.Sandbox, ReasoningEffort: b.ReasoningEffort, ServiceTier: b.ServiceTier,
 		DisabledPluginIds: b.DisabledPluginIds, InstructionSources: b.InstructionSources, MultiAgentMode: b.MultiAgentMode,
 		CollaborationMode: &protocol.CollaborationMode{Mode: protocol.ModeKindDefault, Settings: protocol.Settings{Model: st.Model, ReasoningEffort: st.Effort}},
 	}
@@ -320,8 +320,9 @@ func (s *Server) threadNameSet(_ context.Context, c *connection, req *jsonrpc.Re
 	return nil, nil
 }
 
-func resumeOverrides(model, provider, cwd *string, ap *protocol.AskForApproval, rev *protocol.ApprovalsReviewer, sb *protocol.SandboxMode, base, dev *string) thread.ResumeOverrides {
-	return thread.ResumeOverrides{Model: model, ModelProvider: provider, Cwd: cwd, ApprovalPolicy: ap, Reviewer: rev, Sandbox: sb, BaseInstr: base, DeveloperInstr: dev}
+func resumeOverrides(model, provider, cwd *string, ap *protocol.AskForApproval, rev *protocol.ApprovalsReviewer, sb *protocol.SandboxMode, base, dev, tier *string, pers *protocol.Personality) thread.ResumeOverrides {
+	return thread.ResumeOverrides{Model: model, ModelProvider: provider, Cwd: cwd, ApprovalPolicy: ap, Reviewer: rev, Sandbox: sb, BaseInstr: base, DeveloperInstr: dev,
+		ServiceTier: tier, Personality: pers}
 }
 
 // sendUsage tells c the thread's accumulated token usage, as the reference does after resume and fork.
@@ -352,7 +353,7 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		}
 	}
 	t, loadedNow, err := s.threads.Resume(ctx, p.ThreadID, deref(p.Path), resumeOverrides(p.Model, p.ModelProvider, p.Cwd,
-		p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions))
+		p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions, p.ServiceTier, p.Personality))
 	if err != nil {
 		return nil, storeError(err)
 	}
@@ -365,6 +366,12 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	exclude := excludeTurns(c, p.ExcludeTurns)
 	newSubscriber := t.Subscribe(c)
 	if loadedNow {
+		st := t.Settings()
+		for _, w := range []string{t.ModelSwitchWarning(), thread.UnadvertisedTierWarning(st)} {
+			if w != "" {
+				t.EmitTo(c, protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID, Message: w})
+			}
+		}
 		t.EmitTo(c, protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: t.Info().Status})
 	}
 	s.loadProject(ctx, t)
@@ -511,7 +518,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 		ParentID: p.ThreadID, LastTurnID: deref(p.LastTurnID), BeforeTurnID: deref(p.BeforeTurnID),
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral, Originator: c.originator(), Source: s.opts.SessionSource,
 		ThreadSource: p.ThreadSource,
-		Overrides:    resumeOverrides(p.Model, p.ModelProvider, p.Cwd, p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions),
+		Overrides:    resumeOverrides(p.Model, p.ModelProvider, p.Cwd, p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions, p.ServiceTier, nil),
 	})
 	if err != nil {
 		return nil, storeError(err)

@@ -169,6 +169,7 @@ func TestRolloutRoundTripAcrossRestart(t *testing.T) {
 	require.Equal(t, []string{
 		"session_meta",
 		"event_msg:task_started", "response_item:message:developer", "response_item:message:user", "turn_context",
+		"event_msg:thread_settings_applied", // the first turn records the thread's settings, as the reference
 		"response_item:message:user", "event_msg:item_completed:UserMessage",
 		"event_msg:item_completed:AgentMessage", "response_item:message:assistant",
 		"token_usage_record", "event_msg:token_count", "event_msg:task_complete",
@@ -265,7 +266,7 @@ func TestToolTurnRecordOrderAndItemsReadBack(t *testing.T) {
 	path := rolloutFile(t, c.Home, tid)
 	require.Equal(t, []string{
 		"session_meta",
-		"event_msg:task_started", "response_item:message:developer", "response_item:message:user", "turn_context",
+		"event_msg:task_started", "response_item:message:developer", "response_item:message:user", "turn_context", "event_msg:thread_settings_applied",
 		"response_item:message:user", "event_msg:item_completed:UserMessage",
 		"response_item:function_call", "token_usage_record",
 		"event_msg:item_completed:CommandExecution", "response_item:function_call_output", "event_msg:token_count",

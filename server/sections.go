@@ -33,6 +33,18 @@ func (s *Server) sectionIndex() (*threadindex.Index, error) {
 	return st.Index(), nil
 }
 
+// saveSections keeps the durable copy of the sections (threadindex.State) current after a change, so a rebuilt
+// index gets them back; a failure is logged (the change itself is made).
+func (s *Server) saveSections(ctx context.Context, ix *threadindex.Index) {
+	st, err := s.stateStore()
+	if err == nil {
+		err = ix.SaveSections(ctx, st)
+	}
+	if err != nil {
+		s.log.Warn("saving thread sections", "error", err)
+	}
+}
+
 func sectionError(err error, id string) error {
 	switch {
 	case errors.Is(err, threadindex.ErrNoSection):
@@ -86,6 +98,7 @@ func (s *Server) threadSectionCreate(ctx context.Context, _ *connection, _ *json
 	if err != nil {
 		return nil, sectionError(err, "")
 	}
+	s.saveSections(ctx, ix)
 	return protocol.ThreadSectionCreateResponse{Section: *thread.SectionOf(sec)}, nil
 }
 
@@ -108,6 +121,7 @@ func (s *Server) threadSectionUpdate(ctx context.Context, _ *connection, req *js
 	if err != nil {
 		return nil, sectionError(err, p.SectionID)
 	}
+	s.saveSections(ctx, ix)
 	return protocol.ThreadSectionUpdateResponse{Section: *thread.SectionOf(sec)}, nil
 }
 
@@ -122,6 +136,7 @@ func (s *Server) threadSectionDelete(ctx context.Context, _ *connection, _ *json
 	if err := ix.DeleteSection(ctx, p.SectionID); err != nil {
 		return nil, sectionError(err, p.SectionID)
 	}
+	s.saveSections(ctx, ix)
 	return protocol.ThreadSectionDeleteResponse{}, nil
 }
 
@@ -146,6 +161,7 @@ func (s *Server) threadSectionMove(ctx context.Context, _ *connection, _ *jsonrp
 	case err != nil:
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)
 	}
+	s.saveSections(ctx, st.Index())
 	s.broadcast(protocol.NotifyThreadSectionChanged, protocol.ThreadSectionChangedNotification{ThreadID: p.ThreadID, SectionID: p.SectionID})
 	return protocol.ThreadSectionMoveResponse{}, nil
 }

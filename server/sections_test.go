@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -111,4 +112,65 @@ func TestThreadSections(t *testing.T) {
 		require.Equal(t, bad.code, m.Error.Code, "%s %v", bad.method, bad.params)
 		require.Equal(t, bad.msg, m.Error.Message)
 	}
+}
+
+// TestThreadSectionsSurviveIndexRebuild: sections and their members are kept in the durable state database too,
+// so an index rebuilt from the rollouts (here: deleted) gets them back with their order.
+func TestThreadSectionsSurviveIndexRebuild(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "codex_home")
+	id := func(i int) string { return fmt.Sprintf("01f10000-0000-7000-8000-%012d", i) }
+	base := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	for i := 1; i <= 3; i++ {
+		storedThread(t, home, id(i), "mock", rollout.StringSource("vscode"), base.Add(time.Duration(i)*time.Hour), fmt.Sprint("q", i))
+	}
+	c := apptest.Start(t, apptest.Options{Home: home})
+	c.Initialize(true)
+	var created struct {
+		Section struct {
+			ID string `json:"id"`
+		} `json:"section"`
+	}
+	c.Result("threadSection/create", map[string]any{"name": "Work", "appearance": map[string]any{"color": "red"}}, &created)
+	work := created.Section.ID
+	c.Result("threadSection/create", map[string]any{"name": "Gone"}, &created)
+	c.Result("threadSection/delete", map[string]any{"sectionId": created.Section.ID}, nil)
+	c.Result("thread/section/move", map[string]any{"threadId": id(1), "sectionId": work}, nil)
+	c.Result("thread/section/move", map[string]any{"threadId": id(2), "sectionId": work, "beforeThreadId": id(1)}, nil)
+	c.Result("thread/section/move", map[string]any{"threadId": id(3), "sectionId": pinned}, nil)
+	c.Result("threadSection/update", map[string]any{"sectionId": work, "name": "Work 2"}, nil)
+	c.Close()
+
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		_ = os.Remove(filepath.Join(home, rollout.IndexFileName+suffix))
+	}
+	c = apptest.Start(t, apptest.Options{Home: home})
+	c.Initialize(true)
+	var secs struct {
+		Data []struct {
+			ID         string         `json:"id"`
+			Name       string         `json:"name"`
+			Appearance map[string]any `json:"appearance"`
+		} `json:"data"`
+	}
+	c.Result("threadSection/list", map[string]any{}, &secs)
+	require.Len(t, secs.Data, 2)
+	require.Equal(t, pinned, secs.Data[0].ID)
+	require.Equal(t, work, secs.Data[1].ID)
+	require.Equal(t, "Work 2", secs.Data[1].Name)
+	require.Equal(t, "red", secs.Data[1].Appearance["color"])
+	list := func(section string) []string {
+		var r struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		c.Result("thread/list", map[string]any{"sortKey": "section_position", "sectionId": section}, &r)
+		out := []string{}
+		for _, th := range r.Data {
+			out = append(out, th.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{id(2), id(1)}, list(work))
+	require.Equal(t, []string{id(3)}, list(pinned))
 }

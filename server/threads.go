@@ -70,6 +70,9 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 	if w := s.unknownW(); w != "" {
 		t.Emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &info.ID, Message: w})
 	}
+	if w := thread.UnadvertisedTierWarning(st); w != "" {
+		t.Emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &info.ID, Message: w})
+	}
 	s.afterThreadStart(t, c)
 	return nil, nil
 }
@@ -106,9 +109,13 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 				Message: "failed to submit turn input: ActiveTurnNotSteerable { turn_kind: " + strings.ToUpper(string(kind[:1])) + string(kind[1:]) + " }"}
 		}
 	}
+	var tier *string
+	if p.ServiceTier != nil {
+		tier = ptr(thread.NormalizeServiceTier(*p.ServiceTier))
+	}
 	t.ApplyOverrides(thread.TurnOverrides{
 		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
-		Collaboration: p.CollaborationMode,
+		Collaboration: p.CollaborationMode, ServiceTier: tier, Personality: p.Personality,
 	})
 	mdl := t.Settings().Model
 	release := c.Hold() // the warning and (when the writer is quick) the answer go out together
@@ -118,7 +125,8 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 		t.EmitTo(c, protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID,
 			Message: unknownModelWarning(mdl)})
 	}
-	tn, folded := t.BeginTurn(p.Input, thread.TurnOptions{OutputSchema: p.OutputSchema, ClientUserMessageID: p.ClientUserMessageID})
+	tn, folded := t.BeginTurn(p.Input, thread.TurnOptions{OutputSchema: p.OutputSchema, ClientUserMessageID: p.ClientUserMessageID,
+		ServiceTierForTurn: p.ServiceTierForTurn})
 	req.Reply(protocol.TurnStartResponse{Turn: tn.PendingTurn()}, nil)
 	release()
 	if folded {

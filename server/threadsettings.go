@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 
 	"appserver/jsonrpc"
@@ -15,12 +16,9 @@ func (s *Server) addThreadSettingsRoutes(r map[string]route) {
 	r[protocol.MethodTurnSettingsUpdate] = handle(s.turnSettingsUpdate)
 }
 
-// serviceTierAlias maps the client-facing tier names to the ones the thread settings report, as the reference.
-var serviceTierAlias = map[string]string{"fast": "priority"}
-
 // threadSettingsUpdate changes a loaded thread's settings for its next turns; like the reference it answers {}
 // and announces the new settings with thread/settings/updated only when something changed.
-func (s *Server) threadSettingsUpdate(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadSettingsUpdateParams) (any, error) {
+func (s *Server) threadSettingsUpdate(_ context.Context, _ *connection, req *jsonrpc.Request, p *protocol.ThreadSettingsUpdateParams) (any, error) {
 	t, err := s.loadedThread(p.ThreadID)
 	if err != nil {
 		return nil, err
@@ -47,11 +45,16 @@ func (s *Server) threadSettingsUpdate(_ context.Context, _ *connection, _ *jsonr
 		o.Cwd = &cwd
 	}
 	if p.ServiceTier != nil {
-		tier := *p.ServiceTier
-		if a, ok := serviceTierAlias[tier]; ok {
-			tier = a
+		o.ServiceTier = ptr(thread.NormalizeServiceTier(*p.ServiceTier))
+	} else {
+		// A null serviceTier clears the tier: the thread then asks for standard speed, which the reference reports
+		// as "default"; an absent one leaves it.
+		var raw struct {
+			ServiceTier json.RawMessage `json:"serviceTier"`
 		}
-		o.ServiceTier = &tier
+		if json.Unmarshal(req.Params, &raw) == nil && string(raw.ServiceTier) == "null" {
+			o.ServiceTier = ptr(thread.ServiceTierDefault)
+		}
 	}
 	t.ApplyOverrides(o)
 	return protocol.ThreadSettingsUpdateResponse{}, nil

@@ -165,7 +165,7 @@ func TestToolCallStartsWhileResponseStreams(t *testing.T) {
 
 	require.Equal(t, []string{
 		"session_meta",
-		"event_msg:task_started", "response_item:message:developer", "response_item:message:user", "turn_context",
+		"event_msg:task_started", "response_item:message:developer", "response_item:message:user", "turn_context", "event_msg:thread_settings_applied",
 		"response_item:message:user", "event_msg:item_completed:UserMessage",
 		"response_item:function_call", "event_msg:item_completed:CommandExecution",
 		"event_msg:item_completed:AgentMessage", "response_item:message:assistant",

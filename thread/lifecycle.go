@@ -268,6 +268,9 @@ type ResumeOverrides struct {
 	Sandbox        *protocol.SandboxMode
 	BaseInstr      *string
 	DeveloperInstr *string
+	// ServiceTier and Personality replace the ones the rollout recorded.
+	ServiceTier *string
+	Personality *protocol.Personality
 }
 
 // Resume loads a stored thread (or returns the loaded one, loaded=false): its model history, turns, settings
@@ -324,6 +327,18 @@ func (m *Manager) Resume(ctx context.Context, id, path string, o ResumeOverrides
 	return t, true, nil
 }
 
+// ModelSwitchWarning is the reference's warning for a thread resumed onto another model than the one its rollout
+// recorded ("" when there is nothing to warn about).
+func (t *Thread) ModelSwitchWarning() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.storedModel == "" || t.storedModel == t.settings.Model {
+		return ""
+	}
+	return "This session was recorded with model `" + t.storedModel + "` but is resuming with `" + t.settings.Model +
+		"`. Consider switching back to `" + t.storedModel + "` as it may affect Codex performance."
+}
+
 // loadStored builds a loaded Thread from a rollout read back.
 func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorder, o ResumeOverrides) (*Thread, error) {
 	cfg := m.Config()
@@ -339,8 +354,15 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if len(th.LastTurnContext) > 0 {
 		_ = json.Unmarshal(th.LastTurnContext, &tc)
 	}
+	recModel, recEffort, recSummary := firstNonEmpty(th.Model, tc.Model), firstNonEmpty(th.ReasoningEffort, tc.Effort), tc.Summary
+	if ts := th.Settings; ts != nil {
+		// The last recorded settings are the thread's latest (changes after its last turn included); the
+		// reference's turn_context does not hold the reasoning summary setting.
+		recModel = firstNonEmpty(ts.Model, recModel)
+		recEffort, recSummary = ts.ReasoningEffort, ts.ReasoningSummary
+	}
 	s := Settings{
-		Model:             firstNonEmpty(deref(o.Model), th.Model, tc.Model, cfg.Model),
+		Model:             firstNonEmpty(deref(o.Model), recModel, cfg.Model),
 		ModelProvider:     firstNonEmpty(deref(o.ModelProvider), th.Meta.ModelProvider, cfg.ModelProvider, config.DefaultModelProvider),
 		Cwd:               firstNonEmpty(deref(o.Cwd), tc.Cwd, th.Meta.Cwd),
 		ApprovalPolicy:    ApprovalFromConfig(cfg.ApprovalPolicy),
@@ -363,21 +385,44 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if o.Reviewer != nil {
 		s.ApprovalsReviewer = *o.Reviewer
 	}
+	// Like the reference, a resume restores a read-only or full-access sandbox, but a workspace-write thread
+	// gets config.toml's sandbox.
 	if sb := sandboxFromCore(tc.SandboxPolicy); sb != nil {
-		s.Sandbox = *sb
+		if _, ww := sb.Value.(protocol.SandboxPolicyWorkspaceWrite); !ww {
+			s.Sandbox = *sb
+		}
 	}
 	if o.Sandbox != nil {
 		s.Sandbox = SandboxFromMode(string(*o.Sandbox), cfg.SandboxWorkspaceWrite)
 	}
-	if e := firstNonEmpty(th.ReasoningEffort, tc.Effort, cfg.ModelReasoningEffort); e != "" {
+	if o.Model != nil && *o.Model != recModel {
+		recEffort = "" // another model starts from config.toml's effort (its own default), as in the reference
+	}
+	if e := firstNonEmpty(recEffort, cfg.ModelReasoningEffort); e != "" {
 		eff := protocol.ReasoningEffort(e)
 		s.Effort = &eff
 	}
-	if tc.Summary != "" {
-		sum := protocol.ReasoningSummary(tc.Summary)
-		s.Summary = &sum
+	if recSummary != "" {
+		s.Summary = ptr(protocol.ReasoningSummary(recSummary))
 	}
-	if th.Meta.BaseInstructions != nil && th.Meta.BaseInstructions.Text != baseInstructions {
+	if th.Settings != nil {
+		// The last recorded settings hold the thread's tier and personality (none recorded: none set).
+		if th.Settings.ServiceTier != "" {
+			s.ServiceTier = ptr(th.Settings.ServiceTier)
+		}
+		if th.Settings.Personality != "" {
+			s.Personality = ptr(protocol.Personality(th.Settings.Personality))
+		}
+	} else {
+		s.ServiceTier, s.Personality = tierAndPersonality(nil, nil, cfg)
+	}
+	if o.ServiceTier != nil {
+		s.ServiceTier = ptr(NormalizeServiceTier(*o.ServiceTier))
+	}
+	if o.Personality != nil {
+		s.Personality = o.Personality
+	}
+	if th.Meta.BaseInstructions != nil && !isDefaultInstructions(th.Meta.BaseInstructions.Text) {
 		s.BaseInstructions = th.Meta.BaseInstructions.Text
 	}
 	if o.BaseInstr != nil {
@@ -393,6 +438,13 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		return nil, err
 	}
 	t := m.newThread(id, s)
+	t.storedModel = recModel
+	// Requests keep the session's base instructions first; what the model was told since (a replacement, the
+	// permissions) comes from the history, so the next turn tells it only what changed.
+	if th.Meta.BaseInstructions != nil && th.Meta.BaseInstructions.Text != "" && o.BaseInstr == nil {
+		t.base = th.Meta.BaseInstructions.Text
+	}
+	t.told, t.permissions = toldFromHistory(th.ResponseItems, t.base)
 	created := th.CreatedAt
 	if created.IsZero() {
 		created = time.Now()
@@ -462,7 +514,9 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 			Total: t.total, Last: breakdown(th.TokenUsage.LastTokenUsage), ModelContextWindow: th.TokenUsage.ModelContextWindow}
 	}
 	t.recorder = rec
-	t.permissions, t.cwdChanged = toldContext(th.LastTurnContext, s)
+	if perms, moved, ok := toldContext(th.LastTurnContext, s); ok {
+		t.permissions, t.cwdChanged = perms, moved
+	}
 	return t, nil
 }
 
@@ -553,6 +607,9 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		}
 	} else {
 		s := Settings{Model: firstNonEmpty(deref(o.Overrides.Model), parent.Model), BaseInstructions: deref(o.Overrides.BaseInstr)}
+		if o.Overrides.BaseInstr == nil && parent.Session.BaseInstructions != nil {
+			meta.BaseInstructions = parent.Session.BaseInstructions // the fork keeps its parent's base instructions
+		}
 		if parent.ReasoningEffort != "" {
 			s.Effort = ptr(protocol.ReasoningEffort(parent.ReasoningEffort))
 		}

@@ -315,6 +315,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	if p.ApprovalsReviewer != nil {
 		s.ApprovalsReviewer = *p.ApprovalsReviewer
 	}
+	s.ServiceTier, s.Personality = tierAndPersonality(p.ServiceTier, p.Personality, cfg)
 	s.DeveloperInstructions = deref(p.DeveloperInstructions)
 	mode := cfg.SandboxMode
 	if p.Sandbox != nil {
@@ -401,13 +402,11 @@ func (m *Manager) register(t *Thread) error {
 
 // createRollout creates a thread's rollout with the reference's session_meta and indexes it.
 func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.Time) (*rollout.Recorder, error) {
-	base := s.BaseInstructions
-	if base == "" {
-		base = baseInstructions
-	}
 	meta.SessionID = meta.ID
 	meta.RuntimeWorkspaceRoots = []string{meta.Cwd}
-	meta.BaseInstructions = &rollout.BaseInstructions{Text: base}
+	if meta.BaseInstructions == nil {
+		meta.BaseInstructions = &rollout.BaseInstructions{Text: s.instructions()}
+	}
 	meta.HistoryMode = rollout.HistoryModePaginated
 	rec, err := rollout.Create(m.Config().CodexHome, meta, now)
 	if err != nil {
@@ -539,7 +538,7 @@ func (m *Manager) touchIndex(t *Thread) {
 func (m *Manager) newThread(id string, s Settings) *Thread {
 	ctx, cancel := context.WithCancel(m.rootCtx)
 	return &Thread{
-		ID: id, mgr: m, log: m.log.With("thread", id), settings: s,
+		ID: id, mgr: m, log: m.log.With("thread", id), settings: s, base: s.instructions(), told: s.instructions(),
 		subscribers: map[Subscriber]struct{}{}, subWait: make(chan struct{}),
 		flags: map[protocol.ThreadActiveFlag]int{}, controller: stopwatch.NewController(),
 		ctx: ctx, cancel: cancel,

@@ -2,6 +2,7 @@ package thread
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -234,6 +235,40 @@ func (tn *Turn) recordStart(s Settings) {
 		tc.Summary = string(*s.Summary)
 	}
 	t.record(func(r *rollout.Recorder) error { return r.AppendTurnContext(tc) })
+	t.recordSettings(s)
+}
+
+// recordSettings appends thread_settings_applied when s differs from the settings last recorded, as the reference
+// records a thread's settings (a resume restores its service tier and personality from the last one).
+func (t *Thread) recordSettings(s Settings) {
+	ts := rollout.ThreadSettings{Model: s.Model, ModelProviderID: s.ModelProvider, ServiceTier: deref(s.ServiceTier),
+		ApprovalPolicy: approvalName(s.ApprovalPolicy), ApprovalsReviewer: string(s.ApprovalsReviewer),
+		RequestedApprovalsReviewer: string(s.ApprovalsReviewer), PermissionProfile: permissionProfile(s.Sandbox, s.Cwd), Cwd: s.Cwd,
+		RuntimeWorkspaceRoots: []string{s.Cwd}, Personality: string(deref(s.Personality)),
+		CollaborationMode: map[string]any{"mode": "default", "settings": map[string]any{
+			"model": s.Model, "reasoning_effort": s.Effort, "developer_instructions": nil}},
+		DisabledPluginIDs: s.DisabledPluginIDs,
+	}
+	if s.Effort != nil {
+		ts.ReasoningEffort = string(*s.Effort)
+	}
+	if s.Summary != nil {
+		ts.ReasoningSummary = string(*s.Summary)
+	}
+	if ts.DisabledPluginIDs == nil {
+		ts.DisabledPluginIDs = []string{}
+	}
+	key := string(marshal(ts))
+	t.mu.Lock()
+	if t.recorded == key {
+		t.mu.Unlock()
+		return
+	}
+	t.recorded = key
+	t.mu.Unlock()
+	t.record(func(r *rollout.Recorder) error {
+		return r.AppendEvent(rollout.ThreadSettingsApplied{ThreadID: t.ID, Settings: ts})
+	})
 }
 
 // recordSubStart appends the task_started of a task's announced sub-agent turn (the reference records its
@@ -393,4 +428,55 @@ func sandboxFromCore(raw json.RawMessage) *protocol.SandboxPolicy {
 		return &protocol.SandboxPolicy{Value: ww}
 	}
 	return nil
+}
+
+// permissionProfile renders a sandbox policy as the reference's permission_profile (thread_settings_applied
+// needs one for the reference to read the record back): full access is "disabled"; the others are managed
+// file-system entries, the writable roots' .git, .agents, .codex and .aws kept read-only.
+func permissionProfile(p protocol.SandboxPolicy, cwd string) any {
+	special := func(kind, access string) map[string]any {
+		return map[string]any{"path": map[string]any{"type": "special", "value": map[string]any{"kind": kind}}, "access": access}
+	}
+	path := func(p, access string, skip bool) map[string]any {
+		e := map[string]any{"path": map[string]any{"type": "path", "path": p}, "access": access}
+		if skip {
+			e["missing_path_behavior"] = "skip"
+		}
+		return e
+	}
+	network := func(on *bool) string {
+		if on != nil && *on {
+			return "enabled"
+		}
+		return "restricted"
+	}
+	entries := []any{special("root", "read")}
+	var net string
+	switch v := p.Value.(type) {
+	case protocol.SandboxPolicyReadOnly:
+		net = network(v.NetworkAccess)
+	case protocol.SandboxPolicyWorkspaceWrite:
+		roots := []string{cwd}
+		for _, r := range v.WritableRoots {
+			roots = append(roots, string(r))
+		}
+		for _, r := range roots {
+			entries = append(entries, path(r, "write", false))
+		}
+		if v.ExcludeSlashTmp == nil || !*v.ExcludeSlashTmp {
+			entries = append(entries, special("slash_tmp", "write"))
+		}
+		if v.ExcludeTmpdirEnvVar == nil || !*v.ExcludeTmpdirEnvVar {
+			entries = append(entries, special("tmpdir", "write"))
+		}
+		for _, r := range roots {
+			for _, d := range []string{".git", ".agents", ".codex", ".aws"} {
+				entries = append(entries, path(filepath.Join(r, d), "read", true))
+			}
+		}
+		net = network(v.NetworkAccess)
+	default:
+		return map[string]any{"type": "disabled"}
+	}
+	return map[string]any{"type": "managed", "file_system": map[string]any{"type": "restricted", "entries": entries}, "network": net}
 }

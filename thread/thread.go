@@ -82,6 +82,10 @@ type Thread struct {
 	total       protocol.TokenUsageBreakdown
 	interrupted bool   // the previous turn was interrupted: tell the model on the next request
 	permissions string // the permissions text last put in the history
+	base        string // the base instructions sent first in every request (session_meta's)
+	told        string // the base instructions the model was last given (base, or a later replacement)
+	recorded    string // the thread_settings_applied settings last written to the rollout (JSON)
+	storedModel string // the model the rollout recorded, for a resumed thread ("" otherwise)
 	// mcpOverrides are the [mcp_servers] of thread/start's `config` override (nil when it set none).
 	mcpOverrides map[string]config.MCPServer
 	systemError  bool // the previous turn failed: the thread reports systemError until the next turn

@@ -9,11 +9,11 @@ import (
 // toldContext returns what the model of a resumed or forked thread was last told, read from the rollout's last
 // turn_context: the permissions text of the sandbox and approval policy it recorded (with today's cwd), and
 // whether the thread's cwd now differs from the recorded one. As the reference does, the next turn then repeats the permissions
-// only when they changed and the environment context only when the cwd moved. Without a turn_context
-// nothing is known to have been told: the permissions are sent again.
-func toldContext(lastTurnContext json.RawMessage, s Settings) (permissions string, cwdMoved bool) {
+// only when they changed and the environment context only when the cwd moved. ok is false without a
+// readable turn_context (the permissions last put in the history then stand for what was told).
+func toldContext(lastTurnContext json.RawMessage, s Settings) (permissions string, cwdMoved, ok bool) {
 	if len(lastTurnContext) == 0 {
-		return "", false
+		return "", false, false
 	}
 	var tc struct {
 		Cwd            string          `json:"cwd"`
@@ -21,7 +21,7 @@ func toldContext(lastTurnContext json.RawMessage, s Settings) (permissions strin
 		SandboxPolicy  json.RawMessage `json:"sandbox_policy"`
 	}
 	if json.Unmarshal(lastTurnContext, &tc) != nil {
-		return "", false
+		return "", false, false
 	}
 	// The cwd is not part of the comparison: a moved thread gets the environment context, as the reference
 	// sends, not the permissions again (ours name the cwd as a writable root).
@@ -36,5 +36,5 @@ func toldContext(lastTurnContext json.RawMessage, s Settings) (permissions strin
 	default:
 		told.ApprovalPolicy = protocol.AskForApproval{Name: tc.ApprovalPolicy}
 	}
-	return permissionsText(told), tc.Cwd != "" && tc.Cwd != s.Cwd
+	return permissionsText(told), tc.Cwd != "" && tc.Cwd != s.Cwd, true
 }

@@ -181,6 +181,9 @@ type TurnOptions struct {
 	OutputSchema json.RawMessage
 	// ClientUserMessageID is echoed as the userMessage item's clientId.
 	ClientUserMessageID *string
+	// ServiceTierForTurn is turn/start's serviceTierForTurn: this turn's tier ("default": standard speed), the
+	// thread's tier left as it is.
+	ServiceTierForTurn *string
 }
 
 // TurnOverrides are turn/start's settings overrides; they persist for later turns.
@@ -270,6 +273,7 @@ func (t *Thread) ApplyOverrides(o TurnOverrides) {
 	t.mu.Unlock()
 	if changed {
 		t.emit(protocol.NotifyThreadSettingsUpdated, protocol.ThreadSettingsUpdatedNotification{ThreadID: t.ID, ThreadSettings: after})
+		t.recordSettings(t.Settings())
 	}
 }
 
@@ -465,6 +469,10 @@ func (tn *Turn) run() {
 	t.markHistory(tn.ID) // where thread/revert cuts the history
 	if wasInterrupted {
 		t.appendHistory(messageItem("user", interruptedNotice))
+	}
+	// A turn after a change of the base instructions (a personality change) gives the model the new ones.
+	if msg := t.swapInstructions(s); msg != nil {
+		t.appendHistory(msg)
 	}
 	// A turn that changed the sandbox or approval policy tells the model what now applies.
 	if p := permissionsText(s); t.swapPermissions(p) {
@@ -730,10 +738,9 @@ func emptyRateLimits() map[string]any {
 // buildRequest assembles the model request: base instructions, history, tools.
 func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	t := tn.thread
-	base := s.BaseInstructions
-	if base == "" {
-		base = baseInstructions
-	}
+	t.mu.Lock()
+	base := t.base
+	t.mu.Unlock()
 	// A retried attempt is sent with the history as it is then (items of the failed attempt included).
 	inputNow := func() []json.RawMessage {
 		t.mu.Lock()
@@ -759,8 +766,8 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	metaJSON, _ := json.Marshal(meta)
 	originator := deref(t.meta.Originator)
 	return &model.Request{
-		Refresh: inputNow,
-		Model:   s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
+		Refresh: inputNow, ServiceTier: requestServiceTier(s.Model, s.ServiceTier, tn.opts.ServiceTierForTurn),
+		Model: s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
 		Reasoning: reasoning, Text: text, Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
 		ClientMetadata: map[string]string{
 			"x-codex-window-id": window, "turn_id": tn.ID, "root_turn_id": tn.ID, "session_id": t.ID, "thread_id": t.ID,

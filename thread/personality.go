@@ -1,0 +1,95 @@
+package thread
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"appserver/model"
+	protocol "appserver/protocol/v2"
+)
+
+// personalitySection is the part of appserver's base instructions that gives catalogue models their manner of
+// speaking; personality "none" leaves it out (friendly and pragmatic no longer select different styles, as in the
+// reference).
+const personalitySection = `
+
+# Personality
+
+Be a steady, candid collaborator: direct and warm, never flattering. Say plainly when you disagree or when something will not work, and why. Prefer plain words and concrete examples to jargon; keep answers as short as the question allows, and do not pad them with apologies or summaries of what you did not do.`
+
+// modelInstructionsOpen and modelInstructionsClose wrap the developer message that replaces the base
+// instructions mid-thread (the reference's tag, our own wording).
+const (
+	modelInstructionsOpen  = "<model_instructions>\nFrom now on, these instructions replace your earlier base instructions:\n\n"
+	modelInstructionsClose = "\n</model_instructions>"
+)
+
+// defaultInstructions returns appserver's base instructions for model mdl and personality p: catalogue models
+// get the personality section unless p is "none"; other models never do (the reference ignores the
+// personality for models it has no metadata for).
+func defaultInstructions(mdl string, p *protocol.Personality) string {
+	if _, known := model.LookupModel(mdl); !known || (p != nil && *p == protocol.PersonalityNone) {
+		return baseInstructions
+	}
+	return baseInstructions + personalitySection
+}
+
+// isDefaultInstructions reports whether text is one of appserver's own base instructions (not a client's).
+func isDefaultInstructions(text string) bool {
+	return text == baseInstructions || text == baseInstructions+personalitySection
+}
+
+// instructions returns the base instructions the settings call for: the client's own, else ours for the model
+// and personality.
+func (s Settings) instructions() string {
+	if s.BaseInstructions != "" {
+		return s.BaseInstructions
+	}
+	return defaultInstructions(s.Model, s.Personality)
+}
+
+// swapInstructions records the instructions s calls for as the ones the model was told and returns the
+// developer message that tells it, or nil when they did not change (a turn after a personality change tells the
+// model its new instructions, as the reference does).
+func (t *Thread) swapInstructions(s Settings) json.RawMessage {
+	want := s.instructions()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.told == want {
+		return nil
+	}
+	t.told = want
+	return messageItem("developer", modelInstructionsOpen+want+modelInstructionsClose)
+}
+
+// toldFromHistory finds, in a stored history, the last instructions and permissions text the model was given:
+// the latest model-instructions message (base when there is none) and the latest permissions message ("" when
+// there is none), so a resumed thread tells the model only what changed since.
+func toldFromHistory(history []json.RawMessage, base string) (instr, perms string) {
+	instr = base
+	foundInstr := false
+	for i := len(history) - 1; i >= 0 && (!foundInstr || perms == ""); i-- {
+		it := history[i]
+		if !bytes.Contains(it, []byte(`"developer"`)) {
+			continue
+		}
+		var msg struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if json.Unmarshal(it, &msg) != nil || msg.Role != "developer" || len(msg.Content) == 0 {
+			continue
+		}
+		text := msg.Content[0].Text
+		switch {
+		case !foundInstr && strings.HasPrefix(text, modelInstructionsOpen) && strings.HasSuffix(text, modelInstructionsClose):
+			instr, foundInstr = strings.TrimSuffix(strings.TrimPrefix(text, modelInstructionsOpen), modelInstructionsClose), true
+		case perms == "" && strings.HasPrefix(text, "<permissions instructions>"):
+			perms = text
+		}
+	}
+	return instr, perms
+}
