@@ -210,3 +210,37 @@ func TestResumeAndForkRepeatOnlyChangedContext(t *testing.T) {
 	reqs = mm.ResponseRequests()
 	require.Equal(t, []string{"permissions", "environment", "user:changed"}, contextAfterHistory(reqs[len(reqs)-1].Body))
 }
+
+// TestResumeOfAReferenceRollout: a rollout of the reference without its world_state records (what the model
+// was told) gets the whole initial context again before the next prompt, as codex-cli 0.169.0 sends it for
+// this fixture; with a world_state record, only what changed since the last turn_context (here nothing: the
+// fixture's policies are the configuration's).
+func TestResumeOfAReferenceRollout(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		worldState bool
+		want       []string
+	}{
+		{"without world_state", false, []string{"permissions", "environment", "user:Carry on"}},
+		{"with world_state", true, []string{"user:Carry on"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mm := mockmodel.New(t)
+			mm.Enqueue(okReply("resumed"))
+			c := apptest.Start(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request"}) // the fixture's turn_context
+			path := installFixture(t, c.Home, c.Work, "rollout-2026-11-20T09-00-00-"+fixturePaginatedID+".jsonl")
+			if tc.worldState {
+				f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+				require.NoError(t, err)
+				_, err = f.WriteString(`{"timestamp":"2026-11-20T09:00:07.000Z","ordinal":18,"type":"world_state","payload":{"full":false,"state":{}}}` + "\n")
+				require.NoError(t, err)
+				require.NoError(t, f.Close())
+			}
+			c.Initialize(false)
+			c.Result("thread/resume", map[string]any{"threadId": fixturePaginatedID}, nil)
+			c.StartTurn(fixturePaginatedID, "Carry on")
+			c.WaitTurnCompleted()
+			require.Equal(t, tc.want, contextAfterHistory(mm.ResponseRequests()[0].Body))
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -514,8 +515,18 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 			Total: t.total, Last: breakdown(th.TokenUsage.LastTokenUsage), ModelContextWindow: th.TokenUsage.ModelContextWindow}
 	}
 	t.recorder = rec
-	if perms, moved, ok := toldContext(th.LastTurnContext, s); ok {
+	// A rollout of another program without the reference's world_state (an older reference's) records nothing
+	// of what was told: the reference sends it all again.
+	told := th.WorldState || th.Meta.CLIVersion == m.deps.Version || strings.Contains(th.Meta.CLIVersion, "+appserver")
+	if perms, moved, ok := toldContext(th.LastTurnContext, s); ok && told {
 		t.permissions, t.cwdChanged = perms, moved
+	} else {
+		// Nothing tells what the model was told last: its next turn starts with the whole initial context
+		// again, as the reference's does.
+		t.permissions = permissionsText(s)
+		m.mu.Lock()
+		m.pendingContext[id] = m.initialContext(s)
+		m.mu.Unlock()
 	}
 	return t, nil
 }

@@ -368,12 +368,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	}
 	// The initial context joins the history (and the rollout) at the first turn that records a start, as
 	// the reference's does: a review's hand-off before it comes first.
-	initial := initialContext(s)
-	if m.deps.SkillsPrompt != nil {
-		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
-			initial = append(initial, messageItem("developer", text))
-		}
-	}
+	initial := m.initialContext(s)
 	t.permissions = permissionsText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
@@ -382,6 +377,17 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	m.pendingContext[id] = initial
 	m.mu.Unlock()
 	return t, nil
+}
+
+// initialContext is the context a thread's history starts with: permissions, environment, skills.
+func (m *Manager) initialContext(s Settings) []json.RawMessage {
+	initial := initialContext(s)
+	if m.deps.SkillsPrompt != nil {
+		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
+			initial = append(initial, messageItem("developer", text))
+		}
+	}
+	return initial
 }
 
 // register makes a thread loaded (closing it when the server is shutting down).

@@ -10,7 +10,7 @@ import (
 // turn_context: the permissions text of the sandbox and approval policy it recorded (with today's cwd), and
 // whether the thread's cwd now differs from the recorded one. As the reference does, the next turn then repeats the permissions
 // only when they changed and the environment context only when the cwd moved. ok is false without a
-// readable turn_context (the permissions last put in the history then stand for what was told).
+// readable turn_context.
 func toldContext(lastTurnContext json.RawMessage, s Settings) (permissions string, cwdMoved, ok bool) {
 	if len(lastTurnContext) == 0 {
 		return "", false, false
