@@ -359,6 +359,20 @@ func TestRawIsACopy(t *testing.T) {
 	require.Equal(t, true, c.Raw()["features"].(map[string]any)["x"])
 }
 
+// TestScalarReadsWhatRawHolds: Scalar is Raw's value at a path when that is no table or array.
+func TestScalarReadsWhatRawHolds(t *testing.T) {
+	c := load(t, "model_context_window = 1000\nweb_search = \"live\"\n[tools.update_plan]\nenabled = true\n[t]\na = [1]\n")
+	require.Equal(t, int64(1000), c.Scalar("model_context_window"))
+	require.Equal(t, "live", c.Scalar("web_search"))
+	require.Equal(t, true, c.Scalar("tools", "update_plan", "enabled"))
+	require.Nil(t, c.Scalar("tools", "update_plan"))
+	require.Nil(t, c.Scalar("t", "a"))
+	require.Nil(t, c.Scalar("absent"))
+	require.Nil(t, c.Scalar("web_search", "deeper"))
+	var none *Config
+	require.Nil(t, none.Scalar("x"))
+}
+
 func TestSystemLayer(t *testing.T) {
 	require.NoError(t, os.WriteFile(systemConfigPath, []byte("model = \"sys\"\nmodel_verbosity = \"high\"\n"), 0o600))
 	t.Cleanup(func() { _ = os.Remove(systemConfigPath) })

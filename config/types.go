@@ -169,3 +169,24 @@ func (c *Config) FeatureEnabled(name string) bool {
 func (c *Config) Raw() map[string]any {
 	return deepCopy(c.effective)
 }
+
+// Scalar returns the value at path (snake_case keys, as in Raw) of the effective merged configuration
+// when it is neither a table nor an array, without Raw's copy; nil when absent.
+func (c *Config) Scalar(path ...string) any {
+	if c == nil {
+		return nil
+	}
+	var cur any = c.effective
+	for _, k := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[k]
+	}
+	switch cur.(type) {
+	case map[string]any, []any:
+		return nil
+	}
+	return cur
+}

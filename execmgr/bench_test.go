@@ -19,8 +19,8 @@ func BenchmarkCommandExecBuffered(b *testing.B) {
 	b.SetBytes(benchBytes)
 	for b.Loop() {
 		res, err := r.Exec(context.Background(), CommandExecRequest{Params: CommandExecParams{Command: benchCmd, DisableOutputCap: true}})
-		if err != nil || len(res.Stdout) != benchBytes {
-			b.Fatalf("err=%v len=%d", err, len(res.Stdout))
+		if err != nil || res.Stdout.Len() != benchBytes {
+			b.Fatalf("err=%v len=%d", err, res.Stdout.Len())
 		}
 	}
 }

@@ -7,15 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
-
-	"appserver/jsonrpc"
 )
 
 // JSON-RPC error codes used by command/exec.
@@ -59,27 +54,11 @@ type CommandExecParams struct {
 	DisableTimeout     bool               `json:"disableTimeout,omitempty"`
 }
 
-// CommandExecResponse is the final `command/exec` result; stdout/stderr are "" when streamed.
+// CommandExecResponse is the final `command/exec` result; stdout/stderr are empty when streamed.
 type CommandExecResponse struct {
 	ExitCode int    `json:"exitCode"`
-	Stdout   string `json:"stdout"`
-	Stderr   string `json:"stderr"`
-}
-
-// AppendJSON appends the response's JSON, byte for byte as encoding/json writes it. A large output
-// is the common case here, and encoding/json escapes control bytes very slowly (a 64 MiB output of NUL
-// bytes took 17 s).
-func (r CommandExecResponse) AppendJSON(b []byte) []byte {
-	if len(r.Stdout)+len(r.Stderr) >= 1<<20 {
-		b = slices.Grow(b, 48+jsonrpc.StringLen(r.Stdout)+jsonrpc.StringLen(r.Stderr))
-	}
-	b = append(b, `{"exitCode":`...)
-	b = strconv.AppendInt(b, int64(r.ExitCode), 10)
-	b = append(b, `,"stdout":`...)
-	b = jsonrpc.AppendString(b, r.Stdout)
-	b = append(b, `,"stderr":`...)
-	b = jsonrpc.AppendString(b, r.Stderr)
-	return append(b, '}')
+	Stdout   Output `json:"stdout"`
+	Stderr   Output `json:"stderr"`
 }
 
 // CommandExecWriteParams mirrors `command/exec/write`.
@@ -160,15 +139,29 @@ type capture struct {
 	mu      sync.Mutex
 	limit   int64 // <0 = unlimited
 	n       int64
-	buf     chunkBuffer
+	buf     Output
 	stream  Stream
 	id      string
 	deltaFn OutputDeltaFunc
+	taken   bool // the output went into the response: a reader past the drain timeout changes nothing
+}
+
+// take returns the collected output; later writes are dropped.
+func (c *capture) take() Output {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.taken = true
+	out := c.buf
+	c.buf = Output{}
+	return out
 }
 
 func (c *capture) write(chunk []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.taken {
+		return
+	}
 	reached := false
 	if c.limit >= 0 {
 		room := c.limit - c.n
@@ -184,7 +177,7 @@ func (c *capture) write(chunk []byte) {
 		c.deltaFn(c.id, c.stream, chunk, reached)
 		return
 	}
-	c.buf.Write(chunk)
+	c.buf.write(chunk)
 }
 
 // Exec validates and runs a command to completion (exit, timeout → 124, terminate → 137). Deltas are all
@@ -293,7 +286,7 @@ func (r *CommandExecRegistry) Exec(ctx context.Context, req CommandExecRequest) 
 		res.ExitCode = TerminatedExitCode
 	}
 	if !stream {
-		res.Stdout, res.Stderr = caps[0].buf.String(), caps[1].buf.String()
+		res.Stdout, res.Stderr = caps[0].take(), caps[1].take()
 	}
 	return res, nil
 }
@@ -409,41 +402,4 @@ func (r *CommandExecRegistry) Close() {
 	for _, p := range procs {
 		p.KillNow()
 	}
-}
-
-// chunkBuffer accumulates bytes in fixed blocks (no re-copying while growing) and joins them once.
-type chunkBuffer struct {
-	blocks [][]byte
-	n      int
-}
-
-const chunkBlockSize = 1 << 20
-
-func (c *chunkBuffer) Write(p []byte) {
-	c.n += len(p)
-	for len(p) > 0 {
-		if len(c.blocks) == 0 || len(c.blocks[len(c.blocks)-1]) == cap(c.blocks[len(c.blocks)-1]) {
-			size := chunkBlockSize
-			if len(c.blocks) == 0 {
-				size = 4096 // most outputs are small
-			}
-			c.blocks = append(c.blocks, make([]byte, 0, size))
-		}
-		last := &c.blocks[len(c.blocks)-1]
-		k := min(cap(*last)-len(*last), len(p))
-		*last = append(*last, p[:k]...)
-		p = p[k:]
-	}
-}
-
-// String joins the blocks into one string (a single copy, no extra one for the conversion).
-func (c *chunkBuffer) String() string {
-	if c.n == 0 {
-		return ""
-	}
-	out := make([]byte, 0, c.n)
-	for _, b := range c.blocks {
-		out = append(out, b...)
-	}
-	return unsafe.String(unsafe.SliceData(out), len(out))
 }

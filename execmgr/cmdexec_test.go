@@ -86,7 +86,7 @@ func TestCommandExecBuffered(t *testing.T) {
 	dir := t.TempDir()
 	res, err := r.Exec(context.Background(), CommandExecRequest{Params: CommandExecParams{Command: []string{"sh", "-c", "echo out; echo err >&2; pwd; exit 3"}, Cwd: sptr(dir)}})
 	require.NoError(t, err)
-	require.Equal(t, CommandExecResponse{ExitCode: 3, Stdout: "out\n" + dir + "\n", Stderr: "err\n"}, res)
+	require.Equal(t, CommandExecResponse{ExitCode: 3, Stdout: OutputOf("out\n" + dir + "\n"), Stderr: OutputOf("err\n")}, res)
 }
 
 func TestCommandExecEnvOverrides(t *testing.T) {
@@ -95,7 +95,7 @@ func TestCommandExecEnvOverrides(t *testing.T) {
 		Env:    []string{"PATH=/usr/bin:/bin", "HOME=/root", "KEEP=1"},
 		Params: CommandExecParams{Command: []string{"sh", "-c", "echo $FOO-$HOME-$KEEP"}, Env: map[string]*string{"FOO": sptr("bar"), "HOME": nil}}})
 	require.NoError(t, err)
-	require.Equal(t, "bar--1\n", res.Stdout)
+	require.Equal(t, "bar--1\n", res.Stdout.String())
 }
 
 func TestCommandExecTimeout(t *testing.T) {
@@ -103,7 +103,7 @@ func TestCommandExecTimeout(t *testing.T) {
 	start := time.Now()
 	res, err := r.Exec(context.Background(), CommandExecRequest{Params: CommandExecParams{Command: []string{"sh", "-c", "echo before; sleep 5; echo after"}, TimeoutMs: i64(500)}})
 	require.NoError(t, err)
-	require.Equal(t, CommandExecResponse{ExitCode: 124, Stdout: "before\n"}, res)
+	require.Equal(t, CommandExecResponse{ExitCode: 124, Stdout: OutputOf("before\n")}, res)
 	require.Less(t, time.Since(start), 4*time.Second)
 	res, err = r.Exec(context.Background(), CommandExecRequest{Params: CommandExecParams{Command: []string{"sleep", "5"}, TimeoutMs: i64(0)}})
 	require.NoError(t, err)
@@ -151,7 +151,7 @@ func TestCommandExecBufferedStdin(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 	res, err := wait()
 	require.NoError(t, err)
-	require.Equal(t, CommandExecResponse{ExitCode: 0, Stdout: "hi\n"}, res)
+	require.Equal(t, CommandExecResponse{ExitCode: 0, Stdout: OutputOf("hi\n")}, res)
 }
 
 func TestCommandExecTTYResize(t *testing.T) {
@@ -283,7 +283,7 @@ func TestCommandExecOutputCap(t *testing.T) {
 	r := newRegistry(t)
 	res, err := r.Exec(context.Background(), CommandExecRequest{Params: CommandExecParams{Command: []string{"sh", "-c", "echo 0123456789; echo abcdefghij >&2"}, OutputBytesCap: u64(5)}})
 	require.NoError(t, err)
-	require.Equal(t, CommandExecResponse{ExitCode: 0, Stdout: "01234", Stderr: "abcde"}, res)
+	require.Equal(t, CommandExecResponse{ExitCode: 0, Stdout: OutputOf("01234"), Stderr: OutputOf("abcde")}, res)
 
 	var log deltaLog
 	res, err = r.Exec(context.Background(), CommandExecRequest{OnOutputDelta: log.fn, Params: CommandExecParams{Command: []string{"sh", "-c", "echo 0123456789; sleep 0.1; echo more; echo abcdefghij >&2"}, OutputBytesCap: u64(5), ProcessID: sptr("c1"), StreamStdoutStderr: true}})
@@ -295,10 +295,10 @@ func TestCommandExecOutputCap(t *testing.T) {
 	// Default cap: 1 MiB per stream; disableOutputCap lifts it.
 	res, err = r.Exec(context.Background(), CommandExecRequest{Params: CommandExecParams{Command: []string{"head", "-c", fmt.Sprint(3 << 20), "/dev/zero"}}})
 	require.NoError(t, err)
-	require.Len(t, res.Stdout, 1<<20)
+	require.Equal(t, 1<<20, res.Stdout.Len())
 	res, err = r.Exec(context.Background(), CommandExecRequest{Params: CommandExecParams{Command: []string{"head", "-c", fmt.Sprint(3 << 20), "/dev/zero"}, DisableOutputCap: true}})
 	require.NoError(t, err)
-	require.Len(t, res.Stdout, 3<<20)
+	require.Equal(t, 3<<20, res.Stdout.Len())
 }
 
 func TestCommandExecCloseKillsConnectionProcesses(t *testing.T) {

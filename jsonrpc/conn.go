@@ -417,6 +417,7 @@ func yieldToHandler() { runtime.Gosched() }
 
 // runLane serves req and then each request queued behind it, until the lane is empty.
 func (c *Conn) runLane(name string, l *lane, req *Request) {
+	growStack()
 	for {
 		c.work.Add(1)
 		c.serve(req)
@@ -433,6 +434,19 @@ func (c *Conn) runLane(name string, l *lane, req *Request) {
 		c.flightMu.Unlock()
 	}
 }
+
+// growStack grows the calling goroutine's stack to 16 KiB in one step (one copy of a shallow stack): a
+// handler goes about that deep (decoding params, encoding its answer), and a new goroutine's small
+// stack would otherwise double several times, each time copying the stack and adjusting its frames.
+//
+//go:noinline
+func growStack() {
+	var buf [10 << 10]byte
+	keepStack(buf[:])
+}
+
+//go:noinline
+func keepStack([]byte) {}
 
 // serve runs the handler and answers with its result unless the request was answered or handed to
 // Request.Go; a panic answers -32603. It balances one c.work.Add.
@@ -477,15 +491,14 @@ func (c *Conn) Notify(method string, params any) error {
 	if a, ok := params.(Appender); ok {
 		return c.write(c.appendNotification(method, a))
 	}
-	var raw json.RawMessage
-	if params != nil {
-		b, err := Marshal(params)
-		if err != nil {
-			return fmt.Errorf("encode %s params: %w", method, err)
-		}
-		raw = b
+	if params == nil {
+		return c.write(outLine{b: encodeNotification(method, nil, c.now().UnixMilli())})
 	}
-	return c.write(outLine{b: encodeNotification(method, raw, c.now().UnixMilli())})
+	l, err := c.marshalNotification(method, params)
+	if err != nil {
+		return fmt.Errorf("encode %s params: %w", method, err)
+	}
+	return c.write(l)
 }
 
 // Call sends a server→client request and waits for its answer until ctx ends or the connection closes.
@@ -699,8 +712,27 @@ func (r *Request) Reply(result any, err error) {
 		return
 	}
 	defer r.conn.settle(r)
+	if v, ok := result.(streamed); ok && err == nil {
+		_ = r.conn.queue(outLine{b: responseHead(r.ID), body: v.w})
+		return
+	}
 	_ = r.conn.queue(outLine{b: encodeReply(r.ID, result, err)})
 }
+
+// JSONWriter is implemented by results that write their own compact JSON encoding, byte for byte what
+// Marshal would produce, to w in pieces (see Streamed).
+type JSONWriter interface {
+	WriteJSON(w io.Writer) error
+}
+
+// streamed is the result Streamed returns.
+type streamed struct{ w JSONWriter }
+
+// Streamed wraps a result too large to hold encoded (a command's buffered output: NUL bytes take six
+// times their size in JSON) for Request.Reply: the writer goroutine has it write its encoding straight
+// to the output, so the reply line is never whole in memory. Other lines wait until it is written, as
+// they would behind any line.
+func Streamed(w JSONWriter) any { return streamed{w} }
 
 func encodeReply(id json.RawMessage, result any, err error) []byte {
 	if err != nil {
@@ -719,6 +751,12 @@ func encodeReply(id json.RawMessage, result any, err error) []byte {
 		}
 	case nil:
 		raw = json.RawMessage("{}")
+	case streamed:
+		var buf bytes.Buffer
+		if wErr := v.w.WriteJSON(&buf); wErr != nil {
+			return encodeError(id, &Error{Code: CodeInternalError, Message: "encode result: " + wErr.Error()})
+		}
+		raw = buf.Bytes()
 	case Appender:
 		raw = v.AppendJSON(nil)
 	default:

@@ -3,11 +3,11 @@ package jsonrpc
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"appserver/jsonrpc/jsonstr"
 )
@@ -41,6 +41,7 @@ type Appender interface {
 type outLine struct {
 	b      []byte        // the line, without its newline unless nl
 	nl     bool          // b ends with its '\n'
+	body   JSONWriter    // a Streamed result: b is the line's head, body writes the rest before its '}'
 	pooled *[]byte       // returned to linePool once written
 	marker chan struct{} // flush marker: closed when the writer reaches it
 	after  func()        // AfterWritten's callback: run (output flushed) when the writer reaches it
@@ -66,6 +67,59 @@ func (c *Conn) appendNotification(method string, params Appender) outLine {
 	b = append(b, '}', '\n')
 	*bp = b
 	return outLine{b: b, nl: true, pooled: bp}
+}
+
+// marshalNotification encodes a notification line into a pooled buffer, newline included, with params
+// encoded as Marshal encodes them but straight into the line: no intermediate buffer to grow and copy.
+func (c *Conn) marshalNotification(method string, params any) (outLine, error) {
+	bp := linePool.Get().(*[]byte)
+	b := append((*bp)[:0], `{"method":`...)
+	b = AppendString(b, method)
+	b = append(b, `,"params":`...)
+	b, err := appendMarshal(b, params)
+	if err != nil {
+		*bp = b[:0]
+		linePool.Put(bp)
+		return outLine{}, err
+	}
+	b = append(b, `,"emittedAtMs":`...)
+	b = strconv.AppendInt(b, c.now().UnixMilli(), 10)
+	b = append(b, '}', '\n')
+	*bp = b
+	return outLine{b: b, nl: true, pooled: bp}, nil
+}
+
+// sliceEncoder is a json.Encoder (no HTML escaping, as Marshal) that appends to a byte slice.
+type sliceEncoder struct {
+	b   []byte
+	enc *json.Encoder
+}
+
+func (e *sliceEncoder) Write(p []byte) (int, error) {
+	e.b = append(e.b, p...)
+	return len(p), nil
+}
+
+var sliceEncoderPool = sync.Pool{New: func() any {
+	e := &sliceEncoder{}
+	e.enc = json.NewEncoder(e)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// appendMarshal appends Marshal(v) to dst. The encoder writes a value in one Write (and keeps no error
+// of its own, since its writer never fails), so a pooled one serves any caller.
+func appendMarshal(dst []byte, v any) ([]byte, error) {
+	e := sliceEncoderPool.Get().(*sliceEncoder)
+	e.b = dst
+	err := e.enc.Encode(v)
+	b := e.b
+	e.b = nil
+	sliceEncoderPool.Put(e)
+	if err != nil {
+		return dst, err
+	}
+	return b[:len(b)-1], nil // Encode ends the value with a newline
 }
 
 // write queues one ordinary line, blocking while the queue is full, as stdio does in the reference.
@@ -207,7 +261,15 @@ func (c *Conn) put(l outLine) {
 	}
 	bw := c.out.bw
 	var err error
-	if len(l.b) >= directWriteMin {
+	if l.body != nil { // pieces of at least the buffer's size go straight to the output (bufio.Writer)
+		_, err = bw.Write(l.b)
+		if err == nil {
+			err = l.body.WriteJSON(bw)
+		}
+		if err == nil {
+			err = bw.WriteByte('}')
+		}
+	} else if len(l.b) >= directWriteMin {
 		if bw.Buffered() > 0 {
 			err = bw.Flush()
 		}
@@ -349,34 +411,3 @@ func AppendString(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }
 
 // AppendBytesString is AppendString for a byte slice, without converting it to a string first.
 func AppendBytesString(dst []byte, s []byte) []byte { return jsonstr.Append(dst, s) }
-
-// StringLen returns len(AppendString(nil, s)) without encoding, so a large string's buffer can be
-// allocated once (growing it by doubling copies and faults in most of its pages twice).
-func StringLen(s string) int {
-	n := 2
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			switch {
-			case b >= 0x20 && b != '"' && b != '\\':
-				n++
-			case b == '"', b == '\\', b == '\b', b == '\f', b == '\n', b == '\r', b == '\t':
-				n += 2
-			default:
-				n += 6
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			n += 6
-		case r == '\u2028' || r == '\u2029':
-			n += 6
-		default:
-			n += size
-		}
-		i += size
-	}
-	return n
-}

@@ -70,6 +70,34 @@ func TestAppenderNotificationMatchesMarshalledOne(t *testing.T) {
 	l.release()
 }
 
+// TestNotificationEncodedInPlaceMatchesMarshalledOne: Notify's params encoded straight into the line are the
+// bytes Marshal gives (no HTML escaping, compacted json.RawMessage, maps sorted), also once a reused buffer
+// has held a longer line; a value Marshal refuses is refused alike.
+func TestNotificationEncodedInPlaceMatchesMarshalledOne(t *testing.T) {
+	now := func() time.Time { return time.UnixMilli(1234) }
+	c := NewConn(strings.NewReader(""), io.Discard, &funcHandler{}, Options{Now: now})
+	for _, params := range []any{
+		map[string]any{"z": nil, "a": "<&> é \u2028", "raw": json.RawMessage(" { \"k\" : [1, 2] } ")},
+		testDelta{Seq: 1, Data: strings.Repeat("long \"line\"\n", 10000)},
+		struct {
+			A string `json:"a,omitempty"`
+			B *int   `json:"b"`
+		}{},
+		[]int{1, 2},
+	} {
+		want, err := Marshal(params)
+		require.NoError(t, err)
+		l, err := c.marshalNotification("m/x", params)
+		require.NoError(t, err)
+		require.True(t, l.nl)
+		require.Equal(t, string(encodeNotification("m/x", want, 1234))+"\n", string(l.b))
+		l.release()
+	}
+	_, err := c.marshalNotification("m/x", map[string]any{"f": func() {}})
+	require.Error(t, err)
+	require.Error(t, c.Notify("m/x", map[string]any{"f": func() {}}))
+}
+
 // rawPeer drives a Conn whose output the test reads only when it wants to, over synchronous pipes:
 // while it does not read, the connection's writer is blocked.
 type rawPeer struct {
@@ -279,13 +307,6 @@ func TestReplyUsesAppender(t *testing.T) {
 	line := encodeReply(json.RawMessage(`7`), appenderResult{&calls}, nil)
 	require.Equal(t, `{"id":7,"result":{"fast":true}}`, strings.TrimSpace(string(line)))
 	require.Equal(t, 1, calls)
-}
-
-// TestStringLen: StringLen is exactly the length AppendString writes.
-func TestStringLen(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"b\`, "\b\f\n\r\t\x00\x1f\x7f", "héllo 😀", "\u2028\u2029", "bad \xff \xc3", "\xe2\x82", "\xf0\x9f\x98"} {
-		require.Equal(t, len(AppendString(nil, s)), StringLen(s), "%q", s)
-	}
 }
 
 // TestAppendStringMatchesEncodingJSONRandom: random strings weighted towards control bytes, quotes,

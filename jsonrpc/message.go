@@ -149,14 +149,19 @@ func validID(raw json.RawMessage) bool {
 
 // Marshal encodes v as compact JSON without HTML escaping (serde does not escape <, > and &).
 func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := appendMarshal(nil, v)
+	if err != nil {
 		return nil, err
 	}
-	b := buf.Bytes()
-	return b[:len(b)-1], nil
+	return b, nil
+}
+
+// responseHead is the start of a response line up to its result: `{"id":<id>,"result":`.
+func responseHead(id json.RawMessage) []byte {
+	b := make([]byte, 0, len(id)+16)
+	b = append(b, `{"id":`...)
+	b = append(b, id...)
+	return append(b, `,"result":`...)
 }
 
 func encodeResponse(id json.RawMessage, result json.RawMessage) []byte {

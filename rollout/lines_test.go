@@ -3,8 +3,10 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -165,4 +167,129 @@ func TestAppendLineMatchesMarshalledLine(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "prefix"+string(want)+"\n", string(got))
 	}
+}
+
+// oddEvent is an event whose tag and payload need escaping.
+type oddEvent struct {
+	Text string `json:"text"`
+	tag  string
+}
+
+func (e oddEvent) EventType() string { return e.tag }
+
+// TestRecorderLinesMatchMarshalledLines: what the recorder writes (payloads encoded into reused buffers,
+// event tags spliced in) is byte for byte the line marshalNoEscape makes of the same record.
+func TestRecorderLinesMatchMarshalledLines(t *testing.T) {
+	r, err := Create(t.TempDir(), SessionMeta{ID: "019a0000-0000-7000-8000-000000000001"}, time.Unix(1700000000, 0))
+	require.NoError(t, err)
+	defer r.Close()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 678e6, time.UTC)
+	r.now = func() time.Time { return at }
+	long := strings.Repeat("<&> é \u2028 \"q\"\n", 40000) // outgrows the reused buffers
+	events := []Event{
+		TokenCount{},
+		TaskStarted{TurnID: "t1", StartedAt: 5},
+		oddEvent{Text: long, tag: "odd"},
+		oddEvent{Text: "x", tag: "<tag> \"q\" é"},
+	}
+	var want []string
+	for _, ev := range events {
+		require.NoError(t, r.AppendEvent(ev))
+		body, err := marshalNoEscape(ev)
+		require.NoError(t, err)
+		tag, _ := json.Marshal(ev.EventType())
+		payload := `{"type":` + string(tag)
+		if len(body) > 2 {
+			payload += ","
+		}
+		payload += string(body[1:])
+		want = append(want, payload)
+	}
+	items := []json.RawMessage{
+		json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"<hi> & é"}]}`),
+		json.RawMessage(" { \"type\" : \"message\",\n \"x\": [1, 2] } "),
+	}
+	for _, it := range items {
+		require.NoError(t, r.AppendResponseItem(it))
+		c, err := marshalNoEscape(it)
+		require.NoError(t, err)
+		want = append(want, string(c))
+	}
+	require.NoError(t, r.Append("compacted", map[string]any{"message": long, "b": []int{1}}))
+	c, err := marshalNoEscape(map[string]any{"message": long, "b": []int{1}})
+	require.NoError(t, err)
+	want = append(want, string(c))
+
+	data, err := os.ReadFile(r.Path())
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	require.Len(t, lines, 1+len(want))
+	for i, p := range want {
+		ord := int64(i + 1)
+		types := TypeEventMsg
+		switch {
+		case i >= len(events)+len(items):
+			types = "compacted"
+		case i >= len(events):
+			types = TypeResponseItem
+		}
+		w, err := marshalNoEscape(line{Timestamp: FormatTimestamp(at), Ordinal: &ord, Type: types, Payload: json.RawMessage(p)})
+		require.NoError(t, err)
+		require.Equal(t, string(w), lines[i+1], "line %d", i+1)
+	}
+}
+
+// TestHeldLinesAreWrittenTogether: lines appended under Hold reach the file at the last release (or a
+// Flush, Sync or Close), with the ordinals and bytes they would have had unheld.
+func TestHeldLinesAreWrittenTogether(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	write := func(r *Recorder, held bool) []string {
+		r.now = func() time.Time { return at }
+		size := func() int64 {
+			fi, err := os.Stat(r.Path())
+			require.NoError(t, err)
+			return fi.Size()
+		}
+		start := size()
+		var outer, inner func() error
+		if held {
+			outer = r.Hold()
+		}
+		require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t1", StartedAt: 5}))
+		if held {
+			inner = r.Hold()
+		}
+		require.NoError(t, r.AppendResponseItem(json.RawMessage(`{"type":"message","role":"user","content":[]}`)))
+		if held {
+			require.NoError(t, inner())
+			require.NoError(t, inner()) // a release counts once
+			require.Equal(t, start, size(), "held lines are written by the last release")
+			require.NoError(t, outer())
+		}
+		require.NoError(t, r.AppendEvent(TokenCount{}))
+		if held {
+			release := r.Hold()
+			require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t2"}))
+			require.NoError(t, r.Flush())
+			require.Greater(t, size(), start)
+			require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t3"}))
+			require.NoError(t, r.Close()) // writes what is still held
+			require.NoError(t, release())
+		} else {
+			require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t2"}))
+			require.NoError(t, r.AppendEvent(TaskStarted{TurnID: "t3"}))
+			require.NoError(t, r.Close())
+		}
+		data, err := os.ReadFile(r.Path())
+		require.NoError(t, err)
+		return strings.Split(string(data), "\n")
+	}
+	meta := SessionMeta{ID: "019a0000-0000-7000-8000-000000000002", Timestamp: "x"}
+	r1, err := Create(t.TempDir(), meta, at)
+	require.NoError(t, err)
+	r2, err := Create(t.TempDir(), meta, at)
+	require.NoError(t, err)
+	plain, held := write(r1, false), write(r2, true)
+	require.Len(t, plain, 7)
+	require.Equal(t, plain, held)
 }

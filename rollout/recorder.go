@@ -80,6 +80,8 @@ type Recorder struct {
 	next   int64
 	now    func() time.Time
 	closed bool
+	held   int     // open holds (Hold)
+	pend   *[]byte // lines written while held, not on disk yet (a scratch buffer)
 }
 
 // RolloutFileName returns the reference's file name for a thread created at t (local time).
@@ -198,22 +200,41 @@ func (r *Recorder) AppendEvent(payload any) error {
 	if !ok {
 		return r.Append(TypeEventMsg, payload)
 	}
-	body, err := marshalNoEscape(payload)
+	bodyBuf := getScratch()
+	defer putScratch(bodyBuf)
+	body, err := appendNoEscape((*bodyBuf)[:0], payload)
+	*bodyBuf = body
 	if err != nil {
 		return fmt.Errorf("rollout: marshal event: %w", err)
 	}
 	if len(body) < 2 || body[0] != '{' {
 		return errors.New("rollout: event payload is not an object")
 	}
-	tag, _ := json.Marshal(ev.EventType())
-	out := make([]byte, 0, len(body)+len(tag)+10)
-	out = append(out, `{"type":`...)
-	out = append(out, tag...)
+	outBuf := getScratch()
+	defer putScratch(outBuf)
+	out := append((*outBuf)[:0], `{"type":`...)
+	out = appendTag(out, ev.EventType())
 	if len(body) > 2 {
 		out = append(out, ',')
 	}
 	out = append(out, body[1:]...)
-	return r.Append(TypeEventMsg, json.RawMessage(out))
+	*outBuf = out
+	// out is compact (encoding/json's output around a compact tag), so it goes in as it is: what
+	// marshalling it as a json.RawMessage would write.
+	return r.writeCompact(TypeEventMsg, out, time.Time{})
+}
+
+// appendTag appends an event's type tag as json.Marshal encodes it.
+func appendTag(dst []byte, tag string) []byte {
+	for i := 0; i < len(tag); i++ {
+		if c := tag[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-' || c == '/') {
+			b, _ := json.Marshal(tag)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, tag...)
+	return append(dst, '"')
 }
 
 // Append records any payload under the given record type (compacted, world_state, token_usage_record, …).
@@ -222,10 +243,18 @@ func (r *Recorder) Append(recordType string, payload any) error {
 }
 
 func (r *Recorder) writeAt(recordType string, payload any, at time.Time) error {
-	body, err := marshalNoEscape(payload)
+	bodyBuf := getScratch()
+	defer putScratch(bodyBuf)
+	body, err := appendNoEscape((*bodyBuf)[:0], payload)
+	*bodyBuf = body
 	if err != nil {
 		return fmt.Errorf("rollout: marshal %s: %w", recordType, err)
 	}
+	return r.writeCompact(recordType, body, at)
+}
+
+// writeCompact writes one line whose payload is body, compact JSON as marshalNoEscape writes it.
+func (r *Recorder) writeCompact(recordType string, body []byte, at time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -234,15 +263,90 @@ func (r *Recorder) writeAt(recordType string, payload any, at time.Time) error {
 	if at.IsZero() {
 		at = r.now()
 	}
-	buf, err := appendLine(make([]byte, 0, len(body)+len(recordType)+80), FormatTimestamp(at), r.next, recordType, body)
+	if r.held > 0 {
+		if r.pend == nil {
+			r.pend = getScratch()
+			*r.pend = (*r.pend)[:0]
+		}
+		buf, err := appendLine(*r.pend, FormatTimestamp(at), r.next, recordType, body)
+		if err != nil {
+			return fmt.Errorf("rollout: marshal record: %w", err)
+		}
+		*r.pend = buf
+		r.next++
+		return nil
+	}
+	lineBuf := getScratch()
+	defer putScratch(lineBuf)
+	buf, err := appendLine((*lineBuf)[:0], FormatTimestamp(at), r.next, recordType, body)
 	if err != nil {
 		return fmt.Errorf("rollout: marshal record: %w", err)
 	}
+	*lineBuf = buf
 	if _, err := r.f.Write(buf); err != nil {
 		return fmt.Errorf("rollout: write %s: %w", r.path, err)
 	}
 	r.next++
 	return nil
+}
+
+// Hold keeps the lines appended from now on in memory until the returned release is called (once): the
+// records of a burst then reach the file in one write. Holds nest; the last release writes the lines
+// and returns the write's error. The holder must not wait for anything while it holds (Flush, Sync and
+// Close write the held lines at once).
+func (r *Recorder) Hold() (release func() error) {
+	r.mu.Lock()
+	r.held++
+	r.mu.Unlock()
+	var once sync.Once
+	return func() error {
+		var err error
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.held--; r.held == 0 {
+				err = r.flushLocked()
+			}
+		})
+		return err
+	}
+}
+
+// Flush writes the lines held back by open holds (see Hold); later lines are still held.
+func (r *Recorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.flushLocked()
+}
+
+func (r *Recorder) flushLocked() error {
+	if r.pend == nil {
+		return nil
+	}
+	buf := r.pend
+	r.pend = nil
+	defer putScratch(buf)
+	if r.closed || len(*buf) == 0 {
+		return nil
+	}
+	if _, err := r.f.Write(*buf); err != nil {
+		return fmt.Errorf("rollout: write %s: %w", r.path, err)
+	}
+	return nil
+}
+
+// maxScratch is the largest scratch buffer kept for reuse.
+const maxScratch = 256 << 10
+
+// scratchPool holds the buffers a line is encoded in before it is written (nothing keeps them after).
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+func getScratch() *[]byte { return scratchPool.Get().(*[]byte) }
+
+func putScratch(b *[]byte) {
+	if cap(*b) <= maxScratch {
+		scratchPool.Put(b)
+	}
 }
 
 // appendLine appends one rollout line (newline included): what marshalNoEscape(line{…}) writes, without
@@ -290,12 +394,48 @@ func marshalNoEscape(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
+// sliceEncoder is a json.Encoder without HTML escaping that appends to a byte slice.
+type sliceEncoder struct {
+	b   []byte
+	enc *json.Encoder
+}
+
+func (e *sliceEncoder) Write(p []byte) (int, error) {
+	e.b = append(e.b, p...)
+	return len(p), nil
+}
+
+var sliceEncoderPool = sync.Pool{New: func() any {
+	e := &sliceEncoder{}
+	e.enc = json.NewEncoder(e)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// appendNoEscape appends marshalNoEscape(v) to dst. The encoder writes a value in one Write and keeps no
+// error of its own (its writer never fails), so pooled encoders serve any caller.
+func appendNoEscape(dst []byte, v any) ([]byte, error) {
+	e := sliceEncoderPool.Get().(*sliceEncoder)
+	e.b = dst
+	err := e.enc.Encode(v)
+	b := e.b
+	e.b = nil
+	sliceEncoderPool.Put(e)
+	if err != nil {
+		return dst, err
+	}
+	return b[:len(b)-1], nil // Encode ends the value with a newline
+}
+
 // Sync flushes the file to stable storage (fsync).
 func (r *Recorder) Sync() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return ErrClosed
+	}
+	if err := r.flushLocked(); err != nil {
+		return err
 	}
 	return r.f.Sync()
 }
@@ -307,10 +447,11 @@ func (r *Recorder) Close() error {
 	if r.closed {
 		return nil
 	}
+	ferr := r.flushLocked()
 	r.closed = true
 	serr := r.f.Sync()
 	cerr := r.f.Close()
-	return errors.Join(serr, cerr)
+	return errors.Join(ferr, serr, cerr)
 }
 
 // Item MarshalJSON methods force the reference's "type" tags.

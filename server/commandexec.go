@@ -101,6 +101,9 @@ func (s *Server) commandExec(ctx context.Context, c *connection, req *jsonrpc.Re
 		if err != nil {
 			return nil, requestError(err)
 		}
+		if resp.Large() { // encoded piece by piece straight to the output, never whole in memory
+			return jsonrpc.Streamed(resp), nil
+		}
 		return resp, nil
 	})
 	return nil, nil

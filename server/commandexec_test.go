@@ -337,3 +337,35 @@ func TestCommandExecSandboxedOutputIsTheServersPipe(t *testing.T) {
 	res := rs.await(t, id, nil)
 	require.JSONEq(t, `{"exitCode":0,"stdout":"","stderr":""}`, string(res))
 }
+
+// A buffered command/exec reply with megabytes of output (written by the writer goroutine in pieces) is
+// byte for byte what encoding/json makes of the whole result, including UTF-8 sequences and escapes on
+// both sides of the pieces' boundaries.
+func TestCommandExecLargeBufferedReplyWire(t *testing.T) {
+	rs := startRawServer(t, true)
+	script := `i=0; while [ $i -lt 40000 ]; do printf 'caf\303\251 \360\237\230\200 \342\200\250 "q\\ \t\001 \377\360\237 '; i=$((i+1)); done; head -c 1500000 /dev/zero; printf 'end\342\200' >&2; exit 3`
+	id := rs.send(t, "command/exec", map[string]any{
+		"command": []string{"sh", "-c", script}, "disableOutputCap": true,
+		"sandboxPolicy": map[string]any{"type": "dangerFullAccess"},
+	})
+	prefix := fmt.Appendf(nil, `{"id":%d,`, id)
+	var line []byte
+	for line == nil {
+		l, err := readFullLine(rs.out)
+		require.NoError(t, err)
+		if bytes.HasPrefix(l, prefix) {
+			line = append([]byte(nil), l...)
+		}
+	}
+	unit := "caf\xc3\xa9 \xf0\x9f\x98\x80 \xe2\x80\xa8 \"q\\ \t\x01 \xff\xf0\x9f "
+	stdout := strings.Repeat(unit, 40000) + strings.Repeat("\x00", 1500000)
+	var want bytes.Buffer
+	enc := json.NewEncoder(&want)
+	enc.SetEscapeHTML(false)
+	require.NoError(t, enc.Encode(map[string]any{"id": id, "result": struct {
+		ExitCode int    `json:"exitCode"`
+		Stdout   string `json:"stdout"`
+		Stderr   string `json:"stderr"`
+	}{3, stdout, "end\xe2\x80"}}))
+	require.True(t, bytes.Equal(bytes.TrimSuffix(want.Bytes(), []byte("\n")), line), "the reply differs (%d bytes, want %d)", len(line), want.Len()-1)
+}

@@ -65,12 +65,12 @@ type compactMarkKey struct{}
 // autoCompactLimit is model_auto_compact_token_limit, else 90% of the model's context window
 // (model_context_window from config, else the catalogue's).
 func (t *Thread) autoCompactLimit(s Settings) int64 {
-	raw := s.EffectiveConfig(t.mgr.Config()).Raw()
-	if v, ok := asInt(raw["model_auto_compact_token_limit"]); ok && v > 0 {
+	cfg := s.EffectiveConfig(t.mgr.Config())
+	if v, ok := asInt(cfg.Scalar("model_auto_compact_token_limit")); ok && v > 0 {
 		return v
 	}
 	window := model.ContextWindow(s.Model)
-	if v, ok := asInt(raw["model_context_window"]); ok && v > 0 {
+	if v, ok := asInt(cfg.Scalar("model_context_window")); ok && v > 0 {
 		window = v
 	}
 	return window * 9 / 10

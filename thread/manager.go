@@ -484,20 +484,26 @@ func (m *Manager) takePendingContext(id string) []json.RawMessage {
 // before turn/completed is emitted.
 func (m *Manager) touchLater(t *Thread) {
 	t.mu.Lock()
-	persisted := t.recorder != nil
-	var path string
-	if persisted {
-		path = t.recorder.Path()
-	}
+	rec := t.recorder
 	t.mu.Unlock()
-	if !persisted {
+	if rec == nil {
 		return
 	}
+	// The turn's end may still be held (holdOutput): the projection and the index read the file.
+	if err := rec.Flush(); err != nil {
+		t.log.Warn("rollout append failed", "error", err)
+	}
+	path := rec.Path()
 	m.refHistory().Project(m.rootCtx, t.ID, path)
 	m.touches.RLock()
 	var hold func()
 	if h := touchHook; h != nil {
 		hold = h()
+	} else if m.openStore() == nil {
+		// No index to update (none is open until a client lists threads, and Store opens it only once
+		// the pending updates are done): no goroutine to start and wake a thread for.
+		m.touches.RUnlock()
+		return
 	}
 	go func() {
 		defer m.touches.RUnlock()

@@ -3,6 +3,7 @@ package thread
 import (
 	"bytes"
 
+	"appserver/jsonrpc/jsonstr"
 	protocol "appserver/protocol/v2"
 	"encoding/json"
 	"os"
@@ -29,14 +30,40 @@ How to answer:
 - If you could not finish, say what stands in the way and what you would do next.`
 
 // messageItem builds a Responses API input message with an id, like the reference's context items.
+// It writes what marshal makes of the item as a map (members sorted by name) without reflection: the
+// base instructions' message is built for every model request.
 func messageItem(role, text string) json.RawMessage {
-	item := map[string]any{
-		"type":    "message",
-		"id":      "msg_" + uuid.Must(uuid.NewV7()).String(),
-		"role":    role,
-		"content": []map[string]string{{"type": "input_text", "text": text}},
+	b := make([]byte, 0, len(text)+len(role)+128)
+	b = append(b, `{"content":[{"text":`...)
+	b = jsonstr.Append(b, text)
+	b = append(b, `,"type":"input_text"}],"id":"msg_`...)
+	b = appendUUIDv7(b)
+	b = append(b, `","role":`...)
+	b = jsonstr.Append(b, role)
+	return append(b, `,"type":"message"}`...)
+}
+
+// appendUUIDv7 appends a new version 7 UUID's canonical text (hex digits and dashes: nothing to escape).
+func appendUUIDv7(b []byte) []byte {
+	id := uuid.Must(uuid.NewV7())
+	n := len(b)
+	b = append(b, make([]byte, 36)...)
+	encodeUUID(b[n:], id)
+	return b
+}
+
+// encodeUUID writes id's canonical form (as uuid.UUID.String) into dst[:36].
+func encodeUUID(dst []byte, id uuid.UUID) {
+	const hexDigits = "0123456789abcdef"
+	j := 0
+	for i, c := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			dst[j] = '-'
+			j++
+		}
+		dst[j], dst[j+1] = hexDigits[c>>4], hexDigits[c&0xf]
+		j += 2
 	}
-	return marshal(item)
 }
 
 // initialContext is what a new thread's history starts with, in the reference's order: developer

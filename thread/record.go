@@ -12,7 +12,8 @@ import (
 )
 
 // recordItemCompleted appends the item_completed event of a finished turn item, in the reference's core shape,
-// the moment the item completes (a crash afterwards keeps it).
+// the moment the item completes (written, at the latest, before the notifications held with it go out: a crash
+// after the client saw the item keeps it).
 // A non-nil core is recorded as the item instead of the form coreItem derives; turnID is the turn it is
 // recorded under (tn's, or its announced sub-agent turn's), threadID the thread it names (the
 // sub-agent's for its items, as the reference records them).
@@ -66,6 +67,12 @@ func (tn *Turn) releaseRecords() {
 
 // itemTimes returns an item's startedAtMs and completedAtMs when its variant carries them.
 func itemTimes(item protocol.ThreadItem) (started, completed *int64) {
+	switch v := item.Value.(type) { // the items of every turn, read without encoding them
+	case protocol.ThreadItemUserMessage:
+		return copyInt(v.StartedAtMs), copyInt(v.CompletedAtMs)
+	case protocol.ThreadItemAgentMessage:
+		return copyInt(v.StartedAtMs), copyInt(v.CompletedAtMs)
+	}
 	b, err := json.Marshal(item)
 	if err != nil {
 		return nil, nil
@@ -76,6 +83,13 @@ func itemTimes(item protocol.ThreadItem) (started, completed *int64) {
 	}
 	_ = json.Unmarshal(b, &ts)
 	return ts.StartedAtMs, ts.CompletedAtMs
+}
+
+func copyInt(p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	return ptr(*p)
 }
 
 // coreItem converts a protocol ThreadItem into the item the reference records in item_completed (PascalCase

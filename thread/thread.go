@@ -242,10 +242,18 @@ func (t *Thread) EmitTo(s Subscriber, method string, params any) {
 // holdOutput holds back the output of the thread's subscribers (Holder) until release, so the
 // notifications emitted in between go out in one write per connection. Nothing between may wait for
 // a client or another goroutine (every line of those connections waits meanwhile).
+//
+// The rollout's lines recorded meanwhile are held too (rollout.Recorder.Hold) and written, in one write,
+// before the notifications go out: a client never sees a notification whose records are not written.
 func (t *Thread) holdOutput() (release func()) {
 	t.mu.Lock()
 	subs := t.subscribersLocked()
+	rec := t.recorder
 	t.mu.Unlock()
+	var releaseRecords func() error
+	if rec != nil {
+		releaseRecords = rec.Hold()
+	}
 	var rel []func()
 	for _, s := range subs {
 		if h, ok := s.(Holder); ok {
@@ -253,6 +261,11 @@ func (t *Thread) holdOutput() (release func()) {
 		}
 	}
 	return func() {
+		if releaseRecords != nil {
+			if err := releaseRecords(); err != nil {
+				t.log.Warn("rollout append failed", "error", err)
+			}
+		}
 		for _, r := range rel {
 			r()
 		}

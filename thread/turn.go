@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"appserver/jsonrpc/jsonstr"
 	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/rollout"
@@ -449,6 +450,7 @@ func (t *Thread) ActiveTurn() *Turn {
 func (tn *Turn) Run() { go tn.run() }
 
 func (tn *Turn) run() {
+	growStack()
 	t := tn.thread
 	defer close(tn.done)
 	tn.mu.Lock()
@@ -497,6 +499,20 @@ func (tn *Turn) run() {
 	status, turnErr := tn.loop()
 	tn.finish(status, turnErr)
 }
+
+// growStack grows the calling goroutine's stack to 16 KiB in one step (one copy of a shallow stack): a
+// turn's goroutine goes about that deep (encoding notifications, rollout lines and the model request,
+// the HTTP client), and a new goroutine's small stack would otherwise double several times, each time
+// copying the whole stack and adjusting its frames.
+//
+//go:noinline
+func growStack() {
+	var buf [10 << 10]byte
+	keepStack(buf[:])
+}
+
+//go:noinline
+func keepStack([]byte) {}
 
 // acceptInput turns user input into a userMessage item and a history message.
 func (tn *Turn) acceptInput(input []protocol.UserInput, clientID *string) {
@@ -549,23 +565,45 @@ func userText(input []protocol.UserInput) string {
 }
 
 // userInputItem converts user input into a Responses user message.
+// It writes what marshal makes of the message as maps (members sorted by name) without reflection.
 func userInputItem(input []protocol.UserInput) json.RawMessage {
-	content := []map[string]any{}
+	b := make([]byte, 0, 160)
+	b = append(b, `{"content":[`...)
+	first := true
+	part := func(key string, value *string, typ string) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, `{"`...)
+		b = append(b, key...)
+		b = append(b, `":`...)
+		if value == nil {
+			b = append(b, "null"...)
+		} else {
+			b = jsonstr.Append(b, *value)
+		}
+		b = append(b, `,"type":"`...)
+		b = append(b, typ...)
+		b = append(b, `"}`...)
+	}
 	for _, in := range input {
 		switch v := in.Value.(type) {
 		case protocol.UserInputText:
-			content = append(content, map[string]any{"type": "input_text", "text": v.Text})
+			part("text", &v.Text, "input_text")
 		case protocol.UserInputImage:
-			content = append(content, map[string]any{"type": "input_image", "image_url": v.URL})
+			part("image_url", v.URL, "input_image")
 		case protocol.UserInputLocalImage:
-			content = append(content, map[string]any{"type": "input_text", "text": "<image path=\"" + string(v.Path) + "\">"})
+			part("text", ptr("<image path=\""+string(v.Path)+"\">"), "input_text")
 		case protocol.UserInputSkill:
-			content = append(content, map[string]any{"type": "input_text", "text": "<skill name=\"" + v.Name + "\" path=\"" + string(v.Path) + "\"/>"})
+			part("text", ptr("<skill name=\""+v.Name+"\" path=\""+string(v.Path)+"\"/>"), "input_text")
 		case protocol.UserInputMention:
-			content = append(content, map[string]any{"type": "input_text", "text": "<mention name=\"" + v.Name + "\" path=\"" + v.Path + "\"/>"})
+			part("text", ptr("<mention name=\""+v.Name+"\" path=\""+v.Path+"\"/>"), "input_text")
 		}
 	}
-	return marshal(map[string]any{"type": "message", "id": "msg_" + uuid.Must(uuid.NewV7()).String(), "role": "user", "content": content})
+	b = append(b, `],"id":"msg_`...)
+	b = appendUUIDv7(b)
+	return append(b, `","role":"user","type":"message"}`...)
 }
 
 // loop runs model requests and tool calls until the model answers without a tool call.
@@ -630,6 +668,13 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			}
 			return tn.fail(me)
 		}
+		calls := sr.run.count()
+		// The token count and, when the turn ends here, the turn's end (finish) go out together; with no
+		// tool call to wait for, the response's records join them.
+		var release func()
+		if calls == 0 {
+			release = t.holdOutput()
+		}
 		// The output items joined the history as they completed (see streamState).
 		for _, it := range comp.Items {
 			if !sr.recorded[string(it)] {
@@ -637,7 +682,6 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			}
 		}
 		tn.recordUsage(comp.ResponseID, comp.Usage)
-		calls := sr.run.count()
 		if calls > 0 {
 			outputs, ok := sr.run.wait()
 			t.appendHistory(outputs...)
@@ -646,9 +690,8 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 				tn.reportUsage(s, tn.takePendingUsage())
 				return protocol.TurnStatusInterrupted, nil
 			}
+			release = t.holdOutput()
 		}
-		// The token count and, when the turn ends here, the turn's end (finish) go out together.
-		release := t.holdOutput()
 		tn.reportUsage(s, tn.takePendingUsage())
 		tn.mu.Lock()
 		more := len(tn.pending) > 0
@@ -727,13 +770,26 @@ func abortedOutput(call ToolCall, wall time.Duration) json.RawMessage {
 	return errorOutput(call, fmt.Sprintf("Wall time: %.4f seconds\naborted by user", wall.Seconds()))
 }
 
-// emptyRateLimits is the all-null account/rateLimits/updated the reference sends with every token count.
-func emptyRateLimits() map[string]any {
-	return map[string]any{"rateLimits": map[string]any{
+// emptyRateLimits is the all-null account/rateLimits/updated the reference sends with every token count
+// (encoded once: every turn sends it).
+func emptyRateLimits() preEncoded { return emptyRateLimitsJSON() }
+
+var emptyRateLimitsJSON = sync.OnceValue(func() preEncoded {
+	return preEncoded(marshal(map[string]any{"rateLimits": map[string]any{
 		"limitId": "codex", "limitName": nil, "normalModelSlug": nil, "primary": nil, "secondary": nil, "credits": nil,
 		"individualLimit": nil, "spendControlReached": nil, "planType": nil, "rateLimitReachedType": nil,
-	}}
-}
+	}}))
+})
+
+// preEncoded is notification params encoded already (compact, as marshal writes them): a connection appends
+// them to its line as they are (jsonrpc.Appender), anything else gets them from MarshalJSON.
+type preEncoded []byte
+
+// AppendJSON appends the encoded params.
+func (p preEncoded) AppendJSON(b []byte) []byte { return append(b, p...) }
+
+// MarshalJSON returns the encoded params.
+func (p preEncoded) MarshalJSON() ([]byte, error) { return p, nil }
 
 // buildRequest assembles the model request: base instructions, history, tools.
 func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {

@@ -29,17 +29,16 @@ type toolSwitches struct {
 }
 
 func switchesOf(cfg *config.Config, modelID string) toolSwitches {
-	raw := cfg.Raw()
 	sw := toolSwitches{
 		unifiedExec:      cfg.FeatureEnabled("unified_exec"),
 		shellTool:        featureOr(cfg, "shell_tool", true),
-		updatePlan:       rawBool(raw, false, "tools", "update_plan", "enabled"),
-		requestUserInput: rawBool(raw, true, "tools", "experimental_request_user_input", "enabled"),
+		updatePlan:       rawBool(cfg, false, "tools", "update_plan", "enabled"),
+		requestUserInput: rawBool(cfg, true, "tools", "experimental_request_user_input", "enabled"),
 		viewImage:        featureOr(cfg, "view_image", true),
 		goals:            featureOr(cfg, "goals", true),
 		webSearch:        "cached",
 	}
-	if v, ok := raw["web_search"].(string); ok && v != "" {
+	if v, ok := cfg.Scalar("web_search").(string); ok && v != "" {
 		sw.webSearch = v
 	}
 	// A catalogue model always gets apply_patch, as the reference offers it by model. Any other model
@@ -47,7 +46,7 @@ func switchesOf(cfg *config.Config, modelID string) toolSwitches {
 	// command tool off (the TUI's title thread) gets no editing tool either. include_apply_patch_tool
 	// decides when set.
 	_, known := model.LookupModel(modelID)
-	sw.applyPatch = rawBool(raw, known || sw.unifiedExec || sw.shellTool, "include_apply_patch_tool")
+	sw.applyPatch = rawBool(cfg, known || sw.unifiedExec || sw.shellTool, "include_apply_patch_tool")
 	return sw
 }
 
@@ -62,16 +61,8 @@ func featureOr(cfg *config.Config, name string, def bool) bool {
 }
 
 // rawBool reads a boolean at path in the raw configuration (def when absent or not a boolean).
-func rawBool(raw map[string]any, def bool, path ...string) bool {
-	var cur any = raw
-	for _, k := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return def
-		}
-		cur = m[k]
-	}
-	if b, ok := cur.(bool); ok {
+func rawBool(cfg *config.Config, def bool, path ...string) bool {
+	if b, ok := cfg.Scalar(path...).(bool); ok {
 		return b
 	}
 	return def
@@ -270,9 +261,20 @@ func (viewImageSet) Call(_ context.Context, tc *thread.ToolContext, call thread.
 
 type webSearchSet struct{ live bool }
 
+// webSearchSpecs are the two possible specs, by external_web_access.
+var webSearchSpecs = sync.OnceValue(func() (specs [2][]json.RawMessage) {
+	for i, live := range []bool{false, true} {
+		b, _ := json.Marshal(map[string]any{"type": "web_search", "external_web_access": live})
+		specs[i] = []json.RawMessage{b}
+	}
+	return specs
+})
+
 func (w webSearchSet) Specs() []json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"type": "web_search", "external_web_access": w.live})
-	return []json.RawMessage{b}
+	if w.live {
+		return webSearchSpecs()[1]
+	}
+	return webSearchSpecs()[0]
 }
 
 func (webSearchSet) Call(context.Context, *thread.ToolContext, thread.ToolCall) (json.RawMessage, bool) {

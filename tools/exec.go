@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"appserver/execmgr"
 	protocol "appserver/protocol/v2"
@@ -17,7 +18,9 @@ type execSet struct {
 	st   *threadState
 }
 
-func (e *execSet) Specs() []json.RawMessage { return execmgr.UnifiedExecToolSchemas() }
+var execSpecs = sync.OnceValue(execmgr.UnifiedExecToolSchemas)
+
+func (e *execSet) Specs() []json.RawMessage { return execSpecs() }
 
 func (e *execSet) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
 	if call.Namespace != "" || call.Type != "function_call" {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"appserver/applypatch"
@@ -19,7 +20,11 @@ type patchSet struct {
 	st   *threadState
 }
 
-func (p *patchSet) Specs() []json.RawMessage { return []json.RawMessage{applypatch.ToolSpec()} }
+// patchSpecs is built once: every model request of every thread sends it (as the builtin sets' specs,
+// the shared bytes are only ever encoded).
+var patchSpecs = sync.OnceValue(func() []json.RawMessage { return []json.RawMessage{applypatch.ToolSpec()} })
+
+func (p *patchSet) Specs() []json.RawMessage { return patchSpecs() }
 
 func (p *patchSet) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
 	if call.Name != applypatch.ToolName || call.Namespace != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"appserver/execmgr"
 	protocol "appserver/protocol/v2"
@@ -17,9 +18,9 @@ type shellSet struct {
 	st   *threadState
 }
 
-func (s *shellSet) Specs() []json.RawMessage {
-	return []json.RawMessage{execmgr.ShellCommandToolSchema()}
-}
+var shellSpecs = sync.OnceValue(func() []json.RawMessage { return []json.RawMessage{execmgr.ShellCommandToolSchema()} })
+
+func (s *shellSet) Specs() []json.RawMessage { return shellSpecs() }
 
 func (s *shellSet) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
 	if call.Name != "shell_command" || call.Namespace != "" || call.Type != "function_call" {
