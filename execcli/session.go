@@ -106,9 +106,7 @@ func (s *session) openThread(ctx context.Context) (startInfo, error) {
 			t := true
 			p.Ephemeral = &t
 		}
-		if o.threadSource != "" {
-			p.ThreadSource = &o.threadSource
-		}
+		p.ThreadSource = threadSource(o)
 		var resp protocol.ThreadForkResponse
 		if err := s.e.call(ctx, protocol.MethodThreadFork, p, &resp); err != nil {
 			return startInfo{}, describeCallError(protocol.MethodThreadFork, err)
@@ -138,9 +136,7 @@ func (s *session) openThread(ctx context.Context) (startInfo, error) {
 		t := true
 		p.Ephemeral = &t
 	}
-	if o.threadSource != "" {
-		p.ThreadSource = &o.threadSource
-	}
+	p.ThreadSource = threadSource(o)
 	var resp protocol.ThreadStartResponse
 	if err := s.e.call(ctx, protocol.MethodThreadStart, p, &resp); err != nil {
 		return startInfo{}, err
@@ -377,4 +373,17 @@ func describeSandbox(p protocol.SandboxPolicy) string {
 		return s
 	}
 	return "unknown"
+}
+
+// defaultThreadSource is the thread source exec gives the threads it starts or forks without --thread-source,
+// as the reference's exec does.
+const defaultThreadSource = "user"
+
+// threadSource is the threadSource of exec's thread/start and thread/fork: --thread-source, else "user".
+func threadSource(o *options) *string {
+	if o.threadSource != "" {
+		return &o.threadSource
+	}
+	s := defaultThreadSource
+	return &s
 }

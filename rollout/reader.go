@@ -62,6 +62,9 @@ type Thread struct {
 	ReasoningEffort string
 	// LastTurnContext is the last turn_context payload, raw.
 	LastTurnContext json.RawMessage
+	// WorldState reports a world_state record: the reference's record of what the model was told, from
+	// which it tells a resumed thread only what changed (without one it sends the whole context again).
+	WorldState bool
 	// Settings is the last thread_settings_applied event's settings (nil when there is none).
 	Settings *ThreadSettings
 	// TokenUsage is the info of the last token_count event.
@@ -456,6 +459,8 @@ func (b *builder) add(rec line) {
 		}
 	case TypeCompacted:
 		b.compacted(rec.Payload)
+	case TypeWorldState:
+		b.th.WorldState = true
 	case TypeTurnContext:
 		// Decoded at the end, newest first: usually only the last one is.
 		start := len(b.tcArena)

@@ -80,7 +80,8 @@ type Summary struct {
 	Originator      string `json:"originator"`
 	ForkedFromID    string `json:"forkedFromId,omitempty"`
 	ParentThreadID  string `json:"parentThreadId,omitempty"`
-	HistoryMode     string `json:"historyMode,omitempty"` // session_meta history_mode
+	HistoryMode     string `json:"historyMode,omitempty"`  // session_meta history_mode
+	ThreadSource    string `json:"threadSource,omitempty"` // session_meta thread_source
 	// Snippet is the message (or name/preview) that matched a content search.
 	Snippet  string          `json:"-"`
 	Archived bool            `json:"archived"`
@@ -328,7 +329,7 @@ func rowOf(sum *Summary, rel string, size, modNs int64, fileName string) *thread
 		ModelProvider: sum.ModelProvider, Model: sum.Model, Effort: sum.ReasoningEffort, Source: sum.Source,
 		SourceKind: sum.SourceKind, CLIVersion: sum.CLIVersion, Originator: sum.Originator,
 		ForkedFrom: sum.ForkedFromID, Archived: sum.Archived, GitInfo: string(sum.GitInfo), Parent: sum.ParentThreadID,
-		HistoryMode: sum.HistoryMode, RecencyMs: sum.RecencyAt * 1000}
+		HistoryMode: sum.HistoryMode, RecencyMs: sum.RecencyAt * 1000, ThreadSource: sum.ThreadSource}
 }
 
 func (s *Store) summaryOf(r *threadindex.Row) Summary {
@@ -337,7 +338,7 @@ func (s *Store) summaryOf(r *threadindex.Row) Summary {
 		ModelProvider: r.ModelProvider, Model: r.Model, ReasoningEffort: r.Effort, Source: r.Source,
 		SourceKind: r.SourceKind, CLIVersion: r.CLIVersion, Originator: r.Originator, ForkedFromID: r.ForkedFrom,
 		ParentThreadID: r.Parent, HistoryMode: r.HistoryMode, Archived: r.Archived, Section: r.Section, SectionEnteredAtMs: r.SectionEnteredMs,
-		RecencyAt: r.RecencyMs / 1000}
+		RecencyAt: r.RecencyMs / 1000, ThreadSource: r.ThreadSource}
 	if r.GitInfo != "" {
 		sum.GitInfo = json.RawMessage(r.GitInfo)
 	}
@@ -764,6 +765,7 @@ func summaryFromMeta(id string, m *Meta, df diskFile) Summary {
 	}
 	sum.ParentThreadID = SpawnParent(m.Session.Source)
 	sum.HistoryMode = m.Session.HistoryMode
+	sum.ThreadSource = m.Session.ThreadSource
 	sum.RecencyAt = m.ImportedRecency(created.Unix())
 	if t := strings.TrimSpace(string(m.Session.Source)); strings.HasPrefix(t, "{") {
 		sum.Source = t // object sources (sub-agents) keep their JSON; see ProtocolSource

@@ -517,7 +517,8 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	t, err := s.threads.Fork(ctx, thread.ForkOptions{
 		ParentID: p.ThreadID, LastTurnID: deref(p.LastTurnID), BeforeTurnID: deref(p.BeforeTurnID),
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral, Originator: c.originator(), Source: s.opts.SessionSource,
-		Overrides: resumeOverrides(p.Model, p.ModelProvider, p.Cwd, p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions, p.ServiceTier, nil),
+		ThreadSource: p.ThreadSource,
+		Overrides:    resumeOverrides(p.Model, p.ModelProvider, p.Cwd, p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions, p.ServiceTier, nil),
 	})
 	if err != nil {
 		return nil, storeError(err)

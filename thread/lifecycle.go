@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,6 +82,9 @@ func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protoc
 	if sum.ForkedFromID != "" {
 		th.ForkedFromID = ptr(sum.ForkedFromID)
 	}
+	if sum.ThreadSource != "" {
+		th.ThreadSource = ptr(sum.ThreadSource)
+	}
 	if g := rollout.GitInfo(sum.GitInfo); g != nil {
 		var gi protocol.GitInfo
 		if b, err := json.Marshal(g); err == nil && json.Unmarshal(b, &gi) == nil {
@@ -115,6 +119,7 @@ func (m *Manager) ListPage(q rollout.ListQuery) ([]protocol.Thread, rollout.Page
 	for _, sum := range page {
 		th := ThreadFromSummary(sum, notLoaded())
 		th.ForkedFromID = nil // the reference's listing does not carry it
+		th.ThreadSource = nil // nor the thread source (thread/read and thread/resume do)
 		if t, ok := m.Get(sum.ID); ok && !sum.Archived {
 			info := t.Info()
 			th.Status = info.Status
@@ -483,6 +488,9 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if th.Meta.ForkedFromID != "" {
 		t.meta.ForkedFromID = ptr(th.Meta.ForkedFromID)
 	}
+	if th.Meta.ThreadSource != "" {
+		t.meta.ThreadSource = ptr(th.Meta.ThreadSource)
+	}
 	name := th.Name
 	if st, err := m.Store(); err == nil {
 		if n := st.Name(id); n != "" {
@@ -508,6 +516,19 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 			Total: t.total, Last: breakdown(th.TokenUsage.LastTokenUsage), ModelContextWindow: th.TokenUsage.ModelContextWindow}
 	}
 	t.recorder = rec
+	// A rollout of another program without the reference's world_state (an older reference's) records nothing
+	// of what was told: the reference sends it all again.
+	told := th.WorldState || th.Meta.CLIVersion == m.deps.Version || strings.Contains(th.Meta.CLIVersion, "+appserver")
+	if perms, moved, ok := toldContext(th.LastTurnContext, s); ok && told {
+		t.permissions, t.cwdChanged = perms, moved
+	} else {
+		// Nothing tells what the model was told last: its next turn starts with the whole initial context
+		// again, as the reference's does.
+		t.permissions = permissionsText(s)
+		m.mu.Lock()
+		m.pendingContext[id] = m.initialContext(s)
+		m.mu.Unlock()
+	}
 	return t, nil
 }
 
@@ -518,7 +539,8 @@ type ForkOptions struct {
 	BeforeTurnID string
 	Ephemeral    bool
 	Originator   string
-	Source       string // the session source the fork's rollout records ("vscode" when empty)
+	Source       string  // the session source the fork's rollout records ("vscode" when empty)
+	ThreadSource *string // the client's analytics classification of the fork (thread/fork's threadSource)
 	Overrides    ResumeOverrides
 }
 
@@ -576,7 +598,7 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		ID: id, ForkedFromID: o.ParentID, Timestamp: rollout.FormatTimestamp(now), Cwd: firstNonEmpty(deref(o.Overrides.Cwd), parent.Session.Cwd),
 		Originator: firstNonEmpty(o.Originator, parent.Session.Originator), CLIVersion: m.deps.Version,
 		Source: rollout.StringSource(firstNonEmpty(o.Source, "vscode")), ModelProvider: firstNonEmpty(deref(o.Overrides.ModelProvider), parent.Session.ModelProvider),
-		HistoryBase: &hb, ForkedFromOrdinalExclusive: &hb.EndOrdinalExclusive,
+		HistoryBase: &hb, ForkedFromOrdinalExclusive: &hb.EndOrdinalExclusive, ThreadSource: deref(o.ThreadSource),
 	}
 	fresh := m.forkSettings()
 	var th *rollout.Thread
@@ -634,6 +656,7 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 	}
 	t.meta.CreatedAt, t.meta.UpdatedAt, t.meta.RecencyAt = now.Unix(), now.Unix(), ptr(now.Unix())
 	t.meta.ForkedFromID = ptr(o.ParentID)
+	t.meta.ThreadSource = o.ThreadSource // a fork's own classification (none when not given), never its parent's
 	name := st.Name(o.ParentID)
 	if pt, ok := m.Get(o.ParentID); ok {
 		if n := pt.Info().Name; n != nil {

@@ -357,7 +357,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		rec, err := m.createRollout(rollout.SessionMeta{
 			ID: id, Timestamp: rollout.FormatTimestamp(now), Cwd: cwd, Originator: opts.Originator,
 			CLIVersion: m.deps.Version, Source: rollout.StringSource(firstNonEmpty(opts.Source, "vscode")),
-			ModelProvider: s.ModelProvider, DynamicTools: dyn, Git: gitRaw,
+			ThreadSource: deref(p.ThreadSource), ModelProvider: s.ModelProvider, DynamicTools: dyn, Git: gitRaw,
 		}, s, now)
 		if err != nil {
 			return nil, err
@@ -368,12 +368,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	}
 	// The initial context joins the history (and the rollout) at the first turn that records a start, as
 	// the reference's does: a review's hand-off before it comes first.
-	initial := initialContext(s)
-	if m.deps.SkillsPrompt != nil {
-		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
-			initial = append(initial, messageItem("developer", text))
-		}
-	}
+	initial := m.initialContext(s)
 	t.permissions = permissionsText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
@@ -382,6 +377,17 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	m.pendingContext[id] = initial
 	m.mu.Unlock()
 	return t, nil
+}
+
+// initialContext is the context a thread's history starts with: permissions, environment, skills.
+func (m *Manager) initialContext(s Settings) []json.RawMessage {
+	initial := initialContext(s)
+	if m.deps.SkillsPrompt != nil {
+		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
+			initial = append(initial, messageItem("developer", text))
+		}
+	}
+	return initial
 }
 
 // register makes a thread loaded (closing it when the server is shutting down).
@@ -416,7 +422,7 @@ func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.T
 	if st := m.openStore(); st != nil {
 		sum := rollout.Summary{ID: meta.ID, Path: rec.Path(), Cwd: meta.Cwd, CreatedAt: now.Unix(), CreatedAtMs: now.UnixMilli(),
 			ModelProvider: meta.ModelProvider, Model: s.Model, Source: rollout.SourceString(meta.Source), CLIVersion: meta.CLIVersion,
-			Originator: meta.Originator, ForkedFromID: meta.ForkedFromID}
+			Originator: meta.Originator, ForkedFromID: meta.ForkedFromID, ThreadSource: meta.ThreadSource}
 		if s.Effort != nil {
 			sum.ReasoningEffort = string(*s.Effort)
 		}

@@ -17,7 +17,7 @@ import (
 )
 
 // SchemaVersion is stored in PRAGMA user_version; a database with another version is rebuilt.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // Row is one indexed thread.
 type Row struct {
@@ -42,6 +42,7 @@ type Row struct {
 	GitInfo       string // JSON, "" when none
 	Parent        string // the thread that spawned this one (sub-agent), "" when none
 	HistoryMode   string // session_meta history_mode ("" when the rollout has none)
+	ThreadSource  string // session_meta thread_source, the client's analytics classification ("" when none)
 	// RecencyMs is the thread's recency when it is not UpdatedMs (0): an imported session's last turn end.
 	RecencyMs int64
 	Content   string // user and agent messages joined by ContentSep (thread/search); not filled by reads
@@ -77,7 +78,8 @@ CREATE TABLE IF NOT EXISTS threads (
   git_info TEXT NOT NULL,
   parent TEXT NOT NULL,
   history_mode TEXT NOT NULL,
-  recency_ms INTEGER NOT NULL
+  recency_ms INTEGER NOT NULL,
+  thread_source TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS contents (id TEXT PRIMARY KEY, content TEXT NOT NULL, lcontent TEXT NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS threads_parent ON threads(parent) WHERE parent <> '';
@@ -282,7 +284,7 @@ func (t *Tx) Set(key, value string) error {
 
 const putColumns = ` INTO threads(id, rel, size, mod_ns, created_ms, updated_ms, cwd, preview, lpreview,
 		file_name, lfile_name, model_provider, model, effort, source, source_kind, cli_version, originator, forked_from,
-		archived, git_info, parent, history_mode, recency_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+		archived, git_info, parent, history_mode, recency_ms, thread_source) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // Put inserts or replaces a thread row.
 func (t *Tx) Put(r *Row) error { return t.put("INSERT OR REPLACE", r) }
@@ -304,7 +306,7 @@ func (t *Tx) put(verb string, r *Row) error {
 	}
 	_, err := st.Exec(r.ID, r.Rel, r.Size, r.ModNs, r.CreatedMs, r.UpdatedMs, r.Cwd, r.Preview, strings.ToLower(r.Preview),
 		r.FileName, strings.ToLower(r.FileName), r.ModelProvider, r.Model, r.Effort, r.Source, r.SourceKind,
-		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent, r.HistoryMode, r.RecencyMs)
+		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent, r.HistoryMode, r.RecencyMs, r.ThreadSource)
 	if err != nil {
 		return fmt.Errorf("threadindex: put %s: %w", r.ID, err)
 	}
@@ -431,7 +433,7 @@ func (ix *Index) FilesUnder(ctx context.Context, relDir string) (map[string]File
 
 const rowColumns = `t.id, t.rel, t.size, t.mod_ns, t.created_ms, t.updated_ms, t.cwd, t.preview, t.file_name,
 	t.model_provider, t.model, t.effort, t.source, t.source_kind, t.cli_version, t.originator, t.forked_from,
-	t.archived, t.git_info, t.parent, t.history_mode, t.recency_ms, COALESCE(n.name, t.file_name), COALESCE(m.section_id, ''), COALESCE(s.name, ''),
+	t.archived, t.git_info, t.parent, t.history_mode, t.recency_ms, t.thread_source, COALESCE(n.name, t.file_name), COALESCE(m.section_id, ''), COALESCE(s.name, ''),
 	COALESCE(s.appearance, ''), COALESCE(m.entered_ms, 0)`
 
 const rowJoins = ` FROM threads t LEFT JOIN names n ON n.id = t.id LEFT JOIN section_members m ON m.thread_id = t.id
@@ -442,7 +444,7 @@ func scanRow(sc interface{ Scan(...any) error }) (Row, error) {
 	var sec Section
 	err := sc.Scan(&r.ID, &r.Rel, &r.Size, &r.ModNs, &r.CreatedMs, &r.UpdatedMs, &r.Cwd, &r.Preview, &r.FileName,
 		&r.ModelProvider, &r.Model, &r.Effort, &r.Source, &r.SourceKind, &r.CLIVersion, &r.Originator, &r.ForkedFrom,
-		&r.Archived, &r.GitInfo, &r.Parent, &r.HistoryMode, &r.RecencyMs, &r.Name, &sec.ID, &sec.Name, &sec.Appearance, &r.SectionEnteredMs)
+		&r.Archived, &r.GitInfo, &r.Parent, &r.HistoryMode, &r.RecencyMs, &r.ThreadSource, &r.Name, &sec.ID, &sec.Name, &sec.Appearance, &r.SectionEnteredMs)
 	if sec.ID != "" {
 		r.Section = &sec
 	}

@@ -29,7 +29,7 @@ func ReadReferenceThreads(ctx context.Context, codexHome string) ([]*Row, error)
 		COALESCE(updated_at_ms, updated_at*1000), cwd, CASE WHEN preview <> '' THEN preview ELSE first_user_message END,
 		COALESCE(name, ''), model_provider, COALESCE(model, ''), COALESCE(reasoning_effort, ''), source, cli_version,
 		COALESCE(originator, ''), archived, COALESCE(git_sha, ''), COALESCE(git_branch, ''), COALESCE(git_origin_url, ''),
-		history_mode FROM threads`)
+		history_mode, COALESCE(thread_source, '') FROM threads`)
 	if err != nil {
 		return nil, fmt.Errorf("threadindex: reference state: %w", err)
 	}
@@ -40,7 +40,7 @@ func ReadReferenceThreads(ctx context.Context, codexHome string) ([]*Row, error)
 		var sha, branch, origin string
 		if err := rows.Scan(&r.ID, &r.Rel, &r.CreatedMs, &r.UpdatedMs, &r.Cwd, &r.Preview, &r.FileName,
 			&r.ModelProvider, &r.Model, &r.Effort, &r.Source, &r.CLIVersion, &r.Originator, &r.Archived,
-			&sha, &branch, &origin, &r.HistoryMode); err != nil {
+			&sha, &branch, &origin, &r.HistoryMode, &r.ThreadSource); err != nil {
 			return nil, fmt.Errorf("threadindex: reference state: %w", err)
 		}
 		r.ModNs = r.UpdatedMs * 1e6
