@@ -35,12 +35,20 @@ func (s *Server) threadReadStateUpdate(_ context.Context, _ *connection, _ *json
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
+	var source *string
 	if t, ok := s.threads.Get(p.ThreadID); ok {
-		if t.Info().Ephemeral {
+		info := t.Info()
+		if info.Ephemeral {
 			return nil, jsonrpc.InvalidRequest("ephemeral thread does not support read state: " + p.ThreadID)
 		}
-	} else if _, err := s.threads.ReadStored(p.ThreadID, false); err != nil {
+		source = info.ThreadSource
+	} else if th, err := s.threads.ReadStored(p.ThreadID, false); err != nil {
 		return nil, jsonrpc.InvalidRequest("thread not found: " + p.ThreadID)
+	} else {
+		source = th.ThreadSource
+	}
+	if !thread.ReadStateTracked(source) {
+		return nil, jsonrpc.InvalidRequest("thread read state unavailable")
 	}
 	var read bool
 	switch p.Operation.Value.(type) {
@@ -234,7 +242,11 @@ func (s *Server) threadRead(ctx context.Context, c *connection, _ *jsonrpc.Reque
 	if include {
 		c.notify(protocol.NotifyDeprecationNotice, deprecationHydration())
 	}
-	return protocol.ThreadReadResponse{Thread: info, ReadState: s.threads.ReadState(p.ThreadID, hasHistory)}, nil
+	resp := protocol.ThreadReadResponse{Thread: info}
+	if thread.ReadStateTracked(info.ThreadSource) {
+		resp.ReadState = s.threads.ReadState(p.ThreadID, hasHistory)
+	}
+	return resp, nil
 }
 
 func deprecationHydration() protocol.DeprecationNoticeNotification {

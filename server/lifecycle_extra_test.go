@@ -539,3 +539,37 @@ func TestLazyTurnsKeepOrderAfterResume(t *testing.T) {
 	c.Result("thread/turns/list", map[string]any{"threadId": tid, "limit": 1}, &p)
 	require.Equal(t, []string{third}, p.ids())
 }
+
+// TestReadStateOnlyForUserThreads: as in the reference, a thread started with a threadSource other than
+// "user" has no read state (thread/read shows null, a completed turn announces nothing, an update is
+// refused) and thread/list shows its initial state; a "user" thread is tracked like one without a source.
+func TestReadStateOnlyForUserThreads(t *testing.T) {
+	mm := mockmodel.New(t)
+	for i := 0; i < 2; i++ {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("reply", 1)}})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+
+	other := c.StartThread(map[string]any{"threadSource": "my_source"})
+	c.StartTurn(other, "one")
+	c.WaitTurnCompleted()
+	require.NotContains(t, apptest.NotificationMethods(c.Messages()), "thread/readState/changed")
+	require.Nil(t, readStateOf(t, c, other))
+	var list struct {
+		ReadStates map[string]map[string]any `json:"readStates"`
+	}
+	c.Result("thread/list", map[string]any{}, &list)
+	require.Equal(t, map[string]any{"firstUnread": nil, "revision": "initial:" + other}, list.ReadStates[other])
+	m := c.Request("thread/readState/update", map[string]any{"threadId": other, "operation": map[string]any{"type": "unread"}, "expectedRevision": "initial:" + other})
+	require.NotNil(t, m.Error)
+	require.Equal(t, -32600, m.Error.Code)
+	require.Equal(t, "thread read state unavailable", m.Error.Message)
+
+	user := c.StartThread(map[string]any{"threadSource": "user"})
+	turn := c.StartTurn(user, "two")
+	c.WaitNotification("thread/readState/changed", threadIDIs(user))
+	c.WaitTurnCompleted()
+	require.Equal(t, turn, firstUnreadTurn(readStateOf(t, c, user)))
+}
+

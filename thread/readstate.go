@@ -181,6 +181,13 @@ func (s *readStateStore) compactLocked() error {
 	return nil
 }
 
+// ReadStateTracked reports whether a thread with this threadSource has a read state: as in the reference,
+// only threads without a source or with source "user" do; for the others thread/read shows none, turns
+// change nothing and thread/readState/update is refused.
+func ReadStateTracked(threadSource *string) bool {
+	return threadSource == nil || *threadSource == "user"
+}
+
 func initialReadState(id string) protocol.ThreadReadState {
 	return protocol.ThreadReadState{Revision: "initial:" + id}
 }
@@ -255,15 +262,16 @@ func (t *Thread) emitReadState(st protocol.ThreadReadState) {
 	}
 }
 
-// noteTurnEnd updates the read state when a turn of a persisted thread completes: the first unread position
+// noteTurnEnd updates the read state when a turn of a persisted, tracked thread completes: the first unread position
 // stays (or becomes this turn) and the revision changes; experimental subscribers are told
 // thread/readState/changed.
 // Interrupted and failed turns change nothing.
 func (t *Thread) noteTurnEnd(turnID string, status protocol.TurnStatus) {
 	t.mu.Lock()
 	persisted := t.recorder != nil
+	tracked := ReadStateTracked(t.meta.ThreadSource)
 	t.mu.Unlock()
-	if status != protocol.TurnStatusCompleted || !persisted {
+	if status != protocol.TurnStatusCompleted || !persisted || !tracked {
 		return
 	}
 	s := t.mgr.readStates()
