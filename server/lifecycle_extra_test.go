@@ -573,3 +573,23 @@ func TestReadStateOnlyForUserThreads(t *testing.T) {
 	require.Equal(t, turn, firstUnreadTurn(readStateOf(t, c, user)))
 }
 
+// TestArchiveAnnouncesUnloadOnce: archiving a loaded thread sends one thread/status/changed notLoaded
+// before its reply, as the reference does.
+func TestArchiveAnnouncesUnloadOnce(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("reply", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "one")
+	c.WaitTurnCompleted()
+	c.Result("thread/archive", map[string]any{"threadId": tid}, nil)
+	c.WaitNotification("thread/archived", threadIDIs(tid))
+	var unloads int
+	for _, m := range c.Messages() {
+		if m.Method == "thread/status/changed" && strings.Contains(string(m.Params), "notLoaded") {
+			unloads++
+		}
+	}
+	require.Equal(t, 1, unloads)
+}
