@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"appserver/internal/stacksize"
 )
 
 // DefaultQueueSize is the capacity of the egress queue, as the reference's CHANNEL_CAPACITY.
@@ -417,7 +419,7 @@ func yieldToHandler() { runtime.Gosched() }
 
 // runLane serves req and then each request queued behind it, until the lane is empty.
 func (c *Conn) runLane(name string, l *lane, req *Request) {
-	growStack()
+	stacksize.Grow()
 	for {
 		c.work.Add(1)
 		c.serve(req)
@@ -434,19 +436,6 @@ func (c *Conn) runLane(name string, l *lane, req *Request) {
 		c.flightMu.Unlock()
 	}
 }
-
-// growStack grows the calling goroutine's stack to 16 KiB in one step (one copy of a shallow stack): a
-// handler goes about that deep (decoding params, encoding its answer), and a new goroutine's small
-// stack would otherwise double several times, each time copying the stack and adjusting its frames.
-//
-//go:noinline
-func growStack() {
-	var buf [10 << 10]byte
-	keepStack(buf[:])
-}
-
-//go:noinline
-func keepStack([]byte) {}
 
 // serve runs the handler and answers with its result unless the request was answered or handed to
 // Request.Go; a panic answers -32603. It balances one c.work.Add.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"appserver/internal/stacksize"
 	"appserver/jsonrpc/jsonstr"
 	"appserver/model"
 	protocol "appserver/protocol/v2"
@@ -450,7 +451,7 @@ func (t *Thread) ActiveTurn() *Turn {
 func (tn *Turn) Run() { go tn.run() }
 
 func (tn *Turn) run() {
-	growStack()
+	stacksize.Grow()
 	t := tn.thread
 	defer close(tn.done)
 	tn.mu.Lock()
@@ -499,20 +500,6 @@ func (tn *Turn) run() {
 	status, turnErr := tn.loop()
 	tn.finish(status, turnErr)
 }
-
-// growStack grows the calling goroutine's stack to 16 KiB in one step (one copy of a shallow stack): a
-// turn's goroutine goes about that deep (encoding notifications, rollout lines and the model request,
-// the HTTP client), and a new goroutine's small stack would otherwise double several times, each time
-// copying the whole stack and adjusting its frames.
-//
-//go:noinline
-func growStack() {
-	var buf [10 << 10]byte
-	keepStack(buf[:])
-}
-
-//go:noinline
-func keepStack([]byte) {}
 
 // acceptInput turns user input into a userMessage item and a history message.
 func (tn *Turn) acceptInput(input []protocol.UserInput, clientID *string) {
