@@ -202,9 +202,15 @@ func TestResumeAppliesStoredSettings(t *testing.T) {
 	b = turnBody(t, c3, id, nil)
 	require.Equal(t, "priority", b["service_tier"])
 	require.Equal(t, "low", b["reasoning"].(map[string]any)["effort"])
-	mi := modelInstructions(b)
-	require.Len(t, mi, 1)
-	require.Contains(t, mi[0], "# Personality")
+	require.Empty(t, modelInstructions(b), "the model switch carries the new instructions")
+	var switched []string
+	for _, d := range developerTexts(b) {
+		if strings.HasPrefix(d, "<model_switch>") {
+			switched = append(switched, d)
+		}
+	}
+	require.Len(t, switched, 1, "another model than the last turn's gets its instructions, as the reference")
+	require.Contains(t, switched[0], "# Personality")
 
 	// A change after the last turn is recorded too, in the reference's record (which it reads back only with a
 	// permission profile).

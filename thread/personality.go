@@ -63,8 +63,34 @@ func (t *Thread) swapInstructions(s Settings) json.RawMessage {
 	return messageItem("developer", modelInstructionsOpen+want+modelInstructionsClose)
 }
 
+// modelSwitchOpen and modelSwitchClose wrap the developer message that gives a model the thread switched to
+// its base instructions (the reference's tag, our own wording).
+const (
+	modelSwitchOpen  = "<model_switch>\nThe conversation so far was held with another model. From here on, follow these instructions:\n\n"
+	modelSwitchClose = "\n</model_switch>"
+)
+
+// swapModel records s's model as the one the model was last told about and, when a turn on another model came
+// before, returns the developer message that gives the new model the base instructions s calls for (they are
+// then the ones it was told); nil on the first turn and when the model did not change.
+func (t *Thread) swapModel(s Settings) json.RawMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	prev := t.toldModel
+	t.toldModel = s.Model
+	if prev == "" || prev == s.Model {
+		return nil
+	}
+	want := s.instructions()
+	if want == "" {
+		return nil
+	}
+	t.told = want
+	return messageItem("developer", modelSwitchOpen+want+modelSwitchClose)
+}
+
 // toldFromHistory finds, in a stored history, the last instructions and permissions text the model was given:
-// the latest model-instructions message (base when there is none) and the latest permissions message ("" when
+// the latest model-instructions or model-switch message (base when there is none) and the latest permissions message ("" when
 // there is none), so a resumed thread tells the model only what changed since.
 func toldFromHistory(history []json.RawMessage, base string) (instr, perms string) {
 	instr = base
@@ -87,6 +113,8 @@ func toldFromHistory(history []json.RawMessage, base string) (instr, perms strin
 		switch {
 		case !foundInstr && strings.HasPrefix(text, modelInstructionsOpen) && strings.HasSuffix(text, modelInstructionsClose):
 			instr, foundInstr = strings.TrimSuffix(strings.TrimPrefix(text, modelInstructionsOpen), modelInstructionsClose), true
+		case !foundInstr && strings.HasPrefix(text, modelSwitchOpen) && strings.HasSuffix(text, modelSwitchClose):
+			instr, foundInstr = strings.TrimSuffix(strings.TrimPrefix(text, modelSwitchOpen), modelSwitchClose), true
 		case perms == "" && strings.HasPrefix(text, "<permissions instructions>"):
 			perms = text
 		}

@@ -473,8 +473,11 @@ func (tn *Turn) run() {
 	if wasInterrupted {
 		t.appendHistory(messageItem("user", interruptedNotice))
 	}
-	// A turn after a change of the base instructions (a personality change) gives the model the new ones.
-	if msg := t.swapInstructions(s); msg != nil {
+	// A turn on another model than the last one gives it the base instructions, as the reference does; a
+	// turn after a change of the base instructions alone (a personality change) gives the model the new ones.
+	if msg := t.swapModel(s); msg != nil {
+		t.appendHistory(msg)
+	} else if msg := t.swapInstructions(s); msg != nil {
 		t.appendHistory(msg)
 	}
 	// A turn that changed the sandbox or approval policy tells the model what now applies.
@@ -490,8 +493,14 @@ func (tn *Turn) run() {
 	if switched {
 		t.appendHistory(messageItem("developer", collaborationModeText(s)))
 	}
-	if moved {
-		t.appendHistory(messageItem("user", environmentContext(s.Cwd, time.Now())))
+	// The environment context follows a move (whole) or a change of what the sandbox lets commands touch
+	// (date, timezone and filesystem only), as the reference's.
+	fsChanged := t.swapFilesystem(filesystemText(s))
+	switch {
+	case moved:
+		t.appendHistory(messageItem("user", environmentContext(s, time.Now())))
+	case fsChanged:
+		t.appendHistory(messageItem("user", environmentUpdate(s, time.Now())))
 	}
 	release()
 	tn.autoCompact(s) // a context filled past the limit is compacted before the new input

@@ -1,0 +1,169 @@
+package server_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
+
+	"github.com/stretchr/testify/require"
+)
+
+// envTags matches the child tags of an environment context, one a line.
+var envTags = regexp.MustCompile(`(?m)^  <([a-z_]+)>`)
+
+// updateItems labels what a model request adds after the last assistant message of the history: the
+// permissions, the model switch, the environment context (with its tags), then the prompt.
+func updateItems(body map[string]any) []string {
+	var out []string
+	for _, text := range contextAfterHistoryTexts(body) {
+		switch {
+		case strings.HasPrefix(text, "<permissions instructions>"):
+			out = append(out, "permissions")
+		case strings.HasPrefix(text, "<model_switch>"):
+			out = append(out, "model_switch")
+		case strings.HasPrefix(text, "<environment_context>"):
+			var tags []string
+			for _, m := range envTags.FindAllStringSubmatch(text, -1) {
+				tags = append(tags, m[1])
+			}
+			out = append(out, "environment("+strings.Join(tags, ",")+")")
+		default:
+			out = append(out, text)
+		}
+	}
+	return out
+}
+
+func contextAfterHistoryTexts(body map[string]any) []string {
+	input := body["input"].([]any)
+	last := -1
+	for i, it := range input {
+		if m := it.(map[string]any); m["role"] == "assistant" {
+			last = i
+		}
+	}
+	var out []string
+	for _, it := range input[last+1:] {
+		if m := it.(map[string]any); m["type"] == "message" {
+			out = append(out, m["content"].([]any)[0].(map[string]any)["text"].(string))
+		}
+	}
+	return out
+}
+
+// TestContextAfterMidThreadChange: the second turn of a thread, with one setting changed by turn/start, sends
+// the model what codex-cli 0.169.0 sends in the same case (compared on the same mock): the permissions after
+// a sandbox or approval change, with an environment context of date, timezone and filesystem when the
+// sandbox changed; the whole environment context after a move; the new model's instructions in a
+// <model_switch> message after a model change; nothing after an effort change.
+func TestContextAfterMidThreadChange(t *testing.T) {
+	full := "environment(cwd,shell,current_date,timezone,filesystem)"
+	update := "environment(current_date,timezone,filesystem)"
+	for _, tc := range []struct {
+		name     string
+		override func(work string) map[string]any
+		want     []string
+	}{
+		{"none", func(string) map[string]any { return nil }, []string{"two"}},
+		{"sandbox", func(string) map[string]any {
+			return map[string]any{"sandboxPolicy": map[string]any{"type": "readOnly"}}
+		},
+			[]string{"permissions", update, "two"}},
+		{"approval", func(string) map[string]any { return map[string]any{"approvalPolicy": "on-request"} },
+			[]string{"permissions", "two"}},
+		{"cwd", func(work string) map[string]any { return map[string]any{"cwd": filepath.Join(work, "sub")} },
+			[]string{"permissions", full, "two"}},
+		{"model", func(string) map[string]any { return map[string]any{"model": "mock-model-2"} },
+			[]string{"model_switch", "two"}},
+		{"effort", func(string) map[string]any { return map[string]any{"effort": "high"} }, []string{"two"}},
+		{"model and sandbox", func(string) map[string]any {
+			return map[string]any{"model": "mock-model-2", "sandboxPolicy": map[string]any{"type": "dangerFullAccess"}}
+		}, []string{"model_switch", "permissions", update, "two"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mm := mockmodel.New(t)
+			mm.Enqueue(okReply("reply one"))
+			mm.Enqueue(okReply("reply two"))
+			c := apptest.Start(t, apptest.Options{Model: mm})
+			c.Initialize(false)
+			require.NoError(t, os.Mkdir(filepath.Join(c.Work, "sub"), 0o755))
+			tid := c.StartThread(map[string]any{"sandbox": "workspace-write", "approvalPolicy": "never"})
+			c.StartTurn(tid, "one")
+			c.WaitTurnCompleted()
+			params := map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "two"}}}
+			for k, v := range tc.override(c.Work) {
+				params[k] = v
+			}
+			c.Result("turn/start", params, nil)
+			c.WaitTurnCompleted()
+			reqs := mm.ResponseRequests()
+			require.Len(t, reqs, 2)
+			first := updateItems(reqs[0].Body)
+			require.Equal(t, []string{full, "one"}, first[len(first)-2:], "the first request ends with the environment context and the prompt")
+			require.Equal(t, tc.want, updateItems(reqs[1].Body))
+		})
+	}
+}
+
+// TestModelSwitchGivesTheInstructions: after a model change the model gets the base instructions the thread
+// uses (the client's own here), as codex-cli 0.169.0 does, and a later turn on the same model gets nothing new.
+func TestModelSwitchGivesTheInstructions(t *testing.T) {
+	mm := mockmodel.New(t)
+	for i := 0; i < 3; i++ {
+		mm.Enqueue(okReply(fmt.Sprint("reply ", i)))
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(map[string]any{"baseInstructions": "Custom base."})
+	c.StartTurn(tid, "one")
+	c.WaitTurnCompleted()
+	c.Result("turn/start", map[string]any{"threadId": tid, "model": "mock-model-2",
+		"input": []any{map[string]any{"type": "text", "text": "two"}}}, nil)
+	c.WaitTurnCompleted()
+	c.StartTurn(tid, "three")
+	c.WaitTurnCompleted()
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 3)
+	texts := contextAfterHistoryTexts(reqs[1].Body)
+	require.Len(t, texts, 2)
+	require.Regexp(t, `(?s)^<model_switch>\n.+\n\nCustom base\.\n</model_switch>$`, texts[0])
+	require.Equal(t, []string{"three"}, updateItems(reqs[2].Body))
+}
+
+// TestFilesystemPartDescribesTheSandbox: the environment context's <filesystem> part says what the sandbox
+// lets commands touch, in the reference's form, with the entries our sandbox keeps read-only.
+func TestFilesystemPartDescribesTheSandbox(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("reply one"))
+	mm.Enqueue(okReply("reply two"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(map[string]any{"sandbox": "read-only"})
+	c.StartTurn(tid, "one")
+	c.WaitTurnCompleted()
+	extra := filepath.Join(c.Home, "extra")
+	c.Result("turn/start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "two"}},
+		"sandboxPolicy": map[string]any{"type": "workspaceWrite", "writableRoots": []any{extra}, "excludeSlashTmp": true}}, nil)
+	c.WaitTurnCompleted()
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 2)
+	first := contextAfterHistoryTexts(reqs[0].Body)
+	require.Contains(t, first[len(first)-2], "\n  <filesystem><workspace_roots><root>"+c.Work+`</root></workspace_roots><permission_profile type="managed"><file_system type="restricted"><entry access="read"><special>:root</special></entry></file_system></permission_profile></filesystem>`+"\n</environment_context>")
+	second := contextAfterHistoryTexts(reqs[1].Body)
+	require.Len(t, second, 3)
+	w := c.Work
+	require.Equal(t, "<environment_context>\n  <current_date>"+second[1][len("<environment_context>\n  <current_date>"):len("<environment_context>\n  <current_date>")+10]+"</current_date>\n",
+		second[1][:len("<environment_context>\n  <current_date>")+10+len("</current_date>\n")])
+	require.Contains(t, second[1], "\n  <filesystem><workspace_roots><root>"+w+`</root></workspace_roots><permission_profile type="managed"><file_system type="restricted">`+
+		`<entry access="read"><special>:root</special></entry><entry access="write"><path>`+w+`</path></entry>`+
+		`<entry access="write"><special>:tmpdir</special></entry><entry access="write"><path>`+extra+`</path></entry>`+
+		`<entry access="read"><path>`+w+`/.git</path></entry><entry access="read"><path>`+w+`/.codex</path></entry>`+
+		`<entry access="read"><path>`+extra+`/.git</path></entry><entry access="read"><path>`+extra+`/.codex</path></entry>`+
+		`</file_system></permission_profile></filesystem>`+"\n</environment_context>")
+}
