@@ -167,3 +167,44 @@ func TestFilesystemPartDescribesTheSandbox(t *testing.T) {
 		`<entry access="read"><path>`+extra+`/.git</path></entry><entry access="read"><path>`+extra+`/.codex</path></entry>`+
 		`</file_system></permission_profile></filesystem>`+"\n</environment_context>")
 }
+
+// TestResumeElsewhereUnderWorkspaceWrite: a thread resumed in another cwd under workspace-write is told the
+// permissions again (they name the cwd as a writable root) before the whole environment context, as
+// codex-cli 0.169.0 does; a resume with the same settings tells nothing.
+func TestResumeElsewhereUnderWorkspaceWrite(t *testing.T) {
+	mm := mockmodel.New(t)
+	for i := 0; i < 3; i++ {
+		mm.Enqueue(okReply(fmt.Sprint("reply ", i)))
+	}
+	ws := map[string]any{"sandbox": "workspace-write", "approvalPolicy": "never"}
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	home := c.Home
+	c.Initialize(false)
+	require.NoError(t, os.Mkdir(filepath.Join(c.Work, "sub"), 0o755))
+	tid := c.StartThread(ws)
+	c.StartTurn(tid, "one")
+	c.WaitTurnCompleted()
+	c.Close()
+
+	resumeTurn := func(extra map[string]any, text string) []string {
+		t.Helper()
+		c := apptest.Start(t, apptest.Options{Model: mm, Home: home})
+		defer c.Close()
+		c.Initialize(false)
+		params := map[string]any{"threadId": tid}
+		for k, v := range ws {
+			params[k] = v
+		}
+		for k, v := range extra {
+			params[k] = v
+		}
+		c.Result("thread/resume", params, nil)
+		c.StartTurn(tid, text)
+		c.WaitTurnCompleted()
+		reqs := mm.ResponseRequests()
+		return updateItems(reqs[len(reqs)-1].Body)
+	}
+	require.Equal(t, []string{"same"}, resumeTurn(nil, "same"))
+	require.Equal(t, []string{"permissions", "environment(cwd,shell,current_date,timezone,filesystem)", "moved"},
+		resumeTurn(map[string]any{"cwd": filepath.Join(c.Work, "sub")}, "moved"))
+}

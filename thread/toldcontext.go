@@ -8,7 +8,7 @@ import (
 
 // toldState is what the model of a resumed or forked thread was last told, as far as the next turn compares it.
 type toldState struct {
-	permissions string // the permissions text of the recorded sandbox and approval policy (with today's cwd)
+	permissions string // the permissions text of the recorded sandbox, approval policy and cwd
 	filesystem  string // the <filesystem> part of the recorded sandbox and cwd
 	model       string // the recorded model ("" when not recorded)
 	cwdMoved    bool   // the thread's cwd now differs from the recorded one
@@ -31,9 +31,12 @@ func toldContext(lastTurnContext json.RawMessage, s Settings) (told toldState, o
 	if json.Unmarshal(lastTurnContext, &tc) != nil {
 		return toldState{}, false
 	}
-	// The cwd is not part of the permissions comparison: a moved thread gets the environment context, as the
-	// reference sends, not the permissions again (ours name the cwd as a writable root).
+	// The permissions are compared with the recorded cwd: like the reference's, ours name it as a writable root
+	// under workspace-write, so a thread moved there is told both (under read-only, the environment alone).
 	was := s
+	if tc.Cwd != "" {
+		was.Cwd = tc.Cwd
+	}
 	if sb := sandboxFromCore(tc.SandboxPolicy); sb != nil {
 		was.Sandbox = *sb
 	}
@@ -45,9 +48,6 @@ func toldContext(lastTurnContext json.RawMessage, s Settings) (told toldState, o
 		was.ApprovalPolicy = protocol.AskForApproval{Name: tc.ApprovalPolicy}
 	}
 	told.permissions = permissionsText(was)
-	if tc.Cwd != "" {
-		was.Cwd = tc.Cwd
-	}
 	told.filesystem = filesystemText(was)
 	told.model = tc.Model
 	told.cwdMoved = tc.Cwd != "" && tc.Cwd != s.Cwd
