@@ -27,6 +27,9 @@ func updateItems(body map[string]any) []string {
 			out = append(out, "permissions")
 		case strings.HasPrefix(text, "<model_switch>"):
 			out = append(out, "model_switch")
+		case strings.HasPrefix(text, "<model_instructions>\nThe current model is "):
+			line, _, _ := strings.Cut(strings.TrimPrefix(text, "<model_instructions>\nThe current model is "), "\n")
+			out = append(out, "model_instructions("+strings.TrimSuffix(line, ".")+")")
 		case strings.HasPrefix(text, "<environment_context>"):
 			var tags []string
 			for _, m := range envTags.FindAllStringSubmatch(text, -1) {
@@ -61,7 +64,8 @@ func contextAfterHistoryTexts(body map[string]any) []string {
 // the model what codex-cli 0.169.0 sends in the same case (compared on the same mock): the permissions after
 // a sandbox or approval change, with an environment context of date, timezone and filesystem when the
 // sandbox changed; the whole environment context after a move; the new model's instructions in a
-// <model_switch> message after a model change; nothing after an effort change.
+// <model_switch> message after a model change (a <model_instructions> message naming the new model between
+// catalogue models); nothing after an effort change.
 func TestContextAfterMidThreadChange(t *testing.T) {
 	full := "environment(cwd,shell,current_date,timezone,filesystem)"
 	update := "environment(current_date,timezone,filesystem)"
@@ -85,6 +89,8 @@ func TestContextAfterMidThreadChange(t *testing.T) {
 		{"model and sandbox", func(string) map[string]any {
 			return map[string]any{"model": "mock-model-2", "sandboxPolicy": map[string]any{"type": "dangerFullAccess"}}
 		}, []string{"model_switch", "permissions", update, "two"}},
+		{"catalogue models", func(string) map[string]any { return map[string]any{"model": "gpt-6.1-sol"} },
+			[]string{"model_instructions(gpt-6.1-sol)", "two"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mm := mockmodel.New(t)
@@ -93,7 +99,11 @@ func TestContextAfterMidThreadChange(t *testing.T) {
 			c := apptest.Start(t, apptest.Options{Model: mm})
 			c.Initialize(false)
 			require.NoError(t, os.Mkdir(filepath.Join(c.Work, "sub"), 0o755))
-			tid := c.StartThread(map[string]any{"sandbox": "workspace-write", "approvalPolicy": "never"})
+			start := map[string]any{"sandbox": "workspace-write", "approvalPolicy": "never"}
+			if tc.name == "catalogue models" {
+				start["model"] = "gpt-6-luna" // the configuration's is unknown
+			}
+			tid := c.StartThread(start)
 			c.StartTurn(tid, "one")
 			c.WaitTurnCompleted()
 			params := map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "two"}}}
