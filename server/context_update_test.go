@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -217,4 +218,47 @@ func TestResumeElsewhereUnderWorkspaceWrite(t *testing.T) {
 	require.Equal(t, []string{"same"}, resumeTurn(nil, "same"))
 	require.Equal(t, []string{"permissions", "environment(cwd,shell,current_date,timezone,filesystem)", "moved"},
 		resumeTurn(map[string]any{"cwd": filepath.Join(c.Work, "sub")}, "moved"))
+}
+
+// TestRolloutRecordsTheUpdateBeforeTurnContext: like codex-cli 0.169.0, a turn's rollout has what the turn
+// tells the model of a change before its turn_context, then the prompt.
+func TestRolloutRecordsTheUpdateBeforeTurnContext(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("reply one"))
+	mm.Enqueue(okReply("reply two"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(map[string]any{"sandbox": "workspace-write"})
+	c.StartTurn(tid, "one")
+	c.WaitTurnCompleted()
+	c.Result("turn/start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "two"}},
+		"sandboxPolicy": map[string]any{"type": "readOnly"}, "model": "mock-model-2"}, nil)
+	c.WaitTurnCompleted()
+	var seq []string
+	for _, line := range strings.Split(strings.TrimSpace(string(must(os.ReadFile(rolloutFile(t, c.Home, tid))))), "\n") {
+		var rec struct {
+			Type    string `json:"type"`
+			Payload struct {
+				Type    string `json:"type"`
+				Role    string `json:"role"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"payload"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		switch {
+		case rec.Type == "turn_context":
+			seq = append(seq, "turn_context")
+		case rec.Type == "event_msg" && rec.Payload.Type == "task_started":
+			seq = append(seq, "task_started")
+		case rec.Type == "response_item" && rec.Payload.Role != "assistant" && len(rec.Payload.Content) > 0:
+			text, _, _ := strings.Cut(rec.Payload.Content[0].Text, ">")
+			seq = append(seq, rec.Payload.Role+":"+text)
+		}
+	}
+	require.Equal(t, []string{
+		"task_started", "developer:<permissions instructions", "user:<environment_context", "turn_context", "user:one",
+		"task_started", "developer:<model_switch", "developer:<permissions instructions", "user:<environment_context", "turn_context", "user:two",
+	}, seq)
 }

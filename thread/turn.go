@@ -468,7 +468,7 @@ func (tn *Turn) run() {
 	started.ItemsView = ptr(protocol.TurnItemsViewNotLoaded)
 	t.emit(protocol.NotifyTurnStarted, protocol.TurnStartedNotification{ThreadID: t.ID, Turn: started})
 	s := t.Settings()
-	tn.recordStart(s)
+	tn.recordTaskStarted(s)
 	t.markHistory(tn.ID) // where thread/revert cuts the history
 	if wasInterrupted {
 		t.appendHistory(messageItem("user", interruptedNotice))
@@ -502,6 +502,7 @@ func (tn *Turn) run() {
 	case fsChanged:
 		t.appendHistory(messageItem("user", environmentUpdate(s, time.Now())))
 	}
+	tn.recordTurnContext(s) // after what changed, as the reference records it
 	release()
 	tn.autoCompact(s) // a context filled past the limit is compacted before the new input
 	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
