@@ -49,6 +49,7 @@ func (t *Thread) compactBody(ctx context.Context, tc *ToolContext) []json.RawMes
 	t.mu.Lock()
 	repl, msg := compaction.Replace(t.history, summary)
 	t.history = repl
+	t.rereadToldLocked() // the updates since the initial context are gone: the next turn tells them again
 	t.mu.Unlock()
 	t.record(func(r *rollout.Recorder) error {
 		return r.Append(rollout.TypeCompacted, rollout.Compacted{Message: msg, ReplacementHistory: repl})

@@ -1,7 +1,9 @@
 package thread
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 
 	protocol "appserver/protocol/v2"
 )
@@ -52,4 +54,50 @@ func toldContext(lastTurnContext json.RawMessage, s Settings) (told toldState, o
 	told.model = tc.Model
 	told.cwdMoved = tc.Cwd != "" && tc.Cwd != s.Cwd
 	return told, true
+}
+
+// rereadToldLocked makes what the model was told the last instructions, permissions and environment context
+// left in the history, after a compaction or a rollback dropped some: the next turn then tells it again what
+// differs from the settings. t.mu must be held.
+func (t *Thread) rereadToldLocked() {
+	t.told, t.permissions = toldFromHistory(t.history, t.base)
+	cwd, fs := toldEnvironment(t.history)
+	t.filesystem = fs
+	if cwd != t.settings.Cwd {
+		t.cwdChanged = true
+	}
+}
+
+// toldEnvironment returns the cwd and the <filesystem> part of the last environment contexts in history ("" for
+// what none tells).
+func toldEnvironment(history []json.RawMessage) (cwd, filesystem string) {
+	for i := len(history) - 1; i >= 0 && (cwd == "" || filesystem == ""); i-- {
+		if !bytes.Contains(history[i], []byte("<environment_context>")) {
+			continue
+		}
+		var msg struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if json.Unmarshal(history[i], &msg) != nil || msg.Role != "user" || len(msg.Content) == 0 ||
+			!strings.HasPrefix(msg.Content[0].Text, "<environment_context>") {
+			continue
+		}
+		text := msg.Content[0].Text
+		if cwd == "" {
+			if _, rest, ok := strings.Cut(text, "\n  <cwd>"); ok {
+				cwd, _, _ = strings.Cut(rest, "</cwd>")
+			}
+		}
+		if filesystem == "" {
+			if start := strings.Index(text, "<filesystem>"); start >= 0 {
+				if end := strings.Index(text[start:], "</filesystem>"); end >= 0 {
+					filesystem = text[start : start+end+len("</filesystem>")]
+				}
+			}
+		}
+	}
+	return cwd, filesystem
 }
