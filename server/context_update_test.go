@@ -345,3 +345,35 @@ func TestRevertKeepsTheModelToldOfChanges(t *testing.T) {
 	require.NotContains(t, contextAfterHistoryTexts(reqs[2].Body), "two", "the reverted turn is gone")
 	require.Equal(t, []string{"permissions", "environment(current_date,timezone,filesystem)", "three"}, updateItems(reqs[2].Body))
 }
+
+// TestAutoCompactionAtTurnStartKeepsTheUpdate: a turn that changes the sandbox and starts with an automatic
+// compaction still tells the model the new permissions and environment (the compaction drops the updates
+// told before it), after the summary.
+func TestAutoCompactionAtTurnStartKeepsTheUpdate(t *testing.T) {
+	mm := mockmodel.New(t)
+	big := map[string]any{"input_tokens": 5000, "output_tokens": 100, "total_tokens": 5100}
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("first answer", 1)}, Usage: big},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("AUTO SUMMARY", 1)}, Usage: big},
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("second answer", 1)}, Usage: big},
+	)
+	c := apptest.Start(t, apptest.Options{Model: mm, Config: "model_auto_compact_token_limit = 1000"})
+	c.Initialize(false)
+	tid := c.StartThread(map[string]any{"sandbox": "workspace-write"})
+	c.StartTurn(tid, "one")
+	c.WaitTurnCompleted()
+	c.Result("turn/start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "two"}},
+		"sandboxPolicy": map[string]any{"type": "readOnly"}}, nil)
+	c.WaitTurnCompleted()
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 3)
+	texts := contextAfterHistoryTexts(reqs[2].Body)
+	var after []string
+	for i, text := range texts {
+		if strings.Contains(text, "AUTO SUMMARY") {
+			after = texts[i+1:]
+		}
+	}
+	require.Equal(t, []string{"permissions", "environment(current_date,timezone,filesystem)", "two"},
+		updateItems(map[string]any{"input": textsAsInput(after)}))
+}

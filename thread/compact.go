@@ -102,15 +102,16 @@ func (t *Thread) autoCompactDue(s Settings) bool {
 	return true
 }
 
-// autoCompact compacts inside the running turn before its next model request when due.
-func (tn *Turn) autoCompact(s Settings) {
+// autoCompact compacts inside the running turn before its next model request when due, and reports whether it did.
+func (tn *Turn) autoCompact(s Settings) bool {
 	t := tn.thread
 	if !t.autoCompactDue(s) {
-		return
+		return false
 	}
 	t.compactBody(tn.ctx, &ToolContext{Thread: t, Turn: tn, Settings: s, Log: t.log})
 	// the summary request's own usage does not trigger another compaction
 	if u, ok := t.Attached(lastUsageKey{}).(protocol.ThreadTokenUsage); ok {
 		t.Attach(compactMarkKey{}, u.Total.TotalTokens)
 	}
+	return true
 }
