@@ -219,42 +219,33 @@ func TestProviderBuiltinsAndUnknown(t *testing.T) {
 	require.Equal(t, "http://env/v1", c.ModelProviders["openai"].BaseURL)
 }
 
-func TestProfiles(t *testing.T) {
-	const file = `
-model = "top"
-model_reasoning_effort = "low"
-profile = "p1"
-
-[profiles.p1]
-model = "from-p1"
-approval_policy = "never"
-
-[profiles.p2]
-model = "from-p2"
-`
-	c := load(t, file)
-	require.Equal(t, "p1", c.Profile)
-	require.Equal(t, "from-p1", c.Model)
-	require.Equal(t, "low", c.ModelReasoningEffort, "keys absent from the profile keep the top-level value")
-	require.Equal(t, "never", c.ApprovalPolicy.Mode)
-
-	c = load(t, file, "profile=p2")
-	require.Equal(t, "from-p2", c.Model)
-	require.Equal(t, "on-request", c.ApprovalPolicy.Mode)
-
-	c = load(t, file, "model=flag")
-	require.Equal(t, "flag", c.Model, "-c beats the profile")
-
-	e := loadErr(t, file, "profile=missing")
-	require.Contains(t, e.Error(), "config profile `missing` not found")
-	require.Equal(t, "-c override", e.File)
-
-	e = loadErr(t, "profile = \"bad\"\n[profiles.bad]\nmodel = 5\n")
-	require.Equal(t, 3, e.Line)
-	require.Equal(t, "profiles.bad.model", e.Key)
-	require.Contains(t, e.File, ConfigFileName)
-
-	// An unselected profile with bad types is not an error.
+// The legacy top-level `profile` key is refused wherever it is set, with the reference's message; a
+// `-c` one is an override error (the server does not start). [profiles.<name>] tables alone are fine.
+func TestLegacyProfileRefused(t *testing.T) {
+	const msg = "legacy `profile = \"p1\"` config is no longer supported; use `--profile p1` with `p1.config.toml` instead"
+	const profiles = "[profiles.p1]\nmodel = \"from-p1\"\n"
+	for _, tc := range []struct {
+		name, file string
+		overrides  []string
+		override   bool
+	}{
+		{"file", "profile = \"p1\"\n" + profiles, nil, false},
+		{"file, missing profile", "profile = \"p1\"\n", nil, false},
+		{"-c", profiles, []string{"profile=p1"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(home(t, tc.file), tc.overrides)
+			var pe *LegacyProfileError
+			require.ErrorAs(t, err, &pe)
+			require.EqualError(t, err, msg)
+			require.Equal(t, tc.override, IsOverrideError(err))
+		})
+	}
+	c := load(t, profiles)
+	require.Empty(t, c.Model, "an unselected profile changes nothing")
+	_, err := c.WithOverrides(map[string]any{"profile": "p1"})
+	require.EqualError(t, err, msg)
+	require.False(t, IsOverrideError(err))
 	load(t, "[profiles.bad]\nmodel = 5\n")
 }
 
@@ -421,12 +412,6 @@ func TestWithOverrides(t *testing.T) {
 
 	_, err = base.WithOverrides(map[string]any{"thread_unload_delay_secs": 1.5})
 	require.ErrorContains(t, err, "thread_unload_delay_secs")
-
-	// Profile chosen in an override applies.
-	pc := load(t, "[profiles.fast]\nmodel = \"fast-model\"\n")
-	c, err = pc.WithOverrides(map[string]any{"profile": "fast"})
-	require.NoError(t, err)
-	require.Equal(t, "fast-model", c.Model)
 }
 
 func TestSplitKey(t *testing.T) {

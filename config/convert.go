@@ -226,7 +226,6 @@ func build(eff tree) (*Config, *convError) {
 		ServiceTier:           r.str(eff, root, "service_tier", ""),
 		Personality:           r.oneOf(eff, root, "personality", "none", "friendly", "pragmatic"),
 		SandboxMode:           r.oneOf(eff, root, "sandbox_mode", "read-only", "workspace-write", "danger-full-access"),
-		Profile:               r.str(eff, root, "profile", ""),
 		ApprovalTimeout:       time.Duration(r.integer(eff, root, "approval_timeout_ms", 0)) * time.Millisecond,
 		BackgroundTerminalMaxTimeout: time.Duration(r.integer(eff, root, "background_terminal_max_timeout",
 			DefaultBackgroundTerminalMaxTimeout.Milliseconds())) * time.Millisecond,

@@ -74,15 +74,11 @@ type position struct {
 type layer struct {
 	source   string // SourceSystem, SourceUser, ...
 	file     string // config file (system/user) or .codex folder (project)
-	profile  string // for the profile layer: selected profile name
 	disabled string // non-empty: reason the layer is not applied
 	raw      tree
 	// positions maps joinKey(path) of keys and table headers to where
 	// they are defined; nil for layers that do not come from a file.
 	positions *positionIndex
-	// posPrefix is prepended to paths before looking them up in positions
-	// (the profile layer is the [profiles.<name>] table of the user file).
-	posPrefix []string
 	// label names the layer in errors when it has no file.
 	label string
 }
@@ -121,11 +117,10 @@ func (l *layer) locate(path []string, msg string) *Error {
 	if pos == nil {
 		return e
 	}
-	full := append(append([]string{}, l.posPrefix...), path...)
-	for n := len(full); n > 0; n-- {
-		if p, ok := pos[joinKey(full[:n])]; ok {
+	for n := len(path); n > 0; n-- {
+		if p, ok := pos[joinKey(path[:n])]; ok {
 			e.Line, e.Column = p.line, p.col
-			if n == len(full) && p.valLine > 0 {
+			if n == len(path) && p.valLine > 0 {
 				// The value is what is wrong: point at it, as the reference does.
 				e.Line, e.Column, e.EndLine, e.EndColumn = p.valLine, p.valCol, p.valLine, p.valEnd
 			}

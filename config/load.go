@@ -26,7 +26,7 @@ func CodexHome() (string, error) { return codexhome.Dir() }
 
 // Load reads /etc/codex/config.toml (if present) and
 // <codexHome>/config.toml (missing = defaults), applies the `-c key=value`
-// overrides and the selected profile, and returns the typed result.
+// overrides, and returns the typed result.
 // Overrides use dotted keys; each value is parsed as TOML and, if that
 // fails, taken as a plain string. Errors are *Error values naming the file
 // (or override), line and key.
@@ -112,59 +112,34 @@ func parseOverrideValue(v string) any {
 	return v
 }
 
-// compose merges layers (lowest first), inserts the selected profile's
-// layer below the session layers, and builds the typed Config.
+// compose merges layers (lowest first) and builds the typed Config. The legacy top-level `profile`
+// key is refused, as the reference refuses it (profiles are files chosen with `--profile` now).
 func compose(codexHome string, layers []*layer) (*Config, error) {
-	// Drop any previously inserted profile layer; it is recomputed.
-	base := make([]*layer, 0, len(layers)+1)
-	for _, l := range layers {
-		if l.profile == "" {
-			base = append(base, l)
-		}
-	}
-	full := mergeLayers(base)
-	if name, ok := full["profile"].(string); ok && name != "" {
-		pl, err := profileLayer(base, full, name)
-		if err != nil {
-			return nil, err
-		}
-		i := len(base)
-		for i > 0 && base[i-1].source == SourceSessionFlags {
-			i--
-		}
-		base = append(base[:i], append([]*layer{pl}, base[i:]...)...)
-		full = mergeLayers(base)
+	full := mergeLayers(layers)
+	if name, ok := full["profile"].(string); ok {
+		l, _ := originLayer(layers, []string{"profile"})
+		return nil, &LegacyProfileError{Name: name, Override: l != nil && l.label == overrideLabel}
 	}
 	c, cerr := build(full)
 	if cerr != nil {
-		return nil, attribute(base, cerr)
+		return nil, attribute(layers, cerr)
 	}
 	c.CodexHome = codexHome
-	c.layers = base
+	c.layers = layers
 	c.effective = full
 	return c, nil
 }
 
-// profileLayer extracts [profiles.<name>] from the merged tree.
-func profileLayer(layers []*layer, full tree, name string) (*layer, error) {
-	profiles, _ := full["profiles"].(tree)
-	pt, ok := profiles[name].(tree)
-	if !ok {
-		e := attribute(layers, &convError{path: []string{"profile"}, msg: fmt.Sprintf("config profile `%s` not found", name)})
-		return nil, e
-	}
-	pl := &layer{source: SourceUser, profile: name, raw: deepCopy(pt), posPrefix: []string{"profiles", name}}
-	// Locate the profile in the highest layer that defines it.
-	for i := len(layers) - 1; i >= 0; i-- {
-		if _, ok := getPath(layers[i].raw, []string{"profiles", name}); ok {
-			pl.file, pl.positions, pl.label = layers[i].file, layers[i].positions, layers[i].label
-			if layers[i].source != SourceUser {
-				pl.source = layers[i].source
-			}
-			break
-		}
-	}
-	return pl, nil
+// LegacyProfileError is the refusal of a top-level `profile = "<name>"` (in a file, a `-c` override
+// or a thread's config override).
+type LegacyProfileError struct {
+	Name     string
+	Override bool // set by a `-c` override
+}
+
+func (e *LegacyProfileError) Error() string {
+	return fmt.Sprintf("legacy `profile = %q` config is no longer supported; use `--profile %s` with `%s.config.toml` instead",
+		e.Name, e.Name, e.Name)
 }
 
 // mergeLayers deep-merges the enabled layers, lowest first.
@@ -202,11 +177,7 @@ func attribute(layers []*layer, ce *convError) error {
 	if l == nil {
 		return &Error{Key: joinKey(ce.path), Msg: ce.msg}
 	}
-	e := l.locate(ce.path, ce.msg)
-	if l.profile != "" {
-		e.Key = joinKey(append(append([]string{}, l.posPrefix...), ce.path...))
-	}
-	return e
+	return l.locate(ce.path, ce.msg)
 }
 
 // WithOverrides returns a new Config with a JSON override object (such as
@@ -243,7 +214,7 @@ func (c *Config) ForCwd(cwd string) (*Config, error) {
 	}
 	var base []*layer
 	for _, l := range c.layers {
-		if l.source != SourceProject && l.profile == "" {
+		if l.source != SourceProject {
 			base = append(base, l)
 		}
 	}
@@ -279,5 +250,6 @@ func Defaults(codexHome string, overrides []string) (*Config, error) {
 // IsOverrideError reports whether err is about a `-c` override rather than a configuration file.
 func IsOverrideError(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.File == overrideLabel
+	var pe *LegacyProfileError
+	return errors.As(err, &e) && e.File == overrideLabel || errors.As(err, &pe) && pe.Override
 }

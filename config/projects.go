@@ -80,6 +80,14 @@ func (c *Config) projectLayers(cwd string) ([]*layer, error) {
 			return nil, &Error{File: file, Msg: err.Error()}
 		}
 		l, err := readFileLayer(SourceProject, file)
+		var ce *Error
+		if errors.As(err, &ce) && ce.Syntax {
+			if data, rerr := os.ReadFile(file); rerr == nil {
+				if perr := projectSyntaxError(file, data); perr != nil {
+					err = perr
+				}
+			}
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -92,10 +92,6 @@ func (l *layer) sourceInfo() LayerSource {
 		s.File = l.file
 	case SourceUser:
 		s.File = l.file
-		if l.profile != "" {
-			p := l.profile
-			s.Profile = &p
-		}
 	case SourceProject:
 		s.DotCodexFolder = l.file
 	}

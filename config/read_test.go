@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -70,14 +71,14 @@ func TestReadResponseOrigins(t *testing.T) {
 }
 
 func TestReadResponseLayers(t *testing.T) {
-	dir := home(t, "model = \"file\"\nprofile = \"p\"\n[profiles.p]\nmodel_verbosity = \"low\"\n")
+	dir := home(t, "model = \"file\"\nmodel_verbosity = \"low\"\n")
 	c, err := Load(dir, []string{"model=flag"})
 	require.NoError(t, err)
 	res, err := c.ReadResponse(true, "")
 	require.NoError(t, err)
 	out := roundTrip(t, res)
 	layers := out["layers"].([]any)
-	require.Len(t, layers, 4)
+	require.Len(t, layers, 3)
 	names := make([]any, len(layers))
 	for i, l := range layers {
 		names[i] = l.(map[string]any)["name"]
@@ -85,19 +86,18 @@ func TestReadResponseLayers(t *testing.T) {
 	userFile := filepath.Join(dir, ConfigFileName)
 	require.Equal(t, []any{
 		map[string]any{"type": "sessionFlags"},
-		map[string]any{"type": "user", "file": userFile, "profile": "p"},
 		map[string]any{"type": "user", "file": userFile, "profile": nil},
 		map[string]any{"type": "system", "file": systemConfigPath},
 	}, names)
 	require.Equal(t, map[string]any{"model": "flag"}, layers[0].(map[string]any)["config"])
-	require.Equal(t, map[string]any{"model_verbosity": "low"}, layers[1].(map[string]any)["config"])
-	require.Equal(t, map[string]any{}, layers[3].(map[string]any)["config"])
-	require.Equal(t, "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a", layers[3].(map[string]any)["version"])
+	require.Equal(t, map[string]any{"model": "file", "model_verbosity": "low"}, layers[1].(map[string]any)["config"])
+	require.Equal(t, map[string]any{}, layers[2].(map[string]any)["config"])
+	require.Equal(t, "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a", layers[2].(map[string]any)["version"])
 	for _, l := range layers {
 		require.NotContains(t, l, "disabledReason")
 	}
 	origins := out["origins"].(map[string]any)
-	require.Equal(t, map[string]any{"type": "user", "file": userFile, "profile": "p"}, origins["model_verbosity"].(map[string]any)["name"])
+	require.Equal(t, map[string]any{"type": "user", "file": userFile, "profile": nil}, origins["model_verbosity"].(map[string]any)["name"])
 	require.Equal(t, "low", out["config"].(map[string]any)["model_verbosity"])
 }
 
@@ -144,10 +144,20 @@ func TestReadResponseProjectLayers(t *testing.T) {
 	require.Equal(t, "sub", pc.Model)
 	require.Equal(t, "user", c.Model, "receiver unchanged")
 
-	// A malformed project file is an error naming it.
-	require.NoError(t, os.WriteFile(filepath.Join(sub, ".codex", ConfigFileName), []byte("model = \n"), 0o600))
+	// A malformed project file is an error naming it, in the reference's shape (the parser's own
+	// message at the end): no position apart from the text.
+	file := filepath.Join(sub, ".codex", ConfigFileName)
+	require.NoError(t, os.WriteFile(file, []byte("model = \"x\"\nfoo = [\n"), 0o600))
 	_, err = c.ReadResponse(false, sub)
-	require.ErrorContains(t, err, filepath.Join(sub, ".codex", ConfigFileName)+":1:")
+	var ce *Error
+	require.ErrorAs(t, err, &ce)
+	require.True(t, ce.Syntax)
+	require.Zero(t, ce.Line)
+	require.Regexp(t, `^Error parsing project config file `+regexp.QuoteMeta(file)+`: TOML parse error at line 2, column 8\n  \|\n2 \| foo = \[\n  \|        \^\n.+\n$`, err.Error())
+	// A value of the wrong type is located in the file.
+	require.NoError(t, os.WriteFile(file, []byte("model = 3\n"), 0o600))
+	_, err = c.ReadResponse(false, sub)
+	require.EqualError(t, err, file+":1:9: invalid type: integer `3`, expected a string")
 }
 
 func TestReadResponseMatchesSchema(t *testing.T) {

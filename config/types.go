@@ -131,13 +131,11 @@ type Config struct {
 	ShellEnvironmentPolicy map[string]any
 	// Projects is keyed by the project path as written in the file.
 	Projects map[string]Project
-	// Profile is the selected profile name, "" when none.
-	Profile string
 	// ThreadUnloadDelay is how long an idle thread stays loaded
 	// (thread_unload_delay_secs; default 1800s).
 	ThreadUnloadDelay time.Duration
 
-	layers    []*layer // lowest precedence first, profile layer included
+	layers    []*layer // lowest precedence first
 	effective tree
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +12,7 @@ import (
 
 	toml "github.com/pelletier/go-toml/v2"
 
+	"appserver/config"
 	"appserver/configedit"
 )
 
@@ -136,22 +136,7 @@ func parseTOML(b []byte) (map[string]any, error) {
 }
 
 // tomlErrorText renders a parse error with its line and a caret under the column, as the reference does.
-func tomlErrorText(data []byte, err error) string {
-	var de *toml.DecodeError
-	if !errors.As(err, &de) {
-		return err.Error()
-	}
-	line, col := de.Position()
-	lines := strings.Split(string(data), "\n")
-	text := ""
-	if line >= 1 && line <= len(lines) {
-		text = strings.TrimRight(lines[line-1], "\r")
-	}
-	num := strconv.Itoa(line)
-	pad := strings.Repeat(" ", len(num))
-	msg := strings.TrimPrefix(de.Error(), "toml: ")
-	return fmt.Sprintf("TOML parse error at line %d, column %d\n%s |\n%s | %s\n%s |%s^\n%s\n", line, col, pad, num, text, pad, strings.Repeat(" ", col), msg)
-}
+func tomlErrorText(data []byte, err error) string { return config.TOMLErrorText(data, err) }
 
 // missingEdits lists the edits that add incoming's keys absent from existing (tables merge key by key;
 // any existing value wins). Keys are visited in sorted order.
