@@ -180,6 +180,9 @@ func attribute(layers []*layer, ce *convError) error {
 	return l.locate(ce.path, ce.msg)
 }
 
+// ObjectOverrideLabel names a WithOverrides object (such as thread/start's `config`) in errors.
+const ObjectOverrideLabel = "config override"
+
 // WithOverrides returns a new Config with a JSON override object (such as
 // thread/start's `config` param) applied on top. Keys may be dotted
 // ("model_providers.mock.base_url") or nested objects; null values are
@@ -188,7 +191,7 @@ func (c *Config) WithOverrides(overrides map[string]any) (*Config, error) {
 	if len(overrides) == 0 {
 		return c.clone()
 	}
-	l := &layer{source: SourceSessionFlags, raw: tree{}, label: "config override"}
+	l := &layer{source: SourceSessionFlags, raw: tree{}, label: ObjectOverrideLabel}
 	for k, v := range overrides {
 		nv, ok := normalizeJSON(v)
 		if !ok {
@@ -196,7 +199,7 @@ func (c *Config) WithOverrides(overrides map[string]any) (*Config, error) {
 		}
 		path, err := splitKey(k)
 		if err != nil {
-			return nil, &Error{File: "config override", Msg: err.Error()}
+			return nil, &Error{File: ObjectOverrideLabel, Msg: err.Error()}
 		}
 		setPath(l.raw, path, nv)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -113,4 +114,65 @@ func TestInvalidProjectConfigRead(t *testing.T) {
 	c := apptest.Start(t, apptest.Options{Home: home, Config: "[projects." + string(mustJSON(t, work)) + "]\ntrust_level = \"trusted\"\n"})
 	c.Initialize(false)
 	requireError(t, c.Request("config/read", map[string]any{"cwd": work}), -32603, "invalid configuration: invalid type: integer `5`, expected a string\nin `model`\n")
+}
+
+// thread/start loads the trusted project's .codex/config.toml for its cwd, as the reference: its values
+// apply, and one that does not load fails thread/start with -32600 (a wrong value located in the file; a
+// syntax error in the reference's "Error parsing project config file" shape). An untrusted project's
+// file is not read for the thread, malformed or not.
+func TestThreadStartProjectConfig(t *testing.T) {
+	base := t.TempDir()
+	home, work, other := filepath.Join(base, "codex_home"), filepath.Join(base, "work"), filepath.Join(base, "other")
+	file := filepath.Join(work, ".codex", "config.toml")
+	require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(other, ".codex"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(other, ".codex", "config.toml"), []byte("model = 3\n"), 0o600))
+	c := apptest.Start(t, apptest.Options{Home: home, Config: "[projects." + string(mustJSON(t, work)) + "]\ntrust_level = \"trusted\"\n"})
+	c.Initialize(false)
+	var st struct {
+		Model string `json:"model"`
+	}
+
+	require.NoError(t, os.WriteFile(file, []byte("model = \"proj-model\"\n"), 0o600))
+	c.Result("thread/start", map[string]any{"cwd": work}, &st)
+	require.Equal(t, "proj-model", st.Model, "the trusted project's value applies")
+	c.Result("thread/start", map[string]any{"cwd": other}, &st)
+	require.Equal(t, "mock-model", st.Model, "an untrusted project's (malformed) file is not read")
+
+	require.NoError(t, os.WriteFile(file, []byte("model = 3\n"), 0o600))
+	requireError(t, c.Request("thread/start", map[string]any{"cwd": work}), -32600,
+		"failed to load configuration: "+file+":1:9: invalid type: integer `3`, expected a string")
+
+	require.NoError(t, os.WriteFile(file, []byte("model = \"x\"\nfoo = [\n"), 0o600))
+	requireErrorMatch(t, c.Request("thread/start", map[string]any{"cwd": work}), -32600,
+		`^failed to load configuration: Error parsing project config file `+regexp.QuoteMeta(file)+
+			`: TOML parse error at line 2, column 8\n  \|\n2 \| foo = \[\n  \|        \^\n.+\n$`)
+	requireErrorMatch(t, c.Request("config/read", map[string]any{"cwd": work}), -32603,
+		`^failed to read configuration layers: Error parsing project config file `+regexp.QuoteMeta(file)+`: TOML parse error at line 2, column 8\n`)
+}
+
+// A wrong value in thread/start's own config override fails with -32600 naming the key, as the reference.
+func TestThreadStartConfigOverrideError(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{Config: "[profiles.p1]\nmodel = \"from-p1\"\n"})
+	c.Initialize(false)
+	requireError(t, c.Request("thread/start", map[string]any{"config": map[string]any{"model": 3}}), -32600,
+		"failed to load configuration: invalid type: integer `3`, expected a string\nin `model`\n")
+	requireError(t, c.Request("thread/start", map[string]any{"config": map[string]any{"profile": "p1"}}), -32600,
+		"failed to load configuration: "+legacyProfileMsg)
+}
+
+const legacyProfileMsg = "legacy `profile = \"p1\"` config is no longer supported; use `--profile p1` with `p1.config.toml` instead"
+
+// The legacy top-level `profile` key makes the configuration invalid, as in the reference: the start-up
+// warning carries the refusal (no path or range), config/read fails with it as a feature-precedence
+// error, and thread/start as a configuration that does not load.
+func TestLegacyProfileInvalid(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{Config: "profile = \"p1\"\n[profiles.p1]\nmodel = \"from-p1\"\n", InvalidConfig: true})
+	c.Initialize(false)
+	msgs := c.Messages()
+	require.GreaterOrEqual(t, len(msgs), 2)
+	require.Equal(t, "configWarning", msgs[1].Method, string(msgs[1].Raw))
+	require.JSONEq(t, `{"summary":"Invalid configuration; using defaults.","details":`+string(mustJSON(t, legacyProfileMsg))+`}`, string(msgs[1].Params))
+	requireError(t, c.Request("config/read", map[string]any{}), -32603, "failed to resolve feature override precedence: "+legacyProfileMsg)
+	requireError(t, c.Request("thread/start", map[string]any{}), -32600, "failed to load configuration: "+legacyProfileMsg)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 
 	"appserver/config"
 	"appserver/jsonrpc"
@@ -69,6 +70,10 @@ func (s *Server) loadConfig() (*config.Config, error) {
 
 // configReadError is config/read's error for a configuration that does not load.
 func configReadError(err error) *jsonrpc.Error {
+	var pe *config.LegacyProfileError
+	if errors.As(err, &pe) {
+		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to resolve feature override precedence: %v", err)
+	}
 	var ce *config.Error
 	if errors.As(err, &ce) && !ce.Syntax && ce.Key != "" {
 		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "invalid configuration: %s\nin `%s`\n", ce.Msg, ce.Key)
@@ -76,7 +81,12 @@ func configReadError(err error) *jsonrpc.Error {
 	return jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to read configuration layers: %v", err)
 }
 
-// threadConfigError is thread/start's error for a configuration that does not load.
+// threadConfigError is thread/start's error for a configuration that does not load. A wrong value in
+// thread/start's own config override is named by its key, as config/read names one.
 func threadConfigError(err error) *jsonrpc.Error {
+	var ce *config.Error
+	if errors.As(err, &ce) && ce.File == config.ObjectOverrideLabel && !ce.Syntax && ce.Key != "" {
+		return jsonrpc.InvalidRequest(fmt.Sprintf("failed to load configuration: %s\nin `%s`\n", ce.Msg, ce.Key))
+	}
 	return jsonrpc.InvalidRequest("failed to load configuration: " + err.Error())
 }

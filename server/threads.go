@@ -47,6 +47,10 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 		return nil, err
 	}
 	t, err := s.threads.Start(ctx, thread.StartOptions{Params: *p, Originator: c.originator(), Source: s.opts.SessionSource})
+	var cerr *thread.ConfigError
+	if errors.As(err, &cerr) {
+		return nil, threadConfigError(cerr.Err)
+	}
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "error creating thread: %v", err)
 	}

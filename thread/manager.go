@@ -267,7 +267,15 @@ type StartOptions struct {
 	Source     string
 }
 
-// Start creates a new thread from thread/start params.
+// ConfigError is a new thread's configuration that does not load: its config override, or a trusted
+// project's .codex/config.toml for its cwd.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Start creates a new thread from thread/start params; a configuration that does not load is a
+// *ConfigError.
 func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error) {
 	p := opts.Params
 	cfg := m.Config()
@@ -283,7 +291,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		}
 		c, err := cfg.WithOverrides(over)
 		if err != nil {
-			return nil, err
+			return nil, &ConfigError{Err: err}
 		}
 		cfg = c
 		for k := range over {
@@ -295,6 +303,10 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	cwd, err := resolveCwd(p.Cwd)
 	if err != nil {
 		return nil, err
+	}
+	// The trusted project's .codex/config.toml layers for the thread's cwd apply (and must load).
+	if cfg, err = cfg.ForCwd(cwd); err != nil {
+		return nil, &ConfigError{Err: err}
 	}
 	s := Settings{
 		Model:         firstNonEmpty(deref(p.Model), cfg.Model, model.DefaultModel),

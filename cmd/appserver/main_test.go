@@ -68,9 +68,15 @@ func (s *syncBuffer) String() string {
 
 func startBinary(t *testing.T, home string, args ...string) *proc {
 	t.Helper()
+	return startBinaryIn(t, home, t.TempDir(), args...)
+}
+
+// startBinaryIn is startBinary in the working directory dir.
+func startBinaryIn(t *testing.T, home, dir string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "HOME="+t.TempDir())
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
@@ -183,6 +189,48 @@ func TestInvalidConfigStillServes(t *testing.T) {
 	}
 }
 
+// A trusted project's .codex/config.toml that does not load, in the directory the server starts in, is
+// a configuration that does not load (as the reference): the configWarning names it (path and range for
+// a wrong value; a syntax error only in the details text), thread/start without a cwd fails with it, and
+// a thread elsewhere starts.
+func TestInvalidProjectConfigAtStart(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, details string // details: <file> stands for the project's config.toml
+		located             bool
+	}{
+		{"wrong type", "model = 3\n", "<file>:1:9: invalid type: integer `3`, expected a string", true},
+		{"syntax", "model = \"x\"\nfoo = [\n", "Error parsing project config file <file>: TOML parse error at line 2, column 8\n  |\n2 | foo = [\n  |        ^\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			work := t.TempDir()
+			file := filepath.Join(work, ".codex", "config.toml")
+			require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+			require.NoError(t, os.WriteFile(file, []byte(tc.file), 0o644))
+			home := writeConfig(t, "[projects."+strconv.Quote(work)+"]\ntrust_level = \"trusted\"\n")
+			p := startBinaryIn(t, home, work)
+			p.send(map[string]any{"id": 0, "method": "initialize", "params": map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}}})
+			require.NotNil(t, p.waitFor(func(map[string]any) bool { return true })["result"])
+			w := p.waitFor(func(map[string]any) bool { return true })
+			require.Equal(t, "configWarning", w["method"], "%v", w)
+			params := w["params"].(map[string]any)
+			require.Equal(t, "Invalid configuration; using defaults.", params["summary"])
+			details := params["details"].(string)
+			require.True(t, strings.HasPrefix(details, strings.ReplaceAll(tc.details, "<file>", file)), "%q", details)
+			if tc.located {
+				require.Equal(t, file, params["path"])
+				require.Equal(t, map[string]any{"start": map[string]any{"line": 1.0, "column": 9.0}, "end": map[string]any{"line": 1.0, "column": 9.0}}, params["range"])
+			} else {
+				require.NotContains(t, params, "path")
+				require.NotContains(t, params, "range")
+			}
+			m := p.request(1, "thread/start", map[string]any{})
+			require.Equal(t, map[string]any{"code": -32600.0, "message": "failed to load configuration: " + details}, m["error"])
+			m = p.request(2, "thread/start", map[string]any{"cwd": home})
+			require.NotNil(t, m["result"], "%v", m)
+		})
+	}
+}
+
 // TestUnreadableConfigLoggedOnce: a config.toml that cannot be read is reported once on stderr; the
 // background unknown-keys check, failing on it too, adds no line of its own.
 func TestUnreadableConfigLoggedOnce(t *testing.T) {
@@ -215,6 +263,7 @@ func TestInvalidConfigFailsStartup(t *testing.T) {
 		{"model = \"x\"\n[model_providers.mock\n", []string{"--strict-config"}, "Error: <home>/config.toml:2:"},
 		{"model = \"x\"\n", []string{"-c", "model=5"}, "Error: -c override: invalid type: integer `5`, expected a string (key `model`)"},
 		{"model = \"x\"\n", []string{"-c", "nokey"}, "Error: -c override: invalid override"},
+		{"[profiles.p1]\n", []string{"-c", "profile=p1"}, "Error: legacy `profile = \"p1\"` config is no longer supported; use `--profile p1` with `p1.config.toml` instead"},
 	}
 	for _, tc := range cases {
 		home := writeConfig(t, tc.file)

@@ -275,12 +275,20 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 
 // loadConfig loads the configuration for serve. When the configuration files do not load, the server
 // runs with the defaults (and the -c overrides) and reports why after initialize, as the reference
-// does: cfg is the defaults and err the failure. cfg is nil when the start must fail instead: under
+// does: cfg is the defaults and err the failure (also when a trusted project's .codex/config.toml for
+// the process's directory does not load). cfg is nil when the start must fail instead: under
 // --strict-config or --print-startup-config, or when a -c override is what does not load.
 func loadConfig(p *parsed, home string, overrides []string, logger *slog.Logger) (cfg *config.Config, err error) {
 	cfg, err = config.Load(home, overrides)
 	if err == nil {
-		return cfg, nil
+		// The trusted project layers of the directory the server starts in must load too (the
+		// reference loads them at start; thread/start without a cwd uses them).
+		if wd, werr := os.Getwd(); werr == nil {
+			_, err = cfg.ForCwd(wd)
+		}
+		if err == nil {
+			return cfg, nil
+		}
 	}
 	if p.has("strict-config") || p.has("print-startup-config") || config.IsOverrideError(err) {
 		return nil, err
