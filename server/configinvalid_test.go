@@ -176,3 +176,59 @@ func TestLegacyProfileInvalid(t *testing.T) {
 	requireError(t, c.Request("config/read", map[string]any{}), -32603, "failed to resolve feature override precedence: "+legacyProfileMsg)
 	requireError(t, c.Request("thread/start", map[string]any{}), -32600, "failed to load configuration: "+legacyProfileMsg)
 }
+
+// thread/resume and thread/fork of a stored thread fail as the reference when the configuration does not
+// load (config.toml, or the trusted project's config for the thread's cwd): the full-history deprecation
+// notice, then -32600 "failed to load configuration: …". Resuming elsewhere (cwd) avoids a bad project.
+func TestResumeForkInvalidConfig(t *testing.T) {
+	for _, mode := range []string{"user", "project"} {
+		t.Run(mode, func(t *testing.T) {
+			home := filepath.Join(t.TempDir(), "codex_home")
+			work := filepath.Join(filepath.Dir(home), "work")
+			file := filepath.Join(work, ".codex", "config.toml")
+			require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+			require.NoError(t, os.WriteFile(file, []byte("model_verbosity = \"low\"\n"), 0o600))
+			trust := "[projects." + string(mustJSON(t, work)) + "]\ntrust_level = \"trusted\"\n"
+			c := apptest.Start(t, apptest.Options{Home: home, Config: trust})
+			c.Initialize(false)
+			tid := c.StartThread(nil)
+			c.StartTurn(tid, "hi")
+			c.WaitTurnCompleted()
+			c.Close()
+
+			opts := apptest.Options{Model: c.Model, Home: home, Config: trust}
+			var details string
+			switch mode {
+			case "user":
+				opts.Config, opts.InvalidConfig = "model_verbosity = 3\n"+trust, true
+				details = filepath.Join(home, "config.toml") + ":"
+			case "project":
+				require.NoError(t, os.WriteFile(file, []byte("model = 3\n"), 0o600))
+				details = file + ":1:9: invalid type: integer `3`, expected a string"
+			}
+			c2 := apptest.Start(t, opts)
+			c2.Initialize(false)
+			for _, method := range []string{"thread/resume", "thread/fork"} {
+				mark := c2.Mark()
+				m := c2.Request(method, map[string]any{"threadId": tid})
+				require.NotNil(t, m.Error, string(m.Raw))
+				require.Equal(t, -32600, m.Error.Code)
+				require.Contains(t, m.Error.Message, "failed to load configuration: "+details)
+				var methods []string
+				for _, n := range c2.Since(mark) {
+					if n.IsNotification() {
+						methods = append(methods, n.Method)
+					}
+				}
+				require.Equal(t, []string{"deprecationNotice"}, methods, method)
+			}
+			if mode == "project" {
+				var st struct {
+					Cwd string `json:"cwd"`
+				}
+				c2.Result("thread/resume", map[string]any{"threadId": tid, "cwd": home, "excludeTurns": true}, &st)
+				require.Equal(t, home, st.Cwd)
+			}
+		})
+	}
+}

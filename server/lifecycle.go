@@ -267,6 +267,14 @@ func excludeTurns(c *connection, flag *bool) bool {
 	return exclude
 }
 
+// loadConfigError is thread/resume's and thread/fork's error for a configuration that does not load (for
+// the thread's cwd): as the reference, the full-history deprecation notice (when turns are not
+// excluded) comes first.
+func loadConfigError(c *connection, exclude *bool, err error) error {
+	excludeTurns(c, exclude)
+	return threadConfigError(err)
+}
+
 // startOrUnload starts the thread's MCP servers; on failure it unloads the thread and returns the internal error
 // "error <doing> thread: …".
 func (s *Server) startOrUnload(ctx context.Context, t *thread.Thread, doing string) error {
@@ -364,8 +372,17 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 			defer release()
 		}
 	}
+	if _, loaded := s.threads.Get(p.ThreadID); !loaded {
+		if err := s.configLoadError(); err != nil {
+			return nil, loadConfigError(c, p.ExcludeTurns, err)
+		}
+	}
 	t, loadedNow, err := s.threads.Resume(ctx, p.ThreadID, deref(p.Path), resumeOverrides(p.Model, p.ModelProvider, p.Cwd,
 		p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions, p.ServiceTier, p.Personality))
+	var cerr *thread.ConfigError
+	if errors.As(err, &cerr) {
+		return nil, loadConfigError(c, p.ExcludeTurns, cerr.Err)
+	}
 	if err != nil {
 		return nil, storeError(err)
 	}
@@ -526,12 +543,19 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 		// fork from.
 		return nil, jsonrpc.InvalidRequest("no rollout found for thread id " + p.ThreadID)
 	}
+	if err := s.configLoadError(); err != nil {
+		return nil, loadConfigError(c, p.ExcludeTurns, err)
+	}
 	t, err := s.threads.Fork(ctx, thread.ForkOptions{
 		ParentID: p.ThreadID, LastTurnID: deref(p.LastTurnID), BeforeTurnID: deref(p.BeforeTurnID),
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral, Originator: c.originator(), Source: s.opts.SessionSource,
 		ThreadSource: p.ThreadSource,
 		Overrides:    resumeOverrides(p.Model, p.ModelProvider, p.Cwd, p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions, p.ServiceTier, nil),
 	})
+	var cerr *thread.ConfigError
+	if errors.As(err, &cerr) {
+		return nil, loadConfigError(c, p.ExcludeTurns, cerr.Err)
+	}
 	if err != nil {
 		return nil, storeError(err)
 	}

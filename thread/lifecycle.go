@@ -343,7 +343,6 @@ func (t *Thread) ModelSwitchWarning() string {
 
 // loadStored builds a loaded Thread from a rollout read back.
 func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorder, o ResumeOverrides) (*Thread, error) {
-	cfg := m.Config()
 	var tc struct {
 		Cwd            string          `json:"cwd"`
 		ApprovalPolicy string          `json:"approval_policy"`
@@ -363,17 +362,22 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		recModel = firstNonEmpty(ts.Model, recModel)
 		recEffort, recSummary = ts.ReasoningEffort, ts.ReasoningSummary
 	}
+	cwd := firstNonEmpty(deref(o.Cwd), tc.Cwd, th.Meta.Cwd)
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	// The trusted project's .codex/config.toml layers for the thread's cwd apply (and must load).
+	cfg, err := m.Config().ForCwd(cwd)
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
 	s := Settings{
 		Model:             firstNonEmpty(deref(o.Model), recModel, cfg.Model),
 		ModelProvider:     firstNonEmpty(deref(o.ModelProvider), th.Meta.ModelProvider, cfg.ModelProvider, config.DefaultModelProvider),
-		Cwd:               firstNonEmpty(deref(o.Cwd), tc.Cwd, th.Meta.Cwd),
+		Cwd:               cwd,
 		ApprovalPolicy:    ApprovalFromConfig(cfg.ApprovalPolicy),
 		ApprovalsReviewer: protocol.ApprovalsReviewerUser,
 		Sandbox:           SandboxFromMode(cfg.SandboxMode, cfg.SandboxWorkspaceWrite),
-	}
-	if s.Cwd == "" {
-		wd, _ := os.Getwd()
-		s.Cwd = wd
 	}
 	if tc.ApprovalPolicy != "" && tc.ApprovalPolicy != "granular" {
 		s.ApprovalPolicy = protocol.AskForApproval{Name: tc.ApprovalPolicy}
@@ -585,6 +589,10 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 	parent, err := rollout.ReadMeta(parentPath)
 	if err != nil {
 		return nil, fmt.Errorf("read rollout: %w", err)
+	}
+	// A configuration that does not load for the fork's cwd fails it before anything is written.
+	if _, err := m.Config().ForCwd(firstNonEmpty(deref(o.Overrides.Cwd), parent.Session.Cwd)); err != nil {
+		return nil, &ConfigError{Err: err}
 	}
 	var running *Turn
 	if pt, ok := m.Get(o.ParentID); ok && before == "" {
