@@ -566,16 +566,18 @@ func TestLocalPluginMarketplace(t *testing.T) {
 	requireRPCError(t, c.Request("plugin/uninstall", map[string]any{"pluginId": "note@demo-market"}), -32600, "resolve remote plugin before uninstall: chatgpt authentication required for remote plugin catalog")
 }
 
-// A write to a key that a higher layer (here the selected profile) sets reports okOverridden.
+// A write to a key that a higher layer (here a `-c` override) sets reports okOverridden.
 func TestConfigWriteOverridden(t *testing.T) {
-	c := startSettings(t, "profile = \"p\"\n\n[profiles.p]\nmodel = \"from-profile\"\n")
+	c := apptest.Start(t, apptest.Options{Overrides: []string{`model="from-flag"`}})
+	c.Initialize(false)
 	var w struct {
 		Status             string         `json:"status"`
 		OverriddenMetadata map[string]any `json:"overriddenMetadata"`
 	}
 	c.Result("config/value/write", map[string]any{"keyPath": "model", "value": "gpt-x", "mergeStrategy": "replace"}, &w)
 	require.Equal(t, "okOverridden", w.Status)
-	require.Equal(t, "from-profile", w.OverriddenMetadata["effectiveValue"])
+	require.Equal(t, "from-flag", w.OverriddenMetadata["effectiveValue"])
+	require.Equal(t, "Overridden by session flags", w.OverriddenMetadata["message"])
 	c.Result("config/value/write", map[string]any{"keyPath": "sandbox_mode", "value": "workspace-write", "mergeStrategy": "replace"}, &w)
 	require.Equal(t, "ok", w.Status)
 	require.Nil(t, w.OverriddenMetadata)

@@ -49,6 +49,8 @@ type Options struct {
 	InvalidConfig bool
 	// WarnUnknownKeys has the server warn about unknown config.toml keys, as cmd/appserver does.
 	WarnUnknownKeys bool
+	// Overrides are `-c key=value` overrides of the command line.
+	Overrides []string
 }
 
 // Message is one line the server wrote, decoded.
@@ -131,11 +133,11 @@ stream_max_retries = %d
 `, opts.ApprovalPolicy, opts.SandboxMode, opts.Config, opts.Model.URL(), opts.RequestRetries, opts.StreamRetries)
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(text), 0o644))
-	cfg, cfgErr := config.Load(home, nil)
+	cfg, cfgErr := config.Load(home, opts.Overrides)
 	if opts.InvalidConfig {
 		require.Error(t, cfgErr)
 		var err error
-		cfg, err = config.Defaults(home, nil)
+		cfg, err = config.Defaults(home, opts.Overrides)
 		require.NoError(t, err)
 	} else {
 		require.NoError(t, cfgErr)
@@ -150,7 +152,7 @@ stream_max_retries = %d
 			return keys
 		}
 	}
-	c.Srv = server.New(server.Options{Config: cfg, ConfigError: cfgErr, UnknownKeys: unknownKeys, Tools: opts.Tools, Clock: opts.Clock, ReloadConfig: func() (*config.Config, error) { return config.Load(home, nil) }})
+	c.Srv = server.New(server.Options{Config: cfg, ConfigError: cfgErr, UnknownKeys: unknownKeys, Tools: opts.Tools, Clock: opts.Clock, ReloadConfig: func() (*config.Config, error) { return config.Load(home, opts.Overrides) }})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c.in = inW
