@@ -88,17 +88,43 @@ func (c *Config) projectLayers(cwd string) ([]*layer, error) {
 				}
 			}
 		}
+		if err != nil && !trusted {
+			// An untrusted project's file is not read for its settings: malformed, it is listed all the same.
+			l, err = &layer{source: SourceProject, raw: tree{}}, nil
+		}
 		if err != nil {
 			return nil, err
 		}
 		l.file = folder
 		if !trusted {
 			l.disabled = fmt.Sprintf("To load project-local config, hooks, and exec policies, add %s as a trusted project in %s.",
-				abs, filepath.Join(c.CodexHome, ConfigFileName))
+				root, filepath.Join(c.CodexHome, ConfigFileName))
 		}
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// UntrustedProjectWarning is the reference's start-up warning for the .codex folders of an untrusted
+// project holding cwd whose config.toml is not applied ("" when there are none).
+func (c *Config) UntrustedProjectWarning(cwd string) string {
+	layers, err := c.projectLayers(cwd)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	n := 0
+	for _, l := range layers {
+		if l.disabled == "" {
+			continue
+		}
+		n++
+		fmt.Fprintf(&b, "    %d. %s\n       %s\n", n, l.file, l.disabled)
+	}
+	if n == 0 {
+		return ""
+	}
+	return "Project-local config, hooks, and exec policies are disabled in the following folders until the project is trusted, but skills still load.\n" + b.String()
 }
 
 // trustMu serialises AppendProjectTrust within the process.

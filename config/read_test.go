@@ -123,7 +123,14 @@ func TestReadResponseProjectLayers(t *testing.T) {
 	require.Len(t, layers, 4)
 	first := layers[0].(map[string]any)
 	require.Equal(t, map[string]any{"type": "project", "dotCodexFolder": filepath.Join(sub, ".codex")}, first["name"])
-	require.Contains(t, first["disabledReason"], "add "+sub+" as a trusted project in "+filepath.Join(dir, ConfigFileName))
+	// The hint names the project root (the reference's wording), not the cwd below it.
+	require.Contains(t, first["disabledReason"], "add "+root+" as a trusted project in "+filepath.Join(dir, ConfigFileName))
+	// An untrusted project's malformed file is not read: listed, disabled, empty.
+	require.NoError(t, os.WriteFile(filepath.Join(sub, ".codex", ConfigFileName), []byte("foo = [\n"), 0o600))
+	res, err = c.ReadResponse(true, sub)
+	require.NoError(t, err)
+	require.Contains(t, roundTrip(t, res)["layers"].([]any)[0], "disabledReason")
+	require.NoError(t, os.WriteFile(filepath.Join(sub, ".codex", ConfigFileName), []byte("model = \"sub\"\n"), 0o600))
 
 	// Trusted: applied, deeper directories win.
 	require.NoError(t, AppendProjectTrust(dir, root))

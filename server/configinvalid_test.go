@@ -126,7 +126,7 @@ func TestThreadStartProjectConfig(t *testing.T) {
 	file := filepath.Join(work, ".codex", "config.toml")
 	require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
 	require.NoError(t, os.MkdirAll(filepath.Join(other, ".codex"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(other, ".codex", "config.toml"), []byte("model = 3\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(other, ".codex", "config.toml"), []byte("model = 3\nfoo = [\n"), 0o600))
 	c := apptest.Start(t, apptest.Options{Home: home, Config: "[projects." + string(mustJSON(t, work)) + "]\ntrust_level = \"trusted\"\n"})
 	c.Initialize(false)
 	var st struct {

@@ -53,6 +53,9 @@ func (s *Server) afterInitialize(c *connection) {
 	if err := s.startupConfigError(); err != nil {
 		c.notify(protocol.NotifyConfigWarning, invalidConfigWarning(err))
 	}
+	if w := s.opts.ProjectWarning; w != "" {
+		c.notify(protocol.NotifyConfigWarning, configWarning{Summary: w})
+	}
 	if w := s.unknownW(); w != "" {
 		c.notify(protocol.NotifyConfigWarning, configWarning{Summary: w})
 	}

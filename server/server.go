@@ -52,6 +52,9 @@ type Options struct {
 	// server runs with instead (config.Defaults): initialize is followed by a configWarning, and
 	// config/read and thread/start fail with it until the configuration loads again.
 	ConfigError error
+	// ProjectWarning is the warning about the untrusted project's .codex folders of the directory the
+	// server started in (config.UntrustedProjectWarning), sent as a configWarning after initialize.
+	ProjectWarning string
 	// UnknownKeys returns the keys of config.toml this version does not know (it may wait for the
 	// start-up's check); the client is warned about them after initialize and on each new thread.
 	// nil: none.

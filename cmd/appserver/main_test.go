@@ -231,6 +231,38 @@ func TestInvalidProjectConfigAtStart(t *testing.T) {
 	}
 }
 
+// An untrusted project's .codex folders of the directory the server starts in are named in a
+// configWarning after the answer, before the unknown-keys one (as the reference), the trust hint naming
+// the project root; their config.toml, malformed or not, is not read.
+func TestUntrustedProjectWarning(t *testing.T) {
+	root := t.TempDir()
+	sub := filepath.Join(root, "sub")
+	for _, d := range []string{filepath.Join(root, ".git"), filepath.Join(root, ".codex"), filepath.Join(sub, ".codex")} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".codex", "config.toml"), []byte("model = 3\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sub, ".codex", "config.toml"), []byte("foo = [\n"), 0o644))
+	home := writeConfig(t, "zz_unknown = 1\n")
+	p := startBinaryIn(t, home, sub)
+	p.send(map[string]any{"id": 0, "method": "initialize", "params": map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}}})
+	require.NotNil(t, p.waitFor(func(map[string]any) bool { return true })["result"])
+	w := p.waitFor(func(map[string]any) bool { return true })
+	hint := "To load project-local config, hooks, and exec policies, add " + root + " as a trusted project in " + filepath.Join(home, "config.toml") + ".\n"
+	require.Equal(t, map[string]any{"method": "configWarning", "params": map[string]any{"details": nil,
+		"summary": "Project-local config, hooks, and exec policies are disabled in the following folders until the project is trusted, but skills still load.\n" +
+			"    1. " + filepath.Join(root, ".codex") + "\n       " + hint + "    2. " + filepath.Join(sub, ".codex") + "\n       " + hint}}, withoutEmitted(w))
+	w = p.waitFor(func(map[string]any) bool { return true })
+	require.Contains(t, w["params"].(map[string]any)["summary"], "`zz_unknown` is ignored")
+	m := p.request(1, "thread/start", map[string]any{})
+	require.NotNil(t, m["result"], "%v", m)
+}
+
+// withoutEmitted drops a notification's emittedAtMs.
+func withoutEmitted(m map[string]any) map[string]any {
+	delete(m, "emittedAtMs")
+	return m
+}
+
 // TestUnreadableConfigLoggedOnce: a config.toml that cannot be read is reported once on stderr; the
 // background unknown-keys check, failing on it too, adds no line of its own.
 func TestUnreadableConfigLoggedOnce(t *testing.T) {

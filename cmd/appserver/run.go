@@ -226,7 +226,11 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 		fmt.Fprintf(stderr, "Error: refusing to start non-loopback websocket listener %s without auth; configure `--ws-auth capability-token` or `--ws-auth signed-bearer-token`\n", ep.Addr)
 		return 1
 	}
-	srv := server.New(server.Options{Config: cfg, ConfigError: cfgErr, UnknownKeys: unknownKeys, Logger: logger, ReloadConfig: func() (*config.Config, error) {
+	var projectWarning string
+	if wd, err := os.Getwd(); err == nil && cfgErr == nil {
+		projectWarning = cfg.UntrustedProjectWarning(wd)
+	}
+	srv := server.New(server.Options{Config: cfg, ConfigError: cfgErr, ProjectWarning: projectWarning, UnknownKeys: unknownKeys, Logger: logger, ReloadConfig: func() (*config.Config, error) {
 		return config.Load(home, overrides)
 	}})
 	defer srv.Close()
