@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"appserver/stopwatch"
@@ -251,7 +252,7 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, *process, *ra
 	}
 	sess, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil {
-		return nil, proc, nil, nil, handshakeError(err)
+		return nil, proc, nil, nil, handshakeError(err, proc != nil)
 	}
 	var tools []*mcp.Tool
 	for t, err := range sess.Tools(ctx, nil) {
@@ -266,11 +267,24 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, *process, *ra
 	return sess, proc, raw, tools, nil
 }
 
-// handshakeError words an initialize failure like the reference.
-func handshakeError(err error) error {
+// Handshake failures of a stdio server that went away, worded as the reference's. Which one a server
+// exiting at once gets depends on timing, in the reference as here: the initialize write fails with
+// EPIPE when the server had already closed its stdin, otherwise the response read sees EOF.
+const (
+	handshakeClosed = "handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response"
+	sendInitEPIPE   = "Send message error Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>] error: Broken pipe (os error 32), when send initialize request"
+	handshakeEPIPE  = "handshaking with MCP server failed: " + sendInitEPIPE + ": " + sendInitEPIPE
+)
+
+// handshakeError words an initialize failure like the reference; stdio tells whether the transport
+// was the server's stdin/stdout.
+func handshakeError(err error, stdio bool) error {
+	if stdio && errors.Is(err, syscall.EPIPE) {
+		return errors.New(handshakeEPIPE)
+	}
 	if errors.Is(err, mcp.ErrConnectionClosed) || strings.Contains(err.Error(), "EOF") ||
 		strings.Contains(err.Error(), "closed") {
-		return errors.New("handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response")
+		return errors.New(handshakeClosed)
 	}
 	return fmt.Errorf("handshaking with MCP server failed: %w", err)
 }

@@ -14,6 +14,7 @@ import (
 
 	"appserver/stopwatch"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -85,7 +86,7 @@ func TestStartupOutcomes(t *testing.T) {
 
 	require.Empty(t, errs["good"])
 	require.True(t, strings.HasPrefix(errs["bad"], "MCP client for `bad` failed to start: MCP startup failed: failed to spawn MCP server: "), errs["bad"])
-	require.Equal(t, "MCP client for `broken` failed to start: MCP startup failed: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response", errs["broken"])
+	brokenErr := requireServerGone(t, errs["broken"])
 	require.Equal(t, "MCP client for `slow` timed out after 1 seconds. Add or adjust `startup_timeout_sec` in your config.toml:\n[mcp_servers.slow]\nstartup_timeout_sec = XX", errs["slow"])
 
 	require.EqualError(t, m.RequiredFailure(), "required MCP servers failed to initialize: broken: "+errs["broken"])
@@ -97,7 +98,9 @@ func TestStartupOutcomes(t *testing.T) {
 
 	b, err := json.Marshal(st[1])
 	require.NoError(t, err)
-	require.JSONEq(t, `{"name":"broken","runtimeStatus":null,"pluginId":null,"httpOrigin":null,"serverInfo":null,"serverCapabilities":null,"toolListMeta":null,"tools":{},"toolsError":"MCP startup failed: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response","resources":[],"resourceTemplates":[],"authStatus":"unsupported"}`, string(b))
+	toolsErr, err := json.Marshal("MCP startup failed: " + brokenErr)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"broken","runtimeStatus":null,"pluginId":null,"httpOrigin":null,"serverInfo":null,"serverCapabilities":null,"toolListMeta":null,"tools":{},"toolsError":`+string(toolsErr)+`,"resources":[],"resourceTemplates":[],"authStatus":"unsupported"}`, string(b))
 	require.Equal(t, "failed", st[1].ConnectionStatus)
 
 	good := st[2]
@@ -111,6 +114,58 @@ func TestStartupOutcomes(t *testing.T) {
 	require.Contains(t, string(good.Resources[0]), "file:///hello.txt")
 	require.Len(t, good.ResourceTemplates, 1)
 	require.True(t, strings.HasPrefix(*st[3].ToolsError, "MCP startup failed: timed out"), *st[3].ToolsError)
+}
+
+// requireServerGone checks that errMsg is the startup failure of a stdio server that exited before
+// answering initialize, and returns the handshake part. Two wordings are right, as in the reference:
+// which one depends on whether the server had closed its stdin before the initialize request was
+// written (EPIPE, see TestHandshakeServerGone) or only before it answered (EOF).
+func requireServerGone(t *testing.T, errMsg string) string {
+	t.Helper()
+	const prefix = "MCP client for `broken` failed to start: MCP startup failed: "
+	require.True(t, strings.HasPrefix(errMsg, prefix), errMsg)
+	require.Contains(t, []string{handshakeClosed, handshakeEPIPE}, strings.TrimPrefix(errMsg, prefix))
+	return strings.TrimPrefix(errMsg, prefix)
+}
+
+// TestHandshakeServerGone: over real pipes, a server that closed its stdin before the initialize
+// request gets the reference's broken-pipe wording (not Go's "write |1: broken pipe"); one that read
+// the request and closed its stdout gets "connection closed".
+func TestHandshakeServerGone(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		stdinGone bool
+		want      string
+	}{
+		{"stdin closed before the request", true, "handshaking with MCP server failed: " +
+			"Send message error Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>] error: Broken pipe (os error 32), when send initialize request: " +
+			"Send message error Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>] error: Broken pipe (os error 32), when send initialize request"},
+		{"stdout closed after the request", false, "handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inR, inW, err := os.Pipe()
+			require.NoError(t, err)
+			outR, outW, err := os.Pipe()
+			require.NoError(t, err)
+			defer inW.Close()
+			defer outR.Close()
+			if tc.stdinGone {
+				require.NoError(t, inR.Close()) // no reader left: the write fails with EPIPE
+				defer outW.Close()              // and stdout stays open: no EOF races it
+			} else {
+				defer inR.Close() // the request fits in the pipe
+				require.NoError(t, outW.Close())
+			}
+			s := &server{cfg: ServerConfig{Name: "gone"}}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sess, err := s.newClient().Connect(ctx, &sniffTransport{inner: &mcp.IOTransport{Reader: outR, Writer: inW}, raw: newRawCapture()},
+				&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+			require.Error(t, err)
+			require.Nil(t, sess)
+			require.EqualError(t, handshakeError(err, true), tc.want)
+		})
+	}
 }
 
 func TestNoServers(t *testing.T) {

@@ -147,6 +147,19 @@ const (
 	EnvPauseFile = "MCPTEST_PAUSEFILE"
 )
 
+// ExitErrors are the two right startup errors of the stdio server named name in mode "exit", as the
+// reference words them. Which one it gets depends on timing, in the reference as in ours: the
+// initialize write fails with EPIPE when the server had already exited, otherwise reading the
+// response sees EOF.
+func ExitErrors(name string) []string {
+	const epipe = "Send message error Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>] error: Broken pipe (os error 32), when send initialize request"
+	prefix := "MCP client for `" + name + "` failed to start: MCP startup failed: handshaking with MCP server failed: "
+	return []string{
+		prefix + "connection closed: initialize response: connection closed: initialize response",
+		prefix + epipe + ": " + epipe,
+	}
+}
+
 var (
 	buildOnce sync.Once
 	buildPath string
