@@ -74,6 +74,7 @@ type Manager struct {
 	startWG sync.WaitGroup
 	closing sync.Once
 	tokens  atomic.Int64
+	clock   stopwatch.Clock // of the tool timeouts; nil is the wall clock (tests set a fake one)
 }
 
 // server is one configured MCP server and its connection.
