@@ -77,6 +77,7 @@ func (m *Manager) CallTool(ctx context.Context, ctl *stopwatch.Controller, serve
 		sw.Pause()
 	}
 	s.progress[token] = callID
+	raw := s.raw
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -94,6 +95,8 @@ func (m *Manager) CallTool(ctx context.Context, ctl *stopwatch.Controller, serve
 	start := time.Now()
 	res, err := sess.CallTool(cctx, params)
 	dur := time.Since(start)
+	// Progress the server sent before its result is reported before the call ends.
+	raw.awaitProgress(ctx, token)
 	if err != nil {
 		switch {
 		case errors.Is(context.Cause(cctx), stopwatch.ErrExpired):

@@ -421,7 +421,7 @@ func (s *server) resumeCalls() {
 }
 
 func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if req == nil || req.Params == nil || s.m.hooks.OnProgress == nil {
+	if req == nil || req.Params == nil {
 		return
 	}
 	var token int64
@@ -437,8 +437,10 @@ func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	}
 	s.mu.Lock()
 	callID, ok := s.progress[token]
+	raw := s.raw
 	s.mu.Unlock()
-	if !ok {
+	defer raw.progressHandled(token) // after the hook: the call waiting for it returns after the report
+	if !ok || s.m.hooks.OnProgress == nil {
 		return
 	}
 	msg := req.Params.Message

@@ -137,8 +137,8 @@ func newTestServer(pause string) *mcp.Server {
 		return textResult(strconv.Itoa(os.Getpid())), nil
 	})
 	srv.AddTool(&mcp.Tool{Name: "progress", InputSchema: objSchema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// The result follows at once: the client must still report the progress before the call ends.
 		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Message: "half way", Progress: 1, Total: 2})
-		time.Sleep(100 * time.Millisecond) // let the notification arrive before the result
 		return textResult("done"), nil
 	})
 	srv.AddTool(&mcp.Tool{Name: "pausestate", InputSchema: objSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -113,8 +112,8 @@ func NewServer(name, pause string) *mcp.Server {
 		})
 	srv.AddTool(&mcp.Tool{Name: "progress", InputSchema: objSchema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// The result follows at once: the client must still report the progress before the call ends.
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Message: "half way", Progress: 1, Total: 2})
-			time.Sleep(200 * time.Millisecond) // let the notification arrive before the result
 			return text("done"), nil
 		})
 	srv.AddResource(&mcp.Resource{URI: "file:///hello.txt", Name: "hello", MIMEType: "text/plain"},
