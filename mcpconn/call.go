@@ -95,8 +95,9 @@ func (m *Manager) CallTool(ctx context.Context, ctl *stopwatch.Controller, serve
 	start := time.Now()
 	res, err := sess.CallTool(cctx, params)
 	dur := time.Since(start)
-	// Progress the server sent before its result is reported before the call ends.
-	raw.awaitProgress(ctx, token)
+	// Progress the server sent before its result is reported before the call ends (a closing
+	// Manager drops what is left).
+	raw.awaitProgress(ctx, m.ctx.Done(), token)
 	if err != nil {
 		switch {
 		case errors.Is(context.Cause(cctx), stopwatch.ErrExpired):

@@ -676,3 +676,38 @@ func TestCloseKillsStubbornServer(t *testing.T) {
 	m.Close()
 	require.Eventually(t, func() bool { return len(groupMembers(t, pgid)) == 0 }, time.Minute, 50*time.Millisecond)
 }
+
+// TestAwaitProgressEnds: a finished call waits for progress read but not yet handled only until it
+// is handled, its ctx ends or the Manager closes.
+func TestAwaitProgressEnds(t *testing.T) {
+	raw := newRawCapture()
+	raw.progress[7] = 1
+	waitReturns := func(ctx context.Context, stop <-chan struct{}) <-chan struct{} {
+		done := make(chan struct{})
+		go func() { raw.awaitProgress(ctx, stop, 7); close(done) }()
+		return done
+	}
+	requireDone := func(done <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("awaitProgress did not return")
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := waitReturns(ctx, nil)
+	cancel()
+	requireDone(done)
+	stop := make(chan struct{})
+	done = waitReturns(context.Background(), stop)
+	close(stop)
+	requireDone(done)
+	done = waitReturns(context.Background(), nil)
+	raw.progressHandled(7)
+	requireDone(done)
+	require.Empty(t, raw.progress)
+	raw.progressHandled(7) // a notification that was never counted changes nothing
+	require.Empty(t, raw.progress)
+	raw.awaitProgress(context.Background(), nil, 8) // nothing pending: returns at once
+}

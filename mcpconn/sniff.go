@@ -82,8 +82,8 @@ func (r *rawCapture) progressHandled(token int64) {
 }
 
 // awaitProgress returns once every progress notification read so far for token was handled, ctx
-// ended or progressDrainWait passed.
-func (r *rawCapture) awaitProgress(ctx context.Context, token int64) {
+// ended, stop closed or progressDrainWait passed.
+func (r *rawCapture) awaitProgress(ctx context.Context, stop <-chan struct{}, token int64) {
 	if r == nil {
 		return
 	}
@@ -103,6 +103,8 @@ func (r *rawCapture) awaitProgress(ctx context.Context, token int64) {
 		select {
 		case <-changed:
 		case <-ctx.Done():
+			return
+		case <-stop:
 			return
 		case <-timeout:
 			return
