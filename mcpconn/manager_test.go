@@ -1,14 +1,17 @@
 package mcpconn
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,19 +132,26 @@ func requireServerGone(t *testing.T, errMsg string) string {
 	return strings.TrimPrefix(errMsg, prefix)
 }
 
-// TestHandshakeServerGone: over real pipes, a server that closed its stdin before the initialize
-// request gets the reference's broken-pipe wording (not Go's "write |1: broken pipe"); one that read
-// the request and closed its stdout gets "connection closed".
+// TestHandshakeServerGone: over real pipes, a server that goes away during the handshake gets the
+// reference's wording for that moment (not Go's "write |1: broken pipe"): its stdin closed before the
+// initialize request or the initialized notification is a broken pipe "when send" that message, its
+// stdout closed before an answer is "connection closed" (initialize) or "Transport closed" (tools/list).
+// A server's own error stays its own.
 func TestHandshakeServerGone(t *testing.T) {
+	const epipe = "Send message error Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>] error: Broken pipe (os error 32), when send "
 	for _, tc := range []struct {
-		name      string
-		stdinGone bool
-		want      string
+		name  string
+		stage string // what the server does: "stdin closed", "stdout closed" or "answer, stdin closed"
+		want  string
 	}{
-		{"stdin closed before the request", true, "handshaking with MCP server failed: " +
-			"Send message error Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>] error: Broken pipe (os error 32), when send initialize request: " +
-			"Send message error Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>] error: Broken pipe (os error 32), when send initialize request"},
-		{"stdout closed after the request", false, "handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response"},
+		{"stdin closed before the request", "stdin closed",
+			"handshaking with MCP server failed: " + epipe + "initialize request: " + epipe + "initialize request"},
+		{"stdout closed after the request", "stdout closed",
+			"handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response"},
+		{"stdin closed before the initialized notification", "answer, stdin closed",
+			"handshaking with MCP server failed: " + epipe + "initialized notification: " + epipe + "initialized notification"},
+		{"stdout closed after tools/list", "answer, read tools/list, stdout closed", "Transport closed"},
+		{"tools/list refused", "answer, refuse tools/list", "failed to list tools: calling \"tools/list\": channel closed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inR, inW, err := os.Pipe()
@@ -150,23 +160,57 @@ func TestHandshakeServerGone(t *testing.T) {
 			require.NoError(t, err)
 			defer inW.Close()
 			defer outR.Close()
-			if tc.stdinGone {
+			switch tc.stage {
+			case "stdin closed":
 				require.NoError(t, inR.Close()) // no reader left: the write fails with EPIPE
 				defer outW.Close()              // and stdout stays open: no EOF races it
-			} else {
+			case "stdout closed":
 				defer inR.Close() // the request fits in the pipe
 				require.NoError(t, outW.Close())
+			default:
+				defer outW.Close()
+				defer inR.Close()
+				go func() {
+					in := bufio.NewReader(inR)
+					read := func() (id string) {
+						line, err := in.ReadBytes('\n')
+						var req struct{ ID json.RawMessage }
+						if err == nil && json.Unmarshal(line, &req) == nil {
+							id = string(req.ID)
+						}
+						return id
+					}
+					id := read()
+					if tc.stage == "answer, stdin closed" {
+						_ = inR.Close() // before the answer: the initialized notification gets EPIPE
+					}
+					_, _ = outW.Write([]byte(`{"jsonrpc":"2.0","id":` + id + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"x","version":"1"}}}` + "\n"))
+					if tc.stage == "answer, stdin closed" {
+						return
+					}
+					read() // notifications/initialized
+					id = read()
+					if tc.stage == "answer, refuse tools/list" {
+						_, _ = outW.Write([]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":"channel closed"}}` + "\n"))
+						return
+					}
+					_ = outW.Close()
+				}()
 			}
 			s := &server{cfg: ServerConfig{Name: "gone"}}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			sess, err := s.newClient().Connect(ctx, &sniffTransport{inner: &mcp.IOTransport{Reader: outR, Writer: inW}, raw: newRawCapture()},
-				&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
-			require.Error(t, err)
-			require.Nil(t, sess)
-			require.EqualError(t, handshakeError(err, true), tc.want)
+			sess, _, err := s.handshake(ctx, s.newClient(), &sniffTransport{inner: &mcp.IOTransport{Reader: outR, Writer: inW}, raw: newRawCapture()}, true)
+			if sess != nil {
+				defer sess.Close()
+			}
+			require.EqualError(t, err, tc.want)
 		})
 	}
+	// tools/list that cannot be written (staged: over pipes it would race the initialized notification).
+	unwritable := fmt.Errorf("calling %q: %w", "tools/list", &os.PathError{Op: "write", Path: "|1", Err: syscall.EPIPE})
+	require.EqualError(t, listToolsError(unwritable, true), "Transport send error: Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>] error: Broken pipe (os error 32)")
+	require.EqualError(t, listToolsError(unwritable, false), `failed to list tools: calling "tools/list": write |1: broken pipe`, "only stdio is worded as the reference's stdio transport")
 }
 
 func TestNoServers(t *testing.T) {
