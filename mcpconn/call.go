@@ -62,9 +62,9 @@ func (m *Manager) CallTool(ctx context.Context, ctl *stopwatch.Controller, serve
 	var sw *stopwatch.Stopwatch
 	release := func() {}
 	if ctl != nil {
-		sw, release = ctl.NewStopwatch(timeout, stopwatch.WithClock(m.clock))
+		sw, release = ctl.NewStopwatch(timeout, stopwatch.WithClock(m.hooks.Clock))
 	} else {
-		sw = stopwatch.New(timeout, stopwatch.WithClock(m.clock))
+		sw = stopwatch.New(timeout, stopwatch.WithClock(m.hooks.Clock))
 	}
 	defer release()
 	defer sw.Stop()

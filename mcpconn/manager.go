@@ -45,6 +45,8 @@ type Hooks struct {
 	// OnProgress reports a notifications/progress message received during CallTool; callID is the
 	// "callId" entry of the call's meta ("" when absent).
 	OnProgress func(callID, message string)
+	// Clock times the tool timeouts (nil: the real clock); tests pass a fake one.
+	Clock stopwatch.Clock
 }
 
 // ElicitationRequest is a server-originated elicitation/create, forwarded verbatim.
@@ -75,7 +77,6 @@ type Manager struct {
 	startWG sync.WaitGroup
 	closing sync.Once
 	tokens  atomic.Int64
-	clock   stopwatch.Clock // of the tool timeouts; nil is the wall clock (tests set a fake one)
 }
 
 // server is one configured MCP server and its connection.

@@ -413,9 +413,8 @@ func callStopwatch(m *Manager, server string) *stopwatch.Stopwatch {
 func TestToolTimeout(t *testing.T) {
 	cfg := serverCmd(t, "good", "good", nil)
 	cfg.ToolTimeout = 500 * time.Millisecond
-	m := startAndWait(t, []ServerConfig{cfg}, Hooks{})
 	clock := stopwatchtest.NewFakeClock(time.Unix(1_700_000_000, 0))
-	m.clock = clock
+	m := startAndWait(t, []ServerConfig{cfg}, Hooks{Clock: clock})
 	hang := func(ctx context.Context, ctl *stopwatch.Controller) <-chan error {
 		done := make(chan error, 1)
 		go func() {
@@ -574,11 +573,10 @@ func TestElicitationPausesToolTimeout(t *testing.T) {
 	cfg := serverCmd(t, "good", "good", nil)
 	cfg.ToolTimeout = time.Second
 	clock := stopwatchtest.NewFakeClock(time.Unix(1_700_000_000, 0))
-	m := startAndWait(t, []ServerConfig{cfg}, Hooks{Elicit: func(context.Context, ElicitationRequest) (ElicitationResult, error) {
+	m := startAndWait(t, []ServerConfig{cfg}, Hooks{Clock: clock, Elicit: func(context.Context, ElicitationRequest) (ElicitationResult, error) {
 		clock.Advance(time.Hour)
 		return ElicitationResult{Action: "accept", Content: json.RawMessage(`{"name":"Ada"}`)}, nil
 	}})
-	m.clock = clock
 	res, err := m.CallTool(context.Background(), stopwatch.NewController(), "good", "ask", nil, nil)
 	require.NoError(t, err)
 	require.Contains(t, string(res.Content), "Ada")
