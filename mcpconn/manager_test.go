@@ -232,10 +232,12 @@ func TestConfigWithoutTransportFails(t *testing.T) {
 
 func TestCloseCancelsStartup(t *testing.T) {
 	rec := &recorder{}
-	cfg := serverCmd(t, "slow", "noinit", nil)
+	read := filepath.Join(t.TempDir(), "read")
+	cfg := serverCmd(t, "slow", "noinit", map[string]string{"MCPCONN_READFILE": read})
 	cfg.StartupTimeout = time.Minute
 	m := Start(context.Background(), []ServerConfig{cfg}, rec.hooks())
-	time.Sleep(200 * time.Millisecond)
+	// Close once the server holds the initialize request: the handshake is under way.
+	require.Eventually(t, func() bool { _, err := os.Stat(read); return err == nil }, time.Minute, 10*time.Millisecond)
 	m.Close()
 	statuses, _ := rec.snapshot()
 	require.Equal(t, []string{"slow:starting", "slow:cancelled"}, statuses)

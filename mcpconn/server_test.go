@@ -1,6 +1,7 @@
 package mcpconn
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,8 +37,14 @@ func TestMain(m *testing.M) {
 		signal.Ignore(syscall.SIGTERM)
 		_ = newTestServer("").Run(context.Background(), &mcp.StdioTransport{})
 		time.Sleep(time.Hour)
-	case "noinit": // reads requests, never answers
-		_, _ = io.Copy(io.Discard, os.Stdin)
+	case "noinit": // reads requests, never answers; with MCPCONN_READFILE it creates that file once one arrived
+		in := bufio.NewReader(os.Stdin)
+		if _, err := in.ReadBytes('\n'); err == nil {
+			if f := os.Getenv("MCPCONN_READFILE"); f != "" {
+				_ = os.WriteFile(f, nil, 0o644)
+			}
+		}
+		_, _ = io.Copy(io.Discard, in)
 		time.Sleep(time.Hour)
 	case "exit":
 		os.Exit(3)
