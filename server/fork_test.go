@@ -116,6 +116,64 @@ func TestForkListAndReadMatchReference(t *testing.T) {
 	check(c2)
 }
 
+// TestForkRefusalsMatchReference pins the reference's (0.169.0) refusals of thread/fork, checked in that order:
+// the id's syntax ("invalid session id"), the parent's rollout, an ephemeral fork without `excludeTurns:
+// true` (whatever else is asked), then the turn to fork at, which is looked up after the full-history
+// deprecation notice went out.
+func TestForkRefusalsMatchReference(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("R1", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+	fresh := c.StartThread(nil)
+	tid := oneTurnThread(t, c, "First message")
+	const ephemeralMsg = "ephemeral paginated thread/fork requires `excludeTurns: true`"
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		msg    string
+		notice bool // a deprecationNotice precedes the error
+	}{
+		{"ephemeral", map[string]any{"threadId": tid, "ephemeral": true}, ephemeralMsg, false},
+		{"ephemeral excludeTurns false", map[string]any{"threadId": tid, "ephemeral": true, "excludeTurns": false}, ephemeralMsg, false},
+		{"ephemeral unknown lastTurnId", map[string]any{"threadId": tid, "ephemeral": true, "lastTurnId": "nope"}, ephemeralMsg, false},
+		{"ephemeral unknown beforeTurnId", map[string]any{"threadId": tid, "ephemeral": true, "beforeTurnId": "nope"}, ephemeralMsg, false},
+		{"ephemeral other overrides", map[string]any{"threadId": tid, "ephemeral": true, "cwd": "/nonexistent/dir"}, ephemeralMsg, false},
+		{"ephemeral unknown thread", map[string]any{"threadId": unknownID, "ephemeral": true}, "no rollout found for thread id " + unknownID, false},
+		{"ephemeral thread without turns", map[string]any{"threadId": fresh, "ephemeral": true}, "no rollout found for thread id " + fresh, false},
+		{"ephemeral invalid id", map[string]any{"threadId": "bogus", "ephemeral": true}, "invalid session id: invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `o` at 2", false},
+		{"unknown lastTurnId", map[string]any{"threadId": tid, "lastTurnId": "nope"}, "turn not found: nope", true},
+		{"unknown beforeTurnId", map[string]any{"threadId": tid, "beforeTurnId": "nope"}, "turn not found: nope", true},
+		{"unknown lastTurnId excludeTurns", map[string]any{"threadId": tid, "lastTurnId": "nope", "excludeTurns": true}, "turn not found: nope", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mark := c.Mark()
+			m := c.Request("thread/fork", tc.params)
+			requireError(t, m, -32600, tc.msg)
+			notices := 0
+			for _, got := range c.Since(mark) {
+				if got.ID != nil && got.Method == "" { // the error response: what follows is not this request's
+					break
+				}
+				if got.Method == "deprecationNotice" {
+					notices++
+				}
+			}
+			if tc.notice {
+				require.Equal(t, 1, notices)
+			} else {
+				require.Zero(t, notices)
+			}
+		})
+	}
+	fe := forkThread(t, c, map[string]any{"threadId": tid, "ephemeral": true, "excludeTurns": true})
+	require.Nil(t, fe.Path, "an ephemeral fork has no rollout")
+	require.Empty(t, fe.Turns)
+	fk := forkThread(t, c, map[string]any{"threadId": tid, "ephemeral": false, "excludeTurns": false})
+	require.NotNil(t, fk.Path)
+	require.Len(t, fk.Turns, 1)
+}
+
 // The reference has no rollout for a started thread until its first turn, so it cannot be forked yet.
 func TestForkOfThreadWithoutTurnsFails(t *testing.T) {
 	mm := mockmodel.New(t)

@@ -452,6 +452,15 @@ func TestResumeWithHistoryStartsANewThread(t *testing.T) {
 
 	m := c.Request("thread/resume", map[string]any{"threadId": tid, "history": []any{map[string]any{"type": "no-such-item"}}})
 	require.NotNil(t, m.Error)
+
+	// With a history the reference does not look at threadId at all, not even at its syntax.
+	var other struct {
+		Thread threadObj `json:"thread"`
+	}
+	c.Result("thread/resume", map[string]any{"threadId": "not-a-uuid", "excludeTurns": true, "history": []any{
+		map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "OTHER"}}},
+	}}, &other)
+	require.Equal(t, "OTHER", other.Thread.Preview)
 }
 
 func TestResumeOfLoadedThreadKeepsItsSettings(t *testing.T) {

@@ -26,6 +26,9 @@ var ErrNoRollout = errors.New("no rollout found for thread id")
 // noRollout wraps ErrNoRollout with the id, as the reference words it.
 func noRollout(id string) error { return fmt.Errorf("%w %s", ErrNoRollout, id) }
 
+// ErrEphemeralForkWithTurns refuses an ephemeral fork that would return its turns; its text is the reference's.
+var ErrEphemeralForkWithTurns = errors.New("ephemeral paginated thread/fork requires `excludeTurns: true`")
+
 func (m *Manager) lookupStored(id string) (rollout.Summary, error) {
 	st, err := m.Store()
 	if err != nil {
@@ -538,6 +541,7 @@ type ForkOptions struct {
 	LastTurnID   string
 	BeforeTurnID string
 	Ephemeral    bool
+	ExcludeTurns bool // the client asked for no turns in the answer; an ephemeral fork requires it
 	Originator   string
 	Source       string  // the session source the fork's rollout records ("vscode" when empty)
 	ThreadSource *string // the client's analytics classification of the fork (thread/fork's threadSource)
@@ -554,6 +558,9 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 	parentPath, _, err := st.Find(o.ParentID)
 	if err != nil {
 		return nil, noRollout(o.ParentID)
+	}
+	if o.Ephemeral && !o.ExcludeTurns {
+		return nil, ErrEphemeralForkWithTurns
 	}
 	before := o.BeforeTurnID
 	if o.LastTurnID != "" {
@@ -572,13 +579,13 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("turn not found: %s", o.LastTurnID)
+			return nil, fmt.Errorf("%w: %s", ErrTurnNotFound, o.LastTurnID)
 		}
 	}
 	hb, err := rollout.ForkBase(parentPath, o.ParentID, before)
 	if err != nil {
 		if before != "" {
-			return nil, fmt.Errorf("turn not found: %s", before)
+			return nil, fmt.Errorf("%w: %s", ErrTurnNotFound, before)
 		}
 		return nil, err
 	}
