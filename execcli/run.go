@@ -42,7 +42,12 @@ type IO struct {
 func Run(ctx context.Context, args []string, rio IO) int {
 	opts, err := parseArgs(args)
 	if err != nil {
-		fmt.Fprintf(rio.Stderr, "%v\n\nFor more information, try '--help'.\n", err)
+		var ue *usageError
+		if errors.As(err, &ue) && ue.detail != "" {
+			fmt.Fprintf(rio.Stderr, "%v\n\n%s\n\nFor more information, try '--help'.\n", err, ue.detail)
+		} else {
+			fmt.Fprintf(rio.Stderr, "%v\n\nFor more information, try '--help'.\n", err)
+		}
 		return 2
 	}
 	if opts.help {
