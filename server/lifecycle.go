@@ -35,19 +35,18 @@ func (s *Server) threadReadStateUpdate(_ context.Context, _ *connection, _ *json
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
-	var source *string
+	var th protocol.Thread
 	if t, ok := s.threads.Get(p.ThreadID); ok {
-		info := t.Info()
-		if info.Ephemeral {
+		th = t.Info()
+		if th.Ephemeral {
 			return nil, jsonrpc.InvalidRequest("ephemeral thread does not support read state: " + p.ThreadID)
 		}
-		source = info.ThreadSource
-	} else if th, err := s.threads.ReadStored(p.ThreadID, false); err != nil {
+	} else if stored, err := s.threads.ReadStored(p.ThreadID, false); err != nil {
 		return nil, jsonrpc.InvalidRequest("thread not found: " + p.ThreadID)
 	} else {
-		source = th.ThreadSource
+		th = stored
 	}
-	if !thread.ReadStateTracked(source) {
+	if !thread.ReadStateTracked(&th) {
 		return nil, jsonrpc.InvalidRequest("thread read state unavailable")
 	}
 	var read bool
@@ -175,6 +174,9 @@ func (s *Server) threadList(ctx context.Context, _ *connection, req *jsonrpc.Req
 		s.overlayThreadMeta(ctx, &data[i])
 	}
 	for _, th := range data {
+		if th.Source.SubAgent != nil {
+			continue // the reference lists a sub-agent's thread without a read state (other sources' show one)
+		}
 		if rs := s.threads.ReadState(th.ID, true); rs != nil {
 			states[th.ID] = *rs
 		}
@@ -243,7 +245,7 @@ func (s *Server) threadRead(ctx context.Context, c *connection, _ *jsonrpc.Reque
 		c.notify(protocol.NotifyDeprecationNotice, deprecationHydration())
 	}
 	resp := protocol.ThreadReadResponse{Thread: info}
-	if thread.ReadStateTracked(info.ThreadSource) {
+	if thread.ReadStateTracked(&info) {
 		resp.ReadState = s.threads.ReadState(p.ThreadID, hasHistory)
 	}
 	return resp, nil

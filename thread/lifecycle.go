@@ -1,6 +1,7 @@
 package thread
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,24 +42,28 @@ func (m *Manager) lookupStored(id string) (rollout.Summary, error) {
 	return sum, err
 }
 
+// sessionSource is the protocol form of a rollout's session source: a plain name ("vscode" when empty) or
+// the JSON of an object source, whose sub-agent form keeps its details.
+func sessionSource(src string) protocol.SessionSource {
+	name, sub := rollout.ProtocolSource(src)
+	if sub == nil {
+		return protocol.SessionSource{Name: firstNonEmpty(name, "vscode")}
+	}
+	var sa protocol.SubAgentSource
+	if json.Unmarshal(sub, &sa) != nil {
+		return protocol.SessionSource{Name: protocol.SessionSourceUnknown}
+	}
+	return protocol.SessionSource{SubAgent: &sa}
+}
+
 // ThreadFromSummary renders an index entry as a protocol Thread with the given status and no turns.
 func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protocol.Thread {
 	th := protocol.Thread{
 		ID: sum.ID, SessionID: sum.ID, Preview: sum.Preview, ModelProvider: sum.ModelProvider,
 		CreatedAt: sum.CreatedAt, UpdatedAt: sum.UpdatedAt, RecencyAt: ptr(firstNonZero(sum.RecencyAt, sum.UpdatedAt)), Status: status,
 		Path: ptr(rollout.PlainPath(sum.Path)), Cwd: protocol.AbsolutePathBuf(sum.Cwd), CliVersion: sum.CLIVersion,
-		Source:      protocol.SessionSource{Name: firstNonEmpty(sum.Source, "vscode")},
+		Source:      sessionSource(sum.Source),
 		HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Turns: []protocol.Turn{},
-	}
-	if name, sub := rollout.ProtocolSource(sum.Source); sub != nil {
-		var sa protocol.SubAgentSource
-		if json.Unmarshal(sub, &sa) == nil {
-			th.Source = protocol.SessionSource{SubAgent: &sa}
-		} else {
-			th.Source = protocol.SessionSource{Name: protocol.SessionSourceUnknown}
-		}
-	} else if name != sum.Source {
-		th.Source = protocol.SessionSource{Name: name}
 	}
 	if sum.ParentThreadID != "" {
 		th.ParentThreadID = ptr(sum.ParentThreadID)
@@ -458,7 +463,10 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if info, err := os.Stat(th.Path); err == nil {
 		updated = info.ModTime()
 	}
-	src := firstNonEmpty(rollout.SourceString(th.Meta.Source), "vscode")
+	src := rollout.SourceString(th.Meta.Source)
+	if raw := bytes.TrimSpace(th.Meta.Source); len(raw) > 0 && raw[0] == '{' {
+		src = string(raw) // an object source (a sub-agent's) keeps its details
+	}
 	path := th.Path
 	if rec != nil {
 		path = rec.Path()
@@ -467,7 +475,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		ID: id, SessionID: id, Preview: th.Preview, ModelProvider: s.ModelProvider,
 		CreatedAt: created.Unix(), UpdatedAt: updated.Unix(), RecencyAt: ptr(updated.Unix()),
 		Cwd: protocol.AbsolutePathBuf(s.Cwd), CliVersion: firstNonEmpty(th.Meta.CLIVersion, m.deps.Version),
-		Source: protocol.SessionSource{Name: src}, HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Model: ptr(s.Model),
+		Source: sessionSource(src), HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Model: ptr(s.Model),
 		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}},
 		CanAcceptDirectInput: ptr(true), Turns: []protocol.Turn{}, ReasoningEffort: s.Effort,
 	}
