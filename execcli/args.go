@@ -304,12 +304,13 @@ func parseArgs(args []string) (*options, error) {
 	if o.resume {
 		switch {
 		case o.resumeLast:
-			// `resume --last [PROMPT]`: the one positional is the prompt.
-			if len(positional) > 1 {
-				return nil, usageErr("error: unexpected argument '%s' found", positional[1])
+			// `resume --last [PROMPT]`: the one positional is the prompt; with two (SESSION_ID PROMPT, as
+			// the reference's grammar allows), the id is ignored and the second is the prompt.
+			if len(positional) > 2 {
+				return nil, usageErr("error: unexpected argument '%s' found", positional[2])
 			}
-			if len(positional) == 1 {
-				o.prompt = &positional[0]
+			if len(positional) > 0 {
+				o.prompt = &positional[len(positional)-1]
 			}
 		case len(positional) == 0:
 			return nil, usageErr("error: `exec resume` needs a SESSION_ID or --last")

@@ -27,6 +27,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--json", "resume", "0199", "next"}, options{json: true, resume: true, resumeID: "0199", prompt: str("next"), color: "auto"}},
 		{[]string{"resume", "--last", "--all", "--json"}, options{json: true, resume: true, resumeLast: true, resumeAll: true, color: "auto"}},
 		{[]string{"resume", "--last", "p", "--image", "i.png"}, options{resume: true, resumeLast: true, prompt: str("p"), images: []string{"i.png"}, color: "auto"}},
+		{[]string{"resume", "--last", "id", "p"}, options{resume: true, resumeLast: true, prompt: str("p"), color: "auto"}},
 		{[]string{"--", "--not-a-flag"}, options{prompt: str("--not-a-flag"), color: "auto"}},
 		{[]string{"--color", "never", "--thread-source", "user", "x"}, options{color: "never", threadSource: "user", prompt: str("x")}},
 		{[]string{"p", "-i", "a.png", "b.png", "--json"}, options{prompt: str("p"), images: []string{"a.png", "b.png"}, json: true, color: "auto"}},
@@ -50,7 +51,7 @@ func TestParseArgs(t *testing.T) {
 func TestParseArgsErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--nope"}, {"-Z"}, {"--json=yes"}, {"--sandbox", "all"}, {"--color", "pink"}, {"-m"}, {"a", "b"},
-		{"--last"}, {"resume"}, {"resume", "id", "p", "extra"}, {"resume", "--last", "p", "extra"},
+		{"--last"}, {"resume"}, {"resume", "id", "p", "extra"}, {"resume", "--last", "id", "p", "extra"},
 		{"fork"}, {"fork", "id", "p", "extra"}, {"fork", "--last"}, {"fork", "id", "-s", "read-only"}, {"fork", "id", "--color", "never"},
 		{"review", "-i", "a.png"}, {"review", "a", "b"}, {"review", "--uncommitted", "p"}, {"review", "--base", "b", "--commit", "c"},
 		{"review", "--commit", "c", "p"}, {"review", "--title", "T"}, {"review", "p", "--title", "T"}, {"review", "--uncommitted", "--output-schema", "s.json"}, {"--image=a.png", "review", "--uncommitted"}, {"--uncommitted", "review"}, {"--base", "b"},

@@ -196,8 +196,9 @@ func (r *runner) run(ctx context.Context) int {
 // "-") reads it from stdin; an argument with piped stdin gets stdin appended as a <stdin> block.
 func (r *runner) readPrompt() (string, error) {
 	p := r.opts.prompt
-	if r.opts.fork || r.opts.review {
+	if r.opts.fork || r.opts.review || (r.opts.resume && p != nil) {
 		// fork and review: the prompt is optional; "-" reads stdin, quietly; piped stdin is not appended.
+		// resume with a prompt: the same (without one it reads stdin as exec does).
 		if p == nil {
 			return "", nil
 		}
