@@ -378,6 +378,7 @@ func TestExecPromptFromStdin(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	r = e.run("dash prompt", "--json", "--skip-git-repo-check", "-")
 	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stderr, "Reading prompt from stdin...", "the reference reads \"-\" quietly")
 	reqs := e.mm.ResponseRequests()
 	require.Len(t, reqs, 3)
 	require.Contains(t, string(reqs[0].Raw), `"text":"piped prompt\n"`)

@@ -218,7 +218,9 @@ func (r *runner) readPrompt() (string, error) {
 		if p == nil && r.io.StdinIsTerm {
 			return "", errors.New("No prompt provided. Either specify one as an argument or pipe the prompt into stdin.")
 		}
-		fmt.Fprintln(r.io.Stderr, "Reading prompt from stdin...")
+		if p == nil {
+			fmt.Fprintln(r.io.Stderr, "Reading prompt from stdin...") // "-" reads quietly, as the reference
+		}
 		b, err := io.ReadAll(r.io.Stdin)
 		if err != nil {
 			return "", fmt.Errorf("Failed to read prompt from stdin: %v", err)
