@@ -145,6 +145,8 @@ func TestForkRefusalsMatchReference(t *testing.T) {
 		{"unknown lastTurnId", map[string]any{"threadId": tid, "lastTurnId": "nope"}, "turn not found: nope", true},
 		{"unknown beforeTurnId", map[string]any{"threadId": tid, "beforeTurnId": "nope"}, "turn not found: nope", true},
 		{"unknown lastTurnId excludeTurns", map[string]any{"threadId": tid, "lastTurnId": "nope", "excludeTurns": true}, "turn not found: nope", false},
+		{"ephemeral null", map[string]any{"threadId": tid, "ephemeral": nil}, "Invalid request: invalid type: null, expected a boolean", false},
+		{"excludeTurns null", map[string]any{"threadId": tid, "excludeTurns": nil}, "Invalid request: invalid type: null, expected a boolean", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mark := c.Mark()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // ParamsError is why a request's params were refused; its text is serde's wording, what follows
@@ -40,6 +41,9 @@ func DecodeParams(spec *MethodSpec, raw json.RawMessage, top func() (map[string]
 	p := spec.NewParams()
 	if err := json.Unmarshal(trimmed, p); err != nil {
 		return nil, paramsErrorf("%s", DescribeDecodeError(err))
+	}
+	if err := checkNonNullable(reflect.TypeOf(p).Elem(), trimmed); err != nil {
+		return nil, err
 	}
 	if HasRequired(spec.ParamsType) {
 		var obj map[string]json.RawMessage
@@ -120,4 +124,65 @@ func rustTypeName(t reflect.Type) string {
 		return rustTypeName(t.Elem())
 	}
 	return t.String()
+}
+
+// nonNullableFields maps a params struct type to its optional members that may not be null (the generator
+// tags them omitzero: a serde default without Option), each with serde's name of the expected type.
+var nonNullableFields sync.Map // reflect.Type -> map[string]string
+
+var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
+
+func nonNullableOf(t reflect.Type) map[string]string {
+	if v, ok := nonNullableFields.Load(t); ok {
+		return v.(map[string]string)
+	}
+	m := map[string]string{}
+	if t.Kind() == reflect.Struct {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" || !strings.Contains(","+opts+",", ",omitzero,") || f.Type == rawMessageType {
+				continue
+			}
+			ft := f.Type
+			switch {
+			case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Bool:
+				m[name] = "a boolean"
+			case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.String && ft.Elem().Name() == "string":
+				m[name] = "a string"
+			case ft.Kind() == reflect.Slice:
+				m[name] = "a sequence"
+			}
+		}
+	}
+	nonNullableFields.Store(t, m)
+	return m
+}
+
+// checkNonNullable refuses a null given for an optional member that may not be null, as serde does
+// ("invalid type: null, expected a boolean"); the first such member in the object is reported.
+func checkNonNullable(t reflect.Type, obj []byte) error {
+	fields := nonNullableOf(t)
+	if len(fields) == 0 || !bytes.Contains(obj, []byte("null")) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil //nolint:nilerr // not an object: decoded already
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil //nolint:nilerr // malformed: decoded already
+		}
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil //nolint:nilerr
+		}
+		key, _ := tok.(string)
+		if want, ok := fields[key]; ok && string(val) == "null" {
+			return paramsErrorf("invalid type: null, expected %s", want)
+		}
+	}
+	return nil
 }

@@ -31,3 +31,32 @@ func TestDecodeParamsWording(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "n", p.(*protocol.InitializeParams).ClientInfo.Name)
 }
+
+// TestDecodeParamsNullForNonNullable pins serde's refusal (seen on the reference, 0.169.0) of null for an
+// optional member the schema does not let be null, while a nullable one takes it.
+func TestDecodeParamsNullForNonNullable(t *testing.T) {
+	for _, tc := range []struct {
+		method, raw, want string // want "": accepted
+	}{
+		{protocol.MethodThreadFork, `{"threadId":"x","ephemeral":null}`, "invalid type: null, expected a boolean"},
+		{protocol.MethodThreadFork, `{"threadId":"x","excludeTurns":null}`, "invalid type: null, expected a boolean"},
+		{protocol.MethodThreadResume, `{"threadId":"x","excludeTurns":null}`, "invalid type: null, expected a boolean"},
+		{protocol.MethodThreadList, `{"useStateDbOnly":null}`, "invalid type: null, expected a boolean"},
+		{protocol.MethodThreadStart, `{"experimentalRawEvents":null}`, "invalid type: null, expected a boolean"},
+		{protocol.MethodSkillsList, `{"cwds":null}`, "invalid type: null, expected a sequence"},
+		{protocol.MethodThreadFork, `{"threadId":"x","model":null,"lastTurnId":null}`, ""},
+		{protocol.MethodThreadStart, `{"ephemeral":null,"model":null}`, ""},
+		{protocol.MethodThreadList, `{"useStateDbOnly":false,"note":"null"}`, ""},
+	} {
+		spec, ok := protocol.LookupClientRequest(tc.method)
+		require.True(t, ok, tc.method)
+		_, err := protocol.DecodeParams(spec, json.RawMessage(tc.raw), nil)
+		if tc.want == "" {
+			require.NoError(t, err, tc.raw)
+			continue
+		}
+		var pe *protocol.ParamsError
+		require.ErrorAs(t, err, &pe, tc.raw)
+		require.Equal(t, tc.want, pe.Error(), tc.raw)
+	}
+}
