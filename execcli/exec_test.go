@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -524,14 +525,25 @@ func TestExecMCPServerLifecycle(t *testing.T) {
 	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(60)}})
 	s := e.start("--json", "--skip-git-repo-check", "x")
 	var got []string
-	pending := map[string]bool{
-		`{"type":"mcp.server.ready","name":"good"}`: true,
-		`{"type":"mcp.server.failed","name":"broken","error":"MCP client for ` + "`broken`" + ` failed to start: MCP startup failed: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response"}`: true,
-		`{"type":"mcp.server.failed","name":"slow","error":"MCP client for ` + "`slow`" + ` timed out after 1 seconds. Add or adjust ` + "`startup_timeout_sec`" + ` in your config.toml:\n[mcp_servers.slow]\nstartup_timeout_sec = XX"}`:                 true,
+	failed := func(name, msg string) string {
+		b, err := json.Marshal(msg)
+		require.NoError(t, err)
+		return `{"type":"mcp.server.failed","name":"` + name + `","error":` + string(b) + `}`
+	}
+	// Server → the lines that may settle it. "broken" exits at once, so either of the reference's two
+	// wordings is right (see mcptest.ExitErrors).
+	pending := map[string][]string{
+		"good":   {`{"type":"mcp.server.ready","name":"good"}`},
+		"broken": {failed("broken", mcptest.ExitErrors("broken")[0]), failed("broken", mcptest.ExitErrors("broken")[1])},
+		"slow":   {failed("slow", "MCP client for `slow` timed out after 1 seconds. Add or adjust `startup_timeout_sec` in your config.toml:\n[mcp_servers.slow]\nstartup_timeout_sec = XX")},
 	}
 	for l := range s.lines {
 		got = append(got, l)
-		delete(pending, l)
+		for name, settled := range pending {
+			if slices.Contains(settled, l) {
+				delete(pending, name)
+			}
+		}
 		if len(pending) == 0 {
 			break
 		}

@@ -205,6 +205,8 @@ func TestResumeAppliesStoredSettings(t *testing.T) {
 	mi := modelInstructions(b)
 	require.Len(t, mi, 1)
 	require.Contains(t, mi[0], "# Personality")
+	require.True(t, strings.HasPrefix(mi[0], "<model_instructions>\nThe current model is gpt-6.1-sol.\n"),
+		"another catalogue model than the last turn's is named, as the reference does")
 
 	// A change after the last turn is recorded too, in the reference's record (which it reads back only with a
 	// permission profile).

@@ -159,8 +159,8 @@ func contextAfterHistory(body map[string]any) []string {
 
 // TestResumeAndForkRepeatOnlyChangedContext: the first model request after thread/resume or thread/fork
 // repeats the permissions only when the sandbox or approval policy differs from the last turn's (as
-// recorded in its turn_context), and the environment context only when the cwd does, as codex-cli 0.169.0
-// does; with the same settings the new prompt follows the history directly.
+// recorded in its turn_context), and the environment context only when the cwd or the sandbox does, as
+// codex-cli 0.169.0 does; with the same settings the new prompt follows the history directly.
 func TestResumeAndForkRepeatOnlyChangedContext(t *testing.T) {
 	mm := mockmodel.New(t)
 	for i := 0; i < 7; i++ {
@@ -189,7 +189,7 @@ func TestResumeAndForkRepeatOnlyChangedContext(t *testing.T) {
 		return contextAfterHistory(reqs[len(reqs)-1].Body)
 	}
 	require.Equal(t, []string{"user:plain fork"}, forkTurn(map[string]any{}, "plain fork"))
-	require.Equal(t, []string{"permissions", "user:full access"},
+	require.Equal(t, []string{"permissions", "environment", "user:full access"},
 		forkTurn(map[string]any{"sandbox": "danger-full-access"}, "full access"))
 	require.Equal(t, []string{"permissions", "user:asks"},
 		forkTurn(map[string]any{"approvalPolicy": "on-request"}, "asks"))

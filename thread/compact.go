@@ -49,6 +49,7 @@ func (t *Thread) compactBody(ctx context.Context, tc *ToolContext) []json.RawMes
 	t.mu.Lock()
 	repl, msg := compaction.Replace(t.history, summary)
 	t.history = repl
+	t.rereadToldLocked() // the updates since the initial context are gone: the next turn tells them again
 	t.mu.Unlock()
 	t.record(func(r *rollout.Recorder) error {
 		return r.Append(rollout.TypeCompacted, rollout.Compacted{Message: msg, ReplacementHistory: repl})
@@ -101,15 +102,16 @@ func (t *Thread) autoCompactDue(s Settings) bool {
 	return true
 }
 
-// autoCompact compacts inside the running turn before its next model request when due.
-func (tn *Turn) autoCompact(s Settings) {
+// autoCompact compacts inside the running turn before its next model request when due, and reports whether it did.
+func (tn *Turn) autoCompact(s Settings) bool {
 	t := tn.thread
 	if !t.autoCompactDue(s) {
-		return
+		return false
 	}
 	t.compactBody(tn.ctx, &ToolContext{Thread: t, Turn: tn, Settings: s, Log: t.log})
 	// the summary request's own usage does not trigger another compaction
 	if u, ok := t.Attached(lastUsageKey{}).(protocol.ThreadTokenUsage); ok {
 		t.Attach(compactMarkKey{}, u.Total.TotalTokens)
 	}
+	return true
 }

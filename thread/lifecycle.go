@@ -530,12 +530,12 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	// A rollout of another program without the reference's world_state (an older reference's) records nothing
 	// of what was told: the reference sends it all again.
 	told := th.WorldState || th.Meta.CLIVersion == m.deps.Version || strings.Contains(th.Meta.CLIVersion, "+appserver")
-	if perms, moved, ok := toldContext(th.LastTurnContext, s); ok && told {
-		t.permissions, t.cwdChanged = perms, moved
+	if was, ok := toldContext(th.LastTurnContext, s); ok && told {
+		t.permissions, t.filesystem, t.toldModel, t.cwdChanged = was.permissions, was.filesystem, was.model, was.cwdMoved
 	} else {
 		// Nothing tells what the model was told last: its next turn starts with the whole initial context
 		// again, as the reference's does.
-		t.permissions = permissionsText(s)
+		t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 		m.mu.Lock()
 		m.pendingContext[id] = m.initialContext(s)
 		m.mu.Unlock()

@@ -369,7 +369,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	// The initial context joins the history (and the rollout) at the first turn that records a start, as
 	// the reference's does: a review's hand-off before it comes first.
 	initial := m.initialContext(s)
-	t.permissions = permissionsText(s)
+	t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
 	}

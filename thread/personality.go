@@ -63,8 +63,61 @@ func (t *Thread) swapInstructions(s Settings) json.RawMessage {
 	return messageItem("developer", modelInstructionsOpen+want+modelInstructionsClose)
 }
 
+// modelSwitchOpen and modelSwitchClose wrap the developer message that gives a model the thread switched to
+// its base instructions (the reference's tag, our own wording).
+const (
+	modelSwitchOpen  = "<model_switch>\nThe conversation so far was held with another model. From here on, follow these instructions:\n\n"
+	modelSwitchClose = "\n</model_switch>"
+)
+
+// currentModelLine opens a <model_instructions> message that follows a switch between catalogue models.
+const currentModelLine = "The current model is "
+
+// swapModel records s's model as the one the model was last told about and, when a turn on another model came
+// before, returns the developer message that gives the new model the base instructions s calls for (they are
+// then the ones it was told); nil on the first turn and when the model did not change. As the reference does,
+// a switch between two catalogue models names the new one in a <model_instructions> message; any other
+// switch sends a <model_switch> message.
+func (t *Thread) swapModel(s Settings) json.RawMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	prev := t.toldModel
+	t.toldModel = s.Model
+	if prev == "" || prev == s.Model {
+		return nil
+	}
+	want := s.instructions()
+	if want == "" {
+		return nil
+	}
+	t.told = want
+	_, prevKnown := model.LookupModel(prev)
+	_, nextKnown := model.LookupModel(s.Model)
+	if prevKnown && nextKnown {
+		const tag = "<model_instructions>\n"
+		return messageItem("developer", tag+currentModelLine+s.Model+".\n"+strings.TrimPrefix(modelInstructionsOpen, tag)+want+modelInstructionsClose)
+	}
+	return messageItem("developer", modelSwitchOpen+want+modelSwitchClose)
+}
+
+// instructionsIn returns the base instructions a <model_instructions> or <model_switch> message of ours gives.
+func instructionsIn(text string) (string, bool) {
+	const tag = "<model_instructions>\n"
+	if rest, ok := strings.CutPrefix(text, tag+currentModelLine); ok {
+		if _, after, found := strings.Cut(rest, "\n"); found {
+			text = tag + after
+		}
+	}
+	for _, w := range [][2]string{{modelInstructionsOpen, modelInstructionsClose}, {modelSwitchOpen, modelSwitchClose}} {
+		if strings.HasPrefix(text, w[0]) && strings.HasSuffix(text, w[1]) && len(text) >= len(w[0])+len(w[1]) {
+			return text[len(w[0]) : len(text)-len(w[1])], true
+		}
+	}
+	return "", false
+}
+
 // toldFromHistory finds, in a stored history, the last instructions and permissions text the model was given:
-// the latest model-instructions message (base when there is none) and the latest permissions message ("" when
+// the latest model-instructions or model-switch message (base when there is none) and the latest permissions message ("" when
 // there is none), so a resumed thread tells the model only what changed since.
 func toldFromHistory(history []json.RawMessage, base string) (instr, perms string) {
 	instr = base
@@ -85,8 +138,11 @@ func toldFromHistory(history []json.RawMessage, base string) (instr, perms strin
 		}
 		text := msg.Content[0].Text
 		switch {
-		case !foundInstr && strings.HasPrefix(text, modelInstructionsOpen) && strings.HasSuffix(text, modelInstructionsClose):
-			instr, foundInstr = strings.TrimSuffix(strings.TrimPrefix(text, modelInstructionsOpen), modelInstructionsClose), true
+		case !foundInstr && (strings.HasPrefix(text, "<model_instructions>") || strings.HasPrefix(text, "<model_switch>")):
+			instr, foundInstr = instructionsIn(text)
+			if !foundInstr {
+				instr = base
+			}
 		case perms == "" && strings.HasPrefix(text, "<permissions instructions>"):
 			perms = text
 		}

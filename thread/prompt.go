@@ -75,7 +75,7 @@ func initialContext(s Settings) []json.RawMessage {
 		items = append(items, messageItem("developer", s.DeveloperInstructions))
 	}
 	items = append(items, messageItem("developer", permissionsText(s)))
-	items = append(items, messageItem("user", environmentContext(s.Cwd, time.Now())))
+	items = append(items, messageItem("user", environmentContext(s, time.Now())))
 	return items
 }
 
@@ -120,17 +120,6 @@ func permissionsText(s Settings) string {
 			"justification, and the user decides.\n")
 	}
 	b.WriteString("</permissions instructions>")
-	return b.String()
-}
-
-func environmentContext(cwd string, now time.Time) string {
-	var b strings.Builder
-	b.WriteString("<environment_context>\n")
-	b.WriteString("  <cwd>" + cwd + "</cwd>\n")
-	b.WriteString("  <shell>" + shellName() + "</shell>\n")
-	b.WriteString("  <current_date>" + now.Format("2006-01-02") + "</current_date>\n")
-	b.WriteString("  <timezone>" + timezoneName() + "</timezone>\n")
-	b.WriteString("</environment_context>")
 	return b.String()
 }
 
@@ -180,6 +169,18 @@ func (t *Thread) swapPermissions(p string) bool {
 		return false
 	}
 	t.permissions = p
+	return true
+}
+
+// swapFilesystem records fs as the <filesystem> part the model was told and reports whether it differs from
+// what it was told before.
+func (t *Thread) swapFilesystem(fs string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.filesystem == fs {
+		return false
+	}
+	t.filesystem = fs
 	return true
 }
 

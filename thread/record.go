@@ -231,12 +231,24 @@ func shellSplit(s string) []string {
 // recordStart appends what the reference writes when a turn begins: task_started, the initial context of a new
 // thread (first turn only; it joins the history then), then turn_context.
 func (tn *Turn) recordStart(s Settings) {
+	tn.recordTaskStarted(s)
+	tn.recordTurnContext(s)
+}
+
+// recordTaskStarted appends task_started and, at a new thread's first turn, its initial context.
+func (tn *Turn) recordTaskStarted(s Settings) {
 	t := tn.thread
 	t.record(func(r *rollout.Recorder) error {
 		return r.AppendEvent(rollout.TaskStarted{TurnID: tn.ID, RootTurnID: tn.ID, StartedAt: tn.startedAt.Unix(),
 			ModelContextWindow: ptr(model.ContextWindow(s.Model)), CollaborationModeKind: "default"})
 	})
 	t.appendHistory(t.mgr.takePendingContext(t.ID)...)
+}
+
+// recordTurnContext appends the turn's turn_context (after the context it tells the model, as the reference
+// writes it) and thread_settings_applied when the settings changed.
+func (tn *Turn) recordTurnContext(s Settings) {
+	t := tn.thread
 	tc := rollout.TurnContext{TurnID: tn.ID, RootTurnID: tn.ID, Cwd: s.Cwd, ApprovalPolicy: approvalName(s.ApprovalPolicy),
 		ApprovalsReviewer: string(s.ApprovalsReviewer), SandboxPolicy: sandboxCore(s.Sandbox), Model: s.Model,
 		CollaborationMode: map[string]any{"mode": "default", "settings": map[string]any{

@@ -61,6 +61,7 @@ func (t *Thread) Revert(beforeTurnID string) error {
 	}
 	if cut >= 0 && cut <= len(t.history) {
 		t.history = t.history[:cut:cut]
+		t.rereadToldLocked() // the dropped turns' updates are no longer what the model was told
 	}
 	dropped := len(t.turns) - idx
 	for _, tu := range t.turns[idx:] {

@@ -62,7 +62,7 @@ func (tc *ToolContext) Converse(ctx context.Context, o ConverseOptions) (string,
 			conv = append(conv, messageItem("developer", text))
 		}
 	}
-	conv = append(conv, messageItem("user", environmentContext(s.Cwd, time.Now())))
+	conv = append(conv, messageItem("user", environmentContext(s, time.Now())))
 	tn.mu.Lock()
 	convID := tn.subThread // the announced sub-agent turn's thread, if any
 	tn.mu.Unlock()

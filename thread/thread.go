@@ -82,6 +82,8 @@ type Thread struct {
 	total       protocol.TokenUsageBreakdown
 	interrupted bool   // the previous turn was interrupted: tell the model on the next request
 	permissions string // the permissions text last put in the history
+	filesystem  string // the <filesystem> part of the environment context last put in the history
+	toldModel   string // the model of the last turn the model saw ("" before any): a switch tells it its instructions
 	base        string // the base instructions sent first in every request (session_meta's)
 	told        string // the base instructions the model was last given (base, or a later replacement)
 	recorded    string // the thread_settings_applied settings last written to the rollout (JSON)

@@ -468,33 +468,17 @@ func (tn *Turn) run() {
 	started.ItemsView = ptr(protocol.TurnItemsViewNotLoaded)
 	t.emit(protocol.NotifyTurnStarted, protocol.TurnStartedNotification{ThreadID: t.ID, Turn: started})
 	s := t.Settings()
-	tn.recordStart(s)
+	tn.recordTaskStarted(s)
 	t.markHistory(tn.ID) // where thread/revert cuts the history
 	if wasInterrupted {
 		t.appendHistory(messageItem("user", interruptedNotice))
 	}
-	// A turn after a change of the base instructions (a personality change) gives the model the new ones.
-	if msg := t.swapInstructions(s); msg != nil {
-		t.appendHistory(msg)
-	}
-	// A turn that changed the sandbox or approval policy tells the model what now applies.
-	if p := permissionsText(s); t.swapPermissions(p) {
-		t.appendHistory(messageItem("developer", p))
-	}
-	// A turn that switched the collaboration mode (threads start in Default) tells the model which mode
-	// now applies, as the reference does.
-	t.mu.Lock()
-	switched, moved := t.modeChanged, t.cwdChanged
-	t.modeChanged, t.cwdChanged = false, false
-	t.mu.Unlock()
-	if switched {
-		t.appendHistory(messageItem("developer", collaborationModeText(s)))
-	}
-	if moved {
-		t.appendHistory(messageItem("user", environmentContext(s.Cwd, time.Now())))
-	}
+	t.tellChanges(s)
+	tn.recordTurnContext(s) // after what changed, as the reference records it
 	release()
-	tn.autoCompact(s) // a context filled past the limit is compacted before the new input
+	if tn.autoCompact(s) { // a context filled past the limit is compacted before the new input
+		t.tellChanges(s) // what the compaction dropped of this turn's updates
+	}
 	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
 
 	status, turnErr := tn.loop()
@@ -604,7 +588,9 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		pending := tn.pending
 		tn.pending = nil
 		tn.mu.Unlock()
-		tn.autoCompact(t.Settings()) // a context filled past the limit is compacted before the request
+		if s := t.Settings(); tn.autoCompact(s) { // a context filled past the limit is compacted before the request
+			t.tellChanges(s) // what the compaction dropped of the updates
+		}
 		for _, in := range pending {
 			tn.acceptInput(in.input, in.clientID)
 		}
@@ -1100,4 +1086,40 @@ func errorInfo(raw json.RawMessage) *protocol.CodexErrorInfo {
 		return &protocol.CodexErrorInfo{Name: protocol.CodexErrorInfoOther}
 	}
 	return &info
+}
+
+// tellChanges appends to the history what the model must be told of the settings s before the next input, in
+// the reference's order: the new model's instructions (or new base instructions), the permissions, the
+// collaboration mode, the environment context. Each is told once: a second call adds nothing unless the
+// history lost them (a compaction).
+func (t *Thread) tellChanges(s Settings) {
+	// A turn on another model than the last one gives it the base instructions, as the reference does; a
+	// turn after a change of the base instructions alone (a personality change) gives the model the new ones.
+	if msg := t.swapModel(s); msg != nil {
+		t.appendHistory(msg)
+	} else if msg := t.swapInstructions(s); msg != nil {
+		t.appendHistory(msg)
+	}
+	// A turn that changed the sandbox or approval policy tells the model what now applies.
+	if p := permissionsText(s); t.swapPermissions(p) {
+		t.appendHistory(messageItem("developer", p))
+	}
+	// A turn that switched the collaboration mode (threads start in Default) tells the model which mode
+	// now applies, as the reference does.
+	t.mu.Lock()
+	switched, moved := t.modeChanged, t.cwdChanged
+	t.modeChanged, t.cwdChanged = false, false
+	t.mu.Unlock()
+	if switched {
+		t.appendHistory(messageItem("developer", collaborationModeText(s)))
+	}
+	// The environment context follows a move (whole) or a change of what the sandbox lets commands touch
+	// (date, timezone and filesystem only), as the reference's.
+	fsChanged := t.swapFilesystem(filesystemText(s))
+	switch {
+	case moved:
+		t.appendHistory(messageItem("user", environmentContext(s, time.Now())))
+	case fsChanged:
+		t.appendHistory(messageItem("user", environmentUpdate(s, time.Now())))
+	}
 }
