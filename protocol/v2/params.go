@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -40,7 +41,7 @@ func DecodeParams(spec *MethodSpec, raw json.RawMessage, top func() (map[string]
 	}
 	p := spec.NewParams()
 	if err := json.Unmarshal(trimmed, p); err != nil {
-		return nil, paramsErrorf("%s", DescribeDecodeError(err))
+		return nil, paramsErrorf("%s", DescribeDecodeErrorIn(trimmed, err))
 	}
 	if err := checkNonNullable(reflect.TypeOf(p).Elem(), trimmed); err != nil {
 		return nil, err
@@ -81,15 +82,22 @@ func describeJSON(v []byte) string {
 	}
 }
 
-// DescribeDecodeError words an encoding/json decoding error as serde does.
-func DescribeDecodeError(err error) string {
+// DescribeDecodeError words an encoding/json decoding error as serde does, without the offending value
+// (DescribeDecodeErrorIn names it).
+func DescribeDecodeError(err error) string { return DescribeDecodeErrorIn(nil, err) }
+
+// DescribeDecodeErrorIn words an error from decoding raw as serde does: "invalid type: integer `5`,
+// expected a string", "invalid value: integer `-1`, expected u32" (the member is not named, as in the
+// reference).
+func DescribeDecodeErrorIn(raw []byte, err error) string {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		msg := fmt.Sprintf("invalid type: %s, expected %s", typeErr.Value, rustTypeName(typeErr.Type))
-		if typeErr.Field != "" {
-			msg += " for field `" + typeErr.Field + "`"
+		want := rustTypeName(typeErr.Type)
+		got, lit := serdeUnexpected(raw, typeErr)
+		if strings.HasPrefix(lit, "-") && strings.HasPrefix(want, "u") && got == "integer `"+lit+"`" {
+			return fmt.Sprintf("invalid value: %s, expected %s", got, want)
 		}
-		return msg
+		return fmt.Sprintf("invalid type: %s, expected %s", got, want)
 	}
 	var syntaxErr *json.SyntaxError
 	if errors.As(err, &syntaxErr) {
@@ -97,6 +105,78 @@ func DescribeDecodeError(err error) string {
 	}
 	msg := err.Error()
 	return strings.TrimPrefix(msg, "json: ")
+}
+
+// serdeUnexpected names the value a type error is about as serde does (`integer `5``, `string "x"`,
+// `boolean `true``, `map`, `sequence`), reading the literal that ends at the error's offset in raw; it
+// also returns the literal ("" when not known).
+func serdeUnexpected(raw []byte, e *json.UnmarshalTypeError) (string, string) {
+	kind, _, _ := strings.Cut(e.Value, " ")
+	lit := literalBefore(raw, int(e.Offset), kind)
+	switch kind {
+	case "object":
+		return "map", ""
+	case "array":
+		return "sequence", ""
+	case "string":
+		var v string
+		if lit != "" && json.Unmarshal([]byte(lit), &v) == nil {
+			return "string " + strconv.Quote(v), lit
+		}
+		return "string", ""
+	case "bool":
+		if lit != "" {
+			return "boolean `" + lit + "`", lit
+		}
+		return "boolean", ""
+	case "number":
+		if lit == "" {
+			_, lit, _ = strings.Cut(e.Value, " ")
+		}
+		if lit == "" {
+			return "number", ""
+		}
+		if strings.ContainsAny(lit, ".eE") {
+			return "floating point `" + lit + "`", lit
+		}
+		return "integer `" + lit + "`", lit
+	}
+	return e.Value, ""
+}
+
+// literalBefore returns the JSON literal of the given kind (string, number, bool) that ends at end in raw,
+// or "" when raw does not hold one there.
+func literalBefore(raw []byte, end int, kind string) string {
+	if end <= 0 || end > len(raw) {
+		return ""
+	}
+	i := end - 1
+	switch kind {
+	case "string":
+		if raw[i] != '"' {
+			return ""
+		}
+		for j := i - 1; j >= 0; j-- {
+			if raw[j] != '"' {
+				continue
+			}
+			bs := 0
+			for k := j - 1; k >= 0 && raw[k] == '\\'; k-- {
+				bs++
+			}
+			if bs%2 == 0 {
+				return string(raw[j:end])
+			}
+		}
+		return ""
+	case "number", "bool":
+		j := i
+		for j >= 0 && strings.IndexByte("0123456789+-.eEtruefals", raw[j]) >= 0 {
+			j--
+		}
+		return string(raw[j+1 : end])
+	}
+	return ""
 }
 
 func rustTypeName(t reflect.Type) string {
