@@ -107,9 +107,9 @@ func DescribeDecodeErrorIn(raw []byte, err error) string {
 	return strings.TrimPrefix(msg, "json: ")
 }
 
-// serdeUnexpected names the value a type error is about as serde does (`integer `5“, `string "x"`,
-// `boolean `true“, `map`, `sequence`), reading the literal that ends at the error's offset in raw; it
-// also returns the literal ("" when not known).
+// serdeUnexpected names the value a type error is about as serde does (integer, string, floating point
+// and boolean with their literal; map; sequence), reading the literal that ends at the error's offset in
+// raw; it also returns the literal ("" when not known).
 func serdeUnexpected(raw []byte, e *json.UnmarshalTypeError) (string, string) {
 	kind, _, _ := strings.Cut(e.Value, " ")
 	lit := literalBefore(raw, int(e.Offset), kind)
