@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"appserver/internal/apptest"
 	"appserver/internal/mockmodel"
+	"appserver/rollout"
 )
 
 // forkThread forks params["threadId"] and returns the fork's thread object.
@@ -174,6 +177,27 @@ func TestForkRefusalsMatchReference(t *testing.T) {
 	fk := forkThread(t, c, map[string]any{"threadId": tid, "ephemeral": false, "excludeTurns": false})
 	require.NotNil(t, fk.Path)
 	require.Len(t, fk.Turns, 1)
+}
+
+// TestEphemeralForkOfLegacyThread: the reference refuses an ephemeral fork without excludeTurns only for a
+// paginated parent; a legacy rollout (no history_mode, as older versions wrote) is forked.
+func TestEphemeralForkOfLegacyThread(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "codex_home")
+	legacy, paginated := "01f00000-0000-7000-8000-000000000001", "01f00000-0000-7000-8000-000000000002"
+	base := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	r, err := rollout.Create(home, rollout.SessionMeta{ID: legacy, Cwd: "/w", Originator: "x", CLIVersion: "0.100.0",
+		Source: rollout.StringSource("vscode"), ModelProvider: "mock"}, base)
+	require.NoError(t, err)
+	require.NoError(t, r.AppendEvent(rollout.TaskStarted{TurnID: "t-1"}))
+	require.NoError(t, r.AppendEvent(rollout.TaskComplete{TurnID: "t-1"}))
+	require.NoError(t, r.Close())
+	storedThread(t, home, paginated, "mock", rollout.StringSource("vscode"), base.Add(time.Hour), "paginated")
+	c := apptest.Start(t, apptest.Options{Home: home})
+	c.Initialize(true)
+	fk := forkThread(t, c, map[string]any{"threadId": legacy, "ephemeral": true})
+	require.Nil(t, fk.Path)
+	requireError(t, c.Request("thread/fork", map[string]any{"threadId": paginated, "ephemeral": true}), -32600,
+		"ephemeral paginated thread/fork requires `excludeTurns: true`")
 }
 
 // The reference has no rollout for a started thread until its first turn, so it cannot be forked yet.

@@ -27,7 +27,8 @@ var ErrNoRollout = errors.New("no rollout found for thread id")
 // noRollout wraps ErrNoRollout with the id, as the reference words it.
 func noRollout(id string) error { return fmt.Errorf("%w %s", ErrNoRollout, id) }
 
-// ErrEphemeralForkWithTurns refuses an ephemeral fork that would return its turns; its text is the reference's.
+// ErrEphemeralForkWithTurns refuses an ephemeral fork of a paginated thread that would return its turns; its
+// text is the reference's.
 var ErrEphemeralForkWithTurns = errors.New("ephemeral paginated thread/fork requires `excludeTurns: true`")
 
 func (m *Manager) lookupStored(id string) (rollout.Summary, error) {
@@ -567,8 +568,12 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 	if err != nil {
 		return nil, noRollout(o.ParentID)
 	}
-	if o.Ephemeral && !o.ExcludeTurns {
-		return nil, ErrEphemeralForkWithTurns
+	parent, err := rollout.ReadMeta(parentPath)
+	if err != nil {
+		return nil, fmt.Errorf("read rollout: %w", err)
+	}
+	if o.Ephemeral && !o.ExcludeTurns && parent.Session.HistoryMode == rollout.HistoryModePaginated {
+		return nil, ErrEphemeralForkWithTurns // a legacy (unpaginated) parent may be forked with its turns
 	}
 	before := o.BeforeTurnID
 	if o.LastTurnID != "" {
@@ -596,10 +601,6 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 			return nil, fmt.Errorf("%w: %s", ErrTurnNotFound, before)
 		}
 		return nil, err
-	}
-	parent, err := rollout.ReadMeta(parentPath)
-	if err != nil {
-		return nil, fmt.Errorf("read rollout: %w", err)
 	}
 	var running *Turn
 	if pt, ok := m.Get(o.ParentID); ok && before == "" {
