@@ -46,11 +46,30 @@ type options struct {
 }
 
 // usageError is a command-line error: printed with the usage hint, exit status 2.
-type usageError struct{ msg string }
+type usageError struct {
+	msg    string
+	detail string // printed between msg and the usage hint (clap's tip and usage line), may be empty
+}
 
 func (e *usageError) Error() string { return e.msg }
 
 func usageErr(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+
+// subcommandUsage is each subcommand's usage line, as clap prints it under an error.
+var subcommandUsage = map[string]string{
+	"":       "Usage: appserver exec [OPTIONS] [PROMPT]\n       appserver exec [OPTIONS] <COMMAND> [ARGS]",
+	"resume": "Usage: appserver exec resume [OPTIONS] [SESSION_ID] [PROMPT]",
+	"fork":   "Usage: appserver exec fork [OPTIONS] <SESSION_ID> [PROMPT]",
+	"review": "Usage: appserver exec review [OPTIONS] [PROMPT]",
+}
+
+// unexpectedFlag is clap's error for a flag the (sub)command does not take, with its tip and usage line.
+func unexpectedFlag(name, sub string) error {
+	return &usageError{
+		msg:    fmt.Sprintf("error: unexpected argument '%s' found", name),
+		detail: fmt.Sprintf("  tip: to pass '%s' as a value, use '-- %s'\n\n%s", name, name, subcommandUsage[sub]),
+	}
+}
 
 // unsupported are the reference's exec flags appserver does not implement, with why: they fail loudly
 // instead of being ignored.
@@ -63,8 +82,8 @@ var unsupported = map[string]string{
 // subcommandOnly are the flags only `exec review` takes.
 var subcommandOnly = map[string]bool{"--uncommitted": true, "--base": true, "--commit": true, "--title": true}
 
-// subcommandFlags are the flags `exec fork` and `exec review` accept after the subcommand (the
-// reference's); the other exec flags must come before it.
+// subcommandFlags are the flags `exec resume`, `exec fork` and `exec review` accept after the subcommand
+// (the reference's); the other exec flags (-s, -C, -p, --add-dir, --color, --oss, …) must come before it.
 var subcommandFlags = func() map[string]map[string]bool {
 	common := []string{"-c", "--config", "--enable", "--disable", "--strict-config", "-m", "--model",
 		"--dangerously-bypass-approvals-and-sandbox", "--yolo", "--dangerously-bypass-hook-trust", "--worktree",
@@ -79,6 +98,7 @@ var subcommandFlags = func() map[string]map[string]bool {
 		return m
 	}
 	return map[string]map[string]bool{
+		"resume": set("-i", "--image", "--last", "--all"),
 		"fork":   set("-i", "--image"),
 		"review": set("--uncommitted", "--base", "--commit", "--title"),
 	}
@@ -133,10 +153,10 @@ func parseArgs(args []string) (*options, error) {
 			return args[i], nil
 		}
 		if sub := o.subcommand(); sub != "" && !subcommandFlags[sub][name] {
-			return nil, usageErr("error: unexpected argument '%s' found", name)
+			return nil, unexpectedFlag(name, sub)
 		}
 		if subcommandOnly[name] && o.subcommand() != "review" {
-			return nil, usageErr("error: unexpected argument '%s' found", name)
+			return nil, unexpectedFlag(name, o.subcommand())
 		}
 		if why, ok := unsupported[name]; ok {
 			return nil, usageErr("error: '%s' is not supported by appserver exec: %s", name, why)
@@ -240,12 +260,12 @@ func parseArgs(args []string) (*options, error) {
 			o.reviewTitle = v
 		case "--last":
 			if !o.resume {
-				return nil, usageErr("error: unexpected argument '--last' found")
+				return nil, unexpectedFlag(name, o.subcommand())
 			}
 			o.resumeLast = true
 		case "--all":
 			if !o.resume {
-				return nil, usageErr("error: unexpected argument '--all' found")
+				return nil, unexpectedFlag(name, o.subcommand())
 			}
 			o.resumeAll = true
 		case "-h", "--help":
@@ -253,7 +273,7 @@ func parseArgs(args []string) (*options, error) {
 		case "-V", "--version":
 			o.version = true
 		default:
-			return nil, usageErr("error: unexpected argument '%s' found", a)
+			return nil, unexpectedFlag(name, o.subcommand())
 		}
 	}
 	if o.bypass && o.fullAutoUsed {
@@ -284,12 +304,13 @@ func parseArgs(args []string) (*options, error) {
 	if o.resume {
 		switch {
 		case o.resumeLast:
-			// `resume --last [PROMPT]`: the one positional is the prompt.
-			if len(positional) > 1 {
-				return nil, usageErr("error: unexpected argument '%s' found", positional[1])
+			// `resume --last [PROMPT]`: the one positional is the prompt; with two (SESSION_ID PROMPT, as
+			// the reference's grammar allows), the id is ignored and the second is the prompt.
+			if len(positional) > 2 {
+				return nil, usageErr("error: unexpected argument '%s' found", positional[2])
 			}
-			if len(positional) == 1 {
-				o.prompt = &positional[0]
+			if len(positional) > 0 {
+				o.prompt = &positional[len(positional)-1]
 			}
 		case len(positional) == 0:
 			return nil, usageErr("error: `exec resume` needs a SESSION_ID or --last")
@@ -313,10 +334,11 @@ func parseArgs(args []string) (*options, error) {
 	return o, nil
 }
 
-// subcommand is "fork" or "review" once the command line named one, else "" (`resume` takes every
-// flag, as appserver always did).
+// subcommand is "resume", "fork" or "review" once the command line named one, else "".
 func (o *options) subcommand() string {
 	switch {
+	case o.resume:
+		return "resume"
 	case o.fork:
 		return "fork"
 	case o.review:
@@ -410,6 +432,12 @@ Options:
       --oss                        Use the local open-source provider (--local-provider or oss_provider)
       --local-provider <PROVIDER>  lmstudio | ollama
   -h, --help                       Print help
+
+After resume, fork or review only -c, --enable, --disable, --strict-config, -m, -i (not review),
+--dangerously-bypass-approvals-and-sandbox, --worktree, --thread-source, --skip-git-repo-check, --trust,
+--ephemeral, --ignore-user-config, --ignore-rules, --output-schema, --json, -o and -h are accepted (and
+--last, --all after resume; --uncommitted, --base, --commit, --title after review); put the others
+before the subcommand.
 
 Not supported (exit 2): --approve-for-me (no automatic approval reviewer), --dangerously-bypass-hook-trust
 (appserver runs no hooks), --cyber-access-program.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -210,6 +211,69 @@ func TestExecResume(t *testing.T) {
 	}
 }
 
+// TestExecResumePromptAndStdin pins how the reference (codex exec 0.169.0) takes resume's prompt: an
+// argument is the prompt as is (piped stdin is neither read nor appended, no notice), "-" reads stdin
+// quietly, no prompt reads stdin with "Reading prompt from stdin..."; with --last a SESSION_ID before the
+// prompt is ignored; an unknown UUID fails (an unknown name would start a new session).
+func TestExecResumePromptAndStdin(t *testing.T) {
+	e := newEnv(t, "")
+	for _, r := range []string{"one", "two", "three", "four", "five"} {
+		e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(r, 1)}})
+	}
+	first := e.run("", "--json", "--skip-git-repo-check", "first prompt")
+	require.Equal(t, 0, first.code, first.stderr)
+	id := threadID(t, first.lines(t)[0])
+	lastUserText := func() string {
+		reqs := e.mm.ResponseRequests()
+		var body struct {
+			Input []struct {
+				Role    string `json:"role"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"input"`
+		}
+		require.NoError(t, json.Unmarshal(reqs[len(reqs)-1].Raw, &body))
+		text := ""
+		for _, in := range body.Input {
+			if in.Role == "user" && len(in.Content) > 0 {
+				text = in.Content[0].Text
+			}
+		}
+		return text
+	}
+	for _, tc := range []struct {
+		stdin  string
+		args   []string
+		prompt string
+		notice string // the stdin notice on stderr, "" for none
+	}{
+		{"piped\n", []string{"resume", id, "by id"}, "by id", ""},
+		{"piped\n", []string{"resume", "--last", "by last"}, "by last", ""},
+		{"from stdin\n", []string{"resume", "--last", "-"}, "from stdin\n", ""},
+		{"no prompt\n", []string{"resume", "--last"}, "no prompt\n", "Reading prompt from stdin..."},
+		{"", []string{"resume", "--last", "01f00000-0000-7000-8000-000000000000", "second positional"}, "second positional", ""},
+	} {
+		r := e.run(tc.stdin, append([]string{"--json", "--skip-git-repo-check"}, tc.args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, `{"type":"thread.started","thread_id":"`+id+`"}`, r.lines(t)[0], "%v", tc.args)
+		require.Equal(t, tc.prompt, lastUserText(), "%v", tc.args)
+		for _, n := range []string{"Reading prompt from stdin...", "Reading additional input from stdin..."} {
+			if n == tc.notice {
+				require.Contains(t, r.stderr, n, "%v", tc.args)
+			} else {
+				require.NotContains(t, r.stderr, n, "%v", tc.args)
+			}
+		}
+	}
+
+	unknown := "01f00000-0000-7000-8000-00000000dead"
+	r := e.run("", "--skip-git-repo-check", "resume", unknown, "hi")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "Error: thread/resume: thread/resume failed: no rollout found for thread id "+unknown+" (code -32600)\n", r.stderr)
+	require.Len(t, e.mm.ResponseRequests(), 6, "no turn ran")
+}
+
 func TestExecOutputSchemaAndLastMessage(t *testing.T) {
 	e := newEnv(t, "")
 	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(`{"answer":"42"}`, 2)}})
@@ -315,6 +379,7 @@ func TestExecPromptFromStdin(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	r = e.run("dash prompt", "--json", "--skip-git-repo-check", "-")
 	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stderr, "Reading prompt from stdin...", "the reference reads \"-\" quietly")
 	reqs := e.mm.ResponseRequests()
 	require.Len(t, reqs, 3)
 	require.Contains(t, string(reqs[0].Raw), `"text":"piped prompt\n"`)
@@ -460,14 +525,25 @@ func TestExecMCPServerLifecycle(t *testing.T) {
 	e.mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(60)}})
 	s := e.start("--json", "--skip-git-repo-check", "x")
 	var got []string
-	pending := map[string]bool{
-		`{"type":"mcp.server.ready","name":"good"}`: true,
-		`{"type":"mcp.server.failed","name":"broken","error":"MCP client for ` + "`broken`" + ` failed to start: MCP startup failed: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response"}`: true,
-		`{"type":"mcp.server.failed","name":"slow","error":"MCP client for ` + "`slow`" + ` timed out after 1 seconds. Add or adjust ` + "`startup_timeout_sec`" + ` in your config.toml:\n[mcp_servers.slow]\nstartup_timeout_sec = XX"}`:                 true,
+	failed := func(name, msg string) string {
+		b, err := json.Marshal(msg)
+		require.NoError(t, err)
+		return `{"type":"mcp.server.failed","name":"` + name + `","error":` + string(b) + `}`
+	}
+	// Server → the lines that may settle it. "broken" exits at once, so either of the reference's two
+	// wordings is right (see mcptest.ExitErrors).
+	pending := map[string][]string{
+		"good":   {`{"type":"mcp.server.ready","name":"good"}`},
+		"broken": {failed("broken", mcptest.ExitErrors("broken")[0]), failed("broken", mcptest.ExitErrors("broken")[1])},
+		"slow":   {failed("slow", "MCP client for `slow` timed out after 1 seconds. Add or adjust `startup_timeout_sec` in your config.toml:\n[mcp_servers.slow]\nstartup_timeout_sec = XX")},
 	}
 	for l := range s.lines {
 		got = append(got, l)
-		delete(pending, l)
+		for name, settled := range pending {
+			if slices.Contains(settled, l) {
+				delete(pending, name)
+			}
+		}
 		if len(pending) == 0 {
 			break
 		}

@@ -42,7 +42,12 @@ type IO struct {
 func Run(ctx context.Context, args []string, rio IO) int {
 	opts, err := parseArgs(args)
 	if err != nil {
-		fmt.Fprintf(rio.Stderr, "%v\n\nFor more information, try '--help'.\n", err)
+		var ue *usageError
+		if errors.As(err, &ue) && ue.detail != "" {
+			fmt.Fprintf(rio.Stderr, "%v\n\n%s\n\nFor more information, try '--help'.\n", err, ue.detail)
+		} else {
+			fmt.Fprintf(rio.Stderr, "%v\n\nFor more information, try '--help'.\n", err)
+		}
 		return 2
 	}
 	if opts.help {
@@ -191,8 +196,9 @@ func (r *runner) run(ctx context.Context) int {
 // "-") reads it from stdin; an argument with piped stdin gets stdin appended as a <stdin> block.
 func (r *runner) readPrompt() (string, error) {
 	p := r.opts.prompt
-	if r.opts.fork || r.opts.review {
+	if r.opts.fork || r.opts.review || (r.opts.resume && p != nil) {
 		// fork and review: the prompt is optional; "-" reads stdin, quietly; piped stdin is not appended.
+		// resume with a prompt: the same (without one it reads stdin as exec does).
 		if p == nil {
 			return "", nil
 		}
@@ -212,7 +218,9 @@ func (r *runner) readPrompt() (string, error) {
 		if p == nil && r.io.StdinIsTerm {
 			return "", errors.New("No prompt provided. Either specify one as an argument or pipe the prompt into stdin.")
 		}
-		fmt.Fprintln(r.io.Stderr, "Reading prompt from stdin...")
+		if p == nil {
+			fmt.Fprintln(r.io.Stderr, "Reading prompt from stdin...") // "-" reads quietly, as the reference
+		}
 		b, err := io.ReadAll(r.io.Stdin)
 		if err != nil {
 			return "", fmt.Errorf("Failed to read prompt from stdin: %v", err)

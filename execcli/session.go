@@ -126,6 +126,10 @@ func (s *session) openThread(ctx context.Context) (startInfo, error) {
 			if err == nil {
 				return startInfo{threadID: resp.Thread.ID, model: resp.Model, provider: resp.ModelProvider, cwd: string(resp.Cwd), sandbox: resp.Sandbox, effort: resp.ReasoningEffort}, nil
 			}
+			if !o.resumeLast && isUUID(o.resumeID) {
+				// An id the store does not have fails, as in the reference (an unknown name starts a new session).
+				return startInfo{}, describeCallError(protocol.MethodThreadResume, err)
+			}
 			if !strings.Contains(err.Error(), "not found") && !strings.Contains(err.Error(), "no rollout") {
 				return startInfo{}, err
 			}

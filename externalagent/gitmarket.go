@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"appserver/internal/oserr"
+	"appserver/stopwatch"
 
 	"golang.org/x/sys/unix"
 )
@@ -93,6 +94,9 @@ func (s *Service) fetchMarketplace(ctx context.Context, gs marketSource) (checko
 	return checkout, cleanup, nil
 }
 
+// errGitTimedOut ends a git command that ran past the service's git timeout.
+var errGitTimedOut = errors.New("git timed out")
+
 // runGit runs git with args in dir without a terminal prompt, bounded by the service's git timeout; the
 // process group is killed when ctx ends. A failure is worded as the reference words it, naming the command
 // as shown.
@@ -101,8 +105,14 @@ func (s *Service) runGit(ctx context.Context, dir, shown string, args ...string)
 	if timeout <= 0 {
 		timeout = DefaultGitTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	clock := s.Clock
+	if clock == nil {
+		clock = stopwatch.RealClock()
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := clock.AfterFunc(timeout, func() { cancel(errGitTimedOut) })
+	defer timer.Stop()
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "safe.bareRepository=explicit"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
@@ -116,7 +126,7 @@ func (s *Service) runGit(ctx context.Context, dir, shown string, args ...string)
 		return nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		if errors.Is(ctxErr, context.DeadlineExceeded) {
+		if errors.Is(context.Cause(ctx), errGitTimedOut) {
 			return fmt.Errorf("%s timed out after %s", shown, timeout)
 		}
 		return fmt.Errorf("%s was cancelled: %w", shown, ctxErr)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	protocol "appserver/protocol/v2"
+	"appserver/stopwatch/stopwatchtest"
 )
 
 // gitRun runs a real git command in dir.
@@ -190,9 +191,29 @@ func TestImportMarketplaceCloneCancelled(t *testing.T) {
 func TestImportMarketplaceCloneTimeout(t *testing.T) {
 	f := newFixture(t)
 	pidFile := hangingSSH(t, f.root)
-	f.svc.GitTimeout = 200 * time.Millisecond // the clone hangs for 600 s: only a missing bound makes this slow
+	clock := stopwatchtest.NewFakeClock(time.Unix(0, 0))
+	f.svc.GitTimeout = 200 * time.Millisecond // the clone hangs for 600 s: only the bound ends it
+	f.svc.Clock = clock
 	write(t, f.claude("settings.json"), `{"extraKnownMarketplaces":{"sshmkt":{"source":{"source":"git","url":"git@hang.invalid:x/y.git"}}}}`)
-	out := f.svc.Import(context.Background(), pluginsItem(protocol.PluginsMigration{MarketplaceName: "sshmkt", PluginNames: []string{"a"}}))
+	done := make(chan Outcome, 1)
+	go func() {
+		done <- f.svc.Import(context.Background(), pluginsItem(protocol.PluginsMigration{MarketplaceName: "sshmkt", PluginNames: []string{"a"}}))
+	}()
+	// The timeout runs on the fake clock: it passes only once git's ssh is running, however slow the machine.
+	require.Eventually(t, func() bool { _, err := os.Stat(pidFile); return err == nil }, time.Minute, 5*time.Millisecond, "git's ssh never started")
+	clock.Advance(199 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("the clone ended before its timeout")
+	default:
+	}
+	clock.Advance(time.Millisecond)
+	var out Outcome
+	select {
+	case out = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the clone outlived its timeout")
+	}
 	require.Regexp(t, `^git clone git@hang\.invalid:x/y\.git .*/checkout timed out after 200ms$`, out.Later[0].Failures[0].Message)
 	requireGone(t, pidFile)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	protocol "appserver/protocol/v2"
+	"appserver/stopwatch"
 )
 
 // Names of the source agent's files.
@@ -52,6 +53,8 @@ type Service struct {
 	CreateThread ThreadCreator
 	// GitTimeout bounds each git command fetching a remote marketplace (DefaultGitTimeout when zero).
 	GitTimeout time.Duration
+	// Clock times GitTimeout (nil: the wall clock); tests pass a fake one.
+	Clock stopwatch.Clock
 	// cursor selects Cursor as the source agent (UseSource) instead of Claude Code.
 	cursor bool
 }

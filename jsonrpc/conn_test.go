@@ -72,7 +72,7 @@ func (p *peer) send(line string) {
 
 func (p *peer) next() map[string]any {
 	p.t.Helper()
-	return p.nextWithin(10 * time.Second)
+	return p.nextWithin(time.Minute)
 }
 
 func (p *peer) nextWithin(d time.Duration) map[string]any {
@@ -218,7 +218,7 @@ func TestGoReplyAndReplyThenNotify(t *testing.T) {
 	m = p.next()
 	require.Equal(t, float64(4), m["id"])
 	require.Equal(t, float64(-32603), m["error"].(map[string]any)["code"], "a panic in the goroutine that owes the reply still answers")
-	require.Eventually(t, func() bool { return p.conn.InFlight() == 0 }, 10*time.Second, time.Millisecond, "every answered request leaves the in-flight table")
+	require.Eventually(t, func() bool { return p.conn.InFlight() == 0 }, time.Minute, time.Millisecond, "every answered request leaves the in-flight table")
 }
 
 // laneHandler puts each request in the lane named by its params' "lane" member; "block" waits for

@@ -62,9 +62,9 @@ func (m *Manager) CallTool(ctx context.Context, ctl *stopwatch.Controller, serve
 	var sw *stopwatch.Stopwatch
 	release := func() {}
 	if ctl != nil {
-		sw, release = ctl.NewStopwatch(timeout)
+		sw, release = ctl.NewStopwatch(timeout, stopwatch.WithClock(m.hooks.Clock))
 	} else {
-		sw = stopwatch.New(timeout)
+		sw = stopwatch.New(timeout, stopwatch.WithClock(m.hooks.Clock))
 	}
 	defer release()
 	defer sw.Stop()
@@ -77,6 +77,7 @@ func (m *Manager) CallTool(ctx context.Context, ctl *stopwatch.Controller, serve
 		sw.Pause()
 	}
 	s.progress[token] = callID
+	raw := s.raw
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -94,6 +95,9 @@ func (m *Manager) CallTool(ctx context.Context, ctl *stopwatch.Controller, serve
 	start := time.Now()
 	res, err := sess.CallTool(cctx, params)
 	dur := time.Since(start)
+	// Progress the server sent before its result is reported before the call ends (a closing
+	// Manager drops what is left).
+	raw.awaitProgress(ctx, m.ctx.Done(), token)
 	if err != nil {
 		switch {
 		case errors.Is(context.Cause(cctx), stopwatch.ErrExpired):

@@ -13,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"appserver/stopwatch"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -43,6 +45,8 @@ type Hooks struct {
 	// OnProgress reports a notifications/progress message received during CallTool; callID is the
 	// "callId" entry of the call's meta ("" when absent).
 	OnProgress func(callID, message string)
+	// Clock times the tool timeouts (nil: the real clock); tests pass a fake one.
+	Clock stopwatch.Clock
 }
 
 // ElicitationRequest is a server-originated elicitation/create, forwarded verbatim.
@@ -249,30 +253,81 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, *process, *ra
 	} else {
 		return nil, nil, nil, nil, errors.New("MCP server config has neither `command` nor `url`")
 	}
+	sess, tools, err := s.handshake(ctx, client, transport, proc != nil)
+	if err != nil {
+		return sess, proc, nil, nil, err
+	}
+	return sess, proc, raw, tools, nil
+}
+
+// handshake initializes the session and lists the (filtered, sorted) tools; stdio tells whether
+// the transport is a server process's stdin/stdout. On a failed listing the session is returned
+// for the caller to close.
+func (s *server) handshake(ctx context.Context, client *mcp.Client, transport mcp.Transport, stdio bool) (*mcp.ClientSession, []*mcp.Tool, error) {
 	sess, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil {
-		return nil, proc, nil, nil, handshakeError(err)
+		return nil, nil, handshakeError(err, stdio)
 	}
 	var tools []*mcp.Tool
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
-			return sess, proc, nil, nil, fmt.Errorf("failed to list tools: %w", err)
+			return sess, nil, listToolsError(err, stdio)
 		}
 		if s.cfg.toolAllowed(t.Name) {
 			tools = append(tools, t)
 		}
 	}
 	sort.Slice(tools, func(i, j int) bool { return sanitizeName(tools[i].Name) < sanitizeName(tools[j].Name) })
-	return sess, proc, raw, tools, nil
+	return sess, tools, nil
 }
 
-// handshakeError words an initialize failure like the reference.
-func handshakeError(err error) error {
-	if errors.Is(err, mcp.ErrConnectionClosed) || strings.Contains(err.Error(), "EOF") ||
-		strings.Contains(err.Error(), "closed") {
-		return errors.New("handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response")
+// Handshake failures of a stdio server that went away, worded as the reference's. Which one a server
+// exiting at once gets depends on timing, in the reference as here: the initialize write fails with
+// EPIPE when the server had already closed its stdin, otherwise the response read sees EOF. A server
+// that answers and then goes away fails the initialized notification's write.
+const (
+	handshakeClosed = "handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response"
+	sendEPIPE       = "Send message error Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>] error: Broken pipe (os error 32), when send "
+	handshakeEPIPE  = "handshaking with MCP server failed: " + sendEPIPE + "initialize request: " + sendEPIPE + "initialize request"
+	initializedPIPE = "handshaking with MCP server failed: " + sendEPIPE + "initialized notification: " + sendEPIPE + "initialized notification"
+)
+
+// handshakeError words an initialize failure like the reference; stdio tells whether the transport
+// was the server's stdin/stdout.
+func handshakeError(err error, stdio bool) error {
+	if stdio && errors.Is(err, syscall.EPIPE) {
+		// The SDK names the call whose request could not be written; the notification's error is bare.
+		if strings.HasPrefix(err.Error(), `calling "initialize"`) {
+			return errors.New(handshakeEPIPE)
+		}
+		return errors.New(initializedPIPE)
+	}
+	if connectionGone(err) {
+		return errors.New(handshakeClosed)
 	}
 	return fmt.Errorf("handshaking with MCP server failed: %w", err)
+}
+
+// connectionGone reports an error of a connection the server closed (not an error it answered).
+func connectionGone(err error) bool {
+	var answered *jsonrpc.Error
+	if errors.As(err, &answered) {
+		return false
+	}
+	return errors.Is(err, mcp.ErrConnectionClosed) || strings.Contains(err.Error(), "EOF") ||
+		strings.Contains(err.Error(), "closed")
+}
+
+// listToolsError words a failed tools/list of the handshake like the reference when the stdio server
+// went away (its request could not be written, or the answer never came).
+func listToolsError(err error, stdio bool) error {
+	switch {
+	case stdio && errors.Is(err, syscall.EPIPE):
+		return errors.New("Transport send error: Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>] error: Broken pipe (os error 32)")
+	case stdio && connectionGone(err):
+		return errors.New("Transport closed")
+	}
+	return fmt.Errorf("failed to list tools: %w", err)
 }
 
 // newClient builds an SDK client announcing codex's identity and elicitation (form and url).
@@ -406,7 +461,7 @@ func (s *server) resumeCalls() {
 }
 
 func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if req == nil || req.Params == nil || s.m.hooks.OnProgress == nil {
+	if req == nil || req.Params == nil {
 		return
 	}
 	var token int64
@@ -422,8 +477,10 @@ func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	}
 	s.mu.Lock()
 	callID, ok := s.progress[token]
+	raw := s.raw
 	s.mu.Unlock()
-	if !ok {
+	defer raw.progressHandled(token) // after the hook: the call waiting for it returns after the report
+	if !ok || s.m.hooks.OnProgress == nil {
 		return
 	}
 	msg := req.Params.Message

@@ -1,6 +1,7 @@
 package mcpconn
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,8 +37,14 @@ func TestMain(m *testing.M) {
 		signal.Ignore(syscall.SIGTERM)
 		_ = newTestServer("").Run(context.Background(), &mcp.StdioTransport{})
 		time.Sleep(time.Hour)
-	case "noinit": // reads requests, never answers
-		_, _ = io.Copy(io.Discard, os.Stdin)
+	case "noinit": // reads requests, never answers; with MCPCONN_READFILE it creates that file once one arrived
+		in := bufio.NewReader(os.Stdin)
+		if _, err := in.ReadBytes('\n'); err == nil {
+			if f := os.Getenv("MCPCONN_READFILE"); f != "" {
+				_ = os.WriteFile(f, nil, 0o644)
+			}
+		}
+		_, _ = io.Copy(io.Discard, in)
 		time.Sleep(time.Hour)
 	case "exit":
 		os.Exit(3)
@@ -137,8 +144,8 @@ func newTestServer(pause string) *mcp.Server {
 		return textResult(strconv.Itoa(os.Getpid())), nil
 	})
 	srv.AddTool(&mcp.Tool{Name: "progress", InputSchema: objSchema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// The result follows at once: the client must still report the progress before the call ends.
 		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Message: "half way", Progress: 1, Total: 2})
-		time.Sleep(100 * time.Millisecond) // let the notification arrive before the result
 		return textResult("done"), nil
 	})
 	srv.AddTool(&mcp.Tool{Name: "pausestate", InputSchema: objSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -110,8 +110,30 @@ func SourceKind(raw json.RawMessage) string {
 		if _, ok := subObj["thread_spawn"]; ok {
 			return "subAgentThreadSpawn"
 		}
+		if _, ok := subObj["other"]; ok {
+			return "subAgentOther"
+		}
 	}
 	return "subAgent"
+}
+
+// subAgentKinds are the kinds the source filter "subAgent" selects: every sub-agent's, as in the reference.
+var subAgentKinds = []string{"subAgent", "subAgentReview", "subAgentCompact", "subAgentThreadSpawn", "subAgentOther"}
+
+// filterKinds is the recorded kinds a thread/list source filter selects: "subAgent" stands for every
+// sub-agent kind, and "subAgentOther" also selects the rows indexed as "subAgent" before {"other": …}
+// sources had their own kind.
+func filterKinds(kinds []string) []string {
+	out := kinds
+	for _, k := range kinds {
+		switch k {
+		case "subAgent":
+			out = append(out[:len(out):len(out)], subAgentKinds[1:]...)
+		case "subAgentOther":
+			out = append(out[:len(out):len(out)], "subAgent")
+		}
+	}
+	return out
 }
 
 // SourceString returns the protocol's `source` string for a recorded source (the string itself, or the kind).

@@ -848,6 +848,7 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	if len(iq.SourceKinds) == 0 && q.ParentThreadID == nil && q.AncestorID == nil {
 		iq.SourceKinds = InteractiveSourceKinds
 	}
+	iq.SourceKinds = filterKinds(iq.SourceKinds)
 	if q.Cursor != "" {
 		if t, err := time.Parse(time.RFC3339Nano, q.Cursor); err == nil {
 			iq.T, iq.HasAt = t.UnixMilli(), true

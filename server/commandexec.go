@@ -43,7 +43,7 @@ func rawParams(req *jsonrpc.Request, out any) error {
 		return invalidParams("missing field `params`")
 	}
 	if err := json.Unmarshal(req.Params, out); err != nil {
-		return invalidParams("%s", protocol.DescribeDecodeError(err))
+		return invalidParams("%s", protocol.DescribeDecodeErrorIn(req.Params, err))
 	}
 	return nil
 }

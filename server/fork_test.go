@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"appserver/internal/apptest"
 	"appserver/internal/mockmodel"
+	"appserver/rollout"
 )
 
 // forkThread forks params["threadId"] and returns the fork's thread object.
@@ -114,6 +117,87 @@ func TestForkListAndReadMatchReference(t *testing.T) {
 	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: c.Home})
 	c2.Initialize(true)
 	check(c2)
+}
+
+// TestForkRefusalsMatchReference pins the reference's (0.169.0) refusals of thread/fork, checked in that order:
+// the id's syntax ("invalid session id"), the parent's rollout, an ephemeral fork without `excludeTurns:
+// true` (whatever else is asked), then the turn to fork at, which is looked up after the full-history
+// deprecation notice went out.
+func TestForkRefusalsMatchReference(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("R1", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+	fresh := c.StartThread(nil)
+	tid := oneTurnThread(t, c, "First message")
+	const ephemeralMsg = "ephemeral paginated thread/fork requires `excludeTurns: true`"
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		msg    string
+		notice bool // a deprecationNotice precedes the error
+	}{
+		{"ephemeral", map[string]any{"threadId": tid, "ephemeral": true}, ephemeralMsg, false},
+		{"ephemeral excludeTurns false", map[string]any{"threadId": tid, "ephemeral": true, "excludeTurns": false}, ephemeralMsg, false},
+		{"ephemeral unknown lastTurnId", map[string]any{"threadId": tid, "ephemeral": true, "lastTurnId": "nope"}, ephemeralMsg, false},
+		{"ephemeral unknown beforeTurnId", map[string]any{"threadId": tid, "ephemeral": true, "beforeTurnId": "nope"}, ephemeralMsg, false},
+		{"ephemeral other overrides", map[string]any{"threadId": tid, "ephemeral": true, "cwd": "/nonexistent/dir"}, ephemeralMsg, false},
+		{"ephemeral unknown thread", map[string]any{"threadId": unknownID, "ephemeral": true}, "no rollout found for thread id " + unknownID, false},
+		{"ephemeral thread without turns", map[string]any{"threadId": fresh, "ephemeral": true}, "no rollout found for thread id " + fresh, false},
+		{"ephemeral invalid id", map[string]any{"threadId": "bogus", "ephemeral": true}, "invalid session id: invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `o` at 2", false},
+		{"unknown lastTurnId", map[string]any{"threadId": tid, "lastTurnId": "nope"}, "turn not found: nope", true},
+		{"unknown beforeTurnId", map[string]any{"threadId": tid, "beforeTurnId": "nope"}, "turn not found: nope", true},
+		{"unknown lastTurnId excludeTurns", map[string]any{"threadId": tid, "lastTurnId": "nope", "excludeTurns": true}, "turn not found: nope", false},
+		{"ephemeral null", map[string]any{"threadId": tid, "ephemeral": nil}, "Invalid request: invalid type: null, expected a boolean", false},
+		{"excludeTurns null", map[string]any{"threadId": tid, "excludeTurns": nil}, "Invalid request: invalid type: null, expected a boolean", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mark := c.Mark()
+			m := c.Request("thread/fork", tc.params)
+			requireError(t, m, -32600, tc.msg)
+			notices := 0
+			for _, got := range c.Since(mark) {
+				if got.ID != nil && got.Method == "" { // the error response: what follows is not this request's
+					break
+				}
+				if got.Method == "deprecationNotice" {
+					notices++
+				}
+			}
+			if tc.notice {
+				require.Equal(t, 1, notices)
+			} else {
+				require.Zero(t, notices)
+			}
+		})
+	}
+	fe := forkThread(t, c, map[string]any{"threadId": tid, "ephemeral": true, "excludeTurns": true})
+	require.Nil(t, fe.Path, "an ephemeral fork has no rollout")
+	require.Empty(t, fe.Turns)
+	fk := forkThread(t, c, map[string]any{"threadId": tid, "ephemeral": false, "excludeTurns": false})
+	require.NotNil(t, fk.Path)
+	require.Len(t, fk.Turns, 1)
+}
+
+// TestEphemeralForkOfLegacyThread: the reference refuses an ephemeral fork without excludeTurns only for a
+// paginated parent; a legacy rollout (no history_mode, as older versions wrote) is forked.
+func TestEphemeralForkOfLegacyThread(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "codex_home")
+	legacy, paginated := "01f00000-0000-7000-8000-000000000001", "01f00000-0000-7000-8000-000000000002"
+	base := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	r, err := rollout.Create(home, rollout.SessionMeta{ID: legacy, Cwd: "/w", Originator: "x", CLIVersion: "0.100.0",
+		Source: rollout.StringSource("vscode"), ModelProvider: "mock"}, base)
+	require.NoError(t, err)
+	require.NoError(t, r.AppendEvent(rollout.TaskStarted{TurnID: "t-1"}))
+	require.NoError(t, r.AppendEvent(rollout.TaskComplete{TurnID: "t-1"}))
+	require.NoError(t, r.Close())
+	storedThread(t, home, paginated, "mock", rollout.StringSource("vscode"), base.Add(time.Hour), "paginated")
+	c := apptest.Start(t, apptest.Options{Home: home})
+	c.Initialize(true)
+	fk := forkThread(t, c, map[string]any{"threadId": legacy, "ephemeral": true})
+	require.Nil(t, fk.Path)
+	requireError(t, c.Request("thread/fork", map[string]any{"threadId": paginated, "ephemeral": true}), -32600,
+		"ephemeral paginated thread/fork requires `excludeTurns: true`")
 }
 
 // The reference has no rollout for a started thread until its first turn, so it cannot be forked yet.

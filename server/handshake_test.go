@@ -58,7 +58,7 @@ func TestRequestsBeforeInitialize(t *testing.T) {
 		experimental := c.Send("thread/increment_elicitation", map[string]any{"threadId": "x"})
 		init := c.Send("initialize", map[string]any{"clientInfo": map[string]any{"name": "ide", "version": "1"}})
 		requireErrorMatch(t, c.WaitResponse(unknown), -32600, "^Invalid request: unknown variant `no/such/method`")
-		requireErrorMatch(t, c.WaitResponse(badParams), -32600, "^Invalid request: invalid type: .*`cwd`")
+		requireError(t, c.WaitResponse(badParams), -32600, "Invalid request: invalid type: integer `5`, expected a string")
 		requireError(t, c.WaitResponse(valid), -32600, "Not initialized")
 		requireError(t, c.WaitResponse(missing), -32600, "Invalid request: missing field `input`")
 		requireError(t, c.WaitResponse(experimental), -32600, "Not initialized")

@@ -35,19 +35,18 @@ func (s *Server) threadReadStateUpdate(_ context.Context, _ *connection, _ *json
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
-	var source *string
+	var th protocol.Thread
 	if t, ok := s.threads.Get(p.ThreadID); ok {
-		info := t.Info()
-		if info.Ephemeral {
+		th = t.Info()
+		if th.Ephemeral {
 			return nil, jsonrpc.InvalidRequest("ephemeral thread does not support read state: " + p.ThreadID)
 		}
-		source = info.ThreadSource
-	} else if th, err := s.threads.ReadStored(p.ThreadID, false); err != nil {
+	} else if stored, err := s.threads.ReadStored(p.ThreadID, false); err != nil {
 		return nil, jsonrpc.InvalidRequest("thread not found: " + p.ThreadID)
 	} else {
-		source = th.ThreadSource
+		th = stored
 	}
-	if !thread.ReadStateTracked(source) {
+	if !thread.ReadStateTracked(&th) {
 		return nil, jsonrpc.InvalidRequest("thread read state unavailable")
 	}
 	var read bool
@@ -175,6 +174,9 @@ func (s *Server) threadList(ctx context.Context, _ *connection, req *jsonrpc.Req
 		s.overlayThreadMeta(ctx, &data[i])
 	}
 	for _, th := range data {
+		if th.Source.SubAgent != nil {
+			continue // the reference lists a sub-agent's thread without a read state (other sources' show one)
+		}
 		if rs := s.threads.ReadState(th.ID, true); rs != nil {
 			states[th.ID] = *rs
 		}
@@ -243,7 +245,7 @@ func (s *Server) threadRead(ctx context.Context, c *connection, _ *jsonrpc.Reque
 		c.notify(protocol.NotifyDeprecationNotice, deprecationHydration())
 	}
 	resp := protocol.ThreadReadResponse{Thread: info}
-	if thread.ReadStateTracked(info.ThreadSource) {
+	if thread.ReadStateTracked(&info) {
 		resp.ReadState = s.threads.ReadState(p.ThreadID, hasHistory)
 	}
 	return resp, nil
@@ -353,11 +355,12 @@ func sendUsage(t *thread.Thread, c *connection) {
 }
 
 func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadResumeParams) (any, error) {
-	if err := validateThreadID(p.ThreadID); err != nil {
-		return nil, jsonrpc.InvalidRequest(err.Error())
-	}
 	if len(p.History) > 0 {
+		// The given history is the thread: the reference does not look at threadId then, not even its syntax.
 		return s.resumeFromHistory(ctx, c, req, p)
+	}
+	if err := validateSessionID(p.ThreadID); err != nil {
+		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
 	if lt, ok := s.threads.Get(p.ThreadID); ok && lt.Info().Ephemeral {
 		// An ephemeral thread has no rollout to resume from, loaded or not.
@@ -535,7 +538,7 @@ func (s *Server) resumeFromHistory(ctx context.Context, c *connection, req *json
 }
 
 func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadForkParams) (any, error) {
-	if err := validateThreadID(p.ThreadID); err != nil {
+	if err := validateSessionID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
 	if s.withoutRollout(p.ThreadID) {
@@ -548,15 +551,21 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	}
 	t, err := s.threads.Fork(ctx, thread.ForkOptions{
 		ParentID: p.ThreadID, LastTurnID: deref(p.LastTurnID), BeforeTurnID: deref(p.BeforeTurnID),
-		Ephemeral: p.Ephemeral != nil && *p.Ephemeral, Originator: c.originator(), Source: s.opts.SessionSource,
-		ThreadSource: p.ThreadSource,
-		Overrides:    resumeOverrides(p.Model, p.ModelProvider, p.Cwd, p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions, p.ServiceTier, nil),
+		Ephemeral: p.Ephemeral != nil && *p.Ephemeral, ExcludeTurns: p.ExcludeTurns != nil && *p.ExcludeTurns,
+		Originator: c.originator(), Source: s.opts.SessionSource, ThreadSource: p.ThreadSource,
+		Overrides: resumeOverrides(p.Model, p.ModelProvider, p.Cwd, p.ApprovalPolicy, p.ApprovalsReviewer, p.Sandbox, p.BaseInstructions, p.DeveloperInstructions, p.ServiceTier, nil),
 	})
 	var cerr *thread.ConfigError
-	if errors.As(err, &cerr) {
+	switch {
+	case errors.As(err, &cerr):
 		return nil, loadConfigError(c, p.ExcludeTurns, cerr.Err)
-	}
-	if err != nil {
+	case errors.Is(err, thread.ErrEphemeralForkWithTurns):
+		return nil, jsonrpc.InvalidRequest(err.Error())
+	case errors.Is(err, thread.ErrTurnNotFound):
+		// The reference looks for the turn after it sent the hydration deprecation notice.
+		excludeTurns(c, p.ExcludeTurns)
+		return nil, jsonrpc.InvalidRequest(err.Error())
+	case err != nil:
 		return nil, storeError(err)
 	}
 	if err := s.startOrUnload(ctx, t, "forking"); err != nil {
@@ -579,7 +588,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 }
 
 func (s *Server) threadArchive(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadArchiveParams) (any, error) {
-	if err := validateThreadID(p.ThreadID); err != nil {
+	if err := validateSessionID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
 	wasLoaded, err := s.threads.Archive(p.ThreadID)
@@ -596,7 +605,7 @@ func (s *Server) threadArchive(_ context.Context, c *connection, req *jsonrpc.Re
 }
 
 func (s *Server) threadUnarchive(ctx context.Context, c *connection, req *jsonrpc.Request, p *protocol.ThreadUnarchiveParams) (any, error) {
-	if err := validateThreadID(p.ThreadID); err != nil {
+	if err := validateSessionID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
 	th, err := s.threads.Unarchive(p.ThreadID)

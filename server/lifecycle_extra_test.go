@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"appserver/internal/apptest"
 	"appserver/internal/mockmodel"
+	"appserver/rollout"
 )
 
 // rawConn is a second client connection to an apptest server, spoken to in raw JSON lines.
@@ -452,6 +454,15 @@ func TestResumeWithHistoryStartsANewThread(t *testing.T) {
 
 	m := c.Request("thread/resume", map[string]any{"threadId": tid, "history": []any{map[string]any{"type": "no-such-item"}}})
 	require.NotNil(t, m.Error)
+
+	// With a history the reference does not look at threadId at all, not even at its syntax.
+	var other struct {
+		Thread threadObj `json:"thread"`
+	}
+	c.Result("thread/resume", map[string]any{"threadId": "not-a-uuid", "excludeTurns": true, "history": []any{
+		map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "OTHER"}}},
+	}}, &other)
+	require.Equal(t, "OTHER", other.Thread.Preview)
 }
 
 func TestResumeOfLoadedThreadKeepsItsSettings(t *testing.T) {
@@ -571,6 +582,55 @@ func TestReadStateOnlyForUserThreads(t *testing.T) {
 	c.WaitNotification("thread/readState/changed", threadIDIs(user))
 	c.WaitTurnCompleted()
 	require.Equal(t, turn, firstUnreadTurn(readStateOf(t, c, user)))
+}
+
+// TestNoReadStateForSubAgentThreads: as in the reference (0.169.0), a sub-agent's thread (session source
+// subAgent, whatever its kind) has no read state: thread/read shows none, thread/list's readStates leave it
+// out, thread/readState/update is refused and its turns, once resumed, change nothing; the resumed thread
+// keeps its sub-agent source.
+func TestNoReadStateForSubAgentThreads(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "codex_home")
+	id := func(i int) string { return fmt.Sprintf("01f00000-0000-7000-8000-%012d", i) }
+	base := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	parent, spawned, review := id(1), id(2), id(3)
+	storedThread(t, home, parent, "mock", rollout.StringSource("vscode"), base, "parent")
+	storedThread(t, home, spawned, "mock", json.RawMessage(fmt.Sprintf(`{"subagent":{"thread_spawn":{"parent_thread_id":%q,"depth":1}}}`, parent)), base.Add(time.Hour), "spawned")
+	storedThread(t, home, review, "mock", json.RawMessage(`{"subagent":"review"}`), base.Add(2*time.Hour), "review")
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("reply", 1)}})
+	c := apptest.Start(t, apptest.Options{Home: home, Model: mm})
+	c.Initialize(true)
+
+	require.Equal(t, map[string]any{"firstUnread": nil, "revision": "initial:" + parent}, readStateOf(t, c, parent))
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		ReadStates map[string]map[string]any `json:"readStates"`
+	}
+	c.Result("thread/list", map[string]any{"sourceKinds": []string{"vscode", "subAgent"}}, &list)
+	require.Len(t, list.Data, 3)
+	require.Contains(t, list.ReadStates, parent)
+	for _, sub := range []string{spawned, review} {
+		require.Nil(t, readStateOf(t, c, sub), sub)
+		require.NotContains(t, list.ReadStates, sub)
+		requireError(t, c.Request("thread/readState/update", map[string]any{"threadId": sub, "operation": map[string]any{"type": "read"}, "expectedRevision": "initial:" + sub}),
+			-32600, "thread read state unavailable")
+	}
+
+	var res struct {
+		Thread struct {
+			Source map[string]any `json:"source"`
+		} `json:"thread"`
+	}
+	c.Result("thread/resume", map[string]any{"threadId": spawned, "excludeTurns": true}, &res)
+	require.Equal(t, map[string]any{"subAgent": map[string]any{"thread_spawn": map[string]any{"parent_thread_id": parent, "depth": float64(1),
+		"agent_path": nil, "agent_nickname": nil, "agent_role": nil}}}, res.Thread.Source)
+	mark := c.Mark()
+	c.StartTurn(spawned, "more")
+	c.WaitTurnCompleted()
+	require.NotContains(t, apptest.NotificationMethods(c.Since(mark)), "thread/readState/changed")
+	require.Nil(t, readStateOf(t, c, spawned))
 }
 
 // TestArchiveAnnouncesUnloadOnce: archiving a loaded thread sends one thread/status/changed notLoaded

@@ -84,7 +84,7 @@ func TestArchiveUnarchiveForkNameDelete(t *testing.T) {
 			Ephemeral bool    `json:"ephemeral"`
 		} `json:"thread"`
 	}
-	c.Result("thread/fork", map[string]any{"threadId": tid, "ephemeral": true}, &fke)
+	c.Result("thread/fork", map[string]any{"threadId": tid, "ephemeral": true, "excludeTurns": true}, &fke)
 	require.True(t, fke.Thread.Ephemeral)
 	require.Nil(t, fke.Thread.Path)
 
@@ -140,18 +140,19 @@ func TestArchiveUnarchiveForkNameDelete(t *testing.T) {
 func TestLifecycleUnknownAndInvalidIDs(t *testing.T) {
 	c := apptest.Start(t, apptest.Options{})
 	c.Initialize(false)
+	// The reference words a bad id "invalid session id" in the methods that go to the rollout by id.
+	const session, thread = "invalid session id: ", "invalid thread id: "
 	for _, tc := range []struct {
-		method string
-		want   string
+		method, want, invalid string
 	}{
-		{"thread/resume", "no rollout found for thread id " + unknownID},
-		{"thread/read", "thread not loaded: " + unknownID},
-		{"thread/archive", "no rollout found for thread id " + unknownID},
-		{"thread/unarchive", "no rollout found for thread id " + unknownID},
-		{"thread/fork", "no rollout found for thread id " + unknownID},
-		{"thread/delete", "no rollout found for thread id " + unknownID},
-		{"thread/turns/list", "no rollout found for thread id " + unknownID},
-		{"thread/items/list", "no rollout found for thread id " + unknownID},
+		{"thread/resume", "no rollout found for thread id " + unknownID, session},
+		{"thread/read", "thread not loaded: " + unknownID, thread},
+		{"thread/archive", "no rollout found for thread id " + unknownID, session},
+		{"thread/unarchive", "no rollout found for thread id " + unknownID, session},
+		{"thread/fork", "no rollout found for thread id " + unknownID, session},
+		{"thread/delete", "no rollout found for thread id " + unknownID, thread},
+		{"thread/turns/list", "no rollout found for thread id " + unknownID, thread},
+		{"thread/items/list", "no rollout found for thread id " + unknownID, thread},
 	} {
 		t.Run(strings.ReplaceAll(tc.method, "/", "_"), func(t *testing.T) {
 			m := c.Request(tc.method, map[string]any{"threadId": unknownID})
@@ -161,7 +162,7 @@ func TestLifecycleUnknownAndInvalidIDs(t *testing.T) {
 			m = c.Request(tc.method, map[string]any{"threadId": "not-a-uuid"})
 			require.NotNil(t, m.Error)
 			require.Equal(t, -32600, m.Error.Code)
-			require.Contains(t, m.Error.Message, "invalid thread id")
+			require.True(t, strings.HasPrefix(m.Error.Message, tc.invalid), m.Error.Message)
 		})
 	}
 	var res struct {

@@ -140,6 +140,7 @@ func (tm *threadMCP) start(cfgs []mcpconn.ServerConfig) *mcpconn.Manager {
 		OnStatus:   tm.onStatus,
 		Elicit:     tm.elicit,
 		OnProgress: tm.tools.Progress,
+		Clock:      tm.s.opts.Clock,
 	})
 	tm.mu.Lock()
 	if tm.closed {

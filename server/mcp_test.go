@@ -20,6 +20,7 @@ import (
 	"appserver/internal/apptest"
 	"appserver/internal/mcptest"
 	"appserver/internal/mockmodel"
+	"appserver/stopwatch/stopwatchtest"
 )
 
 // mcpServerTOML is a [mcp_servers.<name>] entry running the stdio test server in mode ("" serves),
@@ -146,7 +147,7 @@ func TestMCPStartupStatusesAndStatusList(t *testing.T) {
 	}
 	require.Nil(t, waitStatus(t, c, mark, "good", "ready").Error)
 	broken := waitStatus(t, c, mark, "broken", "failed")
-	require.Equal(t, "MCP client for `broken` failed to start: MCP startup failed: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response", *broken.Error)
+	require.Contains(t, mcptest.ExitErrors("broken"), *broken.Error)
 	slow := waitStatus(t, c, mark, "slow", "failed")
 	require.True(t, strings.HasPrefix(*slow.Error, "MCP client for `slow` timed out after 1 seconds."), *slow.Error)
 
@@ -597,13 +598,17 @@ func TestMCPElicitationDoesNotCountTowardToolTimeout(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{nsCall("good", "ask", "c1", map[string]any{})}})
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
-	c := apptest.Start(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", Config: mcpServerTOML(t, "good", "", pidDir, "tool_timeout_sec = 1")})
+	// The tool's budget runs on a fake clock: only the test's Advance charges it, so the round trips
+	// around the question cost nothing however loaded the machine is.
+	clock := stopwatchtest.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c := apptest.Start(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", Clock: clock,
+		Config: mcpServerTOML(t, "good", "", pidDir, "tool_timeout_sec = 1")})
 	c.Initialize(false)
 	tid := startReadyThread(t, c, "good")
 	mark := c.Mark()
 	c.StartTurn(tid, "ask")
 	req := c.WaitServerRequest("mcpServer/elicitation/request")
-	time.Sleep(3 * time.Second) // the user thinks for 3 s; the tool's budget is 1 s
+	clock.Advance(time.Hour) // the user thinks for an hour; the tool's budget is 1 s
 	c.Respond(req.ID, map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}})
 	c.WaitTurnCompleted()
 	_, completed := mcpItems(t, c, mark)
@@ -618,7 +623,7 @@ func TestMCPNoProcessOutlivesThreadOrServer(t *testing.T) {
 	mark := c.Mark()
 	tid := c.StartThread(nil)
 	waitStatus(t, c, mark, "a", "ready")
-	require.Eventually(t, func() bool { return len(pids(t, pidDir)) == 2 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(pids(t, pidDir)) == 2 }, time.Minute, 20*time.Millisecond)
 	for _, pid := range pids(t, pidDir) {
 		require.True(t, alive(pid))
 	}

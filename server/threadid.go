@@ -13,6 +13,15 @@ func validateThreadID(id string) error {
 	return nil
 }
 
+// validateSessionID is validateThreadID worded as the reference's rollout-level methods (thread/resume,
+// thread/fork, thread/archive, thread/unarchive) word it: "invalid session id: …".
+func validateSessionID(id string) error {
+	if err := uuidError(id); err != "" {
+		return fmt.Errorf("invalid session id: %s", err)
+	}
+	return nil
+}
+
 func uuidError(s string) string {
 	offset := 0
 	if strings.HasPrefix(s, "urn:uuid:") {

@@ -75,3 +75,37 @@ func TestThreadListFiltersAsTheReference(t *testing.T) {
 		require.Equal(t, bad.msg, m.Error.Message)
 	}
 }
+
+// TestThreadListSubAgentKinds pins the reference's (0.169.0) sub-agent source filters: "subAgent" selects
+// every sub-agent's thread, each subAgent… kind its own (an {"other": …} source is subAgentOther).
+func TestThreadListSubAgentKinds(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "codex_home")
+	id := func(i int) string { return fmt.Sprintf("01f00000-0000-7000-8000-%012d", i) }
+	base := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	storedThread(t, home, id(1), "mock", rollout.StringSource("vscode"), base, "parent")
+	sources := []string{fmt.Sprintf(`{"thread_spawn":{"parent_thread_id":%q,"depth":1}}`, id(1)), `"review"`, `"compact"`, `{"other":"x"}`}
+	for i, src := range sources {
+		storedThread(t, home, id(i+2), "mock", json.RawMessage(`{"subagent":`+src+`}`), base.Add(time.Duration(i+1)*time.Hour), "sub")
+	}
+	c := apptest.Start(t, apptest.Options{Home: home})
+	c.Initialize(true)
+	list := func(kinds ...string) []string {
+		var r struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		c.Result("thread/list", map[string]any{"sourceKinds": kinds}, &r)
+		out := []string{}
+		for _, th := range r.Data {
+			out = append(out, th.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{id(5), id(4), id(3), id(2), id(1)}, list("vscode", "subAgent"))
+	require.Equal(t, []string{id(5), id(4), id(3), id(2)}, list("subAgent"))
+	require.Equal(t, []string{id(2)}, list("subAgentThreadSpawn"))
+	require.Equal(t, []string{id(3)}, list("subAgentReview"))
+	require.Equal(t, []string{id(4)}, list("subAgentCompact"))
+	require.Equal(t, []string{id(5)}, list("subAgentOther"))
+}

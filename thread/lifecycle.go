@@ -1,6 +1,7 @@
 package thread
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,10 @@ var ErrNoRollout = errors.New("no rollout found for thread id")
 // noRollout wraps ErrNoRollout with the id, as the reference words it.
 func noRollout(id string) error { return fmt.Errorf("%w %s", ErrNoRollout, id) }
 
+// ErrEphemeralForkWithTurns refuses an ephemeral fork of a paginated thread that would return its turns; its
+// text is the reference's.
+var ErrEphemeralForkWithTurns = errors.New("ephemeral paginated thread/fork requires `excludeTurns: true`")
+
 func (m *Manager) lookupStored(id string) (rollout.Summary, error) {
 	st, err := m.Store()
 	if err != nil {
@@ -38,24 +43,28 @@ func (m *Manager) lookupStored(id string) (rollout.Summary, error) {
 	return sum, err
 }
 
+// sessionSource is the protocol form of a rollout's session source: a plain name ("vscode" when empty) or
+// the JSON of an object source, whose sub-agent form keeps its details.
+func sessionSource(src string) protocol.SessionSource {
+	name, sub := rollout.ProtocolSource(src)
+	if sub == nil {
+		return protocol.SessionSource{Name: firstNonEmpty(name, "vscode")}
+	}
+	var sa protocol.SubAgentSource
+	if json.Unmarshal(sub, &sa) != nil {
+		return protocol.SessionSource{Name: protocol.SessionSourceUnknown}
+	}
+	return protocol.SessionSource{SubAgent: &sa}
+}
+
 // ThreadFromSummary renders an index entry as a protocol Thread with the given status and no turns.
 func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protocol.Thread {
 	th := protocol.Thread{
 		ID: sum.ID, SessionID: sum.ID, Preview: sum.Preview, ModelProvider: sum.ModelProvider,
 		CreatedAt: sum.CreatedAt, UpdatedAt: sum.UpdatedAt, RecencyAt: ptr(firstNonZero(sum.RecencyAt, sum.UpdatedAt)), Status: status,
 		Path: ptr(rollout.PlainPath(sum.Path)), Cwd: protocol.AbsolutePathBuf(sum.Cwd), CliVersion: sum.CLIVersion,
-		Source:      protocol.SessionSource{Name: firstNonEmpty(sum.Source, "vscode")},
+		Source:      sessionSource(sum.Source),
 		HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Turns: []protocol.Turn{},
-	}
-	if name, sub := rollout.ProtocolSource(sum.Source); sub != nil {
-		var sa protocol.SubAgentSource
-		if json.Unmarshal(sub, &sa) == nil {
-			th.Source = protocol.SessionSource{SubAgent: &sa}
-		} else {
-			th.Source = protocol.SessionSource{Name: protocol.SessionSourceUnknown}
-		}
-	} else if name != sum.Source {
-		th.Source = protocol.SessionSource{Name: name}
 	}
 	if sum.ParentThreadID != "" {
 		th.ParentThreadID = ptr(sum.ParentThreadID)
@@ -459,7 +468,10 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if info, err := os.Stat(th.Path); err == nil {
 		updated = info.ModTime()
 	}
-	src := firstNonEmpty(rollout.SourceString(th.Meta.Source), "vscode")
+	src := rollout.SourceString(th.Meta.Source)
+	if raw := bytes.TrimSpace(th.Meta.Source); len(raw) > 0 && raw[0] == '{' {
+		src = string(raw) // an object source (a sub-agent's) keeps its details
+	}
 	path := th.Path
 	if rec != nil {
 		path = rec.Path()
@@ -468,7 +480,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		ID: id, SessionID: id, Preview: th.Preview, ModelProvider: s.ModelProvider,
 		CreatedAt: created.Unix(), UpdatedAt: updated.Unix(), RecencyAt: ptr(updated.Unix()),
 		Cwd: protocol.AbsolutePathBuf(s.Cwd), CliVersion: firstNonEmpty(th.Meta.CLIVersion, m.deps.Version),
-		Source: protocol.SessionSource{Name: src}, HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Model: ptr(s.Model),
+		Source: sessionSource(src), HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Model: ptr(s.Model),
 		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}},
 		CanAcceptDirectInput: ptr(true), Turns: []protocol.Turn{}, ReasoningEffort: s.Effort,
 	}
@@ -542,6 +554,7 @@ type ForkOptions struct {
 	LastTurnID   string
 	BeforeTurnID string
 	Ephemeral    bool
+	ExcludeTurns bool // the client asked for no turns in the answer; an ephemeral fork requires it
 	Originator   string
 	Source       string  // the session source the fork's rollout records ("vscode" when empty)
 	ThreadSource *string // the client's analytics classification of the fork (thread/fork's threadSource)
@@ -558,6 +571,17 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 	parentPath, _, err := st.Find(o.ParentID)
 	if err != nil {
 		return nil, noRollout(o.ParentID)
+	}
+	parent, err := rollout.ReadMeta(parentPath)
+	if err != nil {
+		return nil, fmt.Errorf("read rollout: %w", err)
+	}
+	// A configuration that does not load for the fork's cwd fails it before anything is written.
+	if _, err := m.Config().ForCwd(firstNonEmpty(deref(o.Overrides.Cwd), parent.Session.Cwd)); err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	if o.Ephemeral && !o.ExcludeTurns && parent.Session.HistoryMode == rollout.HistoryModePaginated {
+		return nil, ErrEphemeralForkWithTurns // a legacy (unpaginated) parent may be forked with its turns
 	}
 	before := o.BeforeTurnID
 	if o.LastTurnID != "" {
@@ -576,23 +600,15 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("turn not found: %s", o.LastTurnID)
+			return nil, fmt.Errorf("%w: %s", ErrTurnNotFound, o.LastTurnID)
 		}
 	}
 	hb, err := rollout.ForkBase(parentPath, o.ParentID, before)
 	if err != nil {
 		if before != "" {
-			return nil, fmt.Errorf("turn not found: %s", before)
+			return nil, fmt.Errorf("%w: %s", ErrTurnNotFound, before)
 		}
 		return nil, err
-	}
-	parent, err := rollout.ReadMeta(parentPath)
-	if err != nil {
-		return nil, fmt.Errorf("read rollout: %w", err)
-	}
-	// A configuration that does not load for the fork's cwd fails it before anything is written.
-	if _, err := m.Config().ForCwd(firstNonEmpty(deref(o.Overrides.Cwd), parent.Session.Cwd)); err != nil {
-		return nil, &ConfigError{Err: err}
 	}
 	var running *Turn
 	if pt, ok := m.Get(o.ParentID); ok && before == "" {

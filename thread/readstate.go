@@ -181,11 +181,14 @@ func (s *readStateStore) compactLocked() error {
 	return nil
 }
 
-// ReadStateTracked reports whether a thread with this threadSource has a read state: as in the reference,
-// only threads without a source or with source "user" do; for the others thread/read shows none, turns
-// change nothing and thread/readState/update is refused.
-func ReadStateTracked(threadSource *string) bool {
-	return threadSource == nil || *threadSource == "user"
+// ReadStateTracked reports whether a thread has a read state: as in the reference, only threads without a
+// threadSource or with threadSource "user" do, and no sub-agent session (source subAgent) does; for the
+// others thread/read shows none, turns change nothing and thread/readState/update is refused.
+func ReadStateTracked(th *protocol.Thread) bool {
+	if th.Source.SubAgent != nil {
+		return false
+	}
+	return th.ThreadSource == nil || *th.ThreadSource == "user"
 }
 
 func initialReadState(id string) protocol.ThreadReadState {
@@ -269,7 +272,7 @@ func (t *Thread) emitReadState(st protocol.ThreadReadState) {
 func (t *Thread) noteTurnEnd(turnID string, status protocol.TurnStatus) {
 	t.mu.Lock()
 	persisted := t.recorder != nil
-	tracked := ReadStateTracked(t.meta.ThreadSource)
+	tracked := ReadStateTracked(&t.meta)
 	t.mu.Unlock()
 	if status != protocol.TurnStatusCompleted || !persisted || !tracked {
 		return

@@ -10,7 +10,7 @@ import (
 	"appserver/rollout"
 )
 
-// ErrTurnNotFound is thread/revert's answer for a turn the thread does not have.
+// ErrTurnNotFound is thread/revert's and thread/fork's answer for a turn the thread does not have.
 var ErrTurnNotFound = errors.New("turn not found")
 
 // historyMarksKey holds, per turn started in this process, the history length when it started.

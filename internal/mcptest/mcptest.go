@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -113,8 +112,8 @@ func NewServer(name, pause string) *mcp.Server {
 		})
 	srv.AddTool(&mcp.Tool{Name: "progress", InputSchema: objSchema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// The result follows at once: the client must still report the progress before the call ends.
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Message: "half way", Progress: 1, Total: 2})
-			time.Sleep(200 * time.Millisecond) // let the notification arrive before the result
 			return text("done"), nil
 		})
 	srv.AddResource(&mcp.Resource{URI: "file:///hello.txt", Name: "hello", MIMEType: "text/plain"},
@@ -146,6 +145,19 @@ const (
 	// EnvPauseFile names a file the last accepted pause state is written to ("true"/"false").
 	EnvPauseFile = "MCPTEST_PAUSEFILE"
 )
+
+// ExitErrors are the two right startup errors of the stdio server named name in mode "exit", as the
+// reference words them. Which one it gets depends on timing, in the reference as in ours: the
+// initialize write fails with EPIPE when the server had already exited, otherwise reading the
+// response sees EOF.
+func ExitErrors(name string) []string {
+	const epipe = "Send message error Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::ordered_byte_transport::OrderedByteTransport<codex_rmcp_client::stdio_server_launcher::StdioServerTransport>>] error: Broken pipe (os error 32), when send initialize request"
+	prefix := "MCP client for `" + name + "` failed to start: MCP startup failed: handshaking with MCP server failed: "
+	return []string{
+		prefix + "connection closed: initialize response: connection closed: initialize response",
+		prefix + epipe + ": " + epipe,
+	}
+}
 
 var (
 	buildOnce sync.Once
