@@ -206,8 +206,9 @@ func (c *Conn) InFlight() int {
 	return len(c.inFlight)
 }
 
-// Run reads until EOF or ctx ends, serving requests concurrently; it returns after every request
-// read was answered and the writer flushed what was queued. At EOF the connection's context is
+// Run reads until EOF, the output closes or ctx ends (only then is the error non-nil), serving
+// requests concurrently; it returns after every request read was answered and the writer flushed what
+// was queued. At EOF the connection's context is
 // cancelled and the server's own requests fail (no answer can come); requests still being served
 // finish, and their replies are written while the output is open.
 func (c *Conn) Run(ctx context.Context) error {
@@ -244,6 +245,9 @@ func (c *Conn) readLoop() error {
 			return err
 		}
 		if c.ctx.Err() != nil {
+			if errors.Is(context.Cause(c.ctx), ErrClosed) {
+				return nil // the output closed: the peer is gone, an end like EOF
+			}
 			return c.ctx.Err()
 		}
 	}

@@ -106,6 +106,24 @@ func TestStreamedReplyWriteErrorEndsOutput(t *testing.T) {
 	require.NoError(t, wait())
 }
 
+// TestRunEndsWithoutErrorWhenOutputCloses: a connection whose output closed ends as at EOF (Run
+// returns nil), also when the reader reads a line after the output broke (it then sees the
+// connection's context ended; it used to return "context canceled").
+func TestRunEndsWithoutErrorWhenOutputCloses(t *testing.T) {
+	h := &funcHandler{req: func(_ context.Context, r *Request) (any, error) { return "ok", nil }}
+	c, inW, wait := startConn(t, &failAfter{n: 0}, h)
+	_, err := io.WriteString(inW, `{"id":1,"method":"a","params":{}}`+"\n")
+	require.NoError(t, err)
+	select {
+	case <-c.Context().Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the failed write did not end the connection")
+	}
+	_, err = io.WriteString(inW, `{"method":"late","params":{}}`+"\n")
+	require.NoError(t, err)
+	require.NoError(t, wait())
+}
+
 // TestEncodeResultOfStreamed: EncodeResult frames a Streamed result as Reply writes it.
 func TestEncodeResultOfStreamed(t *testing.T) {
 	res := pieceResult{n: 3, size: 5}
