@@ -12,6 +12,7 @@ import (
 
 	"appserver/internal/apptest"
 	"appserver/internal/mockmodel"
+	"appserver/stopwatch/stopwatchtest"
 )
 
 const (
@@ -300,10 +301,13 @@ func TestApprovalDisconnectWhilePending(t *testing.T) {
 func TestApprovalTimeoutDeclines(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "touch timeout.txt"}), finalMessage("timed out"))
-	c, tid := approvalClient(t, mm, apptest.Options{Config: "approval_timeout_ms = 300"}, map[string]any{"sandbox": "danger-full-access"})
+	clock := stopwatchtest.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c, tid := approvalClient(t, mm, apptest.Options{Clock: clock, Config: "approval_timeout_ms = 300"}, map[string]any{"sandbox": "danger-full-access"})
 	c.SetAnswerer(func(apptest.Message) (any, int, string, bool) { return nil, 0, "", false })
 	mark := c.Mark()
 	c.StartTurn(tid, "run")
+	c.WaitServerRequest(cmdApproval)
+	clock.Advance(300 * time.Millisecond) // the timeout fires only once the request is out
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 	msgs := c.Since(mark)
 	require.Equal(t, turnFlow(refusalFlow...), flow(t, msgs))

@@ -572,7 +572,9 @@ func TestMCPUnansweredElicitationIsBounded(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{nsCall("good", "ask", "c1", map[string]any{})}})
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
-	c := apptest.Start(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", Config: "approval_timeout_ms = 500\n" + mcpServerTOML(t, "good", "", pidDir)})
+	clock := stopwatchtest.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c := apptest.Start(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", Clock: clock,
+		Config: "approval_timeout_ms = 500\n" + mcpServerTOML(t, "good", "", pidDir)})
 	c.Initialize(false)
 	tid := startReadyThread(t, c, "good")
 	mark := c.Mark()
@@ -581,6 +583,7 @@ func TestMCPUnansweredElicitationIsBounded(t *testing.T) {
 	th, ok := c.Srv.Threads().Get(tid)
 	require.True(t, ok)
 	require.True(t, th.Controller().Paused(), "a pending elicitation holds the thread's deadlines")
+	clock.Advance(500 * time.Millisecond) // exactly the approval timeout: no other deadline is charged
 	turn := c.WaitTurnCompleted()
 	require.False(t, th.Controller().Paused())
 	require.Equal(t, "completed", turn["status"])
@@ -726,7 +729,9 @@ func TestMCPUnansweredApprovalIsBounded(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{nsCall("good", "add", "c1", map[string]any{"a": 1, "b": 2})}})
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
-	c := apptest.Start(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", Config: "approval_timeout_ms = 300\n" + mcpServerTOML(t, "good", "", pidDir)})
+	clock := stopwatchtest.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c := apptest.Start(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", Clock: clock,
+		Config: "approval_timeout_ms = 300\n" + mcpServerTOML(t, "good", "", pidDir)})
 	c.Initialize(false)
 	tid := startReadyThread(t, c, "good")
 	mark := c.Mark()
@@ -734,6 +739,7 @@ func TestMCPUnansweredApprovalIsBounded(t *testing.T) {
 	c.WaitServerRequest("mcpServer/elicitation/request") // never answered
 	th, _ := c.Srv.Threads().Get(tid)
 	require.True(t, th.Controller().Paused(), "a pending approval holds the thread's deadlines")
+	clock.Advance(300 * time.Millisecond)
 	c.WaitTurnCompleted()
 	require.False(t, th.Controller().Paused())
 	_, completed := mcpItems(t, c, mark)
