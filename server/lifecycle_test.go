@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"appserver/internal/apptest"
 	"appserver/internal/mockmodel"
+	"appserver/stopwatch/stopwatchtest"
 )
 
 const unknownID = "01b00000-0000-7000-8000-00000000dead"
@@ -175,7 +177,8 @@ func TestLifecycleUnknownAndInvalidIDs(t *testing.T) {
 func TestUnsubscribeUnloadsAfterDelay(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("hi", 1)}})
-	c := apptest.Start(t, apptest.Options{Model: mm, Config: "thread_unload_delay_secs = 1"})
+	clock := stopwatchtest.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c := apptest.Start(t, apptest.Options{Model: mm, Clock: clock, Config: "thread_unload_delay_secs = 1"})
 	c.Initialize(false)
 	tid := oneTurnThread(t, c, "hello")
 	var res struct {
@@ -185,6 +188,7 @@ func TestUnsubscribeUnloadsAfterDelay(t *testing.T) {
 	require.Equal(t, "unsubscribed", res.Status)
 	c.Result("thread/unsubscribe", map[string]any{"threadId": tid}, &res)
 	require.Equal(t, "notSubscribed", res.Status)
+	clock.Advance(time.Second)
 	c.WaitNotification("thread/status/changed", func(p json.RawMessage) bool {
 		return threadIDIs(tid)(p) && strings.Contains(string(p), "notLoaded")
 	})
@@ -203,14 +207,16 @@ func TestUnsubscribeUnloadsAfterDelay(t *testing.T) {
 func TestResubscribeCancelsUnload(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("hi", 1)}})
-	c := apptest.Start(t, apptest.Options{Model: mm, Config: "thread_unload_delay_secs = 1"})
+	clock := stopwatchtest.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c := apptest.Start(t, apptest.Options{Model: mm, Clock: clock, Config: "thread_unload_delay_secs = 1"})
 	c.Initialize(false)
 	tid := oneTurnThread(t, c, "hello")
 	c.Result("thread/unsubscribe", map[string]any{"threadId": tid}, nil)
 	c.Result("thread/resume", map[string]any{"threadId": tid, "excludeTurns": true}, nil)
-	// Wait past the delay with a second thread's turn-free round trips, then check it is still loaded.
+	// Pass the delay with a second thread unloading, then check the first is still loaded.
 	other := c.StartThread(nil)
 	c.Result("thread/unsubscribe", map[string]any{"threadId": other}, nil)
+	clock.Advance(time.Second)
 	c.WaitNotification("thread/closed", threadIDIs(other))
 	var loaded struct {
 		Data []string `json:"data"`

@@ -62,7 +62,7 @@ type Options struct {
 	// SessionSource is recorded as the source of threads started here ("vscode" when empty; `exec`
 	// uses "exec").
 	SessionSource string
-	// Clock times approval waits and MCP tool timeouts (nil: the real clock); tests pass a fake one.
+	// Clock times approval waits, MCP tool timeouts and idle thread unloads (nil: the real clock); tests pass a fake one.
 	Clock stopwatch.Clock
 }
 

@@ -18,6 +18,7 @@ import (
 	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/rollout"
+	"appserver/stopwatch"
 	"appserver/threadindex"
 )
 
@@ -877,11 +878,15 @@ func (m *Manager) scheduleUnload(t *Thread, last Subscriber) {
 	}
 	tm := &unloadTimer{}
 	m.unloadTimers[t.ID] = tm
-	tm.timer = time.AfterFunc(d, func() { m.unloadIdle(t, tm, last) })
+	clock := m.deps.Clock
+	if clock == nil {
+		clock = stopwatch.RealClock()
+	}
+	tm.timer = clock.AfterFunc(d, func() { m.unloadIdle(t, tm, last) })
 }
 
 // unloadTimer is one scheduled idle unload; its identity tells a fired timer whether it is still current.
-type unloadTimer struct{ timer *time.Timer }
+type unloadTimer struct{ timer stopwatch.Timer }
 
 // Stop cancels the unload.
 func (u *unloadTimer) Stop() {

@@ -38,7 +38,7 @@ type Deps struct {
 	Version string
 	// UserAgent renders the user-agent header of model requests for an originator.
 	UserAgent func(originator string) string
-	// Clock times approval waits (nil: the real clock); tests pass a fake one.
+	// Clock times approval waits and idle unloads (nil: the real clock); tests pass a fake one.
 	Clock stopwatch.Clock
 	// HTTPClient is used for model requests (nil: default).
 	ModelOptions model.Options

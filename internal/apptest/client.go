@@ -42,7 +42,7 @@ type Options struct {
 	// Home reuses an existing CODEX_HOME (e.g. a previous client's Home, to test a restart); its
 	// config.toml is rewritten and the working directory is "work" beside it. Empty: a fresh one.
 	Home string
-	// Clock times approval waits and MCP tool timeouts (nil: the real clock).
+	// Clock times approval waits, MCP tool timeouts and idle thread unloads (nil: the real clock).
 	Clock stopwatch.Clock
 	// InvalidConfig starts the server as cmd/appserver does when config.toml does not load: with the
 	// defaults and the load error (without it, a config.toml that does not load fails the test).
