@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -147,9 +148,12 @@ func TestReasoningThenMessageAndCumulativeUsage(t *testing.T) {
 	require.Contains(t, string(mustJSON(t, reqs[1].Body["input"])), `"first"`)
 }
 
-// fakeTools answers calls to "fake_tool" after a delay, counting concurrent calls.
+// fakeTools answers calls to "fake_tool" after 300 ms, or, when two is set, once two calls run at once,
+// counting concurrent calls.
 type fakeTools struct {
 	running, peak atomic.Int32
+	twoOnce       sync.Once
+	two           chan struct{}
 }
 
 func (f *fakeTools) Specs() []json.RawMessage {
@@ -167,8 +171,16 @@ func (f *fakeTools) Call(ctx context.Context, tc *thread.ToolContext, call threa
 			break
 		}
 	}
+	hold := 300 * time.Millisecond
+	if f.two != nil { // wait for the other call; only serialised calls reach the bound (the peak stays 1)
+		hold = 30 * time.Second
+		if n >= 2 {
+			f.twoOnce.Do(func() { close(f.two) })
+		}
+	}
 	select {
-	case <-time.After(300 * time.Millisecond):
+	case <-f.two:
+	case <-time.After(hold):
 	case <-ctx.Done():
 	}
 	f.running.Add(-1)
@@ -183,7 +195,7 @@ func TestParallelToolCallsAndUnknownTool(t *testing.T) {
 		mockmodel.FunctionCall("no_such_tool", "call_c", map[string]any{}),
 	}})
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
-	ft := &fakeTools{}
+	ft := &fakeTools{two: make(chan struct{})}
 	c := apptest.Start(t, apptest.Options{Model: mm, Tools: func(*thread.Thread, thread.Settings) []thread.ToolSet { return []thread.ToolSet{ft} }})
 	c.Initialize(false)
 	tid := c.StartThread(nil)
