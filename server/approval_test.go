@@ -292,7 +292,7 @@ func TestApprovalDisconnectWhilePending(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(apptest.WaitLimit):
 		t.Fatal("the server hangs on a pending approval after the client left")
 	}
 	require.NoFileExists(t, filepath.Join(c.Work, "orphan.txt"), "an unanswered approval never grants")

@@ -353,7 +353,7 @@ func (b blockingTools) Call(ctx context.Context, _ *thread.ToolContext, call thr
 	close(b.started)
 	select {
 	case <-ctx.Done():
-	case <-time.After(30 * time.Second):
+	case <-time.After(apptest.WaitLimit):
 	}
 	return thread.FunctionOutput(call.CallID, "finished late"), true
 }
@@ -383,7 +383,7 @@ func TestInterruptDuringToolAccountsUsageAndAbortsCall(t *testing.T) {
 	turnID := c.StartTurn(tid, "block")
 	select {
 	case <-bt.started:
-	case <-time.After(20 * time.Second):
+	case <-time.After(apptest.WaitLimit):
 		t.Fatal("the tool never started")
 	}
 	// The call starts as its item completes; give the response time to complete (a few ms later).
@@ -470,7 +470,7 @@ func TestInterruptAfterStreamedCallLeavesNoDanglingCall(t *testing.T) {
 	c.Initialize(false)
 	tid := c.StartThread(nil)
 	turnID := c.StartTurn(tid, "call then hang")
-	require.Eventually(t, func() bool { return mm.HasNote("hang") }, 20*time.Second, 20*time.Millisecond, "the mock reached the hang: %v", lazyNotes{mm})
+	require.Eventually(t, func() bool { return mm.HasNote("hang") }, apptest.WaitLimit, 20*time.Millisecond, "the mock reached the hang: %v", lazyNotes{mm})
 	c.Result("turn/interrupt", map[string]any{"threadId": tid, "turnId": turnID}, nil)
 	require.Equal(t, "interrupted", c.WaitTurnCompleted()["status"])
 	c.StartTurn(tid, "again")

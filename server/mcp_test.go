@@ -69,7 +69,7 @@ func requireAllGone(t *testing.T, dir string) {
 			}
 		}
 		return true
-	}, 20*time.Second, 50*time.Millisecond, "MCP server processes outlived their owner")
+	}, apptest.WaitLimit, 50*time.Millisecond, "MCP server processes outlived their owner")
 }
 
 type startupStatus struct {
@@ -98,7 +98,7 @@ func waitStatus(t *testing.T, c *apptest.Client, mark int, name, status string) 
 			}
 		}
 		return false
-	}, 30*time.Second, 20*time.Millisecond, "no %s status %s", name, status)
+	}, apptest.WaitLimit, 20*time.Millisecond, "no %s status %s", name, status)
 	return *found
 }
 

@@ -308,7 +308,7 @@ func TestThreadQueue(t *testing.T) {
 	tid := c.StartThread(nil)
 	requireError(t, c.Request("thread/queue/start", map[string]any{"threadId": tid}), -32600, "queue is empty")
 	first := c.StartTurn(tid, "long")
-	require.Eventually(t, func() bool { return mm.HasNote("hang") }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return mm.HasNote("hang") }, apptest.WaitLimit, 10*time.Millisecond)
 
 	var ids []string
 	for _, m := range []string{"q1", "q2", "q3"} {

@@ -20,7 +20,7 @@ import (
 // eventuallyPauseState waits until the test MCP server "p" of tid reports want.
 func eventuallyPauseState(t *testing.T, c *apptest.Client, tid, want string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return pauseState(t, c, tid) == want }, 20*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return pauseState(t, c, tid) == want }, apptest.WaitLimit, 20*time.Millisecond,
 		"the MCP server never learnt paused=%s", want)
 }
 

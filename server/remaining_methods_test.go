@@ -49,7 +49,7 @@ func TestEnvironmentMethods(t *testing.T) {
 	require.Eventually(t, func() bool {
 		c.Result("environment/status", map[string]any{"environmentId": "bad"}, &st)
 		return st.Status != "pending"
-	}, 10*time.Second, 10*time.Millisecond)
+	}, apptest.WaitLimit, 10*time.Millisecond)
 	require.Equal(t, "disconnected", st.Status)
 	require.Equal(t, want, *st.Error)
 	requireRPCError(t, c.Request("environment/info", map[string]any{"environmentId": "bad"}), -32603,

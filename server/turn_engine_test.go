@@ -254,7 +254,7 @@ func TestTurnStartAbandonsInFlightStream(t *testing.T) {
 	require.Less(t, time.Since(began), 40*time.Second, "the hanging stream was not waited for")
 	require.Eventually(t, func() bool {
 		return mm.HasNoteFor("client_disconnected_during_hang", 0) || mm.HasNoteFor("client_disconnected_mid_stream", 0)
-	}, 10*time.Second, 20*time.Millisecond, "the abandoned stream is closed: %v", lazyNotes{mm})
+	}, apptest.WaitLimit, 20*time.Millisecond, "the abandoned stream is closed: %v", lazyNotes{mm})
 	require.False(t, mm.HasNoteFor("hang_released", 0), "%v", lazyNotes{mm})
 
 	// As the reference: the answer, the abandoned stream's token count (rate limits only: no usage
@@ -292,7 +292,7 @@ func TestTurnStartWhileToolsRunWaitsForNextRequest(t *testing.T) {
 	first := c.StartTurn(tid, "one")
 	select {
 	case <-g.started:
-	case <-time.After(20 * time.Second):
+	case <-time.After(apptest.WaitLimit):
 		t.Fatal("the tool never started")
 	}
 	// The stream is still open (sleeping) but already started a call: it is not abandoned (an abandoned

@@ -234,7 +234,7 @@ func TestInterruptMidStream(t *testing.T) {
 	require.Equal(t, []string{"thread/status/changed", "turn/completed"}, turnMethods(c, mark))
 	require.Eventually(t, func() bool {
 		return mm.HasNote("client_disconnected_during_hang") || mm.HasNote("client_disconnected_mid_stream")
-	}, 10*time.Second, 20*time.Millisecond, "the model stream is closed: %v", lazyNotes{mm})
+	}, apptest.WaitLimit, 20*time.Millisecond, "the model stream is closed: %v", lazyNotes{mm})
 
 	// stale interrupt and steer
 	requireError(t, c.Request("turn/interrupt", map[string]any{"threadId": tid, "turnId": turnID}), -32600, "no active turn to interrupt")
