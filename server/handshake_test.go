@@ -147,7 +147,7 @@ func TestStringIDsAndJSONRPCMemberEchoed(t *testing.T) {
 	c := apptest.Start(t, apptest.Options{})
 	c.Initialize(false)
 	c.SendRaw(`{"jsonrpc":"2.0","id":"str-id","method":"thread/loaded/list","params":{}}`)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(apptest.WaitLimit)
 	for time.Now().Before(deadline) {
 		for _, m := range c.Messages() {
 			if m.ID == "str-id" {
