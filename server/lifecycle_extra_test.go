@@ -71,7 +71,7 @@ func (rc *rawConn) send(v map[string]any) {
 
 // waitFor waits for a message satisfying pred.
 func (rc *rawConn) waitFor(what string, pred func(map[string]any) bool) map[string]any {
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(apptest.WaitLimit)
 	for time.Now().Before(deadline) {
 		rc.mu.Lock()
 		for _, m := range rc.msgs {

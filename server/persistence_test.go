@@ -2,12 +2,14 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,8 +259,19 @@ func TestToolTurnRecordOrderAndItemsReadBack(t *testing.T) {
 	)
 	// The call starts as its item completes; like a real command it outlasts the response, so its item is
 	// recorded after the response's usage (see TestToolCallStartsWhileResponseStreams for the other case).
-	slow := delayedExec{delay: 300 * time.Millisecond}
+	// It runs until the response's usage is on disk (a fixed delay raced the stream's end under load).
+	var home atomic.Value
+	slow := delayedExec{until: func(id string) bool {
+		h, _ := home.Load().(string)
+		m, _ := filepath.Glob(filepath.Join(h, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
+		if h == "" || len(m) != 1 {
+			return false
+		}
+		b, _ := os.ReadFile(m[0])
+		return bytes.Contains(b, []byte(`"type":"token_usage_record"`))
+	}}
 	c := apptest.Start(t, apptest.Options{Model: mm, Tools: func(*thread.Thread, thread.Settings) []thread.ToolSet { return []thread.ToolSet{slow} }})
+	home.Store(c.Home)
 	c.Initialize(false)
 	tid := c.StartThread(nil)
 	c.StartTurn(tid, "List files")

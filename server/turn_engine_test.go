@@ -39,14 +39,25 @@ func (c *countingExec) count(id string) int {
 	return c.runs[id]
 }
 
-// delayedExec is fakeExec that takes delay to run (as a real command does).
-type delayedExec struct{ delay time.Duration }
+// delayedExec is fakeExec that takes delay to run (as a real command does), or, when until is set, runs
+// until until(thread id) holds (polled; bounded by apptest.WaitLimit against a hang).
+type delayedExec struct {
+	delay time.Duration
+	until func(threadID string) bool
+}
 
 func (d delayedExec) Specs() []json.RawMessage { return fakeExec{}.Specs() }
 
 func (d delayedExec) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
 	if call.Name != "exec_command" {
 		return nil, false
+	}
+	if d.until != nil {
+		deadline := time.Now().Add(apptest.WaitLimit)
+		for !d.until(tc.Thread.ID) && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		return fakeExec{}.Call(ctx, tc, call)
 	}
 	select {
 	case <-time.After(d.delay):
