@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -386,8 +389,15 @@ func TestInterruptDuringToolAccountsUsageAndAbortsCall(t *testing.T) {
 	case <-time.After(apptest.WaitLimit):
 		t.Fatal("the tool never started")
 	}
-	// The call starts as its item completes; give the response time to complete (a few ms later).
-	time.Sleep(time.Second)
+	// The call starts as its item completes; wait for the response to complete (its usage is recorded).
+	require.Eventually(t, func() bool {
+		m, _ := filepath.Glob(filepath.Join(c.Home, "sessions", "*", "*", "*", "rollout-*-"+tid+".jsonl"))
+		if len(m) != 1 {
+			return false
+		}
+		b, err := os.ReadFile(m[0])
+		return err == nil && bytes.Contains(b, []byte(`"type":"token_usage_record"`))
+	}, apptest.WaitLimit, 10*time.Millisecond, "the response never completed")
 	mark := c.Mark()
 	c.Result("turn/interrupt", map[string]any{"threadId": tid, "turnId": turnID}, nil)
 	turn := c.WaitTurnCompleted()
