@@ -426,7 +426,7 @@ func TestSIGTERMKillsChildren(t *testing.T) {
 	p := startBinary(t, home)
 	p.request(0, "initialize", map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}})
 	p.send(map[string]any{"id": 1, "method": "command/exec", "params": map[string]any{"command": []string{"sh", "-c", "trap '' TERM; sleep 125"}, "processId": "bg", "disableTimeout": true, "streamStdoutStderr": true}})
-	require.Eventually(t, func() bool { return len(descendants(p.cmd.Process.Pid)) > 0 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(descendants(p.cmd.Process.Pid)) > 0 }, time.Minute, 20*time.Millisecond)
 	kids := descendants(p.cmd.Process.Pid)
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	select {
