@@ -71,7 +71,7 @@ func detachAll(n string) string {
 
 func requireSleepers(t *testing.T, n string, want int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(sleepers(n)) == want }, 20*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(sleepers(n)) == want }, time.Minute, 10*time.Millisecond,
 		"want %d `sleep %s` processes, have %v", want, n, sleepers(n))
 }
 
