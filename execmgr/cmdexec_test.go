@@ -119,9 +119,12 @@ func TestCommandExecStreaming(t *testing.T) {
 	require.Equal(t, CommandExecResponse{ExitCode: 0}, res, "streamed bytes are not repeated in the result")
 	require.Equal(t, "one\nthree\n", log.concat("stdout"))
 	require.Equal(t, "two\n", log.concat("stderr"))
+	// stdout and stderr are read by separate goroutines: nothing orders their deltas (and a late reader
+	// may read "one\nthree\n" at once), so each stream is checked on its own.
 	ds := log.snapshot()
-	require.Equal(t, delta{"stream-1", "stdout", "one\n", false}, ds[0])
+	require.NotEmpty(t, ds)
 	for _, d := range ds {
+		require.Equal(t, "stream-1", d.id)
 		require.False(t, d.capped)
 	}
 }
