@@ -592,8 +592,20 @@ func TestExecCommandExitWithoutOutputClose(t *testing.T) {
 	t.Cleanup(func() { _ = m.Close() })
 	x := NewSessions(SessionsOptions{Manager: m, DeterministicIDs: true})
 	rec := newRecorder()
-	// The background sleep keeps stdout open after bash exited: the call waits at most 50 ms more.
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100 & echo hi", Login: bptr(false), YieldTimeMs: u64(10000)}, Observer: rec})
+	// The background sleep keeps stdout open after bash exited: the call waits at most 50 ms more. Bash
+	// exits only once "hi" was read, so that those 50 ms need not cover a late reader.
+	gate := filepath.Join(t.TempDir(), "gate")
+	go func() {
+		for {
+			if live := m.Live(); len(live) == 1 && live[0].OutputSeq() > 0 {
+				_ = os.WriteFile(gate, nil, 0o600)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	cmd := fmt.Sprintf("sleep 1000 & echo hi; while [ ! -e %s ]; do sleep 0.01; done", gate)
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: cmd, Login: bptr(false), YieldTimeMs: u64(600000)}, Observer: rec})
 	require.NoError(t, err)
 	require.Len(t, m.Live(), 1, "still draining the grandchild's pipe")
 	for _, p := range m.Live() {
