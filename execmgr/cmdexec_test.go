@@ -320,9 +320,17 @@ func TestCommandExecCloseKillsConnectionProcesses(t *testing.T) {
 }
 
 func TestCommandExecContextCancel(t *testing.T) {
-	r := newRegistry(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	m := newTestManager(t)
+	r := NewCommandExecRegistry(m)
+	t.Cleanup(r.Close)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := r.Exec(ctx, CommandExecRequest{Params: CommandExecParams{Command: []string{"sleep", "30"}, DisableTimeout: true}})
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	go func() { // cancelled once the command runs (a timer could end before a slow spawn: a spawn error)
+		for len(m.Live()) == 0 && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := r.Exec(ctx, CommandExecRequest{Params: CommandExecParams{Command: []string{"sleep", "1000"}, DisableTimeout: true}})
+	require.ErrorIs(t, err, context.Canceled)
 }
