@@ -201,7 +201,8 @@ func TestLauncherKilledMidCommand(t *testing.T) {
 // (one that ignores SIGTERM at the end of its grace, and its launcher with it), Close every other
 // one.
 func TestLauncherKillOwnerAndCloseLeaveNothing(t *testing.T) {
-	m, wrap := launcherManager(t, ManagerOptions{KillGrace: 100 * time.Millisecond})
+	// A long drain limit: Close's bound (grace+drain+2 s) must only fail on a hang.
+	m, wrap := launcherManager(t, ManagerOptions{KillGrace: 100 * time.Millisecond, DrainTimeout: time.Minute})
 	n1, n2 := uniqueSleep(), uniqueSleep()
 	var s1, s2 streams
 	p1 := spawnRO(t, m, wrap, "t1", false, "trap '' TERM; echo ready; sleep "+n1, &s1)

@@ -146,7 +146,8 @@ func TestKillWithGrandchildHoldingStdout(t *testing.T) {
 }
 
 func TestManagerCloseLeavesNoProcess(t *testing.T) {
-	m := NewManager(ManagerOptions{KillGrace: 200 * time.Millisecond})
+	// A long drain limit: Close's bound (grace+drain+2 s) must only fail on a hang.
+	m := NewManager(ManagerOptions{KillGrace: 200 * time.Millisecond, DrainTimeout: time.Minute})
 	var pgids []int
 	for i, argv := range [][]string{
 		{"sleep", "100"},

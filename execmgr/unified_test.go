@@ -441,7 +441,10 @@ func TestExecCommandContextCancelKeepsSession(t *testing.T) {
 }
 
 func TestSessionsPruning(t *testing.T) {
-	x, m := newTestSessions(t)
+	// A long drain limit: Close's bound (grace+drain+2 s) for the 64 sessions must only fail on a hang.
+	m := NewManager(ManagerOptions{KillGrace: 200 * time.Millisecond, DrainTimeout: time.Minute})
+	t.Cleanup(func() { _ = m.Close() })
+	x := NewSessions(SessionsOptions{Manager: m, DeterministicIDs: true})
 	var wg sync.WaitGroup
 	errs := make(chan error, MaxSessions)
 	for i := 0; i < MaxSessions; i++ {
