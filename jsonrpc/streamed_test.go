@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -111,8 +112,15 @@ func TestStreamedReplyWriteErrorEndsOutput(t *testing.T) {
 // connection's context ended; it used to return "context canceled").
 func TestRunEndsWithoutErrorWhenOutputCloses(t *testing.T) {
 	h := &funcHandler{req: func(_ context.Context, r *Request) (any, error) { return "ok", nil }}
-	c, inW, wait := startConn(t, &failAfter{n: 0}, h)
-	_, err := io.WriteString(inW, `{"id":1,"method":"a","params":{}}`+"\n")
+	inR, inW, err := os.Pipe() // buffered by the kernel: the late line is written whether read or not
+	require.NoError(t, err)
+	defer inR.Close()
+	started := make(chan struct{})
+	c := NewConn(inR, &failAfter{n: 0}, h, Options{BeforeRead: func() { close(started) }})
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(context.Background()) }()
+	<-started // Run has set up the connection's context
+	_, err = io.WriteString(inW, `{"id":1,"method":"a","params":{}}`+"\n")
 	require.NoError(t, err)
 	select {
 	case <-c.Context().Done():
@@ -121,7 +129,13 @@ func TestRunEndsWithoutErrorWhenOutputCloses(t *testing.T) {
 	}
 	_, err = io.WriteString(inW, `{"method":"late","params":{}}`+"\n")
 	require.NoError(t, err)
-	require.NoError(t, wait())
+	require.NoError(t, inW.Close())
+	select {
+	case err := <-runErr:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return")
+	}
 }
 
 // TestEncodeResultOfStreamed: EncodeResult frames a Streamed result as Reply writes it.
