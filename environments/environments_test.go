@@ -16,7 +16,7 @@ import (
 func settled(t *testing.T, r *Registry, id string) Status {
 	t.Helper()
 	var st Status
-	require.Eventually(t, func() bool { st = r.Status(id); return st.Kind != "pending" }, 20*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { st = r.Status(id); return st.Kind != "pending" }, time.Minute, 5*time.Millisecond)
 	return st
 }
 
@@ -80,7 +80,7 @@ func TestConnectionOutcomes(t *testing.T) {
 	defer r.Close()
 	require.NoError(t, r.Add("bad", Remote{URL: "not a url"}))
 	require.NoError(t, r.Add("refused", Remote{URL: refused}))
-	require.NoError(t, r.Add("live", Remote{URL: live, BearerToken: "tok", RequestID: "rid"}))
+	require.NoError(t, r.Add("live", Remote{URL: live, BearerToken: "tok", RequestID: "rid", ConnectTimeout: time.Minute}))
 	require.NoError(t, r.Add("http", Remote{URL: "http://127.0.0.1:1"}))
 
 	st := settled(t, r, "bad")

@@ -97,19 +97,19 @@ func TestLauncherReused(t *testing.T) {
 		var s streams
 		p := spawnRO(t, m, wrap, "t1", false, "echo $PPID; sleep 0.1", &s)
 		require.True(t, launched(p))
-		require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "\n") }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "\n") }, time.Minute, time.Millisecond)
 		ls := launcherPids(m)
 		require.Len(t, ls, 1, "one launcher for the owner")
 		require.Equal(t, ls[0], parentOf(t, p.Pid()), "the command is the launcher's child")
 		pids = append(pids, ls[0])
 		out, _ := s.get()
 		require.Equal(t, "1\n", out, "its parent is process 1 of the namespace")
-		require.Equal(t, 0, waitDone(t, p, 10*time.Second))
+		require.Equal(t, 0, waitDone(t, p, time.Minute))
 	}
 	require.Equal(t, pids[0], pids[1])
 	require.Equal(t, pids[0], pids[2])
 	p := spawnRO(t, m, wrap, "t2", false, "true", nil)
-	require.Equal(t, 0, waitDone(t, p, 10*time.Second))
+	require.Equal(t, 0, waitDone(t, p, time.Minute))
 	require.Len(t, launcherPids(m), 2, "another owner has a launcher of its own")
 }
 
@@ -185,7 +185,7 @@ func TestLauncherKilledMidCommand(t *testing.T) {
 	var s streams
 	p := spawnRO(t, m, wrap, "t", false, "echo ready; exec sleep "+uniqueSleep(), &s)
 	require.True(t, launched(p))
-	require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, time.Minute, time.Millisecond)
 	ls := launcherPids(m)
 	require.Len(t, ls, 1)
 	require.NoError(t, syscall.Kill(ls[0], syscall.SIGKILL))
@@ -201,14 +201,15 @@ func TestLauncherKilledMidCommand(t *testing.T) {
 // (one that ignores SIGTERM at the end of its grace, and its launcher with it), Close every other
 // one.
 func TestLauncherKillOwnerAndCloseLeaveNothing(t *testing.T) {
-	m, wrap := launcherManager(t, ManagerOptions{KillGrace: 100 * time.Millisecond})
+	// A long drain limit: Close's bound (grace+drain+2 s) must only fail on a hang.
+	m, wrap := launcherManager(t, ManagerOptions{KillGrace: 100 * time.Millisecond, DrainTimeout: time.Minute})
 	n1, n2 := uniqueSleep(), uniqueSleep()
 	var s1, s2 streams
 	p1 := spawnRO(t, m, wrap, "t1", false, "trap '' TERM; echo ready; sleep "+n1, &s1)
 	p2 := spawnRO(t, m, wrap, "t2", false, "echo ready; sleep "+n2, &s2)
 	require.True(t, launched(p1) && launched(p2))
 	for _, s := range []*streams{&s1, &s2} {
-		require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, time.Minute, time.Millisecond)
 	}
 	ls := launcherPids(m)
 	require.Len(t, ls, 2)
@@ -220,7 +221,7 @@ func TestLauncherKillOwnerAndCloseLeaveNothing(t *testing.T) {
 	require.Len(t, left, 1)
 	for _, pid := range ls {
 		if pid != left[0] {
-			require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond,
+			require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, time.Minute, 10*time.Millisecond,
 				"the killed owner's launcher %d still running", pid)
 		}
 	}
@@ -228,7 +229,7 @@ func TestLauncherKillOwnerAndCloseLeaveNothing(t *testing.T) {
 	waitDone(t, p2, 30*time.Second)
 	requireNoneRunning(t, n2)
 	for _, pid := range ls {
-		require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond,
+		require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, time.Minute, 10*time.Millisecond,
 			"launcher %d still running", pid)
 	}
 }
@@ -241,10 +242,10 @@ func TestLauncherKillIgnoringTERM(t *testing.T) {
 			var s streams
 			p := spawnRO(t, m, wrap, "t", tty, "trap '' TERM; echo ready; sleep 100; echo no", &s)
 			require.True(t, launched(p))
-			require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, time.Minute, 10*time.Millisecond)
 			pgid := p.Pid()
 			p.Kill()
-			require.Equal(t, 128+int(syscall.SIGKILL), waitDone(t, p, 10*time.Second))
+			require.Equal(t, 128+int(syscall.SIGKILL), waitDone(t, p, time.Minute))
 			requireGroupGone(t, pgid)
 			require.Len(t, launcherPids(m), 1, "the launcher stays")
 		})
@@ -272,12 +273,12 @@ func TestLauncherEndsWhenIdle(t *testing.T) {
 	require.Equal(t, 0, waitDone(t, p2, 30*time.Second))
 	ls := launcherPids(m)
 	require.Len(t, ls, 1)
-	require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, time.Minute, time.Millisecond)
 	require.Equal(t, ls, launcherPids(m), "a launcher with a running command stays")
 	p.Kill()
 	waitDone(t, p, 30*time.Second)
-	require.Eventually(t, func() bool { return len(launcherPids(m)) == 0 }, 10*time.Second, 10*time.Millisecond)
-	require.Eventually(t, func() bool { return syscall.Kill(ls[0], 0) != nil }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(launcherPids(m)) == 0 }, time.Minute, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return syscall.Kill(ls[0], 0) != nil }, time.Minute, 10*time.Millisecond,
 		"the idle launcher's process ended")
 	p = spawnRO(t, m, wrap, "t", false, "true", nil)
 	require.True(t, launched(p))
@@ -544,7 +545,7 @@ func TestLauncherKillOwnerGivesTheGrace(t *testing.T) {
 			p2 := spawnRO(t, m, wrap, "t1", tty, "trap '' TERM; echo ready; exec sleep "+n, &s2)
 			require.True(t, launched(p1) && launched(p2))
 			for _, s := range []*streams{&s1, &s2} {
-				require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, time.Millisecond)
+				require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, time.Minute, time.Millisecond)
 			}
 			ls := launcherPids(m)
 			require.Len(t, ls, 1)
@@ -572,9 +573,9 @@ func TestLauncherKillOwnerGivesTheGrace(t *testing.T) {
 			p2.KillNow() // the end of its grace
 			require.Equal(t, 128+int(syscall.SIGKILL), waitDone(t, p2, 30*time.Second))
 			requireNoneRunning(t, n)
-			require.Eventually(t, func() bool { return syscall.Kill(ls[0], 0) != nil }, 10*time.Second, 10*time.Millisecond,
+			require.Eventually(t, func() bool { return syscall.Kill(ls[0], 0) != nil }, time.Minute, 10*time.Millisecond,
 				"the launcher ended with its last command")
-			require.Eventually(t, func() bool { return len(childCgroups(m)) == 0 }, 10*time.Second, 10*time.Millisecond,
+			require.Eventually(t, func() bool { return len(childCgroups(m)) == 0 }, time.Minute, 10*time.Millisecond,
 				"cgroups left: %v", childCgroups(m))
 			requireGroupGone(t, p1.Pid())
 			requireGroupGone(t, p2.Pid())
@@ -665,7 +666,7 @@ func TestReleaseAfterSettled(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the command in the cgroup was not killed")
 	}
-	require.Eventually(t, func() bool { _, err := os.Stat(sc.cg); return os.IsNotExist(err) }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { _, err := os.Stat(sc.cg); return os.IsNotExist(err) }, time.Minute, 10*time.Millisecond,
 		"the cgroup was not removed")
 }
 

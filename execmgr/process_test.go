@@ -2,6 +2,8 @@ package execmgr
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,7 +17,7 @@ func TestSpawnPipesSeparatesStreams(t *testing.T) {
 	var s streams
 	p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}, OnOutput: s.on})
 	require.NoError(t, err)
-	require.Equal(t, 3, waitDone(t, p, 10*time.Second))
+	require.Equal(t, 3, waitDone(t, p, time.Minute))
 	out, errOut := s.get()
 	require.Equal(t, "out\n", out)
 	require.Equal(t, "err\n", errOut)
@@ -29,7 +31,7 @@ func TestSpawnStdinIsNullByDefault(t *testing.T) {
 	var s streams
 	p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"cat"}, OnOutput: s.on})
 	require.NoError(t, err)
-	require.Equal(t, 0, waitDone(t, p, 10*time.Second))
+	require.Equal(t, 0, waitDone(t, p, time.Minute))
 	require.ErrorIs(t, p.WriteStdin(context.Background(), []byte("x")), ErrStdinClosed)
 }
 
@@ -40,7 +42,7 @@ func TestSpawnStdinPipe(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.WriteStdin(context.Background(), []byte("hello\n")))
 	require.NoError(t, p.CloseStdin())
-	require.Equal(t, 0, waitDone(t, p, 10*time.Second))
+	require.Equal(t, 0, waitDone(t, p, time.Minute))
 	out, _ := s.get()
 	require.Equal(t, "hello\n", out)
 }
@@ -50,7 +52,7 @@ func TestTTYOrderAndCRLF(t *testing.T) {
 	var s streams
 	p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"sh", "-c", "echo one; echo two >&2; echo three"}, TTY: true, OnOutput: s.on})
 	require.NoError(t, err)
-	require.Equal(t, 0, waitDone(t, p, 10*time.Second))
+	require.Equal(t, 0, waitDone(t, p, time.Minute))
 	out, errOut := s.get()
 	require.Equal(t, "one\r\ntwo\r\nthree\r\n", out)
 	require.Empty(t, errOut, "PTY output is all on stdout")
@@ -62,10 +64,10 @@ func TestTTYResize(t *testing.T) {
 	p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"sh", "-c", "stty size; read x; stty size"}, TTY: true,
 		Size: Size{Rows: 24, Cols: 80}, OnOutput: s.on})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "24 80\r\n") }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "24 80\r\n") }, time.Minute, 10*time.Millisecond)
 	require.NoError(t, p.Resize(Size{Rows: 40, Cols: 120}))
 	require.NoError(t, p.WriteStdin(context.Background(), []byte("go\n")))
-	require.Equal(t, 0, waitDone(t, p, 10*time.Second))
+	require.Equal(t, 0, waitDone(t, p, time.Minute))
 	out, _ := s.get()
 	require.Equal(t, "24 80\r\ngo\r\n40 120\r\n", out)
 }
@@ -75,14 +77,14 @@ func TestResizePipesFails(t *testing.T) {
 	p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"true"}})
 	require.NoError(t, err)
 	require.ErrorIs(t, p.Resize(Size{Rows: 1, Cols: 1}), ErrNotTTY)
-	waitDone(t, p, 10*time.Second)
+	waitDone(t, p, time.Minute)
 }
 
 func TestSignalDeathIs128PlusSignal(t *testing.T) {
 	m := newTestManager(t)
 	p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"sh", "-c", "kill -TERM $$"}})
 	require.NoError(t, err)
-	require.Equal(t, 143, waitDone(t, p, 10*time.Second))
+	require.Equal(t, 143, waitDone(t, p, time.Minute))
 }
 
 func TestKillChildIgnoringTERM(t *testing.T) {
@@ -93,10 +95,10 @@ func TestKillChildIgnoringTERM(t *testing.T) {
 			var s streams
 			p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"sh", "-c", "trap '' TERM; echo ready; sleep 100; echo no"}, TTY: tty, OnOutput: s.on})
 			require.NoError(t, err)
-			require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, time.Minute, 10*time.Millisecond)
 			pgid := p.Pid()
 			p.Kill()
-			require.Equal(t, 128+int(syscall.SIGKILL), waitDone(t, p, 10*time.Second))
+			require.Equal(t, 128+int(syscall.SIGKILL), waitDone(t, p, time.Minute))
 			requireGroupGone(t, pgid)
 		})
 	}
@@ -107,20 +109,21 @@ func TestGrandchildHoldingStdoutDoesNotHang(t *testing.T) {
 		t.Run(map[bool]string{false: "pipes", true: "pty"}[tty], func(t *testing.T) {
 			m := NewManager(ManagerOptions{DrainTimeout: 300 * time.Millisecond})
 			var s streams
-			// The background sleep inherits stdout and outlives its parent.
-			p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"sh", "-c", "trap '' HUP; sleep 100 & echo started"}, TTY: tty, OnOutput: s.on})
+			// The background sleep inherits stdout and outlives its parent, which exits only once its
+			// output was read (so the short drain limit cannot cut it off).
+			gate := filepath.Join(t.TempDir(), "gate")
+			script := "trap '' HUP; sleep 1000 & echo started; while [ ! -e " + gate + " ]; do sleep 0.01; done"
+			p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"sh", "-c", script}, TTY: tty, OnOutput: s.on})
 			require.NoError(t, err)
 			pgid := p.Pid()
+			require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "started") }, time.Minute, 10*time.Millisecond)
+			require.NoError(t, os.WriteFile(gate, nil, 0o600))
 			select {
 			case <-p.Exited():
-			case <-time.After(10 * time.Second):
+			case <-time.After(time.Minute):
 				t.Fatal("leader did not exit")
 			}
-			exitedAt := time.Now()
-			waitDone(t, p, 10*time.Second)
-			require.Less(t, time.Since(exitedAt), 5*time.Second, "drain must be bounded")
-			out, _ := s.get()
-			require.Contains(t, out, "started")
+			waitDone(t, p, time.Minute) // the grandchild holds the output for 1000 s: only the drain limit ends it
 			require.NotEmpty(t, groupMembers(t, pgid), "the grandchild is still alive (not ours to kill after a normal exit)")
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			requireGroupGone(t, pgid)
@@ -133,19 +136,18 @@ func TestKillWithGrandchildHoldingStdout(t *testing.T) {
 	m := NewManager(ManagerOptions{KillGrace: 100 * time.Millisecond})
 	defer m.Close()
 	var s streams
-	p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"sh", "-c", "sh -c 'trap \"\" TERM; sleep 100' & echo ready; wait"}, OnOutput: s.on})
+	p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"sh", "-c", "sh -c 'trap \"\" TERM; sleep 1000' & echo ready; wait"}, OnOutput: s.on})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { o, _ := s.get(); return strings.Contains(o, "ready") }, time.Minute, 10*time.Millisecond)
 	pgid := p.Pid()
-	start := time.Now()
 	p.Kill()
-	waitDone(t, p, 10*time.Second)
-	require.Less(t, time.Since(start), 5*time.Second)
+	waitDone(t, p, time.Minute) // the grandchild would hold the output for 1000 s
 	requireGroupGone(t, pgid)
 }
 
 func TestManagerCloseLeavesNoProcess(t *testing.T) {
-	m := NewManager(ManagerOptions{KillGrace: 200 * time.Millisecond})
+	// A long drain limit: Close's bound (grace+drain+2 s) must only fail on a hang.
+	m := NewManager(ManagerOptions{KillGrace: 200 * time.Millisecond, DrainTimeout: time.Minute})
 	var pgids []int
 	for i, argv := range [][]string{
 		{"sleep", "100"},
@@ -166,11 +168,11 @@ func TestManagerCloseLeavesNoProcess(t *testing.T) {
 			}
 		}
 		return true
-	}, 5*time.Second, 20*time.Millisecond)
+	}, time.Minute, 20*time.Millisecond)
 	require.NoError(t, m.Close())
 	for _, g := range pgids {
 		// SIGKILL has been sent to every group; give the kernel a moment to tear them down.
-		require.Eventually(t, func() bool { return len(groupMembers(t, g)) == 0 }, 2*time.Second, 10*time.Millisecond,
+		require.Eventually(t, func() bool { return len(groupMembers(t, g)) == 0 }, time.Minute, 10*time.Millisecond,
 			"group %d survived Close", g)
 	}
 	require.Empty(t, m.Live())
@@ -199,7 +201,7 @@ func TestSpawnFailures(t *testing.T) {
 			tc.req.OnOutput = s.on
 			p, err := m.Spawn(context.Background(), tc.req)
 			require.NoError(t, err)
-			require.Equal(t, tc.code, waitDone(t, p, 5*time.Second))
+			require.Equal(t, tc.code, waitDone(t, p, time.Minute))
 			var serr *SpawnError
 			require.ErrorAs(t, p.SpawnErr(), &serr)
 			_, errOut := s.get()
@@ -232,7 +234,7 @@ func TestWrapArgvAndEnv(t *testing.T) {
 		WrapArgv: func(argv []string) ([]string, error) { seen = argv; return append([]string{"env"}, argv...), nil },
 		OnOutput: s.on})
 	require.NoError(t, err)
-	require.Equal(t, 0, waitDone(t, p, 10*time.Second))
+	require.Equal(t, 0, waitDone(t, p, time.Minute))
 	require.Equal(t, []string{"sh", "-c", "echo $FOO; pwd"}, seen)
 	out, _ := s.get()
 	require.Equal(t, "bar\n/\n", out)
@@ -245,7 +247,7 @@ func TestSubscribeGetsLiveOutput(t *testing.T) {
 	var s streams
 	unsub := p.Subscribe(s.on)
 	require.NoError(t, p.WriteStdin(context.Background(), []byte("a\n")))
-	waitDone(t, p, 10*time.Second)
+	waitDone(t, p, time.Minute)
 	unsub()
 	out, _ := s.get()
 	require.Contains(t, out, "got a\r\n")

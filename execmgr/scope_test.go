@@ -58,13 +58,13 @@ func spawnDetached(t *testing.T, m *Manager, owner, n string) {
 	require.NoError(t, err)
 	require.Equal(t, 0, waitDone(t, p, 30*time.Second))
 	require.Contains(t, p.Output(), "started")
-	require.Eventually(t, func() bool { return len(pidsRunning("sleep", n)) == 3 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(pidsRunning("sleep", n)) == 3 }, time.Minute, 10*time.Millisecond,
 		"the three detached sleeps run after the command exited")
 }
 
 func requireNoneRunning(t *testing.T, n string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(pidsRunning("sleep", n)) == 0 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(pidsRunning("sleep", n)) == 0 }, time.Minute, 10*time.Millisecond,
 		"detached sleeps %s still running: %v", n, pidsRunning("sleep", n))
 }
 
@@ -103,7 +103,7 @@ func TestKillReachesSetsidDescendants(t *testing.T) {
 			s := &streams{}
 			p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"sh", "-c", "setsid sleep " + n + " >/dev/null 2>&1 & echo ready; sleep " + n}, OnOutput: s.on})
 			require.NoError(t, err)
-			require.Eventually(t, func() bool { return len(pidsRunning("sleep", n)) == 2 }, 10*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { return len(pidsRunning("sleep", n)) == 2 }, time.Minute, 10*time.Millisecond)
 			p.Kill()
 			waitDone(t, p, 30*time.Second)
 			requireNoneRunning(t, n)
@@ -186,7 +186,7 @@ func TestLauncherDiesWithTheServer(t *testing.T) {
 	require.Eventually(t, func() bool {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(launcher) + "/cmdline")
 		return !bytes.Contains(b, []byte("__appserver_launcher"))
-	}, 10*time.Second, 10*time.Millisecond, "launcher %d still running", launcher)
+	}, time.Minute, 10*time.Millisecond, "launcher %d still running", launcher)
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader in different goroutines.
@@ -216,7 +216,7 @@ func TestCloseSweepsOnlyAfterACommand(t *testing.T) {
 	m := NewManager(ManagerOptions{})
 	p, err := m.Spawn(context.Background(), SpawnRequest{Argv: []string{"true"}, OnOutput: func(Stream, []byte) {}})
 	require.NoError(t, err)
-	require.Equal(t, 0, waitDone(t, p, 10*time.Second))
+	require.Equal(t, 0, waitDone(t, p, time.Minute))
 	before = sweeps.Load()
 	require.NoError(t, m.Close())
 	require.Greater(t, sweeps.Load(), before, "closing after a command sweeps for its descendants")

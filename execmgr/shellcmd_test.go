@@ -38,10 +38,20 @@ func TestShellCommandSuccess(t *testing.T) {
 
 func TestShellCommandTimeout(t *testing.T) {
 	m := newTestManager(t)
-	start := time.Now()
-	res, err := m.ShellCommand(context.Background(), ShellCommandRequest{Args: ShellCommandArgs{Command: "echo start; trap '' TERM; sleep 30", TimeoutMs: u64(400), Login: bptr(false)}, Env: testEnv(t)})
+	// The 400 ms budget starts once "start" was read (paused until then), whatever the load.
+	ctrl := stopwatch.NewController()
+	ctrl.SetPaused(true)
+	go func() {
+		for {
+			if live := m.Live(); len(live) == 1 && live[0].OutputSeq() > 0 {
+				ctrl.SetPaused(false)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	res, err := m.ShellCommand(context.Background(), ShellCommandRequest{Args: ShellCommandArgs{Command: "echo start; trap '' TERM; sleep 1000", TimeoutMs: u64(400), Login: bptr(false)}, Env: testEnv(t), Controller: ctrl})
 	require.NoError(t, err)
-	require.Less(t, time.Since(start), 10*time.Second)
 	require.True(t, res.TimedOut)
 	require.Equal(t, 124, res.ExitCode)
 	require.Equal(t, "command timed out after 400 milliseconds\nstart\n", res.Output)
@@ -58,11 +68,12 @@ func TestShellCommandTimeoutPausedByController(t *testing.T) {
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	go func() {
 		time.Sleep(3 * time.Second)
-		ctrl.SetPaused(false)
+		// Released before the resume: the 2 s budget never has to cover the command's end.
 		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
 			_, _ = f.WriteString("go\n")
 			f.Close()
 		}
+		ctrl.SetPaused(false)
 	}()
 	start0 := time.Now()
 	res, err := m.ShellCommand(context.Background(), ShellCommandRequest{Args: ShellCommandArgs{Command: "read x < " + fifo + "; echo ok", TimeoutMs: u64(2000), Login: bptr(false)}, Env: testEnv(t), Controller: ctrl})
@@ -86,11 +97,13 @@ func TestShellCommandTimeoutPausedByController(t *testing.T) {
 
 func TestShellCommandCancel(t *testing.T) {
 	m := newTestManager(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := m.ShellCommand(ctx, ShellCommandRequest{Args: ShellCommandArgs{Command: "sleep 30", Login: bptr(false)}, Env: testEnv(t)})
-	require.True(t, errors.Is(err, context.DeadlineExceeded))
-	require.Eventually(t, func() bool { return len(m.Live()) == 0 }, 10*time.Second, 20*time.Millisecond)
+	// Cancelled once the command started (not on a timer that a slow spawn could outlast).
+	obs := ObserverFuncs{OnStarted: func(string, string, string) { cancel() }}
+	_, err := m.ShellCommand(ctx, ShellCommandRequest{Args: ShellCommandArgs{Command: "sleep 1000", Login: bptr(false)}, Env: testEnv(t), Observer: obs})
+	require.True(t, errors.Is(err, context.Canceled), "%v", err)
+	require.Eventually(t, func() bool { return len(m.Live()) == 0 }, time.Minute, 20*time.Millisecond)
 }
 
 func TestShellCommandTruncatedText(t *testing.T) {

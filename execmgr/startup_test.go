@@ -112,19 +112,21 @@ func TestLateSandboxDenialIsStillADenial(t *testing.T) {
 }
 
 func TestOutputAfterStartupStreamsDuringFirstCall(t *testing.T) {
-	x, _ := newTestSessions(t)
+	x, m := newTestSessions(t)
 	rec := newRecorder()
 	dir := t.TempDir()
 	fifo, marker := filepath.Join(dir, "fifo"), filepath.Join(dir, "marker")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-	// The startup window (a stopwatch of the paused controller) only runs once "early" was written;
-	// "late" is only written once the process was announced.
+	// The startup window (a stopwatch of the paused controller) only runs once "early" was written
+	// and read; "late" is only written once the process was announced.
 	ctrl := stopwatch.NewController()
 	ctrl.SetPaused(true)
 	go func() {
 		for {
 			if _, err := os.Stat(marker); err == nil {
-				break
+				if live := m.Live(); len(live) == 1 && live[0].OutputSeq() > 0 {
+					break
+				}
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -172,7 +174,7 @@ func TestPausedCallReportsExitBeforeReturning(t *testing.T) {
 	case res := <-done:
 		require.True(t, res.Exited, res.Text)
 		require.Equal(t, "bye\n", res.Output)
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("no result after the resume")
 	}
 	rec.mu.Lock()

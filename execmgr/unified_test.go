@@ -82,7 +82,7 @@ func (r *recorder) waitExited(t *testing.T) {
 	t.Helper()
 	select {
 	case <-r.exitedCh:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("Exited was not called")
 	}
 }
@@ -159,10 +159,10 @@ func TestOriginalTokenCountCountsAllOutput(t *testing.T) {
 }
 
 // TestExecCommandYieldThenPollToExit is load-independent: the command waits on a FIFO the test opens
-// only after the first call returned, and the yield budget only starts once the first line was written
-// (the controller is paused until a marker file appears).
+// only after the first call returned, and the yield budget only starts once the first line was read
+// (the controller is paused until a marker file appears and the process has output).
 func TestExecCommandYieldThenPollToExit(t *testing.T) {
-	x, _ := newTestSessions(t)
+	x, m := newTestSessions(t)
 	rec := newRecorder()
 	dir := t.TempDir()
 	fifo, marker := filepath.Join(dir, "fifo"), filepath.Join(dir, "marker")
@@ -172,8 +172,10 @@ func TestExecCommandYieldThenPollToExit(t *testing.T) {
 	go func() {
 		for {
 			if _, err := os.Stat(marker); err == nil {
-				ctrl.SetPaused(false)
-				return
+				if live := m.Live(); len(live) == 1 && live[0].OutputSeq() > 0 {
+					ctrl.SetPaused(false)
+					return
+				}
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -335,9 +337,13 @@ func TestExecCommandBadWorkdirAndShell(t *testing.T) {
 func TestExecCommandExitedAfterReturn(t *testing.T) {
 	x, _ := newTestSessions(t)
 	rec := newRecorder()
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 0.6; echo late; exit 7", YieldTimeMs: u64(250)}, Observer: rec})
+	gate := filepath.Join(t.TempDir(), "gate")
+	// The command ends only once the call returned (not after a sleep the yield must outlast).
+	cmd := fmt.Sprintf("while [ ! -e %s ]; do sleep 0.01; done; echo late; exit 7", gate)
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: cmd, YieldTimeMs: u64(250)}, Observer: rec})
 	require.NoError(t, err)
 	require.False(t, res.Exited)
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
 	rec.waitExited(t) // nobody polls: the background watcher completes the item
 	rec.mu.Lock()
 	require.Equal(t, 7, rec.code)
@@ -423,17 +429,22 @@ func TestExecCommandPausedThenResumedKeepsRemainingBudget(t *testing.T) {
 
 func TestExecCommandContextCancelKeepsSession(t *testing.T) {
 	x, _ := newTestSessions(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := x.ExecCommand(ctx, ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(10000)}})
-	require.True(t, errors.Is(err, context.DeadlineExceeded))
+	// Cancelled once the process is announced (not on a timer that a slow spawn could outlast).
+	obs := ObserverFuncs{OnStarted: func(string, string, string) { cancel() }}
+	_, err := x.ExecCommand(ctx, ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100", YieldTimeMs: u64(600000)}, Observer: obs})
+	require.True(t, errors.Is(err, context.Canceled), "%v", err)
 	require.Len(t, x.SessionIDs(), 1, "an interrupted call leaves the background terminal running")
 	x.TerminateAll()
 	require.Empty(t, x.SessionIDs())
 }
 
 func TestSessionsPruning(t *testing.T) {
-	x, m := newTestSessions(t)
+	// A long drain limit: Close's bound (grace+drain+2 s) for the 64 sessions must only fail on a hang.
+	m := NewManager(ManagerOptions{KillGrace: 200 * time.Millisecond, DrainTimeout: time.Minute})
+	t.Cleanup(func() { _ = m.Close() })
+	x := NewSessions(SessionsOptions{Manager: m, DeterministicIDs: true})
 	var wg sync.WaitGroup
 	errs := make(chan error, MaxSessions)
 	for i := 0; i < MaxSessions; i++ {
@@ -486,7 +497,7 @@ func TestSessionsPruning(t *testing.T) {
 	require.Contains(t, ids, res.SessionID)
 	select {
 	case <-s1000.proc.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the pruned session was not terminated")
 	}
 	_, err = x.WriteStdin(context.Background(), WriteStdinRequest{Args: WriteStdinArgs{SessionID: 1000}})
@@ -584,8 +595,20 @@ func TestExecCommandExitWithoutOutputClose(t *testing.T) {
 	t.Cleanup(func() { _ = m.Close() })
 	x := NewSessions(SessionsOptions{Manager: m, DeterministicIDs: true})
 	rec := newRecorder()
-	// The background sleep keeps stdout open after bash exited: the call waits at most 50 ms more.
-	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "sleep 100 & echo hi", Login: bptr(false), YieldTimeMs: u64(10000)}, Observer: rec})
+	// The background sleep keeps stdout open after bash exited: the call waits at most 50 ms more. Bash
+	// exits only once "hi" was read, so that those 50 ms need not cover a late reader.
+	gate := filepath.Join(t.TempDir(), "gate")
+	go func() {
+		for {
+			if live := m.Live(); len(live) == 1 && live[0].OutputSeq() > 0 {
+				_ = os.WriteFile(gate, nil, 0o600)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	cmd := fmt.Sprintf("sleep 1000 & echo hi; while [ ! -e %s ]; do sleep 0.01; done", gate)
+	res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: cmd, Login: bptr(false), YieldTimeMs: u64(600000)}, Observer: rec})
 	require.NoError(t, err)
 	require.Len(t, m.Live(), 1, "still draining the grandchild's pipe")
 	for _, p := range m.Live() {

@@ -28,6 +28,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"appserver/stopwatch"
 )
 
 // Request is one model turn request. Input and Tools are sent verbatim.
@@ -233,6 +235,8 @@ type Options struct {
 	NetworkBackoff time.Duration       // first delay while waiting for the network (default 5 s)
 	// OnResponseHeaders, when set, is given the headers of every model response (rate-limit headers).
 	OnResponseHeaders func(http.Header)
+	// Clock times the stream idle timeout (nil: the wall clock); tests pass a fake one.
+	Clock stopwatch.Clock
 }
 
 // Client talks to one provider; it is reusable and safe for concurrent use.
@@ -245,6 +249,7 @@ type Client struct {
 	net  time.Duration
 	// onHeaders is Options.OnResponseHeaders.
 	onHeaders func(http.Header)
+	clock     stopwatch.Clock // Options.Clock
 }
 
 // streamTransport is the transport of clients made without Options.HTTPClient: http.DefaultTransport's
@@ -260,7 +265,8 @@ var streamTransport = sync.OnceValue(func() *http.Transport {
 
 // NewClient returns a client for provider p.
 func NewClient(p Provider, opts Options) *Client {
-	c := &Client{p: p, hc: opts.HTTPClient, env: opts.Getenv, log: opts.Logger, base: opts.BaseBackoff, net: opts.NetworkBackoff, onHeaders: opts.OnResponseHeaders}
+	c := &Client{p: p, hc: opts.HTTPClient, env: opts.Getenv, log: opts.Logger, base: opts.BaseBackoff, net: opts.NetworkBackoff, onHeaders: opts.OnResponseHeaders,
+		clock: opts.Clock}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: streamTransport()}
 	}
@@ -426,19 +432,47 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // watchdog cancels a stream attempt after a period without progress.
 type watchdog struct {
-	t     *time.Timer
+	t     *time.Timer // on the wall clock
 	d     time.Duration
 	fired atomic.Bool
+	// With Options.Clock (tests), the timer is re-armed on that clock instead.
+	clock stopwatch.Clock
+	fire  func()
+	mu    sync.Mutex
+	ct    stopwatch.Timer
 }
 
-func newWatchdog(d time.Duration, cancel context.CancelFunc) *watchdog {
-	w := &watchdog{d: d}
-	w.t = time.AfterFunc(d, func() { w.fired.Store(true); cancel() })
+func newWatchdog(d time.Duration, cancel context.CancelFunc, clock stopwatch.Clock) *watchdog {
+	w := &watchdog{d: d, clock: clock}
+	w.fire = func() { w.fired.Store(true); cancel() }
+	if clock == nil {
+		w.t = time.AfterFunc(d, w.fire)
+	} else {
+		w.ct = clock.AfterFunc(d, w.fire)
+	}
 	return w
 }
 
-func (w *watchdog) kick() { w.t.Reset(w.d) }
-func (w *watchdog) stop() { w.t.Stop() }
+func (w *watchdog) kick() {
+	if w.clock == nil {
+		w.t.Reset(w.d)
+		return
+	}
+	w.mu.Lock()
+	w.ct.Stop()
+	w.ct = w.clock.AfterFunc(w.d, w.fire)
+	w.mu.Unlock()
+}
+
+func (w *watchdog) stop() {
+	if w.clock == nil {
+		w.t.Stop()
+		return
+	}
+	w.mu.Lock()
+	w.ct.Stop()
+	w.mu.Unlock()
+}
 
 // kickReader kicks the watchdog whenever bytes arrive.
 type kickReader struct {
@@ -462,7 +496,7 @@ func (c *Client) attempt(ctx context.Context, u string, h http.Header, payload *
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	unlink := context.AfterFunc(ctx, cancel)
 	defer func() { cancel() }()
-	wd := newWatchdog(c.p.EffectiveStreamIdleTimeout(), cancel)
+	wd := newWatchdog(c.p.EffectiveStreamIdleTimeout(), cancel, c.clock)
 	defer wd.stop()
 
 	resp, err := c.post(actx, u, h, payload, wd)

@@ -16,6 +16,7 @@ import (
 
 	"appserver/internal/mockmodel"
 	"appserver/model"
+	"appserver/stopwatch/stopwatchtest"
 )
 
 func i64(n int64) *int64 { return &n }
@@ -254,15 +255,43 @@ func TestTruncatedStreamExhausted(t *testing.T) {
 
 func TestIdleTimeout(t *testing.T) {
 	mm := mockmodel.New(t)
-	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("abc", 3), mockmodel.Hang(20)}})
-	c := newClient(t, mm, func(p *model.Provider) { p.StreamIdleTimeoutMs = i64(300) })
-	var rec recorder
-	_, err := c.Stream(testCtx(t), simpleRequest(), rec.on)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("abc", 3), mockmodel.Hang(600)}})
+	// The idle timeout runs on a fake clock, advanced only once the message was delivered and the mock
+	// hangs: however slow the machine, the events before the hang come first and only the hang times out.
+	clock := stopwatchtest.NewFakeClock(time.Unix(0, 0))
+	p := model.Provider{ID: "mock", Name: "Mock", BaseURL: mm.URL(), WireAPI: "responses",
+		RequestMaxRetries: i64(0), StreamMaxRetries: i64(0), StreamIdleTimeoutMs: i64(300)}
+	c := model.NewClient(p, model.Options{BaseBackoff: 10 * time.Millisecond, NetworkBackoff: 10 * time.Millisecond, Clock: clock})
+	var mu sync.Mutex
+	var events []model.Event
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Stream(testCtx(t), simpleRequest(), func(ev model.Event) { mu.Lock(); events = append(events, ev); mu.Unlock() })
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(events) == 0 {
+			return false
+		}
+		_, ok := events[len(events)-1].(model.ItemDoneEvent)
+		return ok
+	}, time.Minute, 5*time.Millisecond, "the message before the hang was not delivered")
+	require.Eventually(t, func() bool { return mm.HasNote("hang") }, time.Minute, 5*time.Millisecond, "the mock never reached the hang")
+	var err error
+	for err == nil { // a read after the message (none expected) would re-arm the timer: advance until it ends
+		clock.Advance(300 * time.Millisecond)
+		select {
+		case err = <-done:
+			require.Error(t, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	me := asModelError(t, err)
 	require.Equal(t, "stream disconnected before completion: idle timeout waiting for SSE", me.Message)
 	require.JSONEq(t, `"other"`, string(me.CodexErrorInfo))
-	require.NotEmpty(t, rec.events, "events before the hang were delivered")
-	require.Eventually(t, func() bool { return mm.HasNote("client_disconnected_during_hang") }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return mm.HasNote("client_disconnected_during_hang") }, time.Minute, 20*time.Millisecond)
 }
 
 func TestIdleTimeoutBeforeHeaders(t *testing.T) {
@@ -421,7 +450,7 @@ func TestCancelMidStreamClosesConnection(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Eventually(t, func() bool {
 		return mm.HasNote("client_disconnected_during_hang") || mm.HasNote("client_disconnected_mid_stream")
-	}, 10*time.Second, 20*time.Millisecond)
+	}, time.Minute, 20*time.Millisecond)
 }
 
 func TestCancelDuringBackoff(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"appserver/execmgr"
+	"appserver/stopwatch"
 )
 
 // DefaultTimeout bounds the capture (and again its validation), as the reference does.
@@ -40,6 +41,7 @@ type Options struct {
 	Env       []string      // the capture's environment (nil = this process's)
 	Timeout   time.Duration // DefaultTimeout when 0
 	Logger    *slog.Logger
+	Clock     stopwatch.Clock // times Timeout (nil: the wall clock); tests pass a fake one
 }
 
 // Snapshot is one thread's snapshot, captured in the background; Path is "" until it is ready and after
@@ -247,9 +249,18 @@ func (s *Snapshot) install(tmp string, exports []string) error {
 
 // run runs argv with stdin from /dev/null and returns its stdout; the whole process group is killed on
 // timeout or cancellation.
+// errTimedOut is the cause of a capture's context ended by its timeout.
+var errTimedOut = errors.New("shell snapshot timed out")
+
 func run(ctx context.Context, o Options, argv []string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
+	clock := o.Clock
+	if clock == nil {
+		clock = stopwatch.RealClock()
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := clock.AfterFunc(o.Timeout, func() { cancel(errTimedOut) })
+	defer timer.Stop()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = o.Cwd
@@ -261,7 +272,7 @@ func run(ctx context.Context, o Options, argv []string) ([]byte, error) {
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	switch {
-	case ctx.Err() == context.DeadlineExceeded:
+	case errors.Is(context.Cause(ctx), errTimedOut):
 		return nil, fmt.Errorf("timed out after %v", o.Timeout)
 	case err != nil:
 		if msg := bytes.TrimSpace(stderr.Bytes()); len(msg) > 0 {

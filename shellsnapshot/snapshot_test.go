@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"appserver/execmgr"
+	"appserver/stopwatch/stopwatchtest"
 )
 
 // hang bounds waits that only a real hang exceeds.
@@ -174,14 +175,28 @@ func TestInvalidSnapshotIsDiscarded(t *testing.T) {
 
 func TestSlowCaptureIsKilled(t *testing.T) {
 	f := newFixture(t, `echo $$ > "$HOME/pid"; exec sleep 1000`+"\n", "")
-	// The timeout must leave bash time to start and write its pid, also on a loaded machine; the test
-	// takes the whole timeout either way.
-	s := f.start(t, 3*time.Second)
+	// The timeout runs on a fake clock: it passes only once bash wrote its pid, however slow the machine.
+	clock := stopwatchtest.NewFakeClock(time.Unix(0, 0))
+	s := Start(Options{CodexHome: f.codexHome, ThreadID: "thr-1", Shell: "/bin/bash", Cwd: f.home, Env: f.env,
+		Timeout: 3 * time.Second, Clock: clock})
+	require.NotNil(t, s)
+	t.Cleanup(s.Close)
+	var raw []byte
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(f.home, "pid"))
+		raw = b
+		return err == nil && len(b) > 0 && b[len(b)-1] == '\n'
+	}, hang, 10*time.Millisecond, "the capture never started")
+	clock.Advance(3*time.Second - time.Millisecond)
+	select {
+	case <-s.Done():
+		t.Fatal("the capture ended before its timeout")
+	default:
+	}
+	clock.Advance(time.Millisecond)
 	waitDone(t, s)
 	require.Empty(t, s.Path())
 	require.Empty(t, snapshotFiles(t, f.codexHome))
-	raw, err := os.ReadFile(filepath.Join(f.home, "pid"))
-	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	require.NoError(t, err)
 	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the capture's process is gone")

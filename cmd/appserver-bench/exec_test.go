@@ -69,17 +69,19 @@ func TestExecReports(t *testing.T) {
 }
 
 func TestExecFailures(t *testing.T) {
-	cases := []struct{ mode, want string }{
-		{"execshort", "got 99999 stdout bytes, want 100000"},
-		{"execexit", "exit code 1"},
-		{"execerr", "command/exec failed"},
-		{"silent", "awaiting initialize response: timed out"},
+	// Only the mode that must time out gets a short --timeout: it bounds every step, the race-built
+	// fake's start and initialize included.
+	cases := []struct{ mode, want, timeout string }{
+		{"execshort", "got 99999 stdout bytes, want 100000", "60s"},
+		{"execexit", "exit code 1", "60s"},
+		{"execerr", "command/exec failed", "60s"},
+		{"silent", "awaiting initialize response: timed out", "3s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			err := run(context.Background(), []string{"exec", "--server", fake(tc.mode),
-				"--n", "1", "--warmup", "0", "--runs", "1", "--bytes", "100000", "--timeout", "3s",
+				"--n", "1", "--warmup", "0", "--runs", "1", "--bytes", "100000", "--timeout", tc.timeout,
 				"--workdir", t.TempDir()}, &out, &errb)
 			require.ErrorContains(t, err, "exec runs failed")
 			require.Contains(t, errb.String(), tc.want)

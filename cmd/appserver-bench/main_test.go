@@ -315,19 +315,21 @@ func TestHandshakeReports(t *testing.T) {
 }
 
 func TestHandshakeFailures(t *testing.T) {
+	// Only the mode that must time out gets a short --timeout: it bounds every step, the race-built
+	// fake's start and initialize included.
 	cases := []struct {
-		mode, want string
+		mode, want, timeout string
 	}{
-		{"silent", "stdout closed before the initialize response"},
-		{"error", "initialize failed"},
-		{"crash", "exit after stdin EOF"},
-		{"hang", "timed out"},
+		{"silent", "stdout closed before the initialize response", "60s"},
+		{"error", "initialize failed", "60s"},
+		{"crash", "exit after stdin EOF", "60s"},
+		{"hang", "timed out", "3s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			err := run(context.Background(), []string{"handshake", "--server", fake(tc.mode),
-				"--n", "1", "--warmup", "0", "--timeout", "3s", "--workdir", t.TempDir()}, &out, &errb)
+				"--n", "1", "--warmup", "0", "--timeout", tc.timeout, "--workdir", t.TempDir()}, &out, &errb)
 			require.ErrorContains(t, err, "1 runs failed")
 			require.Contains(t, errb.String(), tc.want)
 			require.Contains(t, out.String(), " n=1 ok=0")

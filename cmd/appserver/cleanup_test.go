@@ -71,7 +71,7 @@ func detachAll(n string) string {
 
 func requireSleepers(t *testing.T, n string, want int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(sleepers(n)) == want }, 20*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(sleepers(n)) == want }, time.Minute, 10*time.Millisecond,
 		"want %d `sleep %s` processes, have %v", want, n, sleepers(n))
 }
 
@@ -110,9 +110,11 @@ func TestDetachedChildrenDieWithThreadAndServer(t *testing.T) {
 		select {
 		case err := <-p.done:
 			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("server did not exit")
 		}
-		require.Empty(t, sleepers(n), "nothing outlives the server: %s", strings.TrimSpace(p.stderr.String()))
+		// Killed before the exit; a loaded machine may show a SIGKILLed sleeper a moment longer.
+		require.Eventually(t, func() bool { return len(sleepers(n)) == 0 }, time.Minute, 10*time.Millisecond,
+			"nothing outlives the server: %v; %s", sleepers(n), strings.TrimSpace(p.stderr.String()))
 	})
 }

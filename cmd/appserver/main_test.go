@@ -112,7 +112,7 @@ func (p *proc) send(v any) {
 
 func (p *proc) waitFor(pred func(map[string]any) bool) map[string]any {
 	p.t.Helper()
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(time.Minute)
 	for {
 		select {
 		case m, ok := <-p.lines:
@@ -154,7 +154,7 @@ func TestAliasOverridesAndCleanExitOnEOF(t *testing.T) {
 	select {
 	case err := <-p.done:
 		require.NoError(t, err, "exit status 0 on stdin EOF")
-	case <-time.After(15 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("server did not exit on stdin EOF")
 	}
 }
@@ -412,12 +412,12 @@ stream_max_retries = 0
 	select {
 	case err := <-p.done:
 		require.NoError(t, err)
-	case <-time.After(20 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("server did not exit")
 	}
 	// The watchdog (a descendant too) finishes its sweep just after the server exits.
 	for _, pid := range kids {
-		require.Eventually(t, func() bool { return !alive(pid) }, 20*time.Second, 10*time.Millisecond, "process %d outlived the server", pid)
+		require.Eventually(t, func() bool { return !alive(pid) }, time.Minute, 10*time.Millisecond, "process %d outlived the server", pid)
 	}
 }
 
@@ -426,16 +426,16 @@ func TestSIGTERMKillsChildren(t *testing.T) {
 	p := startBinary(t, home)
 	p.request(0, "initialize", map[string]any{"clientInfo": map[string]any{"name": "t", "version": "1"}})
 	p.send(map[string]any{"id": 1, "method": "command/exec", "params": map[string]any{"command": []string{"sh", "-c", "trap '' TERM; sleep 125"}, "processId": "bg", "disableTimeout": true, "streamStdoutStderr": true}})
-	require.Eventually(t, func() bool { return len(descendants(p.cmd.Process.Pid)) > 0 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(descendants(p.cmd.Process.Pid)) > 0 }, time.Minute, 20*time.Millisecond)
 	kids := descendants(p.cmd.Process.Pid)
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case <-p.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("server did not exit on SIGTERM")
 	}
 	// The watchdog (a descendant too) finishes its sweep just after the server exits.
 	for _, pid := range kids {
-		require.Eventually(t, func() bool { return !alive(pid) }, 20*time.Second, 10*time.Millisecond, "process %d outlived the server", pid)
+		require.Eventually(t, func() bool { return !alive(pid) }, time.Minute, 10*time.Millisecond, "process %d outlived the server", pid)
 	}
 }

@@ -205,7 +205,7 @@ func TestHangReleaseAndDisconnect(t *testing.T) {
 	var wg sync.WaitGroup
 	var evs []sseEvent
 	wg.Go(func() { _, evs, _ = post(t, ctx(t), s, `{}`) })
-	require.Eventually(t, func() bool { return s.HasNote("hang") }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return s.HasNote("hang") }, time.Minute, 10*time.Millisecond)
 	s.Release()
 	wg.Wait()
 	require.Equal(t, "response.completed", evs[len(evs)-1].name)
@@ -223,10 +223,10 @@ func TestClientDisconnectDuringHang(t *testing.T) {
 	req, _ := http.NewRequestWithContext(c, http.MethodPost, s.URL()+"/responses", strings.NewReader("{}"))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return s.HasNote("hang") }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return s.HasNote("hang") }, time.Minute, 10*time.Millisecond)
 	cancel()
 	resp.Body.Close()
-	require.Eventually(t, func() bool { return s.HasNoteFor("client_disconnected_during_hang", 0) }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return s.HasNoteFor("client_disconnected_during_hang", 0) }, time.Minute, 10*time.Millisecond)
 }
 
 func TestTruncate(t *testing.T) {
