@@ -207,10 +207,10 @@ func (c *Config) WithOverrides(overrides map[string]any) (*Config, error) {
 	return compose(c.CodexHome, layers)
 }
 
-// ForCwd returns a new Config that also applies the trusted project layers
-// (.codex/config.toml files from the project root down to cwd). Untrusted
-// project layers are recorded (config/read lists them as disabled) but not
-// applied.
+// ForCwd returns the Config that also applies the trusted project layers
+// (.codex/config.toml files from the project root down to cwd): c itself when
+// neither c nor cwd has a project layer, else a new one. Untrusted project
+// layers are recorded (config/read lists them as disabled) but not applied.
 func (c *Config) ForCwd(cwd string) (*Config, error) {
 	if cwd == "" {
 		return c.clone()
@@ -224,6 +224,9 @@ func (c *Config) ForCwd(cwd string) (*Config, error) {
 	projects, err := c.projectLayers(cwd)
 	if err != nil {
 		return nil, err
+	}
+	if len(projects) == 0 && len(base) == len(c.layers) {
+		return c, nil // no project layer before or after: the same layers compose the same Config
 	}
 	// Project layers sit above the user layer and below session flags.
 	i := len(base)

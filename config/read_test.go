@@ -223,3 +223,37 @@ func TestFeatureDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"unified_exec": false, "other": true}, res.Config["features"])
 }
+
+// TestForCwdWithoutProjectSharesTheConfig: a cwd with no project layer gets the Config itself (every
+// thread started outside a project used to hold its own recomposed copy); a project's layer, trusted or
+// not, gets a new one, and the shared Config is left as it was.
+func TestForCwdWithoutProjectSharesTheConfig(t *testing.T) {
+	dir := home(t, "model = \"user\"\n")
+	c, err := Load(dir, nil)
+	require.NoError(t, err)
+	plain := t.TempDir()
+	got, err := c.ForCwd(plain)
+	require.NoError(t, err)
+	require.Same(t, c, got)
+
+	proj := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(proj, ".git"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(proj, ".codex"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(proj, ".codex", ConfigFileName), []byte("model = \"proj\"\n"), 0o600))
+	got, err = c.ForCwd(proj)
+	require.NoError(t, err)
+	require.NotSame(t, c, got)
+	require.Equal(t, "user", got.Model, "untrusted: not applied")
+	require.NoError(t, AppendProjectTrust(dir, proj))
+	c, err = Load(dir, nil)
+	require.NoError(t, err)
+	got, err = c.ForCwd(proj)
+	require.NoError(t, err)
+	require.NotSame(t, c, got)
+	require.Equal(t, "proj", got.Model)
+	require.Equal(t, "user", c.Model)
+	back, err := got.ForCwd(plain)
+	require.NoError(t, err)
+	require.NotSame(t, got, back, "a Config with project layers recomposes without them")
+	require.Equal(t, "user", back.Model)
+}
