@@ -1032,13 +1032,15 @@ func (s *Store) move(r *threadindex.Row, dst string, archived bool) (Summary, er
 	if info, err := os.Stat(dst); err == nil {
 		r.Size, r.ModNs = info.Size(), info.ModTime().UnixNano()
 	}
+	// s.mu before the index's transaction, in the order reconcile takes them (the other order deadlocked
+	// an archive against the background reconcile of a store just opened).
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	err := s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error {
 		if err := tx.Move(r.ID, r.Rel, archived, r.Size, r.ModNs); err != nil {
 			return err
 		}
 		// Our own rename changed both directories: record their new mtimes so the next scan does not relist them.
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		for _, d := range []string{filepath.Dir(src), dst} {
 			d = filepath.Dir(d)
 			if _, tracked := s.dirMtimes[d]; !tracked && d != filepath.Dir(dst) {

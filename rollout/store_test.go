@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"appserver/threadindex"
 )
 
 // makeThread writes a minimal one-turn rollout and returns its path.
@@ -593,4 +596,31 @@ func TestOpenAppliesNamesWrittenMeanwhile(t *testing.T) {
 	page, _, err := s.List(ListQuery{SearchTerm: "named elsewhere"})
 	require.NoError(t, err)
 	require.Equal(t, []string{tid(1)}, ids(page))
+}
+
+// TestArchiveTakesLocksInReconcileOrder: Archive takes the store's lock before the index's transaction,
+// in the order reconcile does (it held the transaction, then waited for the store's lock, while a
+// background reconcile held that lock and waited for the transaction: thread/archive right after a
+// server's start hung for good).
+func TestArchiveTakesLocksInReconcileOrder(t *testing.T) {
+	home := t.TempDir()
+	p := makeThread(t, home, tid(1), time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), nil, "q")
+	s, err := Open(home)
+	require.NoError(t, err)
+	s.mu.Lock() // as reconcile: the store's lock first, then a transaction
+	archived := make(chan error, 1)
+	go func() { archived <- s.Archive(tid(1)) }()
+	require.Eventually(t, func() bool { _, err := os.Stat(p); return errors.Is(err, os.ErrNotExist) },
+		time.Minute, time.Millisecond, "the archive never moved the file")
+	tx := make(chan error, 1)
+	go func() { tx <- s.ix.Tx(s.ctx, func(*threadindex.Tx) error { return nil }) }()
+	select {
+	case err := <-tx:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("deadlock: the archive holds the index's transaction while it waits for the store's lock")
+	}
+	s.mu.Unlock()
+	require.NoError(t, <-archived)
+	require.NoError(t, s.Close()) // not deferred: after a deadlock it would hang the test binary
 }

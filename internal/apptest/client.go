@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -178,6 +179,7 @@ func (c *Client) Close() {
 	select {
 	case <-c.done:
 	case <-time.After(WaitLimit):
+		logGoroutines(c.T)
 		c.T.Errorf("server did not finish after stdin EOF")
 	}
 	c.Srv.Close()
@@ -388,7 +390,11 @@ func (c *Client) waitFor(pred func(Message) bool, timeout time.Duration, consume
 				return c.msgs[i], true
 			}
 		}
-		if c.closed || time.Now().After(deadline) {
+		if c.closed {
+			return Message{}, false
+		}
+		if time.Now().After(deadline) {
+			logGoroutines(c.T) // a hung server: show where everything waits
 			return Message{}, false
 		}
 		c.cond.Wait()
@@ -481,4 +487,10 @@ func NotificationMethods(msgs []Message, skip ...string) []string {
 		}
 	}
 	return out
+}
+
+// logGoroutines writes every goroutine's stack to the test's log (after a wait ran out).
+func logGoroutines(t testing.TB) {
+	buf := make([]byte, 8<<20)
+	t.Logf("goroutines when the wait ran out:\n%s", buf[:runtime.Stack(buf, true)])
 }
