@@ -44,19 +44,11 @@ func updateItems(body map[string]any) []string {
 	return out
 }
 
+// contextAfterHistoryTexts is the texts of messagesAfterHistory.
 func contextAfterHistoryTexts(body map[string]any) []string {
-	input := body["input"].([]any)
-	last := -1
-	for i, it := range input {
-		if m := it.(map[string]any); m["role"] == "assistant" {
-			last = i
-		}
-	}
 	var out []string
-	for _, it := range input[last+1:] {
-		if m := it.(map[string]any); m["type"] == "message" {
-			out = append(out, m["content"].([]any)[0].(map[string]any)["text"].(string))
-		}
+	for _, m := range messagesAfterHistory(body) {
+		out = append(out, messageText(m))
 	}
 	return out
 }

@@ -128,9 +128,9 @@ func TestThreadSourceIsPersisted(t *testing.T) {
 	}
 }
 
-// contextAfterHistory returns the developer and user texts a model request adds after the last assistant
-// message of the history it repeats (the context re-sent before the new prompt, then the prompt).
-func contextAfterHistory(body map[string]any) []string {
+// messagesAfterHistory returns the message items a model request adds after the last assistant message of
+// the history it repeats (the context re-sent before the new prompt, then the prompt).
+func messagesAfterHistory(body map[string]any) []map[string]any {
 	input := body["input"].([]any)
 	last := -1
 	for i, it := range input {
@@ -138,13 +138,25 @@ func contextAfterHistory(body map[string]any) []string {
 			last = i
 		}
 	}
-	var out []string
+	var out []map[string]any
 	for _, it := range input[last+1:] {
-		m := it.(map[string]any)
-		if m["type"] != "message" {
-			continue
+		if m := it.(map[string]any); m["type"] == "message" {
+			out = append(out, m)
 		}
-		text := m["content"].([]any)[0].(map[string]any)["text"].(string)
+	}
+	return out
+}
+
+// messageText is the first content part's text of a message item.
+func messageText(m map[string]any) string {
+	return m["content"].([]any)[0].(map[string]any)["text"].(string)
+}
+
+// contextAfterHistory labels messagesAfterHistory: "permissions", "environment", else role:text.
+func contextAfterHistory(body map[string]any) []string {
+	var out []string
+	for _, m := range messagesAfterHistory(body) {
+		text := messageText(m)
 		switch {
 		case strings.HasPrefix(text, "<permissions instructions>"):
 			out = append(out, "permissions")
