@@ -33,6 +33,12 @@ type ToolSet interface {
 	Call(ctx context.Context, tc *ToolContext, call ToolCall) (output json.RawMessage, ok bool)
 }
 
+// RoundEnder is implemented by a ToolSet that wants to hear when one model response of a turn is done:
+// its tool calls finished and its token usage announced, before the next request or the turn's end.
+type RoundEnder interface {
+	RoundEnded(tc *ToolContext)
+}
+
 // ToolProvider builds the tool sets of one turn from the thread and its settings.
 type ToolProvider func(t *Thread, s Settings) []ToolSet
 

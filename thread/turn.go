@@ -666,6 +666,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			release = t.holdOutput()
 		}
 		tn.reportUsage(s, tn.takePendingUsage())
+		sr.run.roundEnded()
 		tn.mu.Lock()
 		more := len(tn.pending) > 0
 		if calls == 0 && !more {
