@@ -35,7 +35,12 @@ SUBS = [
 ]
 
 
+PROSE = {"description", "availabilityNux", "upgradeInfo"}  # catalogue prose ours words in its own way
+
+
 class Norm:
+    prose = False
+
     def __init__(self):
         self.ids = {}
 
@@ -50,6 +55,8 @@ class Norm:
         return UUID.sub(rep, v)
 
     def v(self, x, key=None):
+        if self.prose and key in PROSE and x is not None:
+            return "<prose>"
         if isinstance(x, dict):
             return {self.s(k): self.v(val, k) for k, val in x.items()}
         if isinstance(x, list):
@@ -154,10 +161,12 @@ def main():
     ap.add_argument("ours")
     ap.add_argument("--model", action="store_true")
     ap.add_argument("--keep-noisy", action="store_true")
+    ap.add_argument("--ignore-prose", action="store_true", help="blank catalogue prose (model descriptions...)")
     ap.add_argument("--sends", action="store_true", help="also show what the driver sent (identical by construction)")
     ap.add_argument("--context", type=int, default=1)
     ap.add_argument("--fields", action="store_true", help="show changed message pairs as field-level differences")
     a = ap.parse_args()
+    Norm.prose = a.ignore_prose
     r = lines(a.ref, a.model, a.keep_noisy, a.sends)
     o = lines(a.ours, a.model, a.keep_noisy, a.sends)
     diff = list(difflib.unified_diff(r, o, "ref", "ours", n=a.context, lineterm=""))

@@ -1,0 +1,83 @@
+package server_test
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
+)
+
+// Reference (codex-cli 0.169.0) behaviour found by the testdata/conformance scenarios.
+
+// The reference's request enum still holds three v1 methods after account/read; its unknown-method
+// error lists them (scenario thread_rollback: thread/rollback is gone in 0.169.0).
+func TestUnknownMethodListsTheLegacyMethods(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(false)
+	requireErrorMatch(t, c.Request("thread/rollback", map[string]any{"threadId": "x", "numTurns": 1}), -32600,
+		"^Invalid request: unknown variant `thread/rollback`, expected one of `initialize`, .*, `account/read`, "+
+			"`getConversationSummary`, `gitDiffToRemote`, `getAuthStatus`, `fuzzyFileSearch`, `fuzzyFileSearch/sessionStart`, "+
+			"`fuzzyFileSearch/sessionUpdate`, `fuzzyFileSearch/sessionStop`$")
+}
+
+// model/list refuses a cursor that is not a number or lies beyond the list, and a provider the
+// configuration lacks (with error data naming it); the end of the list is a valid cursor (scenario model_list).
+func TestModelListRefusesBadCursorsAndProviders(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(false)
+	var all struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	c.Result("model/list", map[string]any{}, &all)
+	n := len(all.Data)
+	require.NotZero(t, n)
+
+	requireError(t, c.Request("model/list", map[string]any{"cursor": "garbage"}), -32600, "invalid cursor: garbage")
+	requireError(t, c.Request("model/list", map[string]any{"cursor": "999"}), -32600, "cursor 999 exceeds total models "+strconv.Itoa(n))
+	var end struct {
+		Data       []json.RawMessage `json:"data"`
+		NextCursor *string           `json:"nextCursor"`
+	}
+	c.Result("model/list", map[string]any{"cursor": strconv.Itoa(n)}, &end)
+	require.Empty(t, end.Data)
+	require.Nil(t, end.NextCursor)
+
+	m := c.Request("model/list", map[string]any{"modelProvider": "nope"})
+	require.NotNil(t, m.Error)
+	require.Equal(t, -32600, m.Error.Code)
+	require.Equal(t, "This chat uses model provider \u201cnope\u201d, which is no longer configured. Restore this provider\u2019s configuration to continue.", m.Error.Message)
+	require.JSONEq(t, `{"type":"modelProviderNotConfigured","modelProvider":"nope"}`, string(m.Error.Data))
+	require.Equal(t, `{"type":"modelProviderNotConfigured","modelProvider":"nope"}`, string(m.Error.Data), "the reference's member order")
+	c.Result("model/list", map[string]any{"modelProvider": "openai"}, nil) // a built-in provider is configured
+
+	var one struct {
+		Data       []json.RawMessage `json:"data"`
+		NextCursor *string           `json:"nextCursor"`
+	}
+	c.Result("model/list", map[string]any{"limit": 0}, &one)
+	require.Len(t, one.Data, 1, "limit 0 serves one model")
+	require.Equal(t, "1", *one.NextCursor)
+}
+
+// thread/name/set trims the name and refuses a blank one; an unknown thread has no rollout (scenario
+// thread_name_list).
+func TestThreadNameSetTrimsAndRefusesBlankNames(t *testing.T) {
+	mm := mockmodel.New(t)
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	requireError(t, c.Request("thread/name/set", map[string]any{"threadId": tid, "name": ""}), -32600, "thread name must not be empty")
+	requireError(t, c.Request("thread/name/set", map[string]any{"threadId": tid, "name": " \n "}), -32600, "thread name must not be empty")
+	unknown := "00000000-0000-0000-0000-000000000000"
+	requireError(t, c.Request("thread/name/set", map[string]any{"threadId": unknown, "name": "x"}), -32600, "no rollout found for thread id "+unknown)
+
+	c.Result("thread/name/set", map[string]any{"threadId": tid, "name": "  Padded name \n"}, nil)
+	n := c.WaitNotification("thread/name/updated", nil)
+	var p struct{ ThreadName string }
+	require.NoError(t, json.Unmarshal(n.Params, &p))
+	require.Equal(t, "Padded name", p.ThreadName)
+}
