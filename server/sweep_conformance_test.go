@@ -81,3 +81,32 @@ func TestThreadNameSetTrimsAndRefusesBlankNames(t *testing.T) {
 	require.NoError(t, json.Unmarshal(n.Params, &p))
 	require.Equal(t, "Padded name", p.ThreadName)
 }
+
+// Every string enum in request params is checked as serde does in the reference: a value outside the
+// schema's list is refused before the method runs, listing the values in schema order (probed against
+// 0.169.0; scenario config_rw has the mergeStrategy case).
+func TestParamsRefuseUnknownEnumValues(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(true)
+	unknownThread := "00000000-0000-0000-0000-000000000000"
+	for _, tc := range []struct {
+		method string
+		params map[string]any
+		msg    string
+	}{
+		{"thread/list", map[string]any{"sortDirection": "sideways"}, "unknown variant `sideways`, expected `asc` or `desc`"},
+		{"thread/list", map[string]any{"sortKey": "bogus"}, "unknown variant `bogus`, expected one of `created_at`, `updated_at`, `recency_at`, `section_position`"},
+		{"thread/start", map[string]any{"sandbox": "bogus"}, "unknown variant `bogus`, expected one of `read-only`, `workspace-write`, `danger-full-access`"},
+		{"thread/start", map[string]any{"personality": "bogus"}, "unknown variant `bogus`, expected one of `none`, `friendly`, `pragmatic`"},
+		{"thread/start", map[string]any{"approvalsReviewer": "bogus"}, "unknown variant `bogus`, expected one of `user`, `auto_review`, `guardian_subagent`"},
+		{"config/value/write", map[string]any{"keyPath": "model", "value": "x", "mergeStrategy": "merge"}, "unknown variant `merge`, expected `replace` or `upsert`"},
+		{"config/batchWrite", map[string]any{"edits": []any{map[string]any{"keyPath": "model", "value": "x", "mergeStrategy": "merge"}}}, "unknown variant `merge`, expected `replace` or `upsert`"},
+		{"turn/start", map[string]any{"threadId": unknownThread, "input": []any{}, "summary": "bogus"}, "unknown variant `bogus`, expected one of `auto`, `concise`, `detailed`, `none`"},
+		{"thread/list", map[string]any{"sourceKinds": []any{"bogus"}}, "unknown variant `bogus`, expected one of `cli`, `vscode`, `exec`, `appServer`, `subAgent`, `subAgentReview`, `subAgentCompact`, `subAgentThreadSpawn`, `subAgentOther`, `unknown`"},
+		{"mcpServerStatus/list", map[string]any{"detail": "bogus"}, "unknown variant `bogus`, expected `full` or `toolsAndAuthOnly`"},
+	} {
+		requireError(t, c.Request(tc.method, tc.params), -32600, "Invalid request: "+tc.msg)
+	}
+	// a free-form string is not an enum: an unknown effort reaches the method
+	requireError(t, c.Request("turn/start", map[string]any{"threadId": unknownThread, "input": []any{}, "effort": "bogus"}), -32600, "thread not found: "+unknownThread)
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -119,6 +120,7 @@ type gen struct {
 	out    []string
 	// required holds the entries of the generated requiredFields table.
 	required []string
+	enums    []string // enumVariants entries
 }
 
 func newGen() *gen {
@@ -560,6 +562,9 @@ func (g *gen) types() (src string, err error) {
 	// no work (and no heap) at program start; CheckRequired binary-searches it.
 	g.emit("// requiredFields lists, per struct type sorted by name, the JSON names of its required non-null properties.\n"+
 		"var requiredFields = []requiredEntry{\n%s}\n", strings.Join(g.required, ""))
+	sort.Strings(g.enums)
+	g.emit("\n// enumVariants lists, per string enum type sorted by name, its values in schema order (serde's order\n"+
+		"// in an \"unknown variant\" error); static data like requiredFields.\nvar enumVariants = []enumEntry{\n%s}\n", strings.Join(g.enums, ""))
 	return strings.Join(g.out, ""), nil
 }
 
@@ -572,6 +577,11 @@ func (g *gen) emitEnum(name string, s *Schema) {
 	} else {
 		vals = s.stringEnum()
 	}
+	quoted := make([]string, len(vals))
+	for i, v := range vals {
+		quoted[i] = strconv.Quote(v)
+	}
+	g.enums = append(g.enums, fmt.Sprintf("\t{%q, []string{%s}},\n", name, strings.Join(quoted, ", ")))
 	var b strings.Builder
 	fmt.Fprintf(&b, "// %s is a string enum.\ntype %s string\n\n// Values of %s.\nconst (\n", name, name, name)
 	for _, v := range vals {
