@@ -25,6 +25,8 @@ NOISY = {"account/rateLimits/updated", "remoteControl/status/changed"}
 SUBS = [
     (re.compile(r"/[^\s\"']*/codex-conformance/run-[a-z0-9_]+"), "<RUN>"),
     (re.compile(r"0\.169\.0\+appserver\.[0-9.]+"), "0.169.0"),
+    (re.compile(r"sha256:[0-9a-f]{64}"), "sha256:<hash>"),  # config versions hash the file, which holds the mock's port
+    (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:<port>"),
     (re.compile(r"Wall time: [0-9.]+ seconds"), "Wall time: <s> seconds"),
     (re.compile(r"Chunk ID: [0-9a-f]+"), "Chunk ID: <c>"),
     (re.compile(r"session ID \d+"), "session ID <n>"),
