@@ -110,3 +110,20 @@ func TestParamsRefuseUnknownEnumValues(t *testing.T) {
 	// a free-form string is not an enum: an unknown effort reaches the method
 	requireError(t, c.Request("turn/start", map[string]any{"threadId": unknownThread, "input": []any{}, "effort": "bogus"}), -32600, "thread not found: "+unknownThread)
 }
+
+// A review on a fresh thread names it: thread/read's preview is the review's user message (scenario
+// review_start).
+func TestReviewGivesTheThreadItsPreview(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(`{"findings":[],"overall_correctness":"patch is correct","overall_explanation":"Fine.","overall_confidence_score":0.9}`, 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.Result("review/start", map[string]any{"threadId": tid, "target": map[string]any{"type": "custom", "instructions": "Review the file a.txt"}}, nil)
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	var res struct {
+		Thread struct{ Preview string }
+	}
+	c.Result("thread/read", map[string]any{"threadId": tid}, &res)
+	require.Equal(t, "Review the file a.txt", res.Thread.Preview)
+}

@@ -66,6 +66,9 @@ func (tc *ToolContext) ItemStarted(item protocol.ThreadItem) {
 
 // ItemCompleted finishes an item of this turn and keeps it for the turn's history.
 func (tc *ToolContext) ItemCompleted(item protocol.ThreadItem) {
+	if um, ok := item.Value.(protocol.ThreadItemUserMessage); ok {
+		tc.Thread.notePreview(userText(um.Content)) // a task's own user message (review) names the thread too
+	}
 	tc.Turn.addItem(item)
 	tc.Thread.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: item, ThreadID: tc.Thread.ID, TurnID: tc.Turn.ID, CompletedAtMs: nowMs()})
 }
