@@ -127,3 +127,53 @@ func TestReviewGivesTheThreadItsPreview(t *testing.T) {
 	c.Result("thread/read", map[string]any{"threadId": tid}, &res)
 	require.Equal(t, "Review the file a.txt", res.Thread.Preview)
 }
+
+// thread/revert reloads the thread in the reference: its subscribers see notLoaded then idle before the
+// answer (also when the turn is unknown), and the token usage is what the kept turns used (scenario
+// thread_rollback).
+func TestThreadRevertReloadsAndRestoresUsage(t *testing.T) {
+	mm := mockmodel.New(t)
+	usage := map[string]any{"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}
+	for _, text := range []string{"one", "two", "three"} {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(text, 1)}, Usage: usage})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "q1")
+	c.WaitTurnCompleted()
+	t2 := c.StartTurn(tid, "q2")
+	c.WaitTurnCompleted()
+
+	statuses := func(mark int) []string {
+		var out []string
+		for _, m := range c.Since(mark) {
+			if m.Method == "thread/status/changed" {
+				out = append(out, threadStatus(t, m))
+			}
+		}
+		return out
+	}
+	mark := c.Mark()
+	requireError(t, c.Request("thread/revert", map[string]any{"threadId": tid, "beforeTurnId": "nope"}), -32600, "turn not found: nope")
+	require.Equal(t, []string{"notLoaded", "idle"}, statuses(mark))
+	mark = c.Mark()
+	c.Result("thread/revert", map[string]any{"threadId": tid, "beforeTurnId": t2}, nil)
+	c.WaitNotification("thread/reverted", nil)
+	require.Equal(t, []string{"notLoaded", "idle"}, statuses(mark))
+
+	mark = c.Mark()
+	c.StartTurn(tid, "q3")
+	c.WaitTurnCompleted()
+	var last struct {
+		TokenUsage struct {
+			Total struct{ TotalTokens int64 }
+		}
+	}
+	for _, m := range c.Since(mark) {
+		if m.Method == "thread/tokenUsage/updated" {
+			require.NoError(t, json.Unmarshal(m.Params, &last))
+		}
+	}
+	require.EqualValues(t, 240, last.TokenUsage.Total.TotalTokens, "q1 and q3, not the reverted q2")
+}
