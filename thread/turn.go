@@ -473,12 +473,16 @@ func (tn *Turn) run() {
 	if wasInterrupted {
 		t.appendHistory(messageItem("user", interruptedNotice))
 	}
+	// A context filled past the limit is compacted before anything of this turn joins the history, as the
+	// reference does: its fresh initial context tells the model this turn's settings, so nothing is told twice.
+	if t.autoCompactDue(s) {
+		release()
+		tn.autoCompact(s)
+		release = t.holdOutput()
+	}
 	t.tellChanges(s)
 	tn.recordTurnContext(s) // after what changed, as the reference records it
 	release()
-	if tn.autoCompact(s) { // a context filled past the limit is compacted before the new input
-		t.tellChanges(s) // what the compaction dropped of this turn's updates
-	}
 	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
 
 	status, turnErr := tn.loop()
@@ -589,7 +593,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		tn.pending = nil
 		tn.mu.Unlock()
 		if s := t.Settings(); tn.autoCompact(s) { // a context filled past the limit is compacted before the request
-			t.tellChanges(s) // what the compaction dropped of the updates
+			t.tellChanges(s) // what its fresh initial context does not tell (another model's instructions)
 		}
 		for _, in := range pending {
 			tn.acceptInput(in.input, in.clientID)
