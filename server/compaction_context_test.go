@@ -15,7 +15,8 @@ import (
 // inputLabels labels every part of a model request's input, in order, for comparison with what codex-cli
 // 0.169.0 sent on the same mock: "base" (the first developer message), "perms(<sandbox>)",
 // "env(<tags>;ro|ww)" (the environment context's tags, and whether its filesystem has a writable entry),
-// "model_switch", "summary", "compact_prompt", "[<item type>]" for non-messages, else role:text. Texts in
+// "model_switch", "model_instructions", "collab" ("collab(empty)"), "role(tagged|bare)", "ma_mode",
+// "summary", "compact_prompt", "[<item type>]" for non-messages, else role:text. Texts in
 // our own wording are compared by what they tell, the rest as they are.
 func inputLabels(body map[string]any) []string {
 	var out []string
@@ -60,6 +61,18 @@ func inputLabel(n int, role, text string) string {
 		return "env(" + strings.Join(tags, ",") + ";" + fs + ")"
 	case strings.HasPrefix(text, "<model_switch>"):
 		return "model_switch"
+	case strings.HasPrefix(text, "<model_instructions>"):
+		return "model_instructions"
+	case text == "<collaboration_mode></collaboration_mode>":
+		return "collab(empty)"
+	case strings.HasPrefix(text, "<collaboration_mode>"):
+		return "collab"
+	case strings.HasPrefix(text, "<multi_agent_role>"):
+		return "role(tagged)"
+	case strings.HasPrefix(text, "You are `/root`"):
+		return "role(bare)"
+	case strings.HasPrefix(text, "<multi_agent_mode>"):
+		return "ma_mode"
 	case strings.HasPrefix(text, compaction.SummaryPrefix):
 		return "summary"
 	case text == compaction.Prompt:

@@ -31,6 +31,8 @@ func updateItems(body map[string]any) []string {
 		case strings.HasPrefix(text, "<model_instructions>\nThe current model is "):
 			line, _, _ := strings.Cut(strings.TrimPrefix(text, "<model_instructions>\nThe current model is "), "\n")
 			out = append(out, "model_instructions("+strings.TrimSuffix(line, ".")+")")
+		case strings.HasPrefix(text, "<collaboration_mode>"):
+			out = append(out, "collaboration_mode")
 		case strings.HasPrefix(text, "<environment_context>"):
 			var tags []string
 			for _, m := range envTags.FindAllStringSubmatch(text, -1) {
@@ -58,7 +60,7 @@ func contextAfterHistoryTexts(body map[string]any) []string {
 // a sandbox or approval change, with an environment context of date, timezone and filesystem when the
 // sandbox changed; the whole environment context after a move; the new model's instructions in a
 // <model_switch> message after a model change (a <model_instructions> message naming the new model between
-// catalogue models); nothing after an effort change.
+// catalogue models, then the collaboration mode between gpt-6.x models); nothing after an effort change.
 func TestContextAfterMidThreadChange(t *testing.T) {
 	full := "environment(cwd,shell,current_date,timezone,filesystem)"
 	update := "environment(current_date,timezone,filesystem)"
@@ -83,7 +85,7 @@ func TestContextAfterMidThreadChange(t *testing.T) {
 			return map[string]any{"model": "mock-model-2", "sandboxPolicy": map[string]any{"type": "dangerFullAccess"}}
 		}, []string{"model_switch", "permissions", update, "two"}},
 		{"catalogue models", func(string) map[string]any { return map[string]any{"model": "gpt-6.1-sol"} },
-			[]string{"model_instructions(gpt-6.1-sol)", "two"}},
+			[]string{"model_instructions(gpt-6.1-sol)", "collaboration_mode", "two"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mm := mockmodel.New(t)

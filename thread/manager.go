@@ -380,7 +380,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	}
 	// The initial context joins the history (and the rollout) at the first turn that records a start, as
 	// the reference's does: a review's hand-off before it comes first.
-	initial := m.initialContext(s)
+	initial := m.initialContext(s, t.multiAgentV2)
 	t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
@@ -392,8 +392,8 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 }
 
 // initialContext is the context a thread's history starts with: permissions, environment, skills.
-func (m *Manager) initialContext(s Settings) []json.RawMessage {
-	initial := initialContext(s)
+func (m *Manager) initialContext(s Settings, multiAgent bool) []json.RawMessage {
+	initial := initialContext(s, multiAgent)
 	if m.deps.SkillsPrompt != nil {
 		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
 			initial = append(initial, messageItem("developer", text))
@@ -563,7 +563,8 @@ func (m *Manager) newThread(id string, s Settings) *Thread {
 	ctx, cancel := context.WithCancel(m.rootCtx)
 	return &Thread{
 		ID: id, mgr: m, log: m.log.With("thread", id), settings: s, base: s.instructions(), told: s.instructions(),
-		subscribers: map[Subscriber]struct{}{}, subWait: make(chan struct{}),
+		multiAgentV2: model.MultiAgentV2(s.Model),
+		subscribers:  map[Subscriber]struct{}{}, subWait: make(chan struct{}),
 		flags: map[protocol.ThreadActiveFlag]int{}, controller: stopwatch.NewController(),
 		ctx: ctx, cancel: cancel,
 	}

@@ -67,14 +67,17 @@ func encodeUUID(dst []byte, id uuid.UUID) {
 }
 
 // initialContext is what a new thread's history starts with, in the reference's order: developer
-// messages (the instructions, if any, and the permissions commands run under), then the environment
-// context.
-func initialContext(s Settings) []json.RawMessage {
+// messages (the instructions, if any, the permissions commands run under, the collaboration mode and, in a
+// multi-agent v2 thread, the agent's role and delegation mode), then the environment context.
+func initialContext(s Settings, multiAgent bool) []json.RawMessage {
 	var items []json.RawMessage
 	if s.DeveloperInstructions != "" {
 		items = append(items, messageItem("developer", s.DeveloperInstructions))
 	}
 	items = append(items, messageItem("developer", permissionsText(s)))
+	for _, text := range modeAndAgentContext(s, multiAgent) {
+		items = append(items, messageItem("developer", text))
+	}
 	items = append(items, messageItem("user", environmentContext(s, time.Now())))
 	return items
 }

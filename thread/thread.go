@@ -86,8 +86,10 @@ type Thread struct {
 	toldModel   string // the model of the last turn the model saw ("" before any): a switch tells it its instructions
 	base        string // the base instructions sent first in every request (session_meta's)
 	told        string // the base instructions the model was last given (base, or a later replacement)
-	recorded    string // the thread_settings_applied settings last written to the rollout (JSON)
-	storedModel string // the model the rollout recorded, for a resumed thread ("" otherwise)
+	// multiAgentV2 is set in a thread started on a multi-agent v2 model: its context tells the agent's role.
+	multiAgentV2 bool
+	recorded     string // the thread_settings_applied settings last written to the rollout (JSON)
+	storedModel  string // the model the rollout recorded, for a resumed thread ("" otherwise)
 	// mcpOverrides are the [mcp_servers] of thread/start's `config` override (nil when it set none).
 	mcpOverrides map[string]config.MCPServer
 	systemError  bool // the previous turn failed: the thread reports systemError until the next turn

@@ -1099,10 +1099,19 @@ func errorInfo(raw json.RawMessage) *protocol.CodexErrorInfo {
 func (t *Thread) tellChanges(s Settings) {
 	// A turn on another model than the last one gives it the base instructions, as the reference does; a
 	// turn after a change of the base instructions alone (a personality change) gives the model the new ones.
+	t.mu.Lock()
+	prevModel, multiAgent := t.toldModel, t.multiAgentV2
+	t.mu.Unlock()
 	if msg := t.swapModel(s); msg != nil {
 		t.appendHistory(msg)
 	} else if msg := t.swapInstructions(s); msg != nil {
 		t.appendHistory(msg)
+	}
+	// A model change also tells the collaboration mode and the agent's role as the new model has them.
+	var modeText string
+	var agent []string
+	if prevModel != "" && prevModel != s.Model {
+		modeText, agent = modelChangeContext(prevModel, s, multiAgent)
 	}
 	// A turn that changed the sandbox or approval policy tells the model what now applies.
 	if p := permissionsText(s); t.swapPermissions(p) {
@@ -1115,7 +1124,13 @@ func (t *Thread) tellChanges(s Settings) {
 	t.modeChanged, t.cwdChanged = false, false
 	t.mu.Unlock()
 	if switched {
-		t.appendHistory(messageItem("developer", collaborationModeText(s)))
+		modeText = collaborationModeText(s)
+	}
+	if modeText != "" {
+		t.appendHistory(messageItem("developer", modeText))
+	}
+	for _, text := range agent {
+		t.appendHistory(messageItem("developer", text))
 	}
 	// The environment context follows a move (whole) or a change of what the sandbox lets commands touch
 	// (date, timezone and filesystem only), as the reference's.
