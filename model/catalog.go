@@ -256,3 +256,11 @@ func MultiAgentV2(id string) bool {
 	m := find(id)
 	return m != nil && m.MultiAgentVersion != nil && *m.MultiAgentVersion == "v2"
 }
+
+// HasMultiAgentVersion reports whether the catalogue gives this model a multi-agent version (v1 or v2): a
+// thread started on such a model tells a later switch to another catalogue model in a message that names it,
+// as the reference does.
+func HasMultiAgentVersion(id string) bool {
+	m := find(id)
+	return m != nil && m.MultiAgentVersion != nil
+}

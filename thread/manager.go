@@ -563,8 +563,8 @@ func (m *Manager) newThread(id string, s Settings) *Thread {
 	ctx, cancel := context.WithCancel(m.rootCtx)
 	return &Thread{
 		ID: id, mgr: m, log: m.log.With("thread", id), settings: s, base: s.instructions(), told: s.instructions(),
-		multiAgentV2: model.MultiAgentV2(s.Model),
-		subscribers:  map[Subscriber]struct{}{}, subWait: make(chan struct{}),
+		multiAgentV2: model.MultiAgentV2(s.Model), namesModel: model.HasMultiAgentVersion(s.Model),
+		subscribers: map[Subscriber]struct{}{}, subWait: make(chan struct{}),
 		flags: map[protocol.ThreadActiveFlag]int{}, controller: stopwatch.NewController(),
 		ctx: ctx, cancel: cancel,
 	}
