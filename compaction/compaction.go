@@ -101,8 +101,14 @@ func Replace(history []json.RawMessage, summary string, initial []json.RawMessag
 	return append(out, userMessage(msg, "msg_"+uuid.Must(uuid.NewV7()).String())), msg
 }
 
-// IsSummary reports whether a user message's text is a compaction's summary.
-func IsSummary(text string) bool { return strings.HasPrefix(text, SummaryPrefix) }
+// refSummaryOpening is how the reference's compaction summaries open (matched, never written: a thread it
+// compacted and we compact again drops its summary as it would).
+const refSummaryOpening = "Another language model started to solve this problem"
+
+// IsSummary reports whether a user message's text is a compaction's summary (ours or the reference's).
+func IsSummary(text string) bool {
+	return strings.HasPrefix(text, SummaryPrefix) || strings.HasPrefix(text, refSummaryOpening)
+}
 
 func userMessage(text, id string) json.RawMessage {
 	m := map[string]any{"type": "message", "role": "user", "content": []map[string]string{{"type": "input_text", "text": text}}}

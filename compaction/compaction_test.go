@@ -26,6 +26,7 @@ func TestReplaceInsertsFreshContext(t *testing.T) {
 		call, out,
 		msg("assistant", "done"),
 		msg("user", SummaryPrefix+"an earlier summary"),
+		msg("user", refSummaryOpening+" and wrote this (the reference's summary)"),
 		msg("developer", "<model_switch>\nother model\n</model_switch>"),
 		msg("developer", "<permissions instructions>workspace-write</permissions instructions>"),
 		msg("user", "<environment_context>changed</environment_context>"),
