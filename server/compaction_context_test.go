@@ -12,8 +12,8 @@ import (
 	"appserver/internal/mockmodel"
 )
 
-// inputLabels labels every part of a model request's input, in order, for comparison with what codex-cli
-// 0.169.0 sent on the same mock: "base" (the first developer message), "perms(<sandbox>)",
+// inputLabels labels every item of a model request's input, in order (the parts of a message joined by "+"),
+// for comparison with what codex-cli 0.169.0 sent on the same mock: "base" (the first developer message), "perms(<sandbox>)",
 // "env(<tags>;ro|ww)" (the environment context's tags, and whether its filesystem has a writable entry),
 // "model_switch", "model_instructions", "collab" ("collab(empty)"), "role(tagged|bare)", "ma_mode",
 // "summary", "compact_prompt", "[<item type>]" for non-messages, else role:text. Texts in
@@ -27,10 +27,12 @@ func inputLabels(body map[string]any) []string {
 			continue
 		}
 		role := it["role"].(string)
+		var parts []string
 		for _, part := range it["content"].([]any) {
 			text, _ := part.(map[string]any)["text"].(string)
-			out = append(out, inputLabel(n, role, text))
+			parts = append(parts, inputLabel(n, role, text))
 		}
+		out = append(out, strings.Join(parts, "+"))
 	}
 	return out
 }

@@ -11,8 +11,8 @@ import (
 
 // TestCatalogueModelContextMatchesReference: the first request of a thread on a catalogue model, and the
 // request after a model change, carry the collaboration-mode and multi-agent messages codex-cli 0.169.0 sent
-// with the same configuration on the same mock (labels as inputLabels; the reference's bundled skills, code-mode
-// tools and deferred-tool notices aside): gpt-6.x models get the Default mode in their initial context; a
+// with the same configuration on the same mock (labels as inputLabels, a message's parts joined; the
+// reference's bundled skills, code-mode tools and deferred-tool notices aside): gpt-6.x models get the Default mode in their initial context; a
 // thread started on a multi-agent v2 model gets the agent's role (tagged on gpt-6.x, bare on others) and the
 // delegation mode; a model change re-sends the mode when either model has mode instructions (empty on a model
 // without) and the role and delegation mode when the role's form changes.
@@ -26,15 +26,18 @@ func TestCatalogueModelContextMatchesReference(t *testing.T) {
 		second []string       // the labels the second request adds after the first answer
 	}{
 		{"gpt-6 to gpt-6", "gpt-6.1-sol", map[string]any{"model": "gpt-6-luna"},
-			[]string{"base", "perms(read-only)", "collab", "role(tagged)", "ma_mode", full, "user:first"},
+			[]string{"base", "perms(read-only)+collab", "role(tagged)", "ma_mode", full, "user:first"},
 			[]string{"model_instructions", "collab", "user:second"}},
 		{"gpt-6 to an unknown model", "gpt-6-sol", map[string]any{"model": "mock-model"},
-			[]string{"base", "perms(read-only)", "collab", "role(tagged)", "ma_mode", full, "user:first"},
+			[]string{"base", "perms(read-only)+collab", "role(tagged)", "ma_mode", full, "user:first"},
 			[]string{"model_switch", "collab(empty)", "role(bare)", "ma_mode", "user:second"}},
 		{"gpt-6 to gpt-6 with a sandbox change", "gpt-6-sol",
 			map[string]any{"model": "gpt-6-luna", "sandboxPolicy": map[string]any{"type": "workspaceWrite"}},
-			[]string{"base", "perms(read-only)", "collab", "role(tagged)", "ma_mode", full, "user:first"},
-			[]string{"model_instructions", "perms(workspace-write)", "collab", "env(current_date,timezone,filesystem;ww)", "user:second"}},
+			[]string{"base", "perms(read-only)+collab", "role(tagged)", "ma_mode", full, "user:first"},
+			[]string{"model_instructions", "perms(workspace-write)+collab", "env(current_date,timezone,filesystem;ww)", "user:second"}},
+		{"developer instructions", "gpt-6-sol", map[string]any{"sandboxPolicy": map[string]any{"type": "workspaceWrite"}},
+			[]string{"base", "developer:DEVX+perms(read-only)+collab", "role(tagged)", "ma_mode", full, "user:first"},
+			[]string{"perms(workspace-write)", "env(current_date,timezone,filesystem;ww)", "user:second"}},
 		{"multi-agent v2 gpt-5.6 to gpt-6", "gpt-5.6-sol", map[string]any{"model": "gpt-6-sol"},
 			[]string{"base", "perms(read-only)", "role(bare)", "ma_mode", full, "user:first"},
 			[]string{"model_instructions", "collab", "role(tagged)", "ma_mode", "user:second"}},
@@ -50,7 +53,11 @@ func TestCatalogueModelContextMatchesReference(t *testing.T) {
 			mm.Enqueue(okReply("A1"), okReply("A2"))
 			c := apptest.Start(t, apptest.Options{Model: mm})
 			c.Initialize(false)
-			tid := c.StartThread(map[string]any{"model": tc.start})
+			start := map[string]any{"model": tc.start}
+			if tc.name == "developer instructions" {
+				start["developerInstructions"] = "DEVX"
+			}
+			tid := c.StartThread(start)
 			c.StartTurn(tid, "first")
 			c.WaitTurnCompleted()
 			params := map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "second"}}}

@@ -391,15 +391,14 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	return t, nil
 }
 
-// initialContext is the context a thread's history starts with: permissions, environment, skills.
+// initialContext is the context a thread's history starts with: instructions, skills, permissions, mode,
+// agent role, environment.
 func (m *Manager) initialContext(s Settings, multiAgent bool) []json.RawMessage {
-	initial := initialContext(s, multiAgent)
+	skills := ""
 	if m.deps.SkillsPrompt != nil {
-		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
-			initial = append(initial, messageItem("developer", text))
-		}
+		skills = m.deps.SkillsPrompt(s.Cwd)
 	}
-	return initial
+	return initialContext(s, multiAgent, skills)
 }
 
 // register makes a thread loaded (closing it when the server is shutting down).

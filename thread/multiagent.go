@@ -39,18 +39,17 @@ func modelModeText(s Settings) string {
 	return "<collaboration_mode></collaboration_mode>"
 }
 
-// modeAndAgentContext is what an initial context tells of the collaboration mode and the agent's role, after
-// the permissions: the mode on the models with collaboration-mode instructions, and in a multi-agent v2 thread
-// the role and the delegation mode (each its own developer message), as the reference's.
-func modeAndAgentContext(s Settings, multiAgent bool) []string {
-	var out []string
+// modeAndAgentContext is what an initial context tells of the collaboration mode and the agent's role, as the
+// reference's: the mode (with the permissions) on the models with collaboration-mode instructions, and in a
+// multi-agent v2 thread the role and the delegation mode.
+func modeAndAgentContext(s Settings, multiAgent bool) (mode string, agent []string) {
 	if model.ModeInstructions(s.Model) {
-		out = append(out, collaborationModeText(s))
+		mode = collaborationModeText(s)
 	}
 	if multiAgent {
-		out = append(out, multiAgentRoleText(s), multiAgentModeText(s))
+		agent = []string{multiAgentRoleText(s), multiAgentModeText(s)}
 	}
-	return out
+	return mode, agent
 }
 
 // modelChangeContext is what a turn on another model than the last one tells of the collaboration mode and

@@ -143,8 +143,13 @@ func toldFromHistory(history []json.RawMessage, base string) (instr, perms strin
 			if !foundInstr {
 				instr = base
 			}
-		case perms == "" && strings.HasPrefix(text, "<permissions instructions>"):
-			perms = text
+		case perms == "":
+			// the permissions may share their message with instructions, skills and the collaboration mode
+			for _, part := range msg.Content {
+				if strings.HasPrefix(part.Text, "<permissions instructions>") {
+					perms = part.Text
+				}
+			}
 		}
 	}
 	return instr, perms

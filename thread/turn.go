@@ -1113,12 +1113,13 @@ func (t *Thread) tellChanges(s Settings) {
 	if prevModel != "" && prevModel != s.Model {
 		modeText, agent = modelChangeContext(prevModel, s, multiAgent)
 	}
-	// A turn that changed the sandbox or approval policy tells the model what now applies.
+	// A turn that changed the sandbox or approval policy tells the model what now applies; one that switched
+	// the collaboration mode (threads start in Default) which mode now applies: one developer message, as the
+	// reference's.
+	var parts []string
 	if p := permissionsText(s); t.swapPermissions(p) {
-		t.appendHistory(messageItem("developer", p))
+		parts = append(parts, p)
 	}
-	// A turn that switched the collaboration mode (threads start in Default) tells the model which mode
-	// now applies, as the reference does.
 	t.mu.Lock()
 	switched, moved := t.modeChanged, t.cwdChanged
 	t.modeChanged, t.cwdChanged = false, false
@@ -1127,7 +1128,10 @@ func (t *Thread) tellChanges(s Settings) {
 		modeText = collaborationModeText(s)
 	}
 	if modeText != "" {
-		t.appendHistory(messageItem("developer", modeText))
+		parts = append(parts, modeText)
+	}
+	if len(parts) > 0 {
+		t.appendHistory(developerMessage(parts...))
 	}
 	for _, text := range agent {
 		t.appendHistory(messageItem("developer", text))
