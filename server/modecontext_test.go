@@ -75,3 +75,31 @@ func TestCatalogueModelContextMatchesReference(t *testing.T) {
 		})
 	}
 }
+
+// TestMultiAgentVersionSurvivesResume: a thread started on a multi-agent v1 model keeps v1 after a switch to a
+// v2 model and a resume (the turn_context's multi_agent_version, as the reference records it): a later switch
+// to another model tells the empty mode and no agent role, as codex-cli 0.169.0 does.
+func TestMultiAgentVersionSurvivesResume(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("A1"), okReply("A2"), okReply("A3"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(map[string]any{"model": "gpt-5.6-luna"})
+	c.StartTurn(tid, "first")
+	c.WaitTurnCompleted()
+	c.Result("turn/start", map[string]any{"threadId": tid, "model": "gpt-6-sol",
+		"input": []any{map[string]any{"type": "text", "text": "second"}}}, nil)
+	c.WaitTurnCompleted()
+	c.Close()
+	c = apptest.Start(t, apptest.Options{Model: mm, Home: c.Home})
+	c.Initialize(false)
+	c.Result("thread/resume", map[string]any{"threadId": tid}, nil)
+	c.Result("turn/start", map[string]any{"threadId": tid, "model": "mock-model",
+		"input": []any{map[string]any{"type": "text", "text": "third"}}}, nil)
+	c.WaitTurnCompleted()
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 3)
+	require.Equal(t, []string{"base", "perms(read-only)", "env(cwd,shell,current_date,timezone,filesystem;ro)",
+		"user:first", "assistant:A1", "model_instructions", "collab", "user:second", "assistant:A2",
+		"model_switch", "collab(empty)", "user:third"}, inputLabels(reqs[2].Body))
+}
