@@ -75,14 +75,15 @@ func StringSource(s string) json.RawMessage {
 }
 
 // SourceKind maps a recorded session source to the protocol's ThreadSourceKind ("cli", "vscode", "exec",
-// "appServer", "subAgent…", "unknown").
+// "appServer", "subAgent…", "unknown"), or to CustomSourceKind for a {"custom": …} source. As in the
+// reference, only "mcp" is the app server's; any other unrecognised name is "unknown".
 func SourceKind(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		switch s {
 		case "cli", "vscode", "exec":
 			return s
-		case "mcp", "app_server", "appServer":
+		case "mcp":
 			return "appServer"
 		}
 		return "unknown"
@@ -90,6 +91,10 @@ func SourceKind(raw json.RawMessage) string {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil {
 		return "unknown"
+	}
+	var custom string
+	if c, ok := obj["custom"]; ok && len(obj) == 1 && json.Unmarshal(c, &custom) == nil {
+		return CustomSourceKind
 	}
 	sub, ok := obj["subagent"]
 	if !ok {
@@ -116,6 +121,10 @@ func SourceKind(raw json.RawMessage) string {
 	}
 	return "subAgent"
 }
+
+// CustomSourceKind is the indexed kind of a {"custom": …} session source. It is no protocol
+// ThreadSourceKind, so no thread/list source filter selects it (the reference's default filter does not either).
+const CustomSourceKind = "custom"
 
 // subAgentKinds are the kinds the source filter "subAgent" selects: every sub-agent's, as in the reference.
 var subAgentKinds = []string{"subAgent", "subAgentReview", "subAgentCompact", "subAgentThreadSpawn", "subAgentOther"}

@@ -160,6 +160,9 @@ func (s *Server) threadList(ctx context.Context, _ *connection, req *jsonrpc.Req
 		q.Cwds = p.Cwd.Values
 	}
 	for _, k := range p.SourceKinds {
+		if err := k.Validate(); err != nil {
+			return nil, invalidParams("%v", err)
+		}
 		q.SourceKinds = append(q.SourceKinds, string(k))
 	}
 	data, pg, err := s.threads.ListPage(q)

@@ -45,9 +45,12 @@ func (m *Manager) lookupStored(id string) (rollout.Summary, error) {
 }
 
 // sessionSource is the protocol form of a rollout's session source: a plain name ("vscode" when empty) or
-// the JSON of an object source, whose sub-agent form keeps its details.
+// the JSON of an object source, whose custom and sub-agent forms keep their details.
 func sessionSource(src string) protocol.SessionSource {
-	name, sub := rollout.ProtocolSource(src)
+	name, custom, sub := rollout.ProtocolSource(src)
+	if custom != nil {
+		return protocol.SessionSource{Custom: custom}
+	}
 	if sub == nil {
 		return protocol.SessionSource{Name: firstNonEmpty(name, "vscode")}
 	}
