@@ -20,6 +20,10 @@ const (
 // rebuilt from item_completed events. Files without it ("legacy") are rebuilt from user_message/agent_message events.
 const HistoryModePaginated = "paginated"
 
+// Paginated reports whether a session_meta history_mode is paginated. Any other value, none included, is
+// legacy: the reference 0.169 reads a rollout without history_mode as legacy.
+func Paginated(historyMode string) bool { return historyMode == HistoryModePaginated }
+
 // line is the envelope of one rollout line.
 type line struct {
 	Timestamp string          `json:"timestamp"`

@@ -61,6 +61,25 @@ func sessionSource(src string) protocol.SessionSource {
 	return protocol.SessionSource{SubAgent: &sa}
 }
 
+// historyMode is the protocol form of a session_meta history_mode: legacy unless paginated (see rollout.Paginated).
+func historyMode(mode string) *protocol.ThreadHistoryMode {
+	if rollout.Paginated(mode) {
+		return ptr(protocol.ThreadHistoryModePaginated)
+	}
+	return ptr(protocol.ThreadHistoryModeLegacy)
+}
+
+// Legacy reports whether the thread's history is legacy (its rollout is not paginated), loaded or stored; an
+// unknown thread is not.
+func (m *Manager) Legacy(id string) bool {
+	if t, ok := m.Get(id); ok {
+		hm := t.Info().HistoryMode
+		return hm != nil && *hm == protocol.ThreadHistoryModeLegacy
+	}
+	sum, err := m.lookupStored(id)
+	return err == nil && !rollout.Paginated(sum.HistoryMode)
+}
+
 // ThreadFromSummary renders an index entry as a protocol Thread with the given status and no turns.
 func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protocol.Thread {
 	th := protocol.Thread{
@@ -68,13 +87,10 @@ func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protoc
 		CreatedAt: sum.CreatedAt, UpdatedAt: sum.UpdatedAt, RecencyAt: ptr(firstNonZero(sum.RecencyAt, sum.UpdatedAt)), Status: status,
 		Path: ptr(rollout.PlainPath(sum.Path)), Cwd: protocol.AbsolutePathBuf(sum.Cwd), CliVersion: sum.CLIVersion,
 		Source:      sessionSource(sum.Source),
-		HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Turns: []protocol.Turn{},
+		HistoryMode: historyMode(sum.HistoryMode), Turns: []protocol.Turn{},
 	}
 	if sum.ParentThreadID != "" {
 		th.ParentThreadID = ptr(sum.ParentThreadID)
-	}
-	if sum.HistoryMode != "" && sum.HistoryMode != rollout.HistoryModePaginated {
-		th.HistoryMode = ptr(protocol.ThreadHistoryModeLegacy) // a rollout without paginated history
 	}
 	if sum.Section != nil {
 		th.Section = SectionOf(*sum.Section)
@@ -484,7 +500,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		ID: id, SessionID: id, Preview: th.Preview, ModelProvider: s.ModelProvider,
 		CreatedAt: created.Unix(), UpdatedAt: updated.Unix(), RecencyAt: ptr(updated.Unix()),
 		Cwd: protocol.AbsolutePathBuf(s.Cwd), CliVersion: firstNonEmpty(th.Meta.CLIVersion, m.deps.Version),
-		Source: sessionSource(src), HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Model: ptr(s.Model),
+		Source: sessionSource(src), HistoryMode: historyMode(th.Meta.HistoryMode), Model: ptr(s.Model),
 		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}},
 		CanAcceptDirectInput: ptr(true), Turns: []protocol.Turn{}, ReasoningEffort: s.Effort,
 	}
@@ -584,7 +600,7 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 	if _, err := m.Config().ForCwd(firstNonEmpty(deref(o.Overrides.Cwd), parent.Session.Cwd)); err != nil {
 		return nil, &ConfigError{Err: err}
 	}
-	if o.Ephemeral && !o.ExcludeTurns && parent.Session.HistoryMode == rollout.HistoryModePaginated {
+	if o.Ephemeral && !o.ExcludeTurns && rollout.Paginated(parent.Session.HistoryMode) {
 		return nil, ErrEphemeralForkWithTurns // a legacy (unpaginated) parent may be forked with its turns
 	}
 	before := o.BeforeTurnID
