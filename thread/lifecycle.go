@@ -463,7 +463,10 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if o.BaseInstr != nil {
 		s.BaseInstructions = *o.BaseInstr
 	}
-	s.DeveloperInstructions = deref(o.DeveloperInstr)
+	s.DeveloperInstructions = cfg.DeveloperInstructions
+	if o.DeveloperInstr != nil {
+		s.DeveloperInstructions = *o.DeveloperInstr // the client's, even empty, replaces the configuration's
+	}
 	s.Mode = protocol.ModeKindDefault
 	if len(th.Meta.DynamicTools) > 0 {
 		// The client's dynamic tools stay offered to a resumed thread, as the reference keeps them.

@@ -328,7 +328,10 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		s.ApprovalsReviewer = *p.ApprovalsReviewer
 	}
 	s.ServiceTier, s.Personality = tierAndPersonality(p.ServiceTier, p.Personality, cfg)
-	s.DeveloperInstructions = deref(p.DeveloperInstructions)
+	s.DeveloperInstructions = cfg.DeveloperInstructions
+	if p.DeveloperInstructions != nil {
+		s.DeveloperInstructions = *p.DeveloperInstructions // the client's, even empty, replaces the configuration's
+	}
 	mode := cfg.SandboxMode
 	if p.Sandbox != nil {
 		mode = string(*p.Sandbox)
