@@ -29,7 +29,7 @@ func TestTurnCwdDoesNotLoadProjectConfig(t *testing.T) {
 		"A": "",
 		"B": "model = \"proj-b-model\"\ndeveloper_instructions = \"PROJECT-B-DEV\"\nmodel_reasoning_effort = \"high\"\n",
 		"C": "model = \"proj-c-model\"\ndeveloper_instructions = \"PROJECT-C-DEV\"\nmodel_reasoning_effort = \"low\"\n", // untrusted
-		"D": "developer_instructions = [broken\n",                                            // trusted, does not parse
+		"D": "developer_instructions = [broken\n",                                                                       // trusted, does not parse
 	} {
 		require.NoError(t, os.MkdirAll(filepath.Join(proj(n), ".git"), 0o755))
 		if text != "" {
