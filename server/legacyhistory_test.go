@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
 	"appserver/rollout"
 )
 
@@ -115,4 +117,48 @@ func TestLegacyHistoryAsTheReference(t *testing.T) {
 	for _, m := range c.Since(mark) {
 		require.NotEqual(t, "deprecationNotice", m.Method, "no hydration notice for a legacy thread: %s", m.Raw)
 	}
+}
+
+// TestLegacyThreadTurnRecordsLegacyEvents: a turn run on a resumed legacy thread is recorded as the reference
+// records it there (user_message, agent_reasoning, agent_message; no item_completed), so that the thread, read
+// again after a restart, still has that turn's items.
+func TestLegacyThreadTurnRecordsLegacyEvents(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "codex_home")
+	id := "01f00000-0000-7000-8000-00000000000b"
+	legacyThread(t, home, id, time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC), 1)
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Reasoning("thinking"), mockmodel.Message("done", 1)}})
+	c := apptest.Start(t, apptest.Options{Home: home, Model: mm})
+	c.Initialize(true)
+	c.Result("thread/resume", map[string]any{"threadId": id}, nil)
+	c.StartTurn(id, "run it")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	c.Close()
+
+	kinds := recordKinds(t, rolloutFile(t, home, id))
+	require.NotContains(t, strings.Join(kinds, " "), "item_completed")
+	require.Contains(t, kinds, "event_msg:agent_reasoning")
+
+	c2 := apptest.Start(t, apptest.Options{Home: home, Model: mm})
+	c2.Initialize(true)
+	var read struct {
+		Thread struct {
+			Turns []struct {
+				Items []map[string]any `json:"items"`
+			} `json:"turns"`
+		} `json:"thread"`
+	}
+	c2.Result("thread/read", map[string]any{"threadId": id, "includeTurns": true}, &read)
+	require.Len(t, read.Thread.Turns, 2)
+	var got []string
+	for _, it := range read.Thread.Turns[1].Items {
+		b, err := json.Marshal(map[string]any{"text": it["text"], "summary": it["summary"], "content": it["content"]})
+		require.NoError(t, err)
+		got = append(got, fmt.Sprint(it["type"], " ", string(b)))
+	}
+	require.Equal(t, []string{
+		`userMessage {"content":[{"text":"run it","text_elements":[],"type":"text"}],"summary":null,"text":null}`,
+		`reasoning {"content":[],"summary":["thinking"],"text":null}`,
+		`agentMessage {"content":null,"summary":null,"text":"done"}`,
+	}, got)
 }
