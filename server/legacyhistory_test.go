@@ -34,8 +34,9 @@ func legacyThread(t *testing.T, home, id string, created time.Time, turns int) {
 
 // TestLegacyHistoryAsTheReference pins what the reference (0.169.0) does with a rollout whose session_meta has no
 // history_mode: the thread is "legacy" (listed, read and resumed as such), its turns page with
-// {"turnId", "includeAnchor"} cursors, its items cannot be paged, resume gives no backwards cursors, and no
-// full-history deprecation notice is sent (it is about paginated threads).
+// {"turnId", "includeAnchor"} cursors, its items cannot be paged, resume gives no backwards cursors, its forks
+// are legacy (their rollouts copy its history), and no full-history deprecation notice is sent (it is about
+// paginated threads).
 func TestLegacyHistoryAsTheReference(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "codex_home")
 	id := "01f00000-0000-7000-8000-00000000000a"
@@ -114,6 +115,27 @@ func TestLegacyHistoryAsTheReference(t *testing.T) {
 	}
 	c.Result("thread/fork", map[string]any{"threadId": id, "ephemeral": true}, &eph)
 	require.Equal(t, "legacy", eph.Thread.HistoryMode)
+
+	// A fork is legacy too, its rollout a copy of the parent's history (no history_base).
+	var fork struct {
+		Thread struct {
+			ID          string            `json:"id"`
+			Path        string            `json:"path"`
+			HistoryMode string            `json:"historyMode"`
+			Turns       []json.RawMessage `json:"turns"`
+		} `json:"thread"`
+	}
+	c.Result("thread/fork", map[string]any{"threadId": id}, &fork)
+	require.Equal(t, "legacy", fork.Thread.HistoryMode)
+	require.Len(t, fork.Thread.Turns, 3)
+	meta, err := rollout.ReadMeta(fork.Thread.Path)
+	require.NoError(t, err)
+	require.Equal(t, "legacy", meta.Session.HistoryMode)
+	require.Nil(t, meta.Session.HistoryBase)
+	var fp page
+	c.Result("thread/turns/list", map[string]any{"threadId": fork.Thread.ID, "limit": 1}, &fp)
+	require.Equal(t, `{"turnId":"t-3","includeAnchor":false}`, *fp.NextCursor)
+	requireError(t, c.Request("thread/items/list", map[string]any{"threadId": fork.Thread.ID}), -32601, "thread/items/list is not supported yet")
 	for _, m := range c.Since(mark) {
 		require.NotEqual(t, "deprecationNotice", m.Method, "no hydration notice for a legacy thread: %s", m.Raw)
 	}

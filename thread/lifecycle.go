@@ -673,9 +673,20 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		if fresh.ReasoningEffort != "" {
 			s.Effort = ptr(protocol.ReasoningEffort(fresh.ReasoningEffort))
 		}
+		legacy := !rollout.Paginated(parent.Session.HistoryMode)
+		if legacy {
+			// As the reference, a legacy parent's fork is legacy too: its history is copied, not referenced.
+			meta.HistoryBase, meta.ForkedFromOrdinalExclusive, meta.HistoryMode = nil, nil, "legacy"
+		}
 		rec, err = m.createRollout(meta, s, now)
 		if err != nil {
 			return nil, err
+		}
+		if legacy {
+			if err := copyForkPrefix(rec, parentPath, hb.EndByteOffset); err != nil {
+				_ = rec.Close()
+				return nil, fmt.Errorf("copy fork history: %w", err)
+			}
 		}
 		if running != nil {
 			// The parent's turn is still going: the fork records it as interrupted, as the reference does.
@@ -739,6 +750,24 @@ func (m *Manager) forkSettings() rollout.ThreadSettings {
 		ts.Personality = string(*p)
 	}
 	return ts
+}
+
+// copyForkPrefix records the parent's first n bytes (all when n <= 0) again in a legacy fork's rollout.
+func copyForkPrefix(rec *rollout.Recorder, parentPath string, n int64) error {
+	src, err := rollout.OpenRolloutFile(parentPath)
+	if err != nil {
+		return fmt.Errorf("read rollout: %w", err)
+	}
+	defer src.Close()
+	var r io.Reader = src
+	if n > 0 {
+		r = io.LimitReader(src, n)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	return rec.AppendCopies(data)
 }
 
 // readForkPrefix reads the history of an ephemeral fork: the parent's first n bytes (all when n <= 0), copied to a

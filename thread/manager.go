@@ -428,7 +428,9 @@ func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.T
 	if meta.BaseInstructions == nil {
 		meta.BaseInstructions = &rollout.BaseInstructions{Text: s.instructions()}
 	}
-	meta.HistoryMode = rollout.HistoryModePaginated
+	if meta.HistoryMode == "" {
+		meta.HistoryMode = rollout.HistoryModePaginated
+	}
 	rec, err := rollout.Create(m.Config().CodexHome, meta, now)
 	if err != nil {
 		return nil, fmt.Errorf("create rollout: %w", err)
