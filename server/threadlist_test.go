@@ -154,7 +154,8 @@ func TestThreadListCustomAndPlainSources(t *testing.T) {
 	}
 	c.Result("thread/resume", map[string]any{"threadId": id(1)}, &r)
 	require.JSONEq(t, `{"custom":"my-tool"}`, string(r.Thread.Source))
-	requireError(t, c.Request("thread/list", map[string]any{"sourceKinds": []string{"custom"}}), -32600,
-		"Invalid request: unknown variant `custom`, expected one of `cli`, `vscode`, `exec`, `appServer`, `subAgent`, "+
-			"`subAgentReview`, `subAgentCompact`, `subAgentThreadSpawn`, `subAgentOther`, `unknown`")
+	const unknownKind = "Invalid request: unknown variant `custom`, expected one of `cli`, `vscode`, `exec`, `appServer`, " +
+		"`subAgent`, `subAgentReview`, `subAgentCompact`, `subAgentThreadSpawn`, `subAgentOther`, `unknown`"
+	requireError(t, c.Request("thread/list", map[string]any{"sourceKinds": []string{"custom"}}), -32600, unknownKind)
+	requireError(t, c.Request("thread/search", map[string]any{"searchTerm": "hi", "sourceKinds": []string{"custom"}}), -32600, unknownKind)
 }
