@@ -68,6 +68,7 @@ type TurnContext struct {
 	Effort            string `json:"effort,omitempty"`
 	Summary           string `json:"summary,omitempty"`
 	CollaborationMode any    `json:"collaboration_mode,omitempty"`
+	MultiAgentVersion string `json:"multi_agent_version,omitempty"` // "v1" or "v2", fixed when the thread starts
 	Personality       string `json:"personality,omitempty"`
 }
 
@@ -539,4 +540,34 @@ func (i FileChangeItem) MarshalJSON() ([]byte, error) {
 		i.Changes = []FileChange{}
 	}
 	return marshalNoEscape(plain(i))
+}
+
+// AppendCopies records each record line of data (a rollout's bytes) again, restamped now: a fork of a legacy
+// thread starts with its parent's history copied, as the reference writes it. Lines that are not records are
+// skipped.
+func (r *Recorder) AppendCopies(data []byte) error {
+	var body bytes.Buffer
+	for len(data) > 0 {
+		ln := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			ln, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		var rec struct {
+			Type    string          `json:"type"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		if json.Unmarshal(ln, &rec) != nil || rec.Type == "" || len(rec.Payload) == 0 {
+			continue
+		}
+		body.Reset()
+		if json.Compact(&body, rec.Payload) != nil {
+			continue
+		}
+		if err := r.writeCompact(rec.Type, body.Bytes(), time.Time{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -328,7 +328,10 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		s.ApprovalsReviewer = *p.ApprovalsReviewer
 	}
 	s.ServiceTier, s.Personality = tierAndPersonality(p.ServiceTier, p.Personality, cfg)
-	s.DeveloperInstructions = deref(p.DeveloperInstructions)
+	s.DeveloperInstructions = cfg.DeveloperInstructions
+	if p.DeveloperInstructions != nil {
+		s.DeveloperInstructions = *p.DeveloperInstructions // the client's, even empty, replaces the configuration's
+	}
 	mode := cfg.SandboxMode
 	if p.Sandbox != nil {
 		mode = string(*p.Sandbox)
@@ -380,7 +383,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	}
 	// The initial context joins the history (and the rollout) at the first turn that records a start, as
 	// the reference's does: a review's hand-off before it comes first.
-	initial := m.initialContext(s)
+	initial := m.initialContext(s, t.multiAgentV2)
 	t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
@@ -391,15 +394,14 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	return t, nil
 }
 
-// initialContext is the context a thread's history starts with: permissions, environment, skills.
-func (m *Manager) initialContext(s Settings) []json.RawMessage {
-	initial := initialContext(s)
+// initialContext is the context a thread's history starts with: instructions, skills, permissions, mode,
+// agent role, environment.
+func (m *Manager) initialContext(s Settings, multiAgent bool) []json.RawMessage {
+	skills := ""
 	if m.deps.SkillsPrompt != nil {
-		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
-			initial = append(initial, messageItem("developer", text))
-		}
+		skills = m.deps.SkillsPrompt(s.Cwd)
 	}
-	return initial
+	return initialContext(s, multiAgent, skills)
 }
 
 // register makes a thread loaded (closing it when the server is shutting down).
@@ -425,7 +427,9 @@ func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.T
 	if meta.BaseInstructions == nil {
 		meta.BaseInstructions = &rollout.BaseInstructions{Text: s.instructions()}
 	}
-	meta.HistoryMode = rollout.HistoryModePaginated
+	if meta.HistoryMode == "" {
+		meta.HistoryMode = rollout.HistoryModePaginated
+	}
 	rec, err := rollout.Create(m.Config().CodexHome, meta, now)
 	if err != nil {
 		return nil, fmt.Errorf("create rollout: %w", err)
@@ -563,6 +567,7 @@ func (m *Manager) newThread(id string, s Settings) *Thread {
 	ctx, cancel := context.WithCancel(m.rootCtx)
 	return &Thread{
 		ID: id, mgr: m, log: m.log.With("thread", id), settings: s, base: s.instructions(), told: s.instructions(),
+		multiAgentV2: model.MultiAgentV2(s.Model), namesModel: model.HasMultiAgentVersion(s.Model),
 		subscribers: map[Subscriber]struct{}{}, subWait: make(chan struct{}),
 		flags: map[protocol.ThreadActiveFlag]int{}, controller: stopwatch.NewController(),
 		ctx: ctx, cancel: cancel,
