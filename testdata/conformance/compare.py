@@ -101,7 +101,9 @@ def lines(path, model, keep_noisy, sends):
             # without --model, model requests are left out: when one arrives relative to the
             # notifications is a race in both servers
         elif d == "meta" and e.get("event") == "result":
-            out.append("## result " + json.dumps(n.v({k: v for k, v in e.items() if k not in ("t", "dir")}), sort_keys=True))
+            res = {k: v for k, v in e.items() if k not in ("t", "dir")}
+            res["mock_notes"] = [note[1:] for note in res.get("mock_notes") or []]  # without their times
+            out.append("## result " + json.dumps(n.v(res), sort_keys=True))
     return out
 
 
