@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 
 	"appserver/jsonrpc"
 	"appserver/model"
@@ -39,20 +38,14 @@ func (s *Server) modelList(ctx context.Context, _ *connection, _ *jsonrpc.Reques
 		all = append(all, pm)
 	}
 	all = append(all, s.providerModels(ctx, p, catalog)...)
-	if p.Cursor != nil {
-		start, err := strconv.ParseUint(*p.Cursor, 10, 64)
-		if err != nil {
-			return nil, jsonrpc.InvalidRequest("invalid cursor: " + *p.Cursor)
-		}
-		if start > uint64(len(all)) {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "cursor %d exceeds total models %d", start, len(all))
-		}
-	}
 	limit := p.Limit
 	if limit != nil && *limit == 0 { // the reference serves at least one model per page
 		limit = ptr(uint32(1))
 	}
-	page, next := paginate(all, p.Cursor, limit)
+	page, next, err := paginate(all, p.Cursor, limit, "models")
+	if err != nil {
+		return nil, err
+	}
 	return protocol.ModelListResponse{Data: page, NextCursor: next}, nil
 }
 

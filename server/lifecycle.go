@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -361,6 +363,12 @@ func (s *Server) threadNameSet(_ context.Context, c *connection, req *jsonrpc.Re
 }
 
 func resumeOverrides(model, provider, cwd *string, ap *protocol.AskForApproval, rev *protocol.ApprovalsReviewer, sb *protocol.SandboxMode, base, dev, tier *string, pers *protocol.Personality) thread.ResumeOverrides {
+	if cwd != nil && *cwd != "" && !filepath.IsAbs(*cwd) {
+		// a relative cwd is the server's working directory's, as thread/start resolves it
+		if wd, err := os.Getwd(); err == nil {
+			cwd = ptr(filepath.Join(wd, *cwd))
+		}
+	}
 	return thread.ResumeOverrides{Model: model, ModelProvider: provider, Cwd: cwd, ApprovalPolicy: ap, Reviewer: rev, Sandbox: sb, BaseInstr: base, DeveloperInstr: dev,
 		ServiceTier: tier, Personality: pers}
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -176,4 +177,45 @@ func TestThreadRevertReloadsAndRestoresUsage(t *testing.T) {
 		}
 	}
 	require.EqualValues(t, 240, last.TokenUsage.Total.TotalTokens, "q1 and q3, not the reverted q2")
+}
+
+// thread/loaded/list pages by thread id (the cursor is the last id served), refusing anything else;
+// mcpServerStatus/list refuses a cursor that is not a number or lies beyond the list (probed against 0.169.0).
+func TestListCursorsAreChecked(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(true)
+	ids := []string{c.StartThread(nil), c.StartThread(nil), c.StartThread(nil)}
+	type page struct {
+		Data       []string `json:"data"`
+		NextCursor *string  `json:"nextCursor"`
+	}
+	var p1, p2, all page
+	c.Result("thread/loaded/list", map[string]any{"limit": 1}, &p1)
+	require.Equal(t, ids[:1], p1.Data)
+	require.Equal(t, ids[0], *p1.NextCursor)
+	c.Result("thread/loaded/list", map[string]any{"limit": 1, "cursor": *p1.NextCursor}, &p2)
+	require.Equal(t, ids[1:2], p2.Data)
+	require.Equal(t, ids[1], *p2.NextCursor)
+	c.Result("thread/loaded/list", map[string]any{"cursor": "00000000-0000-0000-0000-000000000000"}, &all)
+	require.Equal(t, ids, all.Data)
+	require.Nil(t, all.NextCursor)
+	requireError(t, c.Request("thread/loaded/list", map[string]any{"cursor": "1"}), -32600, "invalid cursor: 1")
+
+	requireError(t, c.Request("mcpServerStatus/list", map[string]any{"cursor": "garbage"}), -32600, "invalid cursor: garbage")
+	requireError(t, c.Request("mcpServerStatus/list", map[string]any{"cursor": "5"}), -32600, "cursor 5 exceeds total MCP servers 0")
+}
+
+// thread/fork (like thread/start) takes a relative cwd as the server's working directory's.
+func TestForkResolvesARelativeCwd(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("hi", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "hello")
+	c.WaitTurnCompleted()
+	var res struct{ Cwd string }
+	c.Result("thread/fork", map[string]any{"threadId": tid, "cwd": "relative"}, &res)
+	require.True(t, filepath.IsAbs(res.Cwd), res.Cwd)
+	require.Equal(t, "relative", filepath.Base(res.Cwd))
 }
