@@ -105,6 +105,7 @@ func TestParamsRefuseUnknownEnumValues(t *testing.T) {
 		{"turn/start", map[string]any{"threadId": unknownThread, "input": []any{}, "summary": "bogus"}, "unknown variant `bogus`, expected one of `auto`, `concise`, `detailed`, `none`"},
 		{"thread/list", map[string]any{"sourceKinds": []any{"bogus"}}, "unknown variant `bogus`, expected one of `cli`, `vscode`, `exec`, `appServer`, `subAgent`, `subAgentReview`, `subAgentCompact`, `subAgentThreadSpawn`, `subAgentOther`, `unknown`"},
 		{"mcpServerStatus/list", map[string]any{"detail": "bogus"}, "unknown variant `bogus`, expected `full` or `toolsAndAuthOnly`"},
+		{"thread/start", map[string]any{"approvalPolicy": "bogus"}, "unknown variant `bogus`, expected one of `untrusted`, `on-request`, `granular`, `never`"},
 	} {
 		requireError(t, c.Request(tc.method, tc.params), -32600, "Invalid request: "+tc.msg)
 	}
