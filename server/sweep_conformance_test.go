@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -219,4 +220,28 @@ func TestForkResolvesARelativeCwd(t *testing.T) {
 	c.Result("thread/fork", map[string]any{"threadId": tid, "cwd": "relative"}, &res)
 	require.True(t, filepath.IsAbs(res.Cwd), res.Cwd)
 	require.Equal(t, "relative", filepath.Base(res.Cwd))
+}
+
+// command/exec takes a relative cwd as the server's working directory's; a missing one cannot spawn
+// (scenario list_cursors).
+func TestCommandExecRelativeCwd(t *testing.T) {
+	c := startIsolated(t, apptest.Options{})
+	c.Initialize(false)
+	sub := filepath.Join(c.Work, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	wd, err := os.Getwd() // the server runs in the test's directory
+	require.NoError(t, err)
+	rel, err := filepath.Rel(wd, sub)
+	require.NoError(t, err)
+	var res struct {
+		ExitCode int
+		Stdout   string
+	}
+	c.Result("command/exec", map[string]any{"command": []string{"pwd"}, "cwd": rel}, &res)
+	require.Equal(t, 0, res.ExitCode)
+	real, err := filepath.EvalSymlinks(sub)
+	require.NoError(t, err)
+	require.Equal(t, real+"\n", res.Stdout)
+	requireError(t, c.Request("command/exec", map[string]any{"command": []string{"pwd"}, "cwd": "missing"}), -32603,
+		"failed to spawn command: No such file or directory (os error 2)")
 }
