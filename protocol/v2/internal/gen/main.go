@@ -119,6 +119,8 @@ type gen struct {
 	out    []string
 	// required holds the entries of the generated requiredFields table.
 	required []string
+	// paths holds the entries of the generated absolutePathFields table.
+	paths []string
 }
 
 func newGen() *gen {
@@ -471,6 +473,9 @@ func (g *gen) emitStruct(name, doc string, s *Schema, skipKey, tag string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "// %s\ntype %s struct {\n", doc, name)
 	for _, f := range fs {
+		if strings.TrimLeft(f.expr, "*[]") == "AbsolutePathBuf" {
+			g.paths = append(g.paths, fmt.Sprintf("\t%q,\n", name+"."+f.jsonName))
+		}
 		fmt.Fprintf(&b, "\t%s %s `json:%q`\n", f.goName, f.expr, f.tag)
 	}
 	open := s.AdditionalProperties != nil && (s.AdditionalProperties.Bool == nil || *s.AdditionalProperties.Bool)
@@ -560,6 +565,9 @@ func (g *gen) types() (src string, err error) {
 	// no work (and no heap) at program start; CheckRequired binary-searches it.
 	g.emit("// requiredFields lists, per struct type sorted by name, the JSON names of its required non-null properties.\n"+
 		"var requiredFields = []requiredEntry{\n%s}\n", strings.Join(g.required, ""))
+	sort.Strings(g.paths)
+	g.emit("\n// absolutePathFields lists, sorted, the members (\"Type.jsonName\") typed AbsolutePathBuf, alone, in a list or\n"+
+		"// optional.\nvar absolutePathFields = []string{\n%s}\n", strings.Join(g.paths, ""))
 	return strings.Join(g.out, ""), nil
 }
 
