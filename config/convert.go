@@ -44,7 +44,7 @@ type reader struct {
 
 func (r *reader) fail(path []string, v any, want string) {
 	if r.err == nil {
-		r.err = &convError{path: append([]string{}, path...), msg: fmt.Sprintf("invalid type: %s, expected %s", describe(v), want)}
+		r.err = &convError{path: append([]string{}, path...), msg: fmt.Sprintf("invalid type: %s, expected %s", serdeDescribe(v), want)}
 	}
 }
 
@@ -216,6 +216,7 @@ func sortedKeys(t tree) []string {
 // build converts the effective tree into a typed Config (without layers).
 func build(eff tree) (*Config, *convError) {
 	r := &reader{}
+	checkTopKeyTypes(r, eff)
 	var root []string
 	c := &Config{
 		Model:                 r.str(eff, root, "model", ""),
@@ -306,6 +307,10 @@ func readApproval(r *reader, eff tree) ApprovalPolicy {
 		r.failMsg(path, fmt.Sprintf("invalid value for `approval_policy`: unknown variant `%s`, expected one of `untrusted`, `on-request`, `never`, or a `granular` table", x))
 	case tree:
 		g, ok := x["granular"].(tree)
+		if gv, has := x["granular"]; has && !ok {
+			r.fail(path, gv, "struct GranularApprovalConfig")
+			break
+		}
 		if !ok || len(x) != 1 {
 			r.failMsg(path, "invalid value for `approval_policy`: a table must be exactly `{ granular = { ... } }`")
 			break
@@ -313,7 +318,7 @@ func readApproval(r *reader, eff tree) ApprovalPolicy {
 		gp := child(path, "granular")
 		for _, req := range []string{"sandbox_approval", "rules", "mcp_elicitations"} {
 			if _, ok := g[req]; !ok {
-				r.failMsg(child(gp, req), fmt.Sprintf("missing field `%s` in `approval_policy.granular`", req))
+				r.failMsg(path, fmt.Sprintf("missing field `%s`", req))
 			}
 		}
 		return ApprovalPolicy{Mode: "granular", Granular: &GranularApproval{
