@@ -13,6 +13,7 @@ import (
 type convError struct {
 	path []string
 	msg  string
+	key  []string // the key the error names when not path (a flattened map's entry is named by its map)
 }
 
 func (e *convError) Error() string { return joinKey(e.path) + ": " + e.msg }
@@ -51,6 +52,13 @@ func (r *reader) fail(path []string, v any, want string) {
 func (r *reader) failMsg(path []string, msg string) {
 	if r.err == nil {
 		r.err = &convError{path: append([]string{}, path...), msg: msg}
+	}
+}
+
+// failMsgNamed is failMsg for a value at path that the error names by key.
+func (r *reader) failMsgNamed(path, key []string, msg string) {
+	if r.err == nil {
+		r.err = &convError{path: append([]string{}, path...), msg: msg, key: append([]string{}, key...)}
 	}
 }
 

@@ -300,7 +300,7 @@ func checkTopKeyTypes(r *reader, t tree) {
 						if kt.entryKey {
 							r.failMsg(child(path, ek), msg)
 						} else {
-							r.failMsg(path, msg)
+							r.failMsgNamed(child(path, ek), path, msg)
 						}
 						break
 					}
