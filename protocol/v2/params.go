@@ -298,7 +298,7 @@ func nonNullableOf(t reflect.Type) map[string]string {
 func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool) *ParamsError {
 	fields := nonNullableOf(t)
 	nulls := len(fields) > 0 && bytes.Contains(obj, []byte("null"))
-	if !decode && !nulls && !hasPathMembers(t) {
+	if !decode && !nulls && !hasPathMembers(t) && !hasUntaggedRaw(t) {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(obj))
@@ -316,6 +316,9 @@ func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool) *Pa
 			return nil //nolint:nilerr
 		}
 		key, _ := tok.(string)
+		if union, ok := untaggedRawMembers[t.Name()+"."+key]; ok && !fitsStringOrObject(val) {
+			return paramsErrorf("%v", untaggedMismatch(union))
+		}
 		if f, ok := memberType(t, key); ok && relativePathIn(t.Name()+"."+key, f, val) {
 			return paramsErrorf("AbsolutePathBuf deserialized without a base path")
 		}
@@ -331,6 +334,26 @@ func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool) *Pa
 		}
 	}
 	return nil
+}
+
+// untaggedRawMembers are the members ("Type.jsonName") kept raw whose schema is an untagged union of a string
+// and an object, with the union's name: serde refuses any other value while decoding.
+var untaggedRawMembers = map[string]string{"ThreadItemsListParams.cursor": "ThreadItemsListCursor"}
+
+// hasUntaggedRaw reports whether struct type t has a member listed in untaggedRawMembers.
+func hasUntaggedRaw(t reflect.Type) bool {
+	for k := range untaggedRawMembers {
+		if strings.HasPrefix(k, t.Name()+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// fitsStringOrObject reports whether v is a JSON string, object or null.
+func fitsStringOrObject(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && (v[0] == '"' || v[0] == '{' || v[0] == 'n')
 }
 
 // memberType returns the Go type of the member of struct type t with JSON name key.

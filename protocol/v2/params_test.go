@@ -110,6 +110,8 @@ func TestDecodeParamsSerdeWording(t *testing.T) {
 		{protocol.MethodThreadList, `{"cwd":{"a":1}}`, "data did not match any variant of untagged enum ThreadListCwdFilter"},
 		{protocol.MethodThreadList, `{"cwd":[5]}`, "data did not match any variant of untagged enum ThreadListCwdFilter"},
 		{protocol.MethodThreadSampleCancel, `{"requestId":true}`, "data did not match any variant of untagged enum RequestId"},
+		{protocol.MethodThreadItemsList, `{"threadId":"x","cursor":5}`, "data did not match any variant of untagged enum ThreadItemsListCursor"},
+		{protocol.MethodThreadItemsList, `{"threadId":"x","cursor":[1]}`, "data did not match any variant of untagged enum ThreadItemsListCursor"},
 		// Paths: AbsolutePathBuf and PathBuf members, alone and in lists; the list itself wants a sequence.
 		{protocol.MethodFsReadFile, `{"path":5}`, "invalid type: integer `5`, expected path string"},
 		{protocol.MethodThreadResume, `{"threadId":"x","path":true}`, "invalid type: boolean `true`, expected path string"},
