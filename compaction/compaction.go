@@ -79,34 +79,35 @@ func OutputText(items []json.RawMessage) string {
 	return strings.TrimSpace(strings.Join(parts, "\n"))
 }
 
-// Replace rewrites history after a summary: the session's leading context items (developer
-// messages and harness context before the first user message), every message the user wrote, and
-// the summary as a final user message. Tool calls, outputs and assistant messages are dropped.
-// It returns the new history and the summary message's text.
-func Replace(history []json.RawMessage, summary string) ([]json.RawMessage, string) {
-	var out []json.RawMessage
-	leading := true
+// Replace rewrites history after a summary as the reference does: every message the user wrote (harness
+// context and the summaries of earlier compactions left out), a fresh initial context (the session's context
+// as the settings now are) before the last of them, and the summary as a final user message. Developer
+// messages, context updates, tool calls, outputs and assistant messages are dropped; with no message of the
+// user's, the initial context comes right before the summary. It returns the new history and the summary
+// message's text.
+func Replace(history []json.RawMessage, summary string, initial []json.RawMessage) ([]json.RawMessage, string) {
+	var users []json.RawMessage
 	for _, raw := range history {
-		it, ok := parse(raw)
-		if !ok {
-			leading = false
-			continue
-		}
-		isContext := it.Role == "developer" || it.Role == "system" || (it.Role == "user" && contextText(it.text()))
-		switch {
-		case leading && isContext:
-			out = append(out, raw)
-		case it.Role == "user" && !contextText(it.text()):
-			leading = false
-			out = append(out, raw)
-		default:
-			if !isContext {
-				leading = false
-			}
+		if it, ok := parse(raw); ok && it.Role == "user" && !contextText(it.text()) && !IsSummary(it.text()) {
+			users = append(users, raw)
 		}
 	}
+	out := make([]json.RawMessage, 0, len(users)+len(initial)+1)
+	cut := max(len(users)-1, 0)
+	out = append(out, users[:cut]...)
+	out = append(out, initial...)
+	out = append(out, users[cut:]...)
 	msg := SummaryPrefix + summary
 	return append(out, userMessage(msg, "msg_"+uuid.Must(uuid.NewV7()).String())), msg
+}
+
+// refSummaryOpening is how the reference's compaction summaries open (matched, never written: a thread it
+// compacted and we compact again drops its summary as it would).
+const refSummaryOpening = "Another language model started to solve this problem"
+
+// IsSummary reports whether a user message's text is a compaction's summary (ours or the reference's).
+func IsSummary(text string) bool {
+	return strings.HasPrefix(text, SummaryPrefix) || strings.HasPrefix(text, refSummaryOpening)
 }
 
 func userMessage(text, id string) json.RawMessage {

@@ -13,7 +13,10 @@ func msg(role, text string) json.RawMessage {
 	return raw
 }
 
-func TestReplaceKeepsContextAndUserWords(t *testing.T) {
+// TestReplaceInsertsFreshContext: as the reference's, the replacement keeps the user's own messages (not
+// harness context, nor an earlier summary), puts the fresh initial context before the last of them, and ends
+// with the summary.
+func TestReplaceInsertsFreshContext(t *testing.T) {
 	call := json.RawMessage(`{"type":"function_call","name":"exec_command","call_id":"c1","arguments":"{}"}`)
 	out := json.RawMessage(`{"type":"function_call_output","call_id":"c1","output":"ok"}`)
 	history := []json.RawMessage{
@@ -22,26 +25,42 @@ func TestReplaceKeepsContextAndUserWords(t *testing.T) {
 		msg("user", "fix the bug"),
 		call, out,
 		msg("assistant", "done"),
+		msg("user", SummaryPrefix+"an earlier summary"),
+		msg("user", refSummaryOpening+" and wrote this (the reference's summary)"),
+		msg("developer", "<model_switch>\nother model\n</model_switch>"),
 		msg("developer", "<permissions instructions>workspace-write</permissions instructions>"),
 		msg("user", "<environment_context>changed</environment_context>"),
 		msg("user", "now add a test"),
 	}
-	repl, message := Replace(history, "summary text")
+	initial := []json.RawMessage{msg("developer", "<permissions instructions>fresh</permissions instructions>"),
+		msg("user", "<environment_context>fresh</environment_context>")}
+	repl, message := Replace(history, "summary text", initial)
 	require.Equal(t, SummaryPrefix+"summary text", message)
-	var texts []string
-	for _, r := range repl {
-		it, ok := parse(r)
-		require.True(t, ok)
-		texts = append(texts, it.Role+": "+it.text())
-	}
 	require.Equal(t, []string{
-		"developer: <permissions instructions>read-only</permissions instructions>",
-		"user: <environment_context>\n  <cwd>/w</cwd>\n</environment_context>",
 		"user: fix the bug",
+		"developer: <permissions instructions>fresh</permissions instructions>",
+		"user: <environment_context>fresh</environment_context>",
 		"user: now add a test",
 		"user: " + SummaryPrefix + "summary text",
-	}, texts)
-	require.Equal(t, history[2], repl[2], "kept items are byte-identical")
+	}, texts(t, repl))
+	require.Equal(t, history[2], repl[0], "kept items are byte-identical")
+
+	repl, _ = Replace(history[:2], "s", initial)
+	require.Equal(t, []string{
+		"developer: <permissions instructions>fresh</permissions instructions>",
+		"user: <environment_context>fresh</environment_context>",
+		"user: " + SummaryPrefix + "s",
+	}, texts(t, repl), "without a message of the user's, the context comes before the summary")
+}
+
+func texts(t *testing.T, items []json.RawMessage) []string {
+	var out []string
+	for _, r := range items {
+		it, ok := parse(r)
+		require.True(t, ok)
+		out = append(out, it.Role+": "+it.text())
+	}
+	return out
 }
 
 func TestRequestInputAndOutputText(t *testing.T) {

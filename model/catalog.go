@@ -2,6 +2,7 @@ package model
 
 import (
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -240,4 +241,26 @@ func ServiceTierAdvertised(id, tier string) bool {
 		}
 	}
 	return false
+}
+
+// ModeInstructions reports whether the catalogue gives this model instructions for the Default collaboration
+// mode (the gpt-6.x models): the reference tells them the mode in every initial context.
+func ModeInstructions(id string) bool {
+	m := find(id)
+	return m != nil && strings.HasPrefix(m.Model, "gpt-6")
+}
+
+// MultiAgentV2 reports whether a thread started on this model uses the reference's multi-agent version v2 (its
+// initial context then tells the model its agent role and delegation mode).
+func MultiAgentV2(id string) bool {
+	m := find(id)
+	return m != nil && m.MultiAgentVersion != nil && *m.MultiAgentVersion == "v2"
+}
+
+// HasMultiAgentVersion reports whether the catalogue gives this model a multi-agent version (v1 or v2): a
+// thread started on such a model tells a later switch to another catalogue model in a message that names it,
+// as the reference does.
+func HasMultiAgentVersion(id string) bool {
+	m := find(id)
+	return m != nil && m.MultiAgentVersion != nil
 }

@@ -68,6 +68,7 @@ type TurnContext struct {
 	Effort            string `json:"effort,omitempty"`
 	Summary           string `json:"summary,omitempty"`
 	CollaborationMode any    `json:"collaboration_mode,omitempty"`
+	MultiAgentVersion string `json:"multi_agent_version,omitempty"` // "v1" or "v2", fixed when the thread starts
 	Personality       string `json:"personality,omitempty"`
 }
 

@@ -31,6 +31,8 @@ func updateItems(body map[string]any) []string {
 		case strings.HasPrefix(text, "<model_instructions>\nThe current model is "):
 			line, _, _ := strings.Cut(strings.TrimPrefix(text, "<model_instructions>\nThe current model is "), "\n")
 			out = append(out, "model_instructions("+strings.TrimSuffix(line, ".")+")")
+		case strings.HasPrefix(text, "<collaboration_mode>"):
+			out = append(out, "collaboration_mode")
 		case strings.HasPrefix(text, "<environment_context>"):
 			var tags []string
 			for _, m := range envTags.FindAllStringSubmatch(text, -1) {
@@ -58,7 +60,7 @@ func contextAfterHistoryTexts(body map[string]any) []string {
 // a sandbox or approval change, with an environment context of date, timezone and filesystem when the
 // sandbox changed; the whole environment context after a move; the new model's instructions in a
 // <model_switch> message after a model change (a <model_instructions> message naming the new model between
-// catalogue models); nothing after an effort change.
+// catalogue models, then the collaboration mode between gpt-6.x models); nothing after an effort change.
 func TestContextAfterMidThreadChange(t *testing.T) {
 	full := "environment(cwd,shell,current_date,timezone,filesystem)"
 	update := "environment(current_date,timezone,filesystem)"
@@ -83,7 +85,7 @@ func TestContextAfterMidThreadChange(t *testing.T) {
 			return map[string]any{"model": "mock-model-2", "sandboxPolicy": map[string]any{"type": "dangerFullAccess"}}
 		}, []string{"model_switch", "permissions", update, "two"}},
 		{"catalogue models", func(string) map[string]any { return map[string]any{"model": "gpt-6.1-sol"} },
-			[]string{"model_instructions(gpt-6.1-sol)", "two"}},
+			[]string{"model_instructions(gpt-6.1-sol)", "collaboration_mode", "two"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mm := mockmodel.New(t)
@@ -255,61 +257,6 @@ func TestRolloutRecordsTheUpdateBeforeTurnContext(t *testing.T) {
 	}, seq)
 }
 
-// TestCompactionKeepsTheModelToldOfChanges: a compaction keeps the thread's initial context and drops the
-// updates told since; the next turn tells the model again what differs from that context (the current
-// sandbox's permissions and environment), and nothing when the settings did not change.
-func TestCompactionKeepsTheModelToldOfChanges(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		override map[string]any
-		want     []string
-	}{
-		{"unchanged", nil, []string{"three"}},
-		{"sandbox changed", map[string]any{"sandboxPolicy": map[string]any{"type": "readOnly"}},
-			[]string{"permissions", "environment(current_date,timezone,filesystem)", "three"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			mm := mockmodel.New(t)
-			mm.Enqueue(okReply("reply one"), okReply("reply two"), okReply("SUMMARY"), okReply("reply three"))
-			c := apptest.Start(t, apptest.Options{Model: mm})
-			c.Initialize(false)
-			tid := c.StartThread(map[string]any{"sandbox": "workspace-write"})
-			c.StartTurn(tid, "one")
-			c.WaitTurnCompleted()
-			params := map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "two"}}}
-			for k, v := range tc.override {
-				params[k] = v
-			}
-			c.Result("turn/start", params, nil)
-			c.WaitTurnCompleted()
-			c.Result("thread/compact/start", map[string]any{"threadId": tid}, nil)
-			c.WaitTurnCompleted()
-			c.StartTurn(tid, "three")
-			c.WaitTurnCompleted()
-			reqs := mm.ResponseRequests()
-			require.Len(t, reqs, 4)
-			texts := contextAfterHistoryTexts(reqs[3].Body)
-			var after []string
-			for i, text := range texts {
-				if strings.Contains(text, "SUMMARY") {
-					after = texts[i+1:]
-				}
-			}
-			require.Equal(t, tc.want, updateItems(map[string]any{"input": textsAsInput(after)}))
-		})
-	}
-}
-
-// textsAsInput makes user messages of texts, for updateItems.
-func textsAsInput(texts []string) []any {
-	out := []any{}
-	for _, text := range texts {
-		out = append(out, map[string]any{"type": "message", "role": "user",
-			"content": []any{map[string]any{"type": "input_text", "text": text}}})
-	}
-	return out
-}
-
 // TestRevertKeepsTheModelToldOfChanges: thread/revert drops the reverted turns' updates from the history; the
 // next turn tells the model again what differs from what is left (the sandbox changed by the reverted turn
 // still applies).
@@ -336,36 +283,4 @@ func TestRevertKeepsTheModelToldOfChanges(t *testing.T) {
 	require.Len(t, reqs, 3)
 	require.NotContains(t, contextAfterHistoryTexts(reqs[2].Body), "two", "the reverted turn is gone")
 	require.Equal(t, []string{"permissions", "environment(current_date,timezone,filesystem)", "three"}, updateItems(reqs[2].Body))
-}
-
-// TestAutoCompactionAtTurnStartKeepsTheUpdate: a turn that changes the sandbox and starts with an automatic
-// compaction still tells the model the new permissions and environment (the compaction drops the updates
-// told before it), after the summary.
-func TestAutoCompactionAtTurnStartKeepsTheUpdate(t *testing.T) {
-	mm := mockmodel.New(t)
-	big := map[string]any{"input_tokens": 5000, "output_tokens": 100, "total_tokens": 5100}
-	mm.Enqueue(
-		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("first answer", 1)}, Usage: big},
-		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("AUTO SUMMARY", 1)}, Usage: big},
-		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("second answer", 1)}, Usage: big},
-	)
-	c := apptest.Start(t, apptest.Options{Model: mm, Config: "model_auto_compact_token_limit = 1000"})
-	c.Initialize(false)
-	tid := c.StartThread(map[string]any{"sandbox": "workspace-write"})
-	c.StartTurn(tid, "one")
-	c.WaitTurnCompleted()
-	c.Result("turn/start", map[string]any{"threadId": tid, "input": []any{map[string]any{"type": "text", "text": "two"}},
-		"sandboxPolicy": map[string]any{"type": "readOnly"}}, nil)
-	c.WaitTurnCompleted()
-	reqs := mm.ResponseRequests()
-	require.Len(t, reqs, 3)
-	texts := contextAfterHistoryTexts(reqs[2].Body)
-	var after []string
-	for i, text := range texts {
-		if strings.Contains(text, "AUTO SUMMARY") {
-			after = texts[i+1:]
-		}
-	}
-	require.Equal(t, []string{"permissions", "environment(current_date,timezone,filesystem)", "two"},
-		updateItems(map[string]any{"input": textsAsInput(after)}))
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // Compact runs a compaction turn: one contextCompaction item while the model writes a summary of the
-// history, which is then replaced by compaction.Replace and recorded as a `compacted` rollout line
-// (a resumed thread continues from the replacement).
+// history, which is then replaced by compaction.Replace (the user's messages, a fresh initial context and the
+// summary, as the reference's) and recorded as a `compacted` rollout line (a resumed thread continues from
+// the replacement).
 func (t *Thread) Compact() error {
 	tn, err := t.BeginTask()
 	if err != nil {
@@ -46,10 +47,11 @@ func (t *Thread) compactBody(ctx context.Context, tc *ToolContext) []json.RawMes
 	tn.recordUsage(comp.ResponseID, comp.Usage)
 	tn.reportUsage(s, comp.Usage)
 	summary := compaction.OutputText(comp.Items)
+	initial := t.mgr.initialContext(s, t.multiAgentV2)
 	t.mu.Lock()
-	repl, msg := compaction.Replace(t.history, summary)
+	repl, msg := compaction.Replace(t.history, summary, initial)
 	t.history = repl
-	t.rereadToldLocked() // the updates since the initial context are gone: the next turn tells them again
+	t.toldFreshLocked(s)
 	t.mu.Unlock()
 	t.record(func(r *rollout.Recorder) error {
 		return r.Append(rollout.TypeCompacted, rollout.Compacted{Message: msg, ReplacementHistory: repl})

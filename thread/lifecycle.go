@@ -361,6 +361,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		Model          string          `json:"model"`
 		Effort         string          `json:"effort"`
 		Summary        string          `json:"summary"`
+		MultiAgent     string          `json:"multi_agent_version"`
 	}
 	if len(th.LastTurnContext) > 0 {
 		_ = json.Unmarshal(th.LastTurnContext, &tc)
@@ -518,6 +519,15 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		t.meta.Name = ptr(name)
 	}
 	t.history = append(t.history, th.ResponseItems...)
+	// The multi-agent version was fixed when the thread started (the rollout's, else its recorded model's).
+	switch tc.MultiAgent {
+	case "v2":
+		t.multiAgentV2 = true
+	case "":
+		t.multiAgentV2 = recModel != "" && model.MultiAgentV2(recModel)
+	default:
+		t.multiAgentV2 = false
+	}
 	if t.attached == nil {
 		t.attached = map[any]any{}
 	}
@@ -543,7 +553,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		// again, as the reference's does.
 		t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 		m.mu.Lock()
-		m.pendingContext[id] = m.initialContext(s)
+		m.pendingContext[id] = m.initialContext(s, t.multiAgentV2)
 		m.mu.Unlock()
 	}
 	return t, nil

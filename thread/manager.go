@@ -380,7 +380,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	}
 	// The initial context joins the history (and the rollout) at the first turn that records a start, as
 	// the reference's does: a review's hand-off before it comes first.
-	initial := m.initialContext(s)
+	initial := m.initialContext(s, t.multiAgentV2)
 	t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
@@ -391,15 +391,14 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	return t, nil
 }
 
-// initialContext is the context a thread's history starts with: permissions, environment, skills.
-func (m *Manager) initialContext(s Settings) []json.RawMessage {
-	initial := initialContext(s)
+// initialContext is the context a thread's history starts with: instructions, skills, permissions, mode,
+// agent role, environment.
+func (m *Manager) initialContext(s Settings, multiAgent bool) []json.RawMessage {
+	skills := ""
 	if m.deps.SkillsPrompt != nil {
-		if text := m.deps.SkillsPrompt(s.Cwd); text != "" {
-			initial = append(initial, messageItem("developer", text))
-		}
+		skills = m.deps.SkillsPrompt(s.Cwd)
 	}
-	return initial
+	return initialContext(s, multiAgent, skills)
 }
 
 // register makes a thread loaded (closing it when the server is shutting down).
@@ -563,6 +562,7 @@ func (m *Manager) newThread(id string, s Settings) *Thread {
 	ctx, cancel := context.WithCancel(m.rootCtx)
 	return &Thread{
 		ID: id, mgr: m, log: m.log.With("thread", id), settings: s, base: s.instructions(), told: s.instructions(),
+		multiAgentV2: model.MultiAgentV2(s.Model), namesModel: model.HasMultiAgentVersion(s.Model),
 		subscribers: map[Subscriber]struct{}{}, subWait: make(chan struct{}),
 		flags: map[protocol.ThreadActiveFlag]int{}, controller: stopwatch.NewController(),
 		ctx: ctx, cancel: cancel,

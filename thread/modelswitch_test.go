@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"appserver/model"
 )
 
 func developerText(t *testing.T, item json.RawMessage) string {
@@ -20,20 +22,24 @@ func developerText(t *testing.T, item json.RawMessage) string {
 	return msg.Content[0].Text
 }
 
-// TestSwapModel: the first turn and a turn on the same model tell nothing; a switch between catalogue models
-// names the new model in <model_instructions>, any other switch sends <model_switch>, both with the base
-// instructions the settings call for, which a resumed thread reads back from its history.
+// TestSwapModel: the first turn and a turn on the same model tell nothing; as codex-cli 0.169.0 does, a switch to
+// a catalogue model in a thread started on a catalogue model with a multi-agent version names the new model in
+// <model_instructions> (whatever the model in between), any other switch sends <model_switch>, both with the
+// base instructions the settings call for, which a resumed thread reads back from its history.
 func TestSwapModel(t *testing.T) {
 	for _, tc := range []struct {
-		name, from, to, prefix string
+		name, start, from, to, prefix string
 	}{
-		{"unknown models", "mock-model", "mock-model-2", "<model_switch>\n"},
-		{"to a catalogue model", "mock-model", "gpt-6.1-sol", "<model_switch>\n"},
-		{"from a catalogue model", "gpt-6-luna", "mock-model", "<model_switch>\n"},
-		{"between catalogue models", "gpt-6-luna", "gpt-6.1-sol", "<model_instructions>\nThe current model is gpt-6.1-sol.\n"},
+		{"unknown models", "mock-model", "mock-model", "mock-model-2", "<model_switch>\n"},
+		{"to a catalogue model", "mock-model", "mock-model", "gpt-6.1-sol", "<model_switch>\n"},
+		{"from a catalogue model", "gpt-6-luna", "gpt-6-luna", "mock-model", "<model_switch>\n"},
+		{"between catalogue models", "gpt-6-luna", "gpt-6-luna", "gpt-6.1-sol", "<model_instructions>\nThe current model is gpt-6.1-sol.\n"},
+		{"back to a catalogue model", "gpt-6-sol", "mock-model", "gpt-6-luna", "<model_instructions>\nThe current model is gpt-6-luna.\n"},
+		{"between catalogue models of a thread started elsewhere", "mock-model", "gpt-6-sol", "gpt-6-luna", "<model_switch>\n"},
+		{"from a model without a multi-agent version", "gpt-5.5", "mock-model", "gpt-6-luna", "<model_switch>\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			th := &Thread{}
+			th := &Thread{namesModel: model.HasMultiAgentVersion(tc.start)}
 			s := Settings{Model: tc.from}
 			require.Nil(t, th.swapModel(s), "the first turn")
 			require.Nil(t, th.swapModel(s), "the same model")

@@ -76,8 +76,9 @@ const currentModelLine = "The current model is "
 // swapModel records s's model as the one the model was last told about and, when a turn on another model came
 // before, returns the developer message that gives the new model the base instructions s calls for (they are
 // then the ones it was told); nil on the first turn and when the model did not change. As the reference does,
-// a switch between two catalogue models names the new one in a <model_instructions> message; any other
-// switch sends a <model_switch> message.
+// a switch to a catalogue model in a thread started on a catalogue model with a multi-agent version (see
+// Thread.namesModel) names the new one in a <model_instructions> message; any other switch sends a
+// <model_switch> message.
 func (t *Thread) swapModel(s Settings) json.RawMessage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -91,9 +92,8 @@ func (t *Thread) swapModel(s Settings) json.RawMessage {
 		return nil
 	}
 	t.told = want
-	_, prevKnown := model.LookupModel(prev)
 	_, nextKnown := model.LookupModel(s.Model)
-	if prevKnown && nextKnown {
+	if t.namesModel && nextKnown {
 		const tag = "<model_instructions>\n"
 		return messageItem("developer", tag+currentModelLine+s.Model+".\n"+strings.TrimPrefix(modelInstructionsOpen, tag)+want+modelInstructionsClose)
 	}
@@ -143,8 +143,13 @@ func toldFromHistory(history []json.RawMessage, base string) (instr, perms strin
 			if !foundInstr {
 				instr = base
 			}
-		case perms == "" && strings.HasPrefix(text, "<permissions instructions>"):
-			perms = text
+		case perms == "":
+			// the permissions may share their message with instructions, skills and the collaboration mode
+			for _, part := range msg.Content {
+				if strings.HasPrefix(part.Text, "<permissions instructions>") {
+					perms = part.Text
+				}
+			}
 		}
 	}
 	return instr, perms

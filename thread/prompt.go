@@ -43,6 +43,31 @@ func messageItem(role, text string) json.RawMessage {
 	return append(b, `,"type":"message"}`...)
 }
 
+// developerMessage builds a developer message with one input_text part per text, as the reference groups the
+// settings it tells together (written as messageItem writes its one part).
+func developerMessage(texts ...string) json.RawMessage {
+	if len(texts) == 1 {
+		return messageItem("developer", texts[0])
+	}
+	n := 0
+	for _, text := range texts {
+		n += len(text) + 40
+	}
+	b := make([]byte, 0, n+128)
+	b = append(b, `{"content":[`...)
+	for i, text := range texts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"text":`...)
+		b = jsonstr.Append(b, text)
+		b = append(b, `,"type":"input_text"}`...)
+	}
+	b = append(b, `],"id":"msg_`...)
+	b = appendUUIDv7(b)
+	return append(b, `","role":"developer","type":"message"}`...)
+}
+
 // appendUUIDv7 appends a new version 7 UUID's canonical text (hex digits and dashes: nothing to escape).
 func appendUUIDv7(b []byte) []byte {
 	id := uuid.Must(uuid.NewV7())
@@ -66,17 +91,28 @@ func encodeUUID(dst []byte, id uuid.UUID) {
 	}
 }
 
-// initialContext is what a new thread's history starts with, in the reference's order: developer
-// messages (the instructions, if any, and the permissions commands run under), then the environment
-// context.
-func initialContext(s Settings) []json.RawMessage {
-	var items []json.RawMessage
+// initialContext is what a new thread's history starts with, in the reference's order and grouping: one
+// developer message of the developer instructions (if any), the skills (if any), the permissions commands run
+// under and the collaboration mode (see modeAndAgentContext), then, in a multi-agent v2 thread, the agent's
+// role and delegation mode (a developer message each), then the environment context.
+func initialContext(s Settings, multiAgent bool, skills string) []json.RawMessage {
+	var parts []string
 	if s.DeveloperInstructions != "" {
-		items = append(items, messageItem("developer", s.DeveloperInstructions))
+		parts = append(parts, s.DeveloperInstructions)
 	}
-	items = append(items, messageItem("developer", permissionsText(s)))
-	items = append(items, messageItem("user", environmentContext(s, time.Now())))
-	return items
+	if skills != "" {
+		parts = append(parts, skills)
+	}
+	parts = append(parts, permissionsText(s))
+	mode, agent := modeAndAgentContext(s, multiAgent)
+	if mode != "" {
+		parts = append(parts, mode)
+	}
+	items := []json.RawMessage{developerMessage(parts...)}
+	for _, text := range agent {
+		items = append(items, messageItem("developer", text))
+	}
+	return append(items, messageItem("user", environmentContext(s, time.Now())))
 }
 
 // permissionsText tells the model, in our own words, what its commands may do and when the user is asked.

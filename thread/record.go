@@ -253,7 +253,13 @@ func (tn *Turn) recordTurnContext(s Settings) {
 		ApprovalsReviewer: string(s.ApprovalsReviewer), SandboxPolicy: sandboxCore(s.Sandbox), Model: s.Model,
 		CollaborationMode: map[string]any{"mode": "default", "settings": map[string]any{
 			"model": s.Model, "reasoning_effort": s.Effort, "developer_instructions": nil}},
+		MultiAgentVersion: "v1",
 	}
+	t.mu.Lock()
+	if t.multiAgentV2 {
+		tc.MultiAgentVersion = "v2"
+	}
+	t.mu.Unlock()
 	if s.Effort != nil {
 		tc.Effort = string(*s.Effort)
 	}

@@ -86,6 +86,11 @@ type Thread struct {
 	toldModel   string // the model of the last turn the model saw ("" before any): a switch tells it its instructions
 	base        string // the base instructions sent first in every request (session_meta's)
 	told        string // the base instructions the model was last given (base, or a later replacement)
+	// multiAgentV2 is set in a thread started on a multi-agent v2 model: its context tells the agent's role.
+	multiAgentV2 bool
+	// namesModel is set in a thread started on a catalogue model with a multi-agent version (a resumed thread:
+	// on its recorded model): a switch to a catalogue model names it in <model_instructions>.
+	namesModel  bool
 	recorded    string // the thread_settings_applied settings last written to the rollout (JSON)
 	storedModel string // the model the rollout recorded, for a resumed thread ("" otherwise)
 	// mcpOverrides are the [mcp_servers] of thread/start's `config` override (nil when it set none).

@@ -68,6 +68,15 @@ func (t *Thread) rereadToldLocked() {
 	}
 }
 
+// toldFreshLocked makes what the model was told the fresh initial context of s a compaction put in the history:
+// the next turn tells it only what differs from s (the base instructions, when s calls for others, are told
+// again: the messages that gave them are gone). t.mu must be held.
+func (t *Thread) toldFreshLocked(s Settings) {
+	t.told, _ = toldFromHistory(t.history, t.base)
+	t.permissions, t.filesystem, t.toldModel = permissionsText(s), filesystemText(s), s.Model
+	t.cwdChanged = false
+}
+
 // toldEnvironment returns the cwd and the <filesystem> part of the last environment contexts in history ("" for
 // what none tells).
 func toldEnvironment(history []json.RawMessage) (cwd, filesystem string) {

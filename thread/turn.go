@@ -473,12 +473,16 @@ func (tn *Turn) run() {
 	if wasInterrupted {
 		t.appendHistory(messageItem("user", interruptedNotice))
 	}
+	// A context filled past the limit is compacted before anything of this turn joins the history, as the
+	// reference does: its fresh initial context tells the model this turn's settings, so nothing is told twice.
+	if t.autoCompactDue(s) {
+		release()
+		tn.autoCompact(s)
+		release = t.holdOutput()
+	}
 	t.tellChanges(s)
 	tn.recordTurnContext(s) // after what changed, as the reference records it
 	release()
-	if tn.autoCompact(s) { // a context filled past the limit is compacted before the new input
-		t.tellChanges(s) // what the compaction dropped of this turn's updates
-	}
 	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
 
 	status, turnErr := tn.loop()
@@ -589,7 +593,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		tn.pending = nil
 		tn.mu.Unlock()
 		if s := t.Settings(); tn.autoCompact(s) { // a context filled past the limit is compacted before the request
-			t.tellChanges(s) // what the compaction dropped of the updates
+			t.tellChanges(s) // what its fresh initial context does not tell (another model's instructions)
 		}
 		for _, in := range pending {
 			tn.acceptInput(in.input, in.clientID)
@@ -1095,23 +1099,42 @@ func errorInfo(raw json.RawMessage) *protocol.CodexErrorInfo {
 func (t *Thread) tellChanges(s Settings) {
 	// A turn on another model than the last one gives it the base instructions, as the reference does; a
 	// turn after a change of the base instructions alone (a personality change) gives the model the new ones.
+	t.mu.Lock()
+	prevModel, multiAgent := t.toldModel, t.multiAgentV2
+	t.mu.Unlock()
 	if msg := t.swapModel(s); msg != nil {
 		t.appendHistory(msg)
 	} else if msg := t.swapInstructions(s); msg != nil {
 		t.appendHistory(msg)
 	}
-	// A turn that changed the sandbox or approval policy tells the model what now applies.
-	if p := permissionsText(s); t.swapPermissions(p) {
-		t.appendHistory(messageItem("developer", p))
+	// A model change also tells the collaboration mode and the agent's role as the new model has them.
+	var modeText string
+	var agent []string
+	if prevModel != "" && prevModel != s.Model {
+		modeText, agent = modelChangeContext(prevModel, s, multiAgent)
 	}
-	// A turn that switched the collaboration mode (threads start in Default) tells the model which mode
-	// now applies, as the reference does.
+	// A turn that changed the sandbox or approval policy tells the model what now applies; one that switched
+	// the collaboration mode (threads start in Default) which mode now applies: one developer message, as the
+	// reference's.
+	var parts []string
+	if p := permissionsText(s); t.swapPermissions(p) {
+		parts = append(parts, p)
+	}
 	t.mu.Lock()
 	switched, moved := t.modeChanged, t.cwdChanged
 	t.modeChanged, t.cwdChanged = false, false
 	t.mu.Unlock()
 	if switched {
-		t.appendHistory(messageItem("developer", collaborationModeText(s)))
+		modeText = collaborationModeText(s)
+	}
+	if modeText != "" {
+		parts = append(parts, modeText)
+	}
+	if len(parts) > 0 {
+		t.appendHistory(developerMessage(parts...))
+	}
+	for _, text := range agent {
+		t.appendHistory(messageItem("developer", text))
 	}
 	// The environment context follows a move (whole) or a change of what the sandbox lets commands touch
 	// (date, timezone and filesystem only), as the reference's.

@@ -1,0 +1,68 @@
+package thread
+
+import (
+	"appserver/model"
+	protocol "appserver/protocol/v2"
+)
+
+// multiAgentRoleText tells the model, in our own words, its place among agents: the reference sends it in the
+// initial context of a thread started on a multi-agent v2 model, wrapped in <multi_agent_role> on the models
+// with collaboration-mode instructions (gpt-6.x) and bare on the others. appserver offers no tools to start
+// or message other agents (the reference's multi_agent_v1/v2 tools), so the text says so.
+func multiAgentRoleText(s Settings) string {
+	const body = "You are `/root`, the primary agent of this session, working on the user's goals. No tools to start, " +
+		"message or wait for other agents are offered in this session: carry out the work yourself with the tools you have."
+	if model.ModeInstructions(s.Model) {
+		return "<multi_agent_role>" + body + "</multi_agent_role>"
+	}
+	return body
+}
+
+// multiAgentModeText tells the model, in our own words, when it may delegate to sub-agents (turn/start's
+// multiAgentMode; explicit requests only unless proactive).
+func multiAgentModeText(s Settings) string {
+	body := "Do not delegate to sub-agents on your own initiative: only when the user, or AGENTS.md or skill " +
+		"instructions that apply, explicitly ask for sub-agents, delegation or parallel agent work."
+	if s.MultiAgentMode != nil && s.MultiAgentMode.Name == protocol.MultiAgentModeProactive {
+		body = "You may delegate well-defined sub-tasks to sub-agents on your own initiative when that is faster " +
+			"or more thorough, whenever tools for it are offered."
+	}
+	return "<multi_agent_mode>" + body + "</multi_agent_mode>"
+}
+
+// modelModeText is the collaboration mode message a model change sends (see modelChangeContext): the mode's
+// instructions on a model that has them, else an empty <collaboration_mode>, as the reference's.
+func modelModeText(s Settings) string {
+	if model.ModeInstructions(s.Model) {
+		return collaborationModeText(s)
+	}
+	return "<collaboration_mode></collaboration_mode>"
+}
+
+// modeAndAgentContext is what an initial context tells of the collaboration mode and the agent's role, as the
+// reference's: the mode (with the permissions) on the models with collaboration-mode instructions, and in a
+// multi-agent v2 thread the role and the delegation mode.
+func modeAndAgentContext(s Settings, multiAgent bool) (mode string, agent []string) {
+	if model.ModeInstructions(s.Model) {
+		mode = collaborationModeText(s)
+	}
+	if multiAgent {
+		agent = []string{multiAgentRoleText(s), multiAgentModeText(s)}
+	}
+	return mode, agent
+}
+
+// modelChangeContext is what a turn on another model than the last one tells of the collaboration mode and
+// the agent's role, as the reference does: the mode when either model has collaboration-mode instructions
+// (empty on a model without), and, in a multi-agent v2 thread, the role and the delegation mode again when
+// the role's form changes with the model.
+func modelChangeContext(prev string, s Settings, multiAgent bool) (mode string, agent []string) {
+	prevMI, nextMI := model.ModeInstructions(prev), model.ModeInstructions(s.Model)
+	if prevMI || nextMI {
+		mode = modelModeText(s)
+	}
+	if multiAgent && prevMI != nextMI {
+		agent = []string{multiAgentRoleText(s), multiAgentModeText(s)}
+	}
+	return mode, agent
+}
