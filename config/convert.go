@@ -234,6 +234,7 @@ func build(eff tree) (*Config, *convError) {
 		ModelVerbosity:        r.oneOf(eff, root, "model_verbosity", "low", "medium", "high"),
 		ServiceTier:           r.str(eff, root, "service_tier", ""),
 		Personality:           r.oneOf(eff, root, "personality", "none", "friendly", "pragmatic"),
+		DeveloperInstructions: r.str(eff, root, "developer_instructions", ""),
 		SandboxMode:           r.oneOf(eff, root, "sandbox_mode", "read-only", "workspace-write", "danger-full-access"),
 		ApprovalTimeout:       time.Duration(r.integer(eff, root, "approval_timeout_ms", 0)) * time.Millisecond,
 		BackgroundTerminalMaxTimeout: time.Duration(r.integer(eff, root, "background_terminal_max_timeout",

@@ -107,6 +107,9 @@ type Config struct {
 	ServiceTier string
 	// Personality is personality ("none", "friendly", "pragmatic"; "" = unset).
 	Personality string
+	// DeveloperInstructions is developer_instructions, the developer message a thread sends the model unless
+	// the client gives its own ("" = none).
+	DeveloperInstructions string
 	// ModelProviders holds the built-in providers (openai, ollama,
 	// lmstudio) plus configured ones; built-ins cannot be overridden.
 	ModelProviders map[string]ModelProvider

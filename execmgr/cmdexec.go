@@ -263,15 +263,16 @@ func (r *CommandExecRegistry) Exec(ctx context.Context, req CommandExecRequest) 
 		proc.KillNow()
 	}
 
-	var timeout <-chan time.Time
+	var timeout <-chan struct{}
 	if !p.DisableTimeout {
 		d := DefaultCommandExecTimeout
 		if p.TimeoutMs != nil {
 			d = time.Duration(max(*p.TimeoutMs, 0)) * time.Millisecond
 		}
-		t := time.NewTimer(d)
+		fired := make(chan struct{})
+		t := r.m.clock.AfterFunc(d, func() { close(fired) })
 		defer t.Stop()
-		timeout = t.C
+		timeout = fired
 	}
 	timedOut, err := awaitExit(ctx, proc, timeout)
 	if err != nil {

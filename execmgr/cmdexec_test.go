@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"appserver/stopwatch/stopwatchtest"
 )
 
 type delta struct {
@@ -98,14 +102,33 @@ func TestCommandExecEnvOverrides(t *testing.T) {
 	require.Equal(t, "bar--1\n", res.Stdout.String())
 }
 
+// TestCommandExecTimeout: timeoutMs is timed by the manager's clock (a fake one here, so nothing depends on
+// how fast the machine runs the command): when it runs out the command is killed and answers exit code 124
+// with the output so far; timeoutMs 0 times out at once.
 func TestCommandExecTimeout(t *testing.T) {
-	r := newRegistry(t)
-	start := time.Now()
-	res, err := r.Exec(context.Background(), CommandExecRequest{Params: CommandExecParams{Command: []string{"sh", "-c", "echo before; sleep 1000; echo after"}, TimeoutMs: i64(2000)}})
+	clock := stopwatchtest.NewFakeClock(time.Unix(1_700_000_000, 0))
+	m := NewManager(ManagerOptions{Clock: clock})
+	t.Cleanup(func() { _ = m.Close() })
+	r := NewCommandExecRegistry(m)
+	t.Cleanup(r.Close)
+	marker := filepath.Join(t.TempDir(), "printed")
+	wait := runAsync(t, r, CommandExecRequest{Params: CommandExecParams{
+		Command: []string{"sh", "-c", "echo before; : > " + marker + "; sleep 1000; echo after"}, TimeoutMs: i64(2000)}})
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(marker)
+		return err == nil && clock.Pending() == 1
+	}, time.Minute, 5*time.Millisecond, "the command printed and the timeout is armed on the manager's clock")
+	clock.Advance(1999 * time.Millisecond)
+	require.Equal(t, 1, clock.Pending(), "not due yet")
+	clock.Advance(time.Millisecond)
+	res, err := wait()
 	require.NoError(t, err)
 	require.Equal(t, CommandExecResponse{ExitCode: 124, Stdout: OutputOf("before\n")}, res)
-	require.Less(t, time.Since(start), time.Minute, "ended by the timeout, not the sleep")
-	res, err = r.Exec(context.Background(), CommandExecRequest{Params: CommandExecParams{Command: []string{"sleep", "5"}, TimeoutMs: i64(0)}})
+
+	wait = runAsync(t, r, CommandExecRequest{Params: CommandExecParams{Command: []string{"sleep", "1000"}, TimeoutMs: i64(0)}})
+	require.Eventually(t, func() bool { return clock.Pending() == 1 }, time.Minute, 5*time.Millisecond)
+	clock.Advance(0)
+	res, err = wait()
 	require.NoError(t, err)
 	require.Equal(t, 124, res.ExitCode)
 }

@@ -18,6 +18,7 @@ import (
 	"appserver/internal/oserr"
 	"appserver/internal/pipesize"
 	"appserver/sandbox"
+	"appserver/stopwatch"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -106,6 +107,8 @@ type ManagerOptions struct {
 	// NoLauncher starts every sandboxed command with its own helper instead of by a launcher
 	// (docs/sandbox.md).
 	NoLauncher bool
+	// Clock times command/exec's timeoutMs (nil: the real clock); tests pass a fake one.
+	Clock stopwatch.Clock
 }
 
 // Manager owns every child process it spawns; Close kills them all.
@@ -113,6 +116,7 @@ type Manager struct {
 	grace  time.Duration
 	drain  time.Duration
 	log    *slog.Logger
+	clock  stopwatch.Clock
 	tr     *tracker
 	ls     *launcherPool
 	mu     sync.Mutex
@@ -142,6 +146,10 @@ func NewManager(opts ManagerOptions) *Manager {
 	}
 	if m.log == nil {
 		m.log = slog.Default()
+	}
+	m.clock = opts.Clock
+	if m.clock == nil {
+		m.clock = stopwatch.RealClock()
 	}
 	m.tr = newTracker(m.log)
 	m.tr.cgInit = opts.NoCgroups

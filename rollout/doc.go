@@ -12,8 +12,11 @@
 // McpToolCall, …), token_usage_record and event_msg token_count after each model response, and finally event_msg
 // task_complete{turn_id, last_agent_message, error?, started_at, completed_at, duration_ms} or
 // turn_aborted{turn_id, reason:"interrupted", …}. The reference does not record the legacy user_message /
-// agent_message events any more; files without history_mode "paginated" (older versions) are rebuilt from those
-// legacy events and their item_completed events are ignored, as the reference does. Names are not in the rollout:
+// agent_message events in paginated files any more; files without history_mode "paginated" (older versions,
+// imports) are legacy: rebuilt from those legacy events with their item_completed events ignored, and a turn
+// run on one appends user_message / agent_reasoning / agent_message (nothing for other items), as the
+// reference does. A legacy thread's fork is legacy too and copies its parent's records (no history_base).
+// Names are not in the rollout:
 // thread/name/set appends {"id","thread_name","updated_at"} to $CODEX_HOME/session_index.jsonl. Archiving moves
 // the file to $CODEX_HOME/archived_sessions/. The reference lists threads from its own SQLite files but picks up
 // rollouts written by others (including ours) at its next thread/list, and resumes and appends to them.

@@ -451,6 +451,7 @@ func TestLineReader(t *testing.T) {
 func TestSourceKindAndShellJoin(t *testing.T) {
 	for raw, want := range map[string]string{
 		`"vscode"`: "vscode", `"cli"`: "cli", `"exec"`: "exec", `"mcp"`: "appServer", `"weird"`: "unknown",
+		`"appServer"`: "unknown", `"app_server"`: "unknown", `{"custom":"x"}`: "custom",
 		`{"subagent":"review"}`: "subAgentReview", `{"subagent":"compact"}`: "subAgentCompact",
 		`{"subagent":{"thread_spawn":{"parent_thread_id":"x"}}}`: "subAgentThreadSpawn",
 		`{"subagent":"other"}`: "subAgentOther", `{"x":1}`: "unknown", `12`: "unknown",

@@ -541,3 +541,33 @@ func (i FileChangeItem) MarshalJSON() ([]byte, error) {
 	}
 	return marshalNoEscape(plain(i))
 }
+
+// AppendCopies records each record line of data (a rollout's bytes) again, restamped now: a fork of a legacy
+// thread starts with its parent's history copied, as the reference writes it. Lines that are not records are
+// skipped.
+func (r *Recorder) AppendCopies(data []byte) error {
+	var body bytes.Buffer
+	for len(data) > 0 {
+		ln := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			ln, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		var rec struct {
+			Type    string          `json:"type"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		if json.Unmarshal(ln, &rec) != nil || rec.Type == "" || len(rec.Payload) == 0 {
+			continue
+		}
+		body.Reset()
+		if json.Compact(&body, rec.Payload) != nil {
+			continue
+		}
+		if err := r.writeCompact(rec.Type, body.Bytes(), time.Time{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -20,6 +20,10 @@ const (
 // rebuilt from item_completed events. Files without it ("legacy") are rebuilt from user_message/agent_message events.
 const HistoryModePaginated = "paginated"
 
+// Paginated reports whether a session_meta history_mode is paginated. Any other value, none included, is
+// legacy: the reference 0.169 reads a rollout without history_mode as legacy.
+func Paginated(historyMode string) bool { return historyMode == HistoryModePaginated }
+
 // line is the envelope of one rollout line.
 type line struct {
 	Timestamp string          `json:"timestamp"`
@@ -75,14 +79,15 @@ func StringSource(s string) json.RawMessage {
 }
 
 // SourceKind maps a recorded session source to the protocol's ThreadSourceKind ("cli", "vscode", "exec",
-// "appServer", "subAgent…", "unknown").
+// "appServer", "subAgent…", "unknown"), or to CustomSourceKind for a {"custom": …} source. As in the
+// reference, only "mcp" is the app server's; any other unrecognised name is "unknown".
 func SourceKind(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		switch s {
 		case "cli", "vscode", "exec":
 			return s
-		case "mcp", "app_server", "appServer":
+		case "mcp":
 			return "appServer"
 		}
 		return "unknown"
@@ -90,6 +95,10 @@ func SourceKind(raw json.RawMessage) string {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil {
 		return "unknown"
+	}
+	var custom string
+	if c, ok := obj["custom"]; ok && len(obj) == 1 && json.Unmarshal(c, &custom) == nil {
+		return CustomSourceKind
 	}
 	sub, ok := obj["subagent"]
 	if !ok {
@@ -116,6 +125,10 @@ func SourceKind(raw json.RawMessage) string {
 	}
 	return "subAgent"
 }
+
+// CustomSourceKind is the indexed kind of a {"custom": …} session source. It is no protocol
+// ThreadSourceKind, so no thread/list source filter selects it (the reference's default filter does not either).
+const CustomSourceKind = "custom"
 
 // subAgentKinds are the kinds the source filter "subAgent" selects: every sub-agent's, as in the reference.
 var subAgentKinds = []string{"subAgent", "subAgentReview", "subAgentCompact", "subAgentThreadSpawn", "subAgentOther"}

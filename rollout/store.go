@@ -1213,19 +1213,30 @@ func SpawnParent(raw json.RawMessage) string {
 	return src.Subagent.ThreadSpawn.ParentThreadID
 }
 
-// ProtocolSource splits Summary.Source into the protocol's forms: a plain name, or the inner value of a
-// {"subagent": …} object source (nil when the source is plain).
-func ProtocolSource(src string) (name string, subAgent json.RawMessage) {
+// ProtocolSource splits Summary.Source into the protocol's forms: a plain name, the name of a
+// {"custom": …} object source, or the inner value of a {"subagent": …} one (at most one of custom and
+// subAgent is set). Plain names are mapped as the reference does ("mcp" is "appServer", a name outside
+// the protocol's is "unknown", "" stays ""); so is an unrecognised object ("unknown").
+func ProtocolSource(src string) (name string, custom *string, subAgent json.RawMessage) {
 	if !strings.HasPrefix(src, "{") {
-		return src, nil
+		if src == "" {
+			return "", nil, nil
+		}
+		return SourceKind(StringSource(src)), nil, nil
 	}
 	var obj struct {
 		Subagent json.RawMessage `json:"subagent"`
+		Custom   *string         `json:"custom"`
 	}
-	if json.Unmarshal([]byte(src), &obj) == nil && len(obj.Subagent) > 0 {
-		return "", obj.Subagent
+	if json.Unmarshal([]byte(src), &obj) == nil {
+		switch {
+		case len(obj.Subagent) > 0:
+			return "", nil, obj.Subagent
+		case obj.Custom != nil:
+			return "", obj.Custom, nil
+		}
 	}
-	return "unknown", nil
+	return "unknown", nil, nil
 }
 
 // Index returns the store's database (thread sections live there).

@@ -160,6 +160,9 @@ func (s *Server) threadList(ctx context.Context, _ *connection, req *jsonrpc.Req
 		q.Cwds = p.Cwd.Values
 	}
 	for _, k := range p.SourceKinds {
+		if err := k.Validate(); err != nil {
+			return nil, invalidParams("%v", err)
+		}
 		q.SourceKinds = append(q.SourceKinds, string(k))
 	}
 	data, pg, err := s.threads.ListPage(q)
@@ -241,7 +244,7 @@ func (s *Server) threadRead(ctx context.Context, c *connection, _ *jsonrpc.Reque
 		info = th
 	}
 	s.overlayThreadMeta(ctx, &info)
-	if include {
+	if include && !legacyHistory(&info) {
 		c.notify(protocol.NotifyDeprecationNotice, deprecationHydration())
 	}
 	resp := protocol.ThreadReadResponse{Thread: info}
@@ -262,11 +265,22 @@ func deprecationExcludeTurns() protocol.DeprecationNoticeNotification {
 // excludeTurns reports whether the client set excludeTurns; when it did not, c is sent the deprecation notice
 // for full-history hydration, as the reference does on resume and fork.
 func excludeTurns(c *connection, flag *bool) bool {
+	return excludeTurnsOf(c, flag, false)
+}
+
+// excludeTurnsOf is excludeTurns for a thread whose history may be legacy: the notice is about paginated
+// threads, and the reference sends none for a legacy one.
+func excludeTurnsOf(c *connection, flag *bool, legacy bool) bool {
 	exclude := flag != nil && *flag
-	if !exclude {
+	if !exclude && !legacy {
 		c.notify(protocol.NotifyDeprecationNotice, deprecationExcludeTurns())
 	}
 	return exclude
+}
+
+// legacyHistory reports whether info is a thread with legacy (unpaginated) history.
+func legacyHistory(info *protocol.Thread) bool {
+	return info.HistoryMode != nil && *info.HistoryMode == protocol.ThreadHistoryModeLegacy
 }
 
 // loadConfigError is thread/resume's and thread/fork's error for a configuration that does not load (for
@@ -395,7 +409,8 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 		}
 	}
 	s.threads.CancelUnload(t.ID)
-	exclude := excludeTurns(c, p.ExcludeTurns)
+	legacy := legacyHistory(ptr(t.Info()))
+	exclude := excludeTurnsOf(c, p.ExcludeTurns, legacy)
 	newSubscriber := t.Subscribe(c)
 	if loadedNow {
 		st := t.Settings()
@@ -414,8 +429,8 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	}
 	resp := resumeResponse(info, t.Settings())
 	// The backwards cursors anchor at the newest turn and item, included: paging from them (descending) starts
-	// with the newest entry.
-	if nTurns, nItems := t.HistoryCounts(); nTurns > 0 {
+	// with the newest entry. The reference gives none for a legacy thread.
+	if nTurns, nItems := t.HistoryCounts(); nTurns > 0 && !legacy {
 		resp.TurnsBackwardsCursor = cursorString(t.ID, scopeTurns, &historyAnchor{pos: nTurns - 1, include: true})
 		if nItems > 0 {
 			resp.ItemsBackwardsCursor = cursorString(t.ID, scopeItems, &historyAnchor{pos: nItems - 1, include: true})
@@ -549,6 +564,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	if err := s.configLoadError(); err != nil {
 		return nil, loadConfigError(c, p.ExcludeTurns, err)
 	}
+	legacy := s.threads.Legacy(p.ThreadID)
 	t, err := s.threads.Fork(ctx, thread.ForkOptions{
 		ParentID: p.ThreadID, LastTurnID: deref(p.LastTurnID), BeforeTurnID: deref(p.BeforeTurnID),
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral, ExcludeTurns: p.ExcludeTurns != nil && *p.ExcludeTurns,
@@ -563,7 +579,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	case errors.Is(err, thread.ErrTurnNotFound):
 		// The reference looks for the turn after it sent the hydration deprecation notice.
-		excludeTurns(c, p.ExcludeTurns)
+		excludeTurnsOf(c, p.ExcludeTurns, legacy)
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	case err != nil:
 		return nil, storeError(err)
@@ -573,7 +589,7 @@ func (s *Server) threadFork(ctx context.Context, c *connection, req *jsonrpc.Req
 	}
 	req.Claim(threadLane(t.ID))
 	s.inheritProject(ctx, p.ThreadID, t)
-	exclude := excludeTurns(c, p.ExcludeTurns)
+	exclude := excludeTurnsOf(c, p.ExcludeTurns, legacy)
 	t.Subscribe(c)
 	info := t.Info()
 	if !exclude {
@@ -711,17 +727,23 @@ func (s *Server) threadTurnsList(_ context.Context, _ *connection, _ *jsonrpc.Re
 	if s.withoutRollout(p.ThreadID) {
 		return nil, errListTurnsUnsupported
 	}
+	turns, err := s.threads.Turns(p.ThreadID)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	legacy := s.threads.Legacy(p.ThreadID)
 	var anchor *historyAnchor
 	if p.Cursor != nil && *p.Cursor != "" {
-		a, err := parseHistoryCursor(*p.Cursor, p.ThreadID, scopeTurns)
+		var a historyAnchor
+		if legacy {
+			a, err = parseTurnCursor(*p.Cursor, turns)
+		} else {
+			a, err = parseHistoryCursor(*p.Cursor, p.ThreadID, scopeTurns)
+		}
 		if err != nil {
 			return nil, err
 		}
 		anchor = &a
-	}
-	turns, err := s.threads.Turns(p.ThreadID)
-	if err != nil {
-		return nil, storeError(err)
 	}
 	asc := p.SortDirection != nil && *p.SortDirection == protocol.SortDirectionAsc
 	limit := 0
@@ -737,8 +759,40 @@ func (s *Server) threadTurnsList(_ context.Context, _ *connection, _ *jsonrpc.Re
 	for _, i := range idx {
 		page = append(page, itemsView(turns[i], view))
 	}
+	if legacy {
+		return protocol.ThreadTurnsListResponse{Data: page, NextCursor: turnCursor(turns, next),
+			BackwardsCursor: turnCursor(turns, back)}, nil
+	}
 	return protocol.ThreadTurnsListResponse{Data: page, NextCursor: cursorString(p.ThreadID, scopeTurns, next),
 		BackwardsCursor: cursorString(p.ThreadID, scopeTurns, back)}, nil
+}
+
+// turnCursorBody is thread/turns/list's cursor for a legacy thread, shaped like the reference's: the anchor
+// turn's id and whether the anchor itself belongs to the next page.
+type turnCursorBody struct {
+	TurnID        string `json:"turnId"`
+	IncludeAnchor bool   `json:"includeAnchor"`
+}
+
+func turnCursor(turns []protocol.Turn, a *historyAnchor) *string {
+	if a == nil {
+		return nil
+	}
+	b, _ := json.Marshal(turnCursorBody{TurnID: turns[a.pos].ID, IncludeAnchor: a.include})
+	c := string(b)
+	return &c
+}
+
+func parseTurnCursor(raw string, turns []protocol.Turn) (historyAnchor, error) {
+	var c turnCursorBody
+	if err := json.Unmarshal([]byte(raw), &c); err == nil && c.TurnID != "" {
+		for i := range turns {
+			if turns[i].ID == c.TurnID {
+				return historyAnchor{pos: i, include: c.IncludeAnchor}, nil
+			}
+		}
+	}
+	return historyAnchor{}, jsonrpc.InvalidRequest("invalid cursor: " + raw)
 }
 
 // itemsView trims a turn's items to the requested view.
@@ -775,7 +829,8 @@ func (s *Server) threadItemsList(_ context.Context, _ *connection, _ *jsonrpc.Re
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
-	if s.withoutRollout(p.ThreadID) {
+	if s.withoutRollout(p.ThreadID) || s.threads.Legacy(p.ThreadID) {
+		// The reference pages items only from a paginated rollout.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: protocol.MethodThreadItemsList + " is not supported yet"}
 	}
 	turns, err := s.threads.Turns(p.ThreadID)

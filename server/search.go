@@ -45,6 +45,9 @@ func (s *Server) threadSearch(_ context.Context, _ *connection, _ *jsonrpc.Reque
 		q.Archived = *p.Archived
 	}
 	for _, k := range p.SourceKinds {
+		if err := k.Validate(); err != nil {
+			return nil, invalidParams("%v", err)
+		}
 		q.SourceKinds = append(q.SourceKinds, string(k))
 	}
 	data, pg, err := s.threads.ListPage(q)

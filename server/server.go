@@ -62,7 +62,8 @@ type Options struct {
 	// SessionSource is recorded as the source of threads started here ("vscode" when empty; `exec`
 	// uses "exec").
 	SessionSource string
-	// Clock times approval waits, MCP tool timeouts and idle thread unloads (nil: the real clock); tests pass a fake one.
+	// Clock times approval waits, MCP tool timeouts, idle thread unloads and command/exec timeouts (nil: the real
+	// clock); tests pass a fake one.
 	Clock stopwatch.Clock
 }
 
@@ -121,7 +122,7 @@ func New(opts Options) *Server {
 		return config.UnknownKeysWarning(opts.UnknownKeys())
 	})
 	s.auth = auth.NewStore(opts.Config.CodexHome)
-	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger})
+	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger, Clock: opts.Clock})
 	var onLoad func(*thread.Thread)
 	if opts.Tools == nil {
 		td := tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools}

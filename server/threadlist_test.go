@@ -109,3 +109,53 @@ func TestThreadListSubAgentKinds(t *testing.T) {
 	require.Equal(t, []string{id(4)}, list("subAgentCompact"))
 	require.Equal(t, []string{id(5)}, list("subAgentOther"))
 }
+
+// TestThreadListCustomAndPlainSources pins the reference's (0.169.0) session sources as recorded: a
+// {"custom": …} source is shown as such and selected by no source filter (not even "unknown", and the
+// default interactive one neither); "mcp" is shown and filtered as "appServer"; any other name
+// ("appServer" or "app_server" included) is "unknown". A `custom` filter is refused as an unknown variant.
+func TestThreadListCustomAndPlainSources(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "codex_home")
+	id := func(i int) string { return fmt.Sprintf("01f00000-0000-7000-8000-%012d", i) }
+	base := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	sources := []string{`{"custom":"my-tool"}`, `"vscode"`, `{"custom":""}`, `"mcp"`, `"app_server"`, `"bogus"`}
+	for i, src := range sources {
+		storedThread(t, home, id(i+1), "mock", json.RawMessage(src), base.Add(time.Duration(i)*time.Hour), "hi")
+	}
+	c := apptest.Start(t, apptest.Options{Home: home})
+	c.Initialize(true)
+	type listed struct {
+		ID     string          `json:"id"`
+		Source json.RawMessage `json:"source"`
+	}
+	list := func(params map[string]any) []string {
+		var r struct {
+			Data []listed `json:"data"`
+		}
+		c.Result("thread/list", params, &r)
+		out := []string{}
+		for _, th := range r.Data {
+			out = append(out, th.ID[len(th.ID)-1:]+"="+string(th.Source))
+		}
+		return out
+	}
+	require.Equal(t, []string{`2="vscode"`}, list(map[string]any{}))
+	require.Equal(t, []string{`4="appServer"`}, list(map[string]any{"sourceKinds": []string{"appServer"}}))
+	require.Equal(t, []string{`6="unknown"`, `5="unknown"`}, list(map[string]any{"sourceKinds": []string{"unknown"}}))
+	for i, want := range []string{`{"custom":"my-tool"}`, `"vscode"`, `{"custom":""}`, `"appServer"`, `"unknown"`, `"unknown"`} {
+		var r struct {
+			Thread listed `json:"thread"`
+		}
+		c.Result("thread/read", map[string]any{"threadId": id(i + 1)}, &r)
+		require.JSONEq(t, want, string(r.Thread.Source), id(i+1))
+	}
+	var r struct {
+		Thread listed `json:"thread"`
+	}
+	c.Result("thread/resume", map[string]any{"threadId": id(1)}, &r)
+	require.JSONEq(t, `{"custom":"my-tool"}`, string(r.Thread.Source))
+	const unknownKind = "Invalid request: unknown variant `custom`, expected one of `cli`, `vscode`, `exec`, `appServer`, " +
+		"`subAgent`, `subAgentReview`, `subAgentCompact`, `subAgentThreadSpawn`, `subAgentOther`, `unknown`"
+	requireError(t, c.Request("thread/list", map[string]any{"sourceKinds": []string{"custom"}}), -32600, unknownKind)
+	requireError(t, c.Request("thread/search", map[string]any{"searchTerm": "hi", "sourceKinds": []string{"custom"}}), -32600, unknownKind)
+}

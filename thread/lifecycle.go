@@ -45,9 +45,12 @@ func (m *Manager) lookupStored(id string) (rollout.Summary, error) {
 }
 
 // sessionSource is the protocol form of a rollout's session source: a plain name ("vscode" when empty) or
-// the JSON of an object source, whose sub-agent form keeps its details.
+// the JSON of an object source, whose custom and sub-agent forms keep their details.
 func sessionSource(src string) protocol.SessionSource {
-	name, sub := rollout.ProtocolSource(src)
+	name, custom, sub := rollout.ProtocolSource(src)
+	if custom != nil {
+		return protocol.SessionSource{Custom: custom}
+	}
 	if sub == nil {
 		return protocol.SessionSource{Name: firstNonEmpty(name, "vscode")}
 	}
@@ -58,6 +61,25 @@ func sessionSource(src string) protocol.SessionSource {
 	return protocol.SessionSource{SubAgent: &sa}
 }
 
+// historyMode is the protocol form of a session_meta history_mode: legacy unless paginated (see rollout.Paginated).
+func historyMode(mode string) *protocol.ThreadHistoryMode {
+	if rollout.Paginated(mode) {
+		return ptr(protocol.ThreadHistoryModePaginated)
+	}
+	return ptr(protocol.ThreadHistoryModeLegacy)
+}
+
+// Legacy reports whether the thread's history is legacy (its rollout is not paginated), loaded or stored; an
+// unknown thread is not.
+func (m *Manager) Legacy(id string) bool {
+	if t, ok := m.Get(id); ok {
+		hm := t.Info().HistoryMode
+		return hm != nil && *hm == protocol.ThreadHistoryModeLegacy
+	}
+	sum, err := m.lookupStored(id)
+	return err == nil && !rollout.Paginated(sum.HistoryMode)
+}
+
 // ThreadFromSummary renders an index entry as a protocol Thread with the given status and no turns.
 func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protocol.Thread {
 	th := protocol.Thread{
@@ -65,13 +87,10 @@ func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protoc
 		CreatedAt: sum.CreatedAt, UpdatedAt: sum.UpdatedAt, RecencyAt: ptr(firstNonZero(sum.RecencyAt, sum.UpdatedAt)), Status: status,
 		Path: ptr(rollout.PlainPath(sum.Path)), Cwd: protocol.AbsolutePathBuf(sum.Cwd), CliVersion: sum.CLIVersion,
 		Source:      sessionSource(sum.Source),
-		HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Turns: []protocol.Turn{},
+		HistoryMode: historyMode(sum.HistoryMode), Turns: []protocol.Turn{},
 	}
 	if sum.ParentThreadID != "" {
 		th.ParentThreadID = ptr(sum.ParentThreadID)
-	}
-	if sum.HistoryMode != "" && sum.HistoryMode != rollout.HistoryModePaginated {
-		th.HistoryMode = ptr(protocol.ThreadHistoryModeLegacy) // a rollout without paginated history
 	}
 	if sum.Section != nil {
 		th.Section = SectionOf(*sum.Section)
@@ -445,7 +464,10 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if o.BaseInstr != nil {
 		s.BaseInstructions = *o.BaseInstr
 	}
-	s.DeveloperInstructions = deref(o.DeveloperInstr)
+	s.DeveloperInstructions = cfg.DeveloperInstructions
+	if o.DeveloperInstr != nil {
+		s.DeveloperInstructions = *o.DeveloperInstr // the client's, even empty, replaces the configuration's
+	}
 	s.Mode = protocol.ModeKindDefault
 	if len(th.Meta.DynamicTools) > 0 {
 		// The client's dynamic tools stay offered to a resumed thread, as the reference keeps them.
@@ -482,7 +504,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		ID: id, SessionID: id, Preview: th.Preview, ModelProvider: s.ModelProvider,
 		CreatedAt: created.Unix(), UpdatedAt: updated.Unix(), RecencyAt: ptr(updated.Unix()),
 		Cwd: protocol.AbsolutePathBuf(s.Cwd), CliVersion: firstNonEmpty(th.Meta.CLIVersion, m.deps.Version),
-		Source: sessionSource(src), HistoryMode: ptr(protocol.ThreadHistoryModePaginated), Model: ptr(s.Model),
+		Source: sessionSource(src), HistoryMode: historyMode(th.Meta.HistoryMode), Model: ptr(s.Model),
 		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}},
 		CanAcceptDirectInput: ptr(true), Turns: []protocol.Turn{}, ReasoningEffort: s.Effort,
 	}
@@ -591,7 +613,7 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 	if _, err := m.Config().ForCwd(firstNonEmpty(deref(o.Overrides.Cwd), parent.Session.Cwd)); err != nil {
 		return nil, &ConfigError{Err: err}
 	}
-	if o.Ephemeral && !o.ExcludeTurns && parent.Session.HistoryMode == rollout.HistoryModePaginated {
+	if o.Ephemeral && !o.ExcludeTurns && rollout.Paginated(parent.Session.HistoryMode) {
 		return nil, ErrEphemeralForkWithTurns // a legacy (unpaginated) parent may be forked with its turns
 	}
 	before := o.BeforeTurnID
@@ -661,9 +683,20 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		if fresh.ReasoningEffort != "" {
 			s.Effort = ptr(protocol.ReasoningEffort(fresh.ReasoningEffort))
 		}
+		legacy := !rollout.Paginated(parent.Session.HistoryMode)
+		if legacy {
+			// As the reference, a legacy parent's fork is legacy too: its history is copied, not referenced.
+			meta.HistoryBase, meta.ForkedFromOrdinalExclusive, meta.HistoryMode = nil, nil, "legacy"
+		}
 		rec, err = m.createRollout(meta, s, now)
 		if err != nil {
 			return nil, err
+		}
+		if legacy {
+			if err := copyForkPrefix(rec, parentPath, hb.EndByteOffset); err != nil {
+				_ = rec.Close()
+				return nil, fmt.Errorf("copy fork history: %w", err)
+			}
 		}
 		if running != nil {
 			// The parent's turn is still going: the fork records it as interrupted, as the reference does.
@@ -727,6 +760,24 @@ func (m *Manager) forkSettings() rollout.ThreadSettings {
 		ts.Personality = string(*p)
 	}
 	return ts
+}
+
+// copyForkPrefix records the parent's first n bytes (all when n <= 0) again in a legacy fork's rollout.
+func copyForkPrefix(rec *rollout.Recorder, parentPath string, n int64) error {
+	src, err := rollout.OpenRolloutFile(parentPath)
+	if err != nil {
+		return fmt.Errorf("read rollout: %w", err)
+	}
+	defer src.Close()
+	var r io.Reader = src
+	if n > 0 {
+		r = io.LimitReader(src, n)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	return rec.AppendCopies(data)
 }
 
 // readForkPrefix reads the history of an ephemeral fork: the parent's first n bytes (all when n <= 0), copied to a

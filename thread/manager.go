@@ -328,7 +328,10 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		s.ApprovalsReviewer = *p.ApprovalsReviewer
 	}
 	s.ServiceTier, s.Personality = tierAndPersonality(p.ServiceTier, p.Personality, cfg)
-	s.DeveloperInstructions = deref(p.DeveloperInstructions)
+	s.DeveloperInstructions = cfg.DeveloperInstructions
+	if p.DeveloperInstructions != nil {
+		s.DeveloperInstructions = *p.DeveloperInstructions // the client's, even empty, replaces the configuration's
+	}
 	mode := cfg.SandboxMode
 	if p.Sandbox != nil {
 		mode = string(*p.Sandbox)
@@ -424,7 +427,9 @@ func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.T
 	if meta.BaseInstructions == nil {
 		meta.BaseInstructions = &rollout.BaseInstructions{Text: s.instructions()}
 	}
-	meta.HistoryMode = rollout.HistoryModePaginated
+	if meta.HistoryMode == "" {
+		meta.HistoryMode = rollout.HistoryModePaginated
+	}
 	rec, err := rollout.Create(m.Config().CodexHome, meta, now)
 	if err != nil {
 		return nil, fmt.Errorf("create rollout: %w", err)

@@ -37,6 +37,21 @@ func (tn *Turn) recordItemCompleted(threadID, turnID string, item protocol.Threa
 			return r.AppendEvent(rollout.ItemCompleted{ThreadID: threadID, TurnID: turnID, Item: core, StartedAtMs: started, CompletedAtMs: completed})
 		})
 	}
+	if t.legacyHistory() {
+		// A legacy rollout is read from its legacy events, as the reference writes them there (and nothing
+		// for the other items).
+		events := legacyEvents(item)
+		rec = func() {
+			t.record(func(r *rollout.Recorder) error {
+				for _, ev := range events {
+					if err := r.AppendEvent(ev); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+	}
 	tn.mu.Lock()
 	if tn.holding {
 		tn.held = append(tn.held, rec)
@@ -45,6 +60,56 @@ func (tn *Turn) recordItemCompleted(threadID, turnID string, item protocol.Threa
 	}
 	tn.mu.Unlock()
 	rec()
+}
+
+// legacyHistory reports whether the thread's rollout is legacy (not paginated): its items are then recorded
+// as legacy events.
+func (t *Thread) legacyHistory() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.meta.HistoryMode != nil && *t.meta.HistoryMode == protocol.ThreadHistoryModeLegacy
+}
+
+// legacyEvents returns the events the reference records for a finished item in a legacy rollout: user_message,
+// one agent_reasoning per summary part, agent_message; none for any other item.
+func legacyEvents(item protocol.ThreadItem) []rollout.Event {
+	switch v := item.Value.(type) {
+	case protocol.ThreadItemUserMessage:
+		var ev rollout.UserMessage
+		var texts []string
+		for _, in := range v.Content {
+			switch c := in.Value.(type) {
+			case protocol.UserInputText:
+				texts = append(texts, c.Text)
+				if len(v.Content) == 1 {
+					for _, te := range c.TextElements {
+						ev.TextElements = append(ev.TextElements, te)
+					}
+				}
+			case protocol.UserInputImage:
+				if c.URL != nil {
+					ev.Images = append(ev.Images, *c.URL)
+				}
+			case protocol.UserInputLocalImage:
+				ev.LocalImages = append(ev.LocalImages, c.Path)
+			}
+		}
+		ev.Message = strings.Join(texts, "\n")
+		return []rollout.Event{ev}
+	case protocol.ThreadItemReasoning:
+		events := make([]rollout.Event, 0, len(v.Summary))
+		for _, s := range v.Summary {
+			events = append(events, rollout.AgentReasoning{Text: s})
+		}
+		return events
+	case protocol.ThreadItemAgentMessage:
+		ev := rollout.AgentMessage{Message: v.Text}
+		if v.Phase != nil {
+			ev.Phase = string(*v.Phase)
+		}
+		return []rollout.Event{ev}
+	}
+	return nil
 }
 
 // holdRecords defers item records (a task's prelude runs before its start is recorded);
