@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -219,6 +220,19 @@ func tomlKind(v any) string {
 		return "boolean"
 	case []any:
 		return "array"
+	}
+	return ""
+}
+
+// FileSyntaxErrorText is TOMLErrorText for the TOML file at path, "" when it reads and parses.
+func FileSyntaxErrorText(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var raw tree
+	if err := toml.Unmarshal(data, &raw); err != nil {
+		return TOMLErrorText(data, err)
 	}
 	return ""
 }

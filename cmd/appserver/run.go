@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -193,6 +194,13 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 			// A -c value of the wrong type: the message, then the key (the reference's wording).
 			fmt.Fprintf(stderr, "Error: %s\nin `%s`\n\n", ce.Msg, ce.Key)
 			return 1
+		}
+		if errors.As(cfgErr, &ce) && ce.Syntax && ce.File != "" {
+			if cause := config.FileSyntaxErrorText(ce.File); cause != "" {
+				// The parser's own report follows, indented, as the reference's error chain.
+				fmt.Fprintf(stderr, "Error: %v\n\nCaused by:\n    %s\n", cfgErr, strings.ReplaceAll(strings.TrimSuffix(cause, "\n"), "\n", "\n    ")+"\n    ")
+				return 1
+			}
 		}
 		fmt.Fprintf(stderr, "Error: %v\n", cfgErr)
 		return 1
