@@ -328,6 +328,13 @@ func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool) *Pa
 			if err := json.Unmarshal(one, spec.NewParams()); err != nil {
 				return paramsErrorf("%s", DescribeDecodeErrorIn(one, err))
 			}
+			// A string enum's unknown value is refused in the same pass, in order, as serde does (a
+			// handler checks it when nothing else is wrong).
+			if f, ok := memberType(t, key); ok {
+				if msg := unknownEnumValue(f, val); msg != "" {
+					return paramsErrorf("%s", msg)
+				}
+			}
 		}
 		if want, ok := fields[key]; ok && string(val) == "null" {
 			return paramsErrorf("invalid type: null, expected %s", want)
@@ -354,6 +361,59 @@ func hasUntaggedRaw(t reflect.Type) bool {
 func fitsStringOrObject(v json.RawMessage) bool {
 	v = bytes.TrimSpace(v)
 	return len(v) > 0 && (v[0] == '"' || v[0] == '{' || v[0] == 'n')
+}
+
+// enumValuesOf returns the values of the generated string enum type named name (nil when not one).
+func enumValuesOf(name string) []string {
+	i := sort.Search(len(enumValues), func(i int) bool { return enumValues[i].typeName >= name })
+	if i < len(enumValues) && enumValues[i].typeName == name {
+		return enumValues[i].fields
+	}
+	return nil
+}
+
+// unknownEnumValue returns serde's "unknown variant" error for val when t is a string enum (alone, optional
+// or in a list) and val holds a value outside it, else "".
+func unknownEnumValue(t reflect.Type, val json.RawMessage) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Slice {
+		var items []json.RawMessage
+		if json.Unmarshal(val, &items) != nil {
+			return ""
+		}
+		for _, it := range items {
+			if msg := unknownEnumValue(t.Elem(), it); msg != "" {
+				return msg
+			}
+		}
+		return ""
+	}
+	if t.Kind() != reflect.String || t.PkgPath() != protocolPkg {
+		return ""
+	}
+	values := enumValuesOf(t.Name())
+	var s string
+	if len(values) == 0 || json.Unmarshal(val, &s) != nil {
+		return ""
+	}
+	for _, v := range values {
+		if v == s {
+			return ""
+		}
+	}
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = "`" + v + "`"
+	}
+	switch len(values) {
+	case 1:
+		return fmt.Sprintf("unknown variant `%s`, expected %s", s, quoted[0])
+	case 2:
+		return fmt.Sprintf("unknown variant `%s`, expected %s or %s", s, quoted[0], quoted[1])
+	}
+	return fmt.Sprintf("unknown variant `%s`, expected one of %s", s, strings.Join(quoted, ", "))
 }
 
 // memberType returns the Go type of the member of struct type t with JSON name key.

@@ -142,6 +142,9 @@ func TestDecodeParamsSerdeWording(t *testing.T) {
 		{protocol.MethodThreadStart, `{"model":5,"runtimeWorkspaceRoots":["/tmp","rel"]}`, "invalid type: integer `5`, expected a string"},
 		{protocol.MethodThreadStart, `{"runtimeWorkspaceRoots":["rel",5]}`, "AbsolutePathBuf deserialized without a base path"},
 		{protocol.MethodThreadFork, `{"model":5,"threadId":"x","ephemeral":null}`, "invalid type: integer `5`, expected a string"},
+		{protocol.MethodThreadList, `{"sortKey":"bogus","limit":-1}`, "unknown variant `bogus`, expected one of `created_at`, `updated_at`, `recency_at`, `section_position`"},
+		{protocol.MethodThreadList, `{"limit":-1,"sortKey":"bogus"}`, "invalid value: integer `-1`, expected u32"},
+		{protocol.MethodThreadList, `{"sortDirection":"up","limit":"x"}`, "unknown variant `up`, expected `asc` or `desc`"},
 	} {
 		spec, ok := protocol.LookupClientRequest(tc.method)
 		require.True(t, ok, tc.method)

@@ -121,6 +121,8 @@ type gen struct {
 	required []string
 	// paths holds the entries of the generated absolutePathFields table.
 	paths []string
+	// enums holds the entries of the generated enumValues table.
+	enums []string
 }
 
 func newGen() *gen {
@@ -565,6 +567,9 @@ func (g *gen) types() (src string, err error) {
 	// no work (and no heap) at program start; CheckRequired binary-searches it.
 	g.emit("// requiredFields lists, per struct type sorted by name, the JSON names of its required non-null properties.\n"+
 		"var requiredFields = []requiredEntry{\n%s}\n", strings.Join(g.required, ""))
+	sort.Strings(g.enums)
+	g.emit("\n// enumValues lists, per string enum type sorted by name, its values in the schema's order.\n"+
+		"var enumValues = []requiredEntry{\n%s}\n", strings.Join(g.enums, ""))
 	sort.Strings(g.paths)
 	g.emit("\n// absolutePathFields lists, sorted, the members (\"Type.jsonName\") typed AbsolutePathBuf, alone, in a list or\n"+
 		"// optional.\nvar absolutePathFields = []string{\n%s}\n", strings.Join(g.paths, ""))
@@ -592,6 +597,7 @@ func (g *gen) emitEnum(name string, s *Schema) {
 	}
 	b.WriteString(")\n\n")
 	g.out = append(g.out, b.String())
+	g.enums = append(g.enums, fmt.Sprintf("\t{%q, %#v},\n", name, vals))
 }
 
 func (g *gen) emitTagged(name string, s *Schema) {
