@@ -719,7 +719,6 @@ func TestUnprivileged(t *testing.T) {
 	require.NoError(t, os.Mkdir(tmp, 0o755))
 	require.NoError(t, os.Chmod(tmp, 0o1777))
 	// Only a hang should end this run: under a loaded machine (race build) the subset took over 5 minutes.
-
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.v",
