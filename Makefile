@@ -7,7 +7,7 @@ test:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	# The race runtime sleeps 1 s at every process exit (GORACE atexit_sleep_ms); the tests start their
 	# own binary thousands of times (sandbox helper, actions), so the sleep is turned off.
-	GORACE="atexit_sleep_ms=0 $$GORACE" go test -race -timeout 12m ./...
+	GORACE="atexit_sleep_ms=0 $$GORACE" go test -race -timeout 20m ./...
 
 run:
 	go run ./cmd/appserver

@@ -132,7 +132,7 @@ startup_timeout_ms = 700
 [features]
 unified_exec = true
 other = false
-not_a_bool = { x = 1 }
+a_table = { x = 1 }
 
 [shell_environment_policy]
 inherit = "core"
@@ -308,20 +308,21 @@ func TestWrongTypes(t *testing.T) {
 	}{
 		{"string", "# c\nmodel = 5\n", "model", 2, "integer `5`, expected a string"},
 		{"nested", "[model_providers.m]\nname = \"x\"\nrequest_max_retries = \"many\"\n", "model_providers.m.request_max_retries", 3, "expected a non-negative integer"},
-		{"negative", "thread_unload_delay_secs = -1\n", "thread_unload_delay_secs", 1, "non-negative"},
+		{"negative", "thread_unload_delay_secs = -1\n", "thread_unload_delay_secs", 1, "invalid value: integer `-1`, expected u64"},
 		{"bool", "[sandbox_workspace_write]\nnetwork_access = \"yes\"\n", "sandbox_workspace_write.network_access", 2, "expected a boolean"},
 		{"array elem", "[mcp_servers.s]\ncommand = \"c\"\nargs = [\"a\", 1]\n", "mcp_servers.s.args.1", 3, "expected a string"},
 		{"string map", "[mcp_servers.s]\ncommand = \"c\"\nenv = { A = 1 }\n", "mcp_servers.s.env.A", 3, "expected a string"},
-		{"table", "mcp_servers = 3\n", "mcp_servers", 1, "expected a table"},
+		{"table", "mcp_servers = 3\n", "mcp_servers", 1, "invalid type: integer `3`, expected a map"},
 		{"mcp transport", "[mcp_servers.s]\nargs = []\n", "mcp_servers.s", 1, "needs either `command`"},
 		{"mcp both", "[mcp_servers.s]\ncommand = \"c\"\nurl = \"u\"\n", "mcp_servers.s", 1, "both"},
 		{"enum", "sandbox_mode = \"everything\"\n", "sandbox_mode", 1, "unknown variant `everything`"},
 		{"verbosity", "model_verbosity = \"loud\"\n", "model_verbosity", 1, "unknown variant"},
 		{"approval", "approval_policy = \"on-failure\"\n", "approval_policy", 1, "unknown variant `on-failure`"},
-		{"approval type", "approval_policy = 1\n", "approval_policy", 1, "expected a string or"},
-		{"granular missing", "approval_policy = { granular = { rules = true } }\n", "approval_policy.granular.sandbox_approval", 1, "missing field"},
+		{"approval type", "approval_policy = 1\n", "approval_policy", 1, "invalid type: unit variant, expected string only"},
+		{"granular missing", "approval_policy = { granular = { rules = true } }\n", "approval_policy", 1, "missing field `sandbox_approval`"},
+		{"granular type", "approval_policy = { granular = 1 }\n", "approval_policy", 1, "invalid type: integer `1`, expected struct GranularApprovalConfig"},
 		{"approval table", "[approval_policy]\nother = 1\n", "approval_policy", 1, "granular"},
-		{"project", "[projects]\n\"/p\" = 1\n", "projects./p", 2, "expected a table"},
+		{"project", "[projects]\n\"/p\" = 1\n", "projects./p", 2, "invalid type: integer `1`, expected struct ProjectConfig"},
 		{"startup", "[mcp_servers.s]\ncommand = \"c\"\nstartup_timeout_sec = \"x\"\n", "mcp_servers.s.startup_timeout_sec", 3, "number"},
 	}
 	for _, tc := range cases {

@@ -13,6 +13,7 @@ import (
 type convError struct {
 	path []string
 	msg  string
+	key  []string // the key the error names when not path (a flattened map's entry is named by its map)
 }
 
 func (e *convError) Error() string { return joinKey(e.path) + ": " + e.msg }
@@ -44,13 +45,20 @@ type reader struct {
 
 func (r *reader) fail(path []string, v any, want string) {
 	if r.err == nil {
-		r.err = &convError{path: append([]string{}, path...), msg: fmt.Sprintf("invalid type: %s, expected %s", describe(v), want)}
+		r.err = &convError{path: append([]string{}, path...), msg: fmt.Sprintf("invalid type: %s, expected %s", serdeDescribe(v), want)}
 	}
 }
 
 func (r *reader) failMsg(path []string, msg string) {
 	if r.err == nil {
 		r.err = &convError{path: append([]string{}, path...), msg: msg}
+	}
+}
+
+// failMsgNamed is failMsg for a value at path that the error names by key.
+func (r *reader) failMsgNamed(path, key []string, msg string) {
+	if r.err == nil {
+		r.err = &convError{path: append([]string{}, path...), msg: msg, key: append([]string{}, key...)}
 	}
 }
 
@@ -216,6 +224,7 @@ func sortedKeys(t tree) []string {
 // build converts the effective tree into a typed Config (without layers).
 func build(eff tree) (*Config, *convError) {
 	r := &reader{}
+	checkTopKeyTypes(r, eff)
 	var root []string
 	c := &Config{
 		Model:                 r.str(eff, root, "model", ""),
@@ -307,6 +316,10 @@ func readApproval(r *reader, eff tree) ApprovalPolicy {
 		r.failMsg(path, fmt.Sprintf("invalid value for `approval_policy`: unknown variant `%s`, expected one of `untrusted`, `on-request`, `never`, or a `granular` table", x))
 	case tree:
 		g, ok := x["granular"].(tree)
+		if gv, has := x["granular"]; has && !ok {
+			r.fail(path, gv, "struct GranularApprovalConfig")
+			break
+		}
 		if !ok || len(x) != 1 {
 			r.failMsg(path, "invalid value for `approval_policy`: a table must be exactly `{ granular = { ... } }`")
 			break
@@ -314,7 +327,7 @@ func readApproval(r *reader, eff tree) ApprovalPolicy {
 		gp := child(path, "granular")
 		for _, req := range []string{"sandbox_approval", "rules", "mcp_elicitations"} {
 			if _, ok := g[req]; !ok {
-				r.failMsg(child(gp, req), fmt.Sprintf("missing field `%s` in `approval_policy.granular`", req))
+				r.failMsg(path, fmt.Sprintf("missing field `%s`", req))
 			}
 		}
 		return ApprovalPolicy{Mode: "granular", Granular: &GranularApproval{

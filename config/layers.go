@@ -177,10 +177,10 @@ func parseTOML(file string, data []byte) (tree, *positionIndex, error) {
 		e := &Error{File: file, Msg: err.Error(), Syntax: true}
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
-			e.Line, e.Column = de.Position()
+			line, col := de.Position()
+			e.Line, e.Column, e.Msg = rustTOMLError(data, line, col, strings.TrimPrefix(de.Error(), "toml: "))
 			e.EndLine, e.EndColumn = e.Line, e.Column
 			e.Key = strings.Join(de.Key(), ".")
-			e.Msg = strings.TrimPrefix(de.Error(), "toml: ")
 		}
 		return nil, nil, e
 	}

@@ -174,10 +174,16 @@ func originLayer(layers []*layer, path []string) (*layer, []string) {
 // that supplied the offending value.
 func attribute(layers []*layer, ce *convError) error {
 	l, _ := originLayer(layers, ce.path)
+	var e *Error
 	if l == nil {
-		return &Error{Key: joinKey(ce.path), Msg: ce.msg}
+		e = &Error{Key: joinKey(ce.path), Msg: ce.msg}
+	} else {
+		e = l.locate(ce.path, ce.msg)
 	}
-	return l.locate(ce.path, ce.msg)
+	if ce.key != nil {
+		e.Key = joinKey(ce.key)
+	}
+	return e
 }
 
 // ObjectOverrideLabel names a WithOverrides object (such as thread/start's `config`) in errors.

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -10,14 +11,15 @@ import (
 )
 
 // TOMLErrorText renders a TOML parse error of data as the reference does: "TOML parse error at line L,
-// column C", the line with a caret under the column, then the parser's message (go-toml's wording, not
-// the reference's). An error without a position is rendered as is.
+// column C", the line with a caret under the column, then the parser's message in the reference's words
+// where rustTOMLError knows them. An error without a position is rendered as is.
 func TOMLErrorText(data []byte, err error) string {
 	var de *toml.DecodeError
 	if !errors.As(err, &de) {
 		return err.Error()
 	}
 	line, col := de.Position()
+	line, col, msg := rustTOMLError(data, line, col, strings.TrimPrefix(de.Error(), "toml: "))
 	lines := strings.Split(string(data), "\n")
 	text := ""
 	if line >= 1 && line <= len(lines) {
@@ -25,7 +27,6 @@ func TOMLErrorText(data []byte, err error) string {
 	}
 	num := strconv.Itoa(line)
 	pad := strings.Repeat(" ", len(num))
-	msg := strings.TrimPrefix(de.Error(), "toml: ")
 	return fmt.Sprintf("TOML parse error at line %d, column %d\n%s |\n%s | %s\n%s |%s^\n%s\n", line, col, pad, num, text, pad, strings.Repeat(" ", col), msg)
 }
 
@@ -39,4 +40,199 @@ func projectSyntaxError(file string, data []byte) error {
 		return nil
 	}
 	return &Error{Msg: "Error parsing project config file " + file + ": " + TOMLErrorText(data, err), Syntax: true}
+}
+
+// rustTOMLError rewords a go-toml syntax error (its 1-based line and column, and message) in the words of
+// the Rust toml crate the reference parses config.toml with, moving the position where that parser
+// reports it; a message without a known counterpart is returned as is.
+func rustTOMLError(data []byte, line, col int, msg string) (int, int, string) {
+	lines := strings.Split(string(data), "\n")
+	text := ""
+	if line >= 1 && line <= len(lines) {
+		text = strings.TrimRight(lines[line-1], "\r")
+	}
+	at := func(c int) byte { // the byte at 1-based column c of the line, 0 past its end
+		if c >= 1 && c <= len(text) {
+			return text[c-1]
+		}
+		return 0
+	}
+	isSpace := func(b byte) bool { return b == ' ' || b == '\t' }
+	// valueStart is the column of the value of the line's key-value (after "=" and blanks), 0 when none.
+	valueStart := func() int {
+		i := strings.IndexByte(text, '=')
+		if i < 0 {
+			return 0
+		}
+		j := i + 1
+		for j < len(text) && isSpace(text[j]) {
+			j++
+		}
+		return j + 1
+	}
+	const quoted = "string values must be quoted, expected literal string"
+	switch {
+	case msg == "array is incomplete":
+		return line, col, "unclosed array, expected `]`"
+	case msg == "expected ',' or ']' after array value":
+		if at(col) != 0 && isSpace(at(col-1)) {
+			// Another value on the same line: the element is read as one bare value with a blank in it.
+			c := col - 1
+			for c > 1 && isSpace(at(c-1)) {
+				c--
+			}
+			for c > 1 && !isSpace(at(c-1)) && at(c-1) != ',' && at(c-1) != '[' {
+				c--
+			}
+			return line, c, quoted
+		}
+		return line, col, "missing comma between array elements, expected `,`"
+	case msg == "inline table is incomplete":
+		return line, col, "unclosed inline table, expected `}`"
+	case msg == "expected ',' or '}' after inline table key-value":
+		// Reported at the "=" of the key-value that follows without a comma.
+		if m := strings.IndexByte(text[min(col-1, len(text)):], '='); col >= 1 && m >= 0 {
+			col += m
+		}
+		return line, col, "extra assignment between key-value pairs, expected `,`"
+	case msg == "basic strings cannot have new lines":
+		if t := strings.TrimLeft(text, " \t"); strings.HasPrefix(t, `"`) && !strings.Contains(t[1:], `"`) {
+			return line, col, "key with no value, expected `=`" // a quoted key left open
+		}
+		return line, col, "invalid basic string, expected `\"`"
+	case msg == "literal strings cannot have new lines":
+		return line, col, "invalid literal string, expected `'`"
+	case strings.HasPrefix(msg, "multiline basic string not terminated"):
+		return line, col + 1, "invalid multi-line basic string, expected `\"`"
+	case strings.HasPrefix(msg, "multiline literal string not terminated"):
+		return line, col + 1, "invalid multi-line literal string, expected `'`"
+	case msg == "basic strings cannot have control characters":
+		return line, col, "invalid basic string, expected non-double-quote visible characters, `\\`"
+	case msg == "control characters are not allowed in comments":
+		return line, col, "invalid comment character, expected printable characters"
+	case msg == "expected ']' to close table name":
+		for col > 1 && isSpace(at(col-1)) {
+			col--
+		}
+		return line, col, "unclosed table, expected `]`"
+	case msg == "expected ']]' to close array table name":
+		if at(col) == ']' {
+			col++
+		}
+		return line, col, "unclosed array table, expected `]`"
+	case msg == "expected '=' after key":
+		return line, col, "key with no value, expected `=`"
+	case strings.HasPrefix(msg, "unexpected character U+003D") && strings.HasSuffix(msg, "at start of value"):
+		return line, col, "extra `=`, expected nothing"
+	case strings.HasPrefix(msg, "unexpected character") && strings.HasSuffix(msg, "at start of value"):
+		return line, col, quoted
+	case strings.HasPrefix(msg, "invalid character at start of key"):
+		return line, col, "unquoted keys cannot be empty, expected letters, numbers, `-`, `_`"
+	case msg == `expected keyword "true"`:
+		return line, col, "invalid boolean, expected `true`"
+	case msg == `expected keyword "false"`:
+		return line, col, "invalid boolean, expected `false`"
+	case strings.HasPrefix(msg, "expected newline but got"):
+		if b := at(col); b == '}' || b == ']' {
+			return line, col, "unexpected key or value, expected newline, `#`"
+		}
+		v := valueStart()
+		switch {
+		case v == 0:
+		case !isSpace(at(col-1)) && strings.HasPrefix(text[v-1:], "true"):
+			return line, v, "invalid boolean, expected `true`"
+		case !isSpace(at(col-1)) && strings.HasPrefix(text[v-1:], "false"):
+			return line, v, "invalid boolean, expected `false`"
+		case isSpace(at(col-1)) && (isDigit(at(v)) || isLetter(at(v))):
+			return line, v, quoted // a bare value with a blank in it
+		}
+	case strings.HasPrefix(msg, "invalid escape character"):
+		return line, col + 1, "missing escaped value, expected `b`, `e`, `f`, `n`, `r`, `\\`, `\"`, `x`, `u`, `U`"
+	case msg == "invalid hexadecimal digit in unicode escape sequence":
+		return line, col, "too few unicode value digits, expected unicode hexadecimal value"
+	case msg == "number must have at least one digit between underscores":
+		return line, col, "`_` may only go between digits, expected nothing"
+	case msg == "integers cannot have leading zeroes":
+		return line, col, "unexpected leading zero, expected nothing"
+	case msg == "decimal point must be followed by a digit":
+		return line, col, "invalid fraction, expected digits"
+	case msg == "radix prefix must be followed by at least one digit":
+		if b := at(col + 2); b == 0 || isSpace(b) || b == '#' {
+			return line, col, "integer number overflowed"
+		}
+		kind := map[byte]string{'x': "hexadecimal", 'o': "octal", 'b': "binary"}[at(col+1)]
+		if kind != "" {
+			return line, col + 2, "invalid " + kind + " number"
+		}
+	case strings.HasPrefix(msg, "key ") && strings.HasSuffix(msg, " is already defined"):
+		// Reported at the last part of the repeated key, the last one written "part =" on the line.
+		name := strings.TrimSuffix(strings.TrimPrefix(msg, "key "), " is already defined")
+		if t := strings.TrimLeft(text, " \t"); strings.HasPrefix(t, name) && strings.HasPrefix(strings.TrimLeft(t[len(name):], " \t"), ".") {
+			// A dotted key under a key that holds a value.
+			var before map[string]any
+			if toml.Unmarshal([]byte(strings.Join(lines[:line-1], "\n")), &before) == nil {
+				if kind := tomlKind(before[name]); kind != "" {
+					return line, col, "cannot extend value of type " + kind + " with a dotted key"
+				}
+			}
+		}
+		if i := lastKeyAt(text, name); i > 0 {
+			col = i
+		}
+		return line, col, "duplicate key"
+	case strings.HasPrefix(msg, "table ") && strings.Contains(msg, " already exists"),
+		strings.HasPrefix(msg, "key ") && strings.HasSuffix(msg, " should be a table, not a value"),
+		strings.HasPrefix(msg, "key ") && strings.Contains(msg, " already exists as a value"):
+		return line, col, "duplicate key"
+	}
+	return line, col, msg
+}
+
+func isDigit(b byte) bool  { return b >= '0' && b <= '9' }
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
+// lastKeyAt returns the 1-based column of the last bare key name followed by "=" (blanks allowed) in text,
+// 0 when there is none.
+func lastKeyAt(text, name string) int {
+	best := 0
+	for i := 0; i+len(name) <= len(text); i++ {
+		if text[i:i+len(name)] != name || (i > 0 && (isDigit(text[i-1]) || isLetter(text[i-1]) || text[i-1] == '_' || text[i-1] == '-')) {
+			continue
+		}
+		rest := strings.TrimLeft(text[i+len(name):], " \t")
+		if strings.HasPrefix(rest, "=") {
+			best = i + 1
+		}
+	}
+	return best
+}
+
+// tomlKind names the TOML type of a decoded value as the Rust toml crate does ("" when not a plain value).
+func tomlKind(v any) string {
+	switch v.(type) {
+	case int64:
+		return "integer"
+	case float64:
+		return "float"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case []any:
+		return "array"
+	}
+	return ""
+}
+
+// FileSyntaxErrorText is TOMLErrorText for the TOML file at path, "" when it reads and parses.
+func FileSyntaxErrorText(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var raw tree
+	if err := toml.Unmarshal(data, &raw); err != nil {
+		return TOMLErrorText(data, err)
+	}
+	return ""
 }

@@ -183,3 +183,47 @@ func UnknownKeysWarning(keys []UnknownKey) string {
 	}
 	return b.String()
 }
+
+// OverrideUnknownKeys lists the dotted keys of the `-c` overrides that --strict-config refuses, in key
+// order, as the reference checks them first: only when the overrides alone have values of the right types
+// (else nil, and the type error is reported when the configuration loads).
+func OverrideUnknownKeys(overrides []string) []string {
+	if len(overrides) == 0 {
+		return nil
+	}
+	l, err := parseOverrides(overrides)
+	if err != nil {
+		return nil
+	}
+	if _, cerr := build(l.raw); cerr != nil {
+		return nil
+	}
+	var out []string
+	var walk func(t tree, ks *keySet, path []string)
+	walk = func(t tree, ks *keySet, path []string) {
+		for _, k := range sortedKeys(t) {
+			p := append(append([]string{}, path...), k)
+			next := ks.entries
+			if next == nil {
+				known, ok := ks.keys[k]
+				if !ok {
+					out = append(out, strings.Join(p, "."))
+					continue
+				}
+				next = known
+			}
+			if sub, ok := t[k].(tree); ok && next != nil {
+				walk(sub, next, p)
+			}
+		}
+	}
+	walk(l.raw, strictSchema(), nil)
+	return out
+}
+
+// OverrideUnknownKeyError is the --strict-config failure for a `-c` key this version does not recognize.
+type OverrideUnknownKeyError struct{ Key string }
+
+func (e *OverrideUnknownKeyError) Error() string {
+	return "unknown configuration field `" + e.Key + "` in -c/--config override"
+}

@@ -670,3 +670,53 @@ func TestExecConfigFlags(t *testing.T) {
 	require.Contains(t, r.stderr, "No default OSS provider configured")
 	require.Len(t, e.mm.ResponseRequests(), 2)
 }
+
+// TestExecConfigErrorOrder pins the order and text of exec's early errors as codex-cli 0.169.0 gives them
+// (each case seen on it): --cd before the configuration, the configuration before stdin; with
+// --strict-config the -c keys first (when their values type-check), then the file alone (type errors, then
+// unknown keys, with the line and a caret), then everything together ("in `key`"), all exiting 1.
+func TestExecConfigErrorOrder(t *testing.T) {
+	e := newEnv(t, "")
+	for _, c := range []struct {
+		config string
+		args   []string
+		stderr string // <home> is CODEX_HOME
+	}{
+		{"\n", []string{"--cd", "/nonexistent"}, "Error: No such file or directory (os error 2)\n"},
+		{"\n", []string{"--cd", "/nonexistent", "-c", "model=5"}, "Error: No such file or directory (os error 2)\n"},
+		{"\n", []string{"--worktree", "--cd", "/nonexistent"}, "Error: No such file or directory (os error 2)\n"},
+		{"\n", []string{"--ephemeral", "--worktree", "-c", "model=5"}, "Error: --worktree cannot be combined with --ephemeral\n"},
+		{"\n", []string{"--worktree", "-c", "model=5"}, "Error loading config.toml: invalid type: integer `5`, expected a string\nin `model`\n\n"},
+		{"\n", []string{"-c", "model=5"}, "Error loading config.toml: invalid type: integer `5`, expected a string\nin `model`\n\n"},
+		{"\n", []string{"--strict-config", "-c", "model=5"}, "Error loading config.toml: invalid type: integer `5`, expected a string\nin `model`\n\n"},
+		{"\n", []string{"--strict-config", "-c", "bogus_key=1"}, "Error loading config.toml: unknown configuration field `bogus_key` in -c/--config override\n"},
+		{"\n", []string{"--strict-config", "-c", "model=5", "-c", "bogus_key=1"}, "Error loading config.toml: invalid type: integer `5`, expected a string\nin `model`\n\n"},
+		{"\n", []string{"--strict-config", "-c", "bogus_key=1", "-c", "model=5"}, "Error loading config.toml: invalid type: integer `5`, expected a string\nin `model`\n\n"},
+		{"\n", []string{"--cd", "/nonexistent", "--strict-config", "-c", "bogus_key=1"}, "Error: No such file or directory (os error 2)\n"},
+		{"bogus = 1\nmodel = 5\n", []string{"--strict-config"}, "Error loading config.toml:\n<home>/config.toml:2:9: invalid type: integer `5`, expected a string\n  |\n2 | model = 5\n  |         ^\n"},
+		{"bogus = 1\nmodel = 5\n", []string{"--strict-config", "-c", "other=1"}, "Error loading config.toml: unknown configuration field `other` in -c/--config override\n"},
+		{"bogus = 1\nmodel = 5\n", []string{"--strict-config", "-c", "model=5"}, "Error loading config.toml:\n<home>/config.toml:2:9: invalid type: integer `5`, expected a string\n  |\n2 | model = 5\n  |         ^\n"},
+		{"bogus = 1\n", []string{"--strict-config"}, "Error loading config.toml:\n<home>/config.toml:1:1: unknown configuration field `bogus`\n  |\n1 | bogus = 1\n  | ^^^^^\n"},
+		{"bogus = 1\n", []string{"--strict-config", "-c", "other=1"}, "Error loading config.toml: unknown configuration field `other` in -c/--config override\n"},
+		{"bogus = 1\n", []string{"--strict-config", "-c", "model=5"}, "Error loading config.toml:\n<home>/config.toml:1:1: unknown configuration field `bogus`\n  |\n1 | bogus = 1\n  | ^^^^^\n"},
+		{"bogus = 1\n", []string{"--strict-config", "-c", "other=1", "-c", "model=5"}, "Error loading config.toml:\n<home>/config.toml:1:1: unknown configuration field `bogus`\n  |\n1 | bogus = 1\n  | ^^^^^\n"},
+		{"model = 5\n", []string{"--strict-config", "-c", "other=1"}, "Error loading config.toml: unknown configuration field `other` in -c/--config override\n"},
+		{"model = 5\n", []string{"--strict-config", "-c", "model=\"x\""}, "Error loading config.toml:\n<home>/config.toml:1:9: invalid type: integer `5`, expected a string\n  |\n1 | model = 5\n  |         ^\n"},
+		{"model = 5\n", []string{}, "Error loading config.toml: invalid type: integer `5`, expected a string\nin `model`\n\n"},
+		{"model = 5\n", []string{"-c", "model=\"x\""}, "Reading additional input from stdin...\nNot inside a trusted directory and --skip-git-repo-check was not specified.\n"},
+		{"x = [1\n", []string{}, "Error loading config.toml:\n<home>/config.toml:1:7: unclosed array, expected `]`\n  |\n1 | x = [1\n  |       ^\n"},
+		{"x = [1\n", []string{"--strict-config"}, "Error loading config.toml:\n<home>/config.toml:1:7: unclosed array, expected `]`\n  |\n1 | x = [1\n  |       ^\n"},
+		{"sandbox_mode = 3\n", []string{}, "Error loading config.toml: invalid type: unit variant, expected string only\nin `sandbox_mode`\n\n"},
+		{"sandbox_mode = 3\n", []string{"--strict-config"}, "Error loading config.toml:\n<home>/config.toml:1:16: invalid type: unit variant, expected string only\n  |\n1 | sandbox_mode = 3\n  |                ^\n"},
+		{"projects = 3\n", []string{}, "Error loading config.toml:\n<home>/config.toml:1:12: invalid type: integer `3`, expected a map\n  |\n1 | projects = 3\n  |            ^\n"},
+		{"[features]\nfoo = 1\n", []string{"--strict-config"}, "Error loading config.toml:\n<home>/config.toml:2:7: invalid type: integer `1`, expected a boolean\n  |\n2 | foo = 1\n  |       ^\n"},
+		{"model = \"abcdef\"\n[features]\nzz = true\n", []string{"--strict-config"}, "Error loading config.toml:\n<home>/config.toml:3:1: unknown configuration field `features.zz`\n  |\n3 | zz = true\n  | ^^\n"},
+		{"model_verbosity = \"loud\"\n", []string{"--strict-config"}, "Error loading config.toml:\n<home>/config.toml:1:19: unknown variant `loud`, expected one of `low`, `medium`, `high`\n  |\n1 | model_verbosity = \"loud\"\n  |                   ^^^^^^\n"},
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.toml"), []byte(c.config), 0o644))
+		r := e.run("", append(c.args, "hi")...)
+		require.Equal(t, 1, r.code, "%q %v", c.config, c.args)
+		require.Equal(t, strings.ReplaceAll(c.stderr, "<home>", e.home), r.stderr, "%q %v", c.config, c.args)
+		require.Empty(t, r.stdout)
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"appserver/config"
 	"appserver/internal/logenv"
+	"appserver/internal/oserr"
 	protocol "appserver/protocol/v2"
 	"appserver/server"
 )
@@ -79,16 +80,30 @@ func (r *runner) fail(format string, a ...any) int {
 }
 
 func (r *runner) run(ctx context.Context) int {
+	// The reference's order: flag conflicts, --cd, the configuration, the worktree, then the prompt.
+	if r.opts.worktree && r.opts.ephemeral {
+		return r.fail("Error: --worktree cannot be combined with --ephemeral")
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return r.fail("Error: %v", err)
+	}
+	r.cwd = wd
+	if r.opts.cd != "" {
+		r.cwd = absPath(wd, r.opts.cd)
+		st, err := os.Stat(r.cwd)
+		if err != nil {
+			return r.fail("Error: %s", oserr.Text(err)) // the reference canonicalizes --cd first
+		}
+		if !st.IsDir() {
+			return r.fail("Error: --cd %s is not a directory", r.opts.cd)
+		}
+	}
+	if r.cfg, err = r.loadConfig(wd); err != nil {
+		return r.fail("%s", r.configErrorText(err))
+	}
 	worktreeCwd := ""
 	if r.opts.worktree {
-		// As the reference: checked and created before the prompt is read.
-		if r.opts.ephemeral {
-			return r.fail("Error: --worktree cannot be combined with --ephemeral")
-		}
-		wd, err := os.Getwd()
-		if err != nil {
-			return r.fail("Error: %v", err)
-		}
 		home, err := config.CodexHome()
 		if err != nil {
 			return r.fail("Error: %v", err)
@@ -114,29 +129,15 @@ func (r *runner) run(ctx context.Context) int {
 	if r.opts.review && r.opts.prompt == nil && !r.opts.reviewUncommitted && r.opts.reviewBase == "" && r.opts.reviewCommit == "" {
 		return r.fail("Error: Specify --uncommitted, --base, --commit, or provide custom review instructions")
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return r.fail("Error: %v", err)
-	}
-	r.cwd = wd
-	if r.opts.cd != "" {
-		r.cwd = absPath(wd, r.opts.cd)
-		if st, err := os.Stat(r.cwd); err != nil || !st.IsDir() {
-			return r.fail("Error: --cd %s is not a directory", r.opts.cd)
-		}
-	}
 	if worktreeCwd != "" {
 		r.cwd = worktreeCwd
-	}
-	if r.cfg, err = r.loadConfig(wd); err != nil {
-		return r.fail("Error loading config.toml: %v", err)
 	}
 	if r.opts.trust {
 		if trusted, err := r.trustProject(); err != nil {
 			return r.fail("Error: %v", err)
 		} else if trusted {
 			if r.cfg, err = r.loadConfig(wd); err != nil {
-				return r.fail("Error loading config.toml: %v", err)
+				return r.fail("%s", r.configErrorText(err))
 			}
 		}
 	}
@@ -251,6 +252,17 @@ func (r *runner) loadConfig(wd string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	lo := config.LoadOptions{IgnoreUser: r.opts.ignoreUser}
+	if r.opts.strictConfig {
+		// As the reference: the -c keys first (when their values have the right types), then the files
+		// alone (type errors, then unknown keys, both with their position), then everything together.
+		if unknown := config.OverrideUnknownKeys(r.opts.overrides); len(unknown) > 0 {
+			return nil, &config.OverrideUnknownKeyError{Key: unknown[0]}
+		}
+		if _, err := config.LoadWith(home, nil, config.LoadOptions{IgnoreUser: r.opts.ignoreUser}); err != nil {
+			return nil, &strictFileError{err}
+		}
+	}
 	if r.opts.strictConfig && !r.opts.ignoreUser {
 		unknown, err := config.UserConfigUnknownKeys(home)
 		if err != nil {
@@ -260,7 +272,6 @@ func (r *runner) loadConfig(wd string) (*config.Config, error) {
 			return nil, &config.UnknownKeyError{UnknownKey: unknown[0]}
 		}
 	}
-	lo := config.LoadOptions{IgnoreUser: r.opts.ignoreUser}
 	if r.opts.profile != "" {
 		lo.ProfileFile = filepath.Join(home, r.opts.profile+".config.toml")
 		if r.opts.strictConfig {
@@ -438,4 +449,65 @@ func IsTerminal(r io.Reader) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// strictFileError is a configuration file's own error found by --strict-config (reported with its
+// position, as the reference does there).
+type strictFileError struct{ err error }
+
+func (e *strictFileError) Error() string { return e.err.Error() }
+func (e *strictFileError) Unwrap() error { return e.err }
+
+// configErrorText words a configuration error as the reference's exec does: a syntax error, and with
+// --strict-config a file's type error or unknown key, as "<file>:<line>:<col>: <message>" under the line
+// with a caret; another value error as "<message>\nin `<key>`" followed by a blank line.
+func (r *runner) configErrorText(err error) string {
+	var unknown *config.UnknownKeyError
+	if errors.As(err, &unknown) {
+		u := unknown.UnknownKey
+		text := configLine(u.File, u.Line)
+		key := strings.TrimLeft(text, " \t")
+		n := strings.IndexAny(key, " \t=.")
+		if n <= 0 {
+			n = len(key)
+		}
+		return "Error loading config.toml:\n" + u.String() + "\n" + snippet(u.Line, len(text)-len(key)+1, n, text)
+	}
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		var sf *strictFileError
+		positioned := ce.Syntax || errors.As(err, &sf) || ce.Key == "projects" || strings.HasPrefix(ce.Key, "projects.")
+		if positioned && ce.Line > 0 && ce.File != "" {
+			width := 1
+			if ce.EndLine == ce.Line && ce.EndColumn >= ce.Column {
+				width = ce.EndColumn - ce.Column + 1
+			}
+			return fmt.Sprintf("Error loading config.toml:\n%s:%d:%d: %s\n%s", ce.File, ce.Line, ce.Column, ce.Msg,
+				snippet(ce.Line, ce.Column, width, configLine(ce.File, ce.Line)))
+		}
+		if !ce.Syntax && ce.Key != "" {
+			return "Error loading config.toml: " + ce.Msg + "\nin `" + ce.Key + "`\n"
+		}
+	}
+	return "Error loading config.toml: " + err.Error()
+}
+
+// configLine returns line n (1-based) of file, "" when it cannot be read.
+func configLine(file string, n int) string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	return strings.TrimRight(lines[n-1], "\r")
+}
+
+// snippet draws line n of a file with carets under width characters from column col, as the reference's
+// configuration errors do.
+func snippet(n, col, width int, text string) string {
+	pad := strings.Repeat(" ", len(strconv.Itoa(n)))
+	return fmt.Sprintf("%s |\n%d | %s\n%s | %s%s", pad, n, text, pad, strings.Repeat(" ", max(col-1, 0)), strings.Repeat("^", max(width, 1)))
 }

@@ -517,8 +517,9 @@ func TestForkOfRunningThreadRecordsInterruption(t *testing.T) {
 	body, err := json.Marshal(reqs[len(reqs)-1].Body["input"])
 	require.NoError(t, err)
 	require.Contains(t, string(body), "turn_aborted")
-	mm.Release()
+	// Interrupt before releasing the model: once released, the turn may complete first.
 	c.Result("turn/interrupt", map[string]any{"threadId": tid, "turnId": running}, nil)
+	mm.Release()
 }
 
 func TestLazyTurnsKeepOrderAfterResume(t *testing.T) {

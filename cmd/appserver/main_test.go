@@ -293,7 +293,14 @@ func TestInvalidConfigFailsStartup(t *testing.T) {
 	}{
 		{"model = 5\n", []string{"--strict-config"}, "Error: <home>/config.toml:1:9: invalid type: integer `5`, expected a string"},
 		{"model = \"x\"\n[model_providers.mock\n", []string{"--strict-config"}, "Error: <home>/config.toml:2:"},
-		{"model = \"x\"\n", []string{"-c", "model=5"}, "Error: -c override: invalid type: integer `5`, expected a string (key `model`)"},
+		// A syntax error: the Rust toml crate's words, then its report as the error's cause (as 0.169.0).
+		{"x = [1\n", []string{"--strict-config"}, "Error: <home>/config.toml:1:7: unclosed array, expected `]`\n\nCaused by:\n" +
+			"    TOML parse error at line 1, column 7\n      |\n    1 | x = [1\n      |       ^\n    unclosed array, expected `]`\n    \n"},
+		{"model = \"x\"\n", []string{"-c", "model=5"}, "Error: invalid type: integer `5`, expected a string\nin `model`\n\n"},
+		// --strict-config: the -c keys first, when their values type-check (seen on codex-cli 0.169.0).
+		{"model = \"x\"\n", []string{"--strict-config", "-c", "bogus=1"}, "Error: unknown configuration field `bogus` in -c/--config override\n"},
+		{"model = 5\n", []string{"--strict-config", "-c", "other=1"}, "Error: unknown configuration field `other` in -c/--config override\n"},
+		{"model = \"x\"\n", []string{"--strict-config", "-c", "model=5", "-c", "bogus=1"}, "Error: invalid type: integer `5`, expected a string\nin `model`\n\n"},
 		{"model = \"x\"\n", []string{"-c", "nokey"}, "Error: -c override: invalid override"},
 		{"[profiles.p1]\n", []string{"-c", "profile=p1"}, "Error: legacy `profile = \"p1\"` config is no longer supported; use `--profile p1` with `p1.config.toml` instead"},
 	}

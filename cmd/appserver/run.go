@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -170,11 +171,36 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 	}
 	overrides := overridesOf(p)
 	printStartup := p.has("print-startup-config")
+	if p.has("strict-config") {
+		// As the reference: the -c keys are checked first (when their values type-check).
+		if unknown := config.OverrideUnknownKeys(overrides); len(unknown) > 0 {
+			err := &config.OverrideUnknownKeyError{Key: unknown[0]}
+			if printStartup {
+				printConfigLoadError(stdout, err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "Error: %v\n", err)
+			return 1
+		}
+	}
 	cfg, cfgErr := loadConfig(p, home, overrides, logger)
 	if cfg == nil {
 		if printStartup {
 			printConfigLoadError(stdout, cfgErr)
 			return 1
+		}
+		var ce *config.Error
+		if errors.As(cfgErr, &ce) && config.IsOverrideError(cfgErr) && !ce.Syntax && ce.Key != "" {
+			// A -c value of the wrong type: the message, then the key (the reference's wording).
+			fmt.Fprintf(stderr, "Error: %s\nin `%s`\n\n", ce.Msg, ce.Key)
+			return 1
+		}
+		if errors.As(cfgErr, &ce) && ce.Syntax && ce.File != "" {
+			if cause := config.FileSyntaxErrorText(ce.File); cause != "" {
+				// The parser's own report follows, indented, as the reference's error chain.
+				fmt.Fprintf(stderr, "Error: %v\n\nCaused by:\n    %s\n", cfgErr, strings.ReplaceAll(strings.TrimSuffix(cause, "\n"), "\n", "\n    ")+"\n    ")
+				return 1
+			}
 		}
 		fmt.Fprintf(stderr, "Error: %v\n", cfgErr)
 		return 1

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 	"sort"
-	"strings"
 )
 
 // requiredEntry is one row of the generated requiredFields table.
@@ -70,23 +68,6 @@ func CheckRequiredIn(typeName string, obj map[string]json.RawMessage) error {
 	return nil
 }
 
-// enumEntry is one row of enumVariants.
-type enumEntry struct {
-	typeName string
-	values   []string
-}
-
-// enumValuesOf returns the values of the named generated string enum (nil for any other type).
-func enumValuesOf(typeName string) []string {
-	i := sort.Search(len(enumVariants), func(i int) bool { return enumVariants[i].typeName >= typeName })
-	if i < len(enumVariants) && enumVariants[i].typeName == typeName {
-		return enumVariants[i].values
-	}
-	return nil
-}
-
-var protocolPkg = reflect.TypeFor[enumEntry]().PkgPath()
-
 // checkEnums refuses, with serde's wording, the first string-enum value in v (a decoded params value,
 // walked through structs, pointers, interfaces, slices and maps) that is not one of its type's values.
 // An empty string is left to the required-field check.
@@ -121,32 +102,13 @@ func checkEnums(v reflect.Value) error {
 			}
 		}
 	case reflect.String:
-		t := v.Type()
-		if t.PkgPath() != protocolPkg || v.String() == "" {
+		if v.String() == "" {
 			return nil
 		}
-		if vals := enumValuesOf(t.Name()); vals != nil && !slices.Contains(vals, v.String()) {
-			return &ParamsError{Msg: serdeUnknownVariant(v.String(), vals)}
+		b, _ := json.Marshal(v.String())
+		if msg := unknownEnumValue(v.Type(), b); msg != "" {
+			return &ParamsError{Msg: msg}
 		}
 	}
 	return nil
-}
-
-// serdeUnknownVariant is serde's "unknown variant" message: "expected `a`", "expected `a` or `b`",
-// "expected one of `a`, `b`, `c`".
-func serdeUnknownVariant(got string, vals []string) string {
-	q := make([]string, len(vals))
-	for i, v := range vals {
-		q[i] = "`" + v + "`"
-	}
-	var exp string
-	switch len(q) {
-	case 1:
-		exp = q[0]
-	case 2:
-		exp = q[0] + " or " + q[1]
-	default:
-		exp = "one of " + strings.Join(q, ", ")
-	}
-	return "unknown variant `" + got + "`, expected " + exp
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -66,6 +67,9 @@ func marshalSingleKey(key string, v any) ([]byte, error) {
 
 // readTag returns the string value of the discriminator property key of a JSON object.
 func readTag(b []byte, union, key string) (string, error) {
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return "", fmt.Errorf("invalid type: %s, expected internally tagged enum %s", serdeValue(t), serdeEnumName(union))
+	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return "", fmt.Errorf("invalid type: expected %s object: %w", union, err)
@@ -111,6 +115,9 @@ func splitExternal(b []byte, union string) (name, key string, val json.RawMessag
 	if len(b) > 0 && b[0] == '"' {
 		err = json.Unmarshal(b, &name)
 		return name, "", nil, err
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return "", "", nil, fmt.Errorf("invalid type: %s, expected string or map", serdeValue(b))
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(b, &obj); err != nil {
@@ -163,4 +170,49 @@ func extraMembers(b []byte, known ...string) (map[string]json.RawMessage, error)
 func isJSONObject(b []byte) bool {
 	b = bytes.TrimSpace(b)
 	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+}
+
+// serdeEnumNames maps a union's schema name to the Rust type serde names in its errors, where they differ.
+var serdeEnumNames = map[string]string{"SandboxPolicy": "SandboxPolicyDeserialize"}
+
+// serdeEnumName is the Rust name of the union named union in the schema.
+func serdeEnumName(union string) string {
+	if n, ok := serdeEnumNames[union]; ok {
+		return n
+	}
+	return union
+}
+
+// serdeValue names a JSON value the way serde_json does in "invalid type" errors: string "x", integer `5`,
+// floating point `1.5`, boolean `true`, null, sequence, map.
+func serdeValue(v []byte) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "unit value"
+	}
+	switch v[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return "string " + strconv.Quote(s)
+		}
+		return "string"
+	case '[':
+		return "sequence"
+	case '{':
+		return "map"
+	case 't', 'f':
+		return "boolean `" + string(v) + "`"
+	case 'n':
+		return "null"
+	}
+	if bytes.ContainsAny(v, ".eE") {
+		return "floating point `" + string(v) + "`"
+	}
+	return "integer `" + string(v) + "`"
+}
+
+// untaggedMismatch is serde's error for a value that fits no variant of an untagged enum.
+func untaggedMismatch(union string) error {
+	return fmt.Errorf("data did not match any variant of untagged enum %s", union)
 }

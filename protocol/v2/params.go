@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,9 +43,12 @@ func DecodeParams(spec *MethodSpec, raw json.RawMessage, top func() (map[string]
 	}
 	p := spec.NewParams()
 	if err := json.Unmarshal(trimmed, p); err != nil {
+		if merr := checkMembers(spec, reflect.TypeOf(p).Elem(), trimmed, true); merr != nil {
+			return nil, merr
+		}
 		return nil, paramsErrorf("%s", DescribeDecodeErrorIn(trimmed, err))
 	}
-	if err := checkNonNullable(reflect.TypeOf(p).Elem(), trimmed); err != nil {
+	if err := checkMembers(spec, reflect.TypeOf(p).Elem(), trimmed, false); err != nil {
 		return nil, err
 	}
 	if HasRequired(spec.ParamsType) {
@@ -95,7 +100,7 @@ func DescribeDecodeError(err error) string { return DescribeDecodeErrorIn(nil, e
 func DescribeDecodeErrorIn(raw []byte, err error) string {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		want := rustTypeName(typeErr.Type)
+		want := serdeExpected(typeErr)
 		got, lit := serdeUnexpected(raw, typeErr)
 		if strings.HasPrefix(lit, "-") && strings.HasPrefix(want, "u") && got == "integer `"+lit+"`" {
 			return fmt.Sprintf("invalid value: %s, expected %s", got, want)
@@ -182,6 +187,53 @@ func literalBefore(raw []byte, end int, kind string) string {
 	return ""
 }
 
+// pathBufFields are the members ("Type.jsonName") the reference types PathBuf although the schema says only
+// string: serde expects a "path string" there.
+var pathBufFields = map[string]bool{
+	"ThreadResumeParams.path":        true,
+	"ThreadForkParams.path":          true,
+	"ThreadSettingsUpdateParams.cwd": true,
+	"TurnStartParams.cwd":            true,
+	"CommandExecParams.cwd":          true,
+	"SkillsListParams.cwds":          true,
+	"HooksListParams.cwds":           true,
+}
+
+// usizeFields are the members ("Type.jsonName") the reference types usize (the schema's uint, u64 here).
+var usizeFields = map[string]bool{
+	"CommandExecParams.outputBytesCap":  true,
+	"ProcessSpawnParams.outputBytesCap": true,
+}
+
+// isAbsolutePathField reports whether key ("Type.jsonName") is typed AbsolutePathBuf in the schema.
+func isAbsolutePathField(key string) bool {
+	i := sort.SearchStrings(absolutePathFields, key)
+	return i < len(absolutePathFields) && absolutePathFields[i] == key
+}
+
+var protocolPkg = reflect.TypeOf(SortDirection("")).PkgPath()
+
+// serdeExpected names what serde expected where a type error happened: "path string" for path members,
+// "string or map" for a string enum (serde's externally tagged enum), else the Rust name of the Go type.
+func serdeExpected(e *json.UnmarshalTypeError) string {
+	field := e.Field
+	if i := strings.LastIndexByte(field, '.'); i >= 0 {
+		field = field[i+1:]
+	}
+	key := e.Struct + "." + field
+	switch {
+	case e.Struct == "":
+	case (pathBufFields[key] || isAbsolutePathField(key)) && e.Type != nil && e.Type.Kind() != reflect.Slice:
+		return "path string"
+	case usizeFields[key]:
+		return "usize"
+	}
+	if t := e.Type; t != nil && t.Kind() == reflect.String && t.Name() != "string" && t.PkgPath() == protocolPkg {
+		return "string or map"
+	}
+	return rustTypeName(e.Type)
+}
+
 func rustTypeName(t reflect.Type) string {
 	if t == nil {
 		return "a value"
@@ -242,17 +294,21 @@ func nonNullableOf(t reflect.Type) map[string]string {
 	return m
 }
 
-// checkNonNullable refuses a null given for an optional member that may not be null, as serde does
-// ("invalid type: null, expected a boolean"); the first such member in the object is reported.
-func checkNonNullable(t reflect.Type, obj []byte) error {
+// checkMembers checks obj's members in their order, as serde meets them, and returns the first one's error:
+// a relative path where an AbsolutePathBuf is expected (at any depth of plain structs and lists); when
+// decode is set (decoding obj failed), the member's own decoding error; a null given for an optional
+// member that may not be null ("invalid type: null, expected a boolean").
+func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool) *ParamsError {
 	fields := nonNullableOf(t)
-	if len(fields) == 0 || !bytes.Contains(obj, []byte("null")) {
+	nulls := len(fields) > 0 && bytes.Contains(obj, []byte("null"))
+	if !decode && !nulls && !hasPathMembers(t) && !hasUntaggedRaw(t) {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil //nolint:nilerr // not an object: decoded already
 	}
+	var one []byte
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -263,9 +319,203 @@ func checkNonNullable(t reflect.Type, obj []byte) error {
 			return nil //nolint:nilerr
 		}
 		key, _ := tok.(string)
+		if union, ok := untaggedRawMembers[t.Name()+"."+key]; ok && !fitsStringOrObject(val) {
+			return paramsErrorf("%v", untaggedMismatch(union))
+		}
+		if f, ok := memberType(t, key); ok && relativePathIn(t.Name()+"."+key, f, val) {
+			return paramsErrorf("AbsolutePathBuf deserialized without a base path")
+		}
+		if decode {
+			one = append(AppendString(append(one[:0], '{'), key), ':')
+			one = append(append(one, val...), '}')
+			if err := json.Unmarshal(one, spec.NewParams()); err != nil {
+				return paramsErrorf("%s", DescribeDecodeErrorIn(one, err))
+			}
+			// A string enum's unknown value is refused in the same pass, in order, as serde does (a
+			// handler checks it when nothing else is wrong).
+			if f, ok := memberType(t, key); ok {
+				if msg := unknownEnumValue(f, val); msg != "" {
+					return paramsErrorf("%s", msg)
+				}
+			}
+		}
 		if want, ok := fields[key]; ok && string(val) == "null" {
 			return paramsErrorf("invalid type: null, expected %s", want)
 		}
 	}
 	return nil
+}
+
+// untaggedRawMembers are the members ("Type.jsonName") kept raw whose schema is an untagged union of a string
+// and an object, with the union's name: serde refuses any other value while decoding.
+var untaggedRawMembers = map[string]string{"ThreadItemsListParams.cursor": "ThreadItemsListCursor"}
+
+// hasUntaggedRaw reports whether struct type t has a member listed in untaggedRawMembers.
+func hasUntaggedRaw(t reflect.Type) bool {
+	for k := range untaggedRawMembers {
+		if strings.HasPrefix(k, t.Name()+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// fitsStringOrObject reports whether v is a JSON string, object or null.
+func fitsStringOrObject(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && (v[0] == '"' || v[0] == '{' || v[0] == 'n')
+}
+
+// enumValuesOf returns the values of the generated string enum type named name (nil when not one).
+func enumValuesOf(name string) []string {
+	i := sort.Search(len(enumValues), func(i int) bool { return enumValues[i].typeName >= name })
+	if i < len(enumValues) && enumValues[i].typeName == name {
+		return enumValues[i].fields
+	}
+	return nil
+}
+
+// unknownEnumValue returns serde's "unknown variant" error for val when t is a string enum (alone, optional
+// or in a list) and val holds a value outside it, else "".
+func unknownEnumValue(t reflect.Type, val json.RawMessage) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Slice {
+		var items []json.RawMessage
+		if json.Unmarshal(val, &items) != nil {
+			return ""
+		}
+		for _, it := range items {
+			if msg := unknownEnumValue(t.Elem(), it); msg != "" {
+				return msg
+			}
+		}
+		return ""
+	}
+	if t.Kind() != reflect.String || t.PkgPath() != protocolPkg {
+		return ""
+	}
+	values := enumValuesOf(t.Name())
+	var s string
+	if len(values) == 0 || json.Unmarshal(val, &s) != nil {
+		return ""
+	}
+	for _, v := range values {
+		if v == s {
+			return ""
+		}
+	}
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = "`" + v + "`"
+	}
+	switch len(values) {
+	case 1:
+		return fmt.Sprintf("unknown variant `%s`, expected %s", s, quoted[0])
+	case 2:
+		return fmt.Sprintf("unknown variant `%s`, expected %s or %s", s, quoted[0], quoted[1])
+	}
+	return fmt.Sprintf("unknown variant `%s`, expected one of %s", s, strings.Join(quoted, ", "))
+}
+
+// memberType returns the Go type of the member of struct type t with JSON name key.
+func memberType(t reflect.Type, key string) (reflect.Type, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == key {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+// pathMembers caches, per Go type, whether an AbsolutePathBuf member can be reached through plain structs,
+// pointers and lists.
+var pathMembers sync.Map // reflect.Type -> bool
+
+func hasPathMembers(t reflect.Type) bool {
+	if v, ok := pathMembers.Load(t); ok {
+		return v.(bool)
+	}
+	orig := t
+	pathMembers.Store(orig, false) // cycles
+	has := false
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct {
+		for i := 0; i < t.NumField() && !has; i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			has = name != "" && name != "-" && (isAbsolutePathField(t.Name()+"."+name) || hasPathMembers(f.Type))
+		}
+	}
+	pathMembers.Store(orig, has)
+	return has
+}
+
+// relativePathIn reports whether val, the member key ("Type.jsonName") of Go type t, holds a relative path
+// where an AbsolutePathBuf is expected (the reference refuses those while decoding, "~" included).
+func relativePathIn(key string, t reflect.Type, val json.RawMessage) bool {
+	if isAbsolutePathField(key) {
+		// Items are met in order: a relative path before an item of another type is the error.
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		var items []json.RawMessage
+		if t.Kind() != reflect.Slice {
+			items = []json.RawMessage{val}
+		} else if json.Unmarshal(val, &items) != nil {
+			return false // not a list: a type error
+		}
+		for _, it := range items {
+			var p string
+			if json.Unmarshal(it, &p) != nil {
+				return false
+			}
+			if !filepath.IsAbs(p) {
+				return true
+			}
+		}
+		return false
+	}
+	if !hasPathMembers(t) {
+		return false
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice:
+		var items []json.RawMessage
+		if json.Unmarshal(val, &items) != nil {
+			return false
+		}
+		for _, it := range items {
+			if relativePathIn("", t.Elem(), it) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		dec := json.NewDecoder(bytes.NewReader(val))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return false
+		}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return false
+			}
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				return false
+			}
+			name, _ := tok.(string)
+			if f, ok := memberType(t, name); ok && relativePathIn(t.Name()+"."+name, f, v) {
+				return true
+			}
+		}
+	}
+	return false
 }

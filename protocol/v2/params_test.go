@@ -84,3 +84,73 @@ func TestDecodeParamsNamesTheValue(t *testing.T) {
 		require.Equal(t, tc.want, pe.Error(), tc.raw)
 	}
 }
+
+// TestDecodeParamsSerdeWording pins the reference's (0.169.0) words for wrongly typed members, each case
+// seen on it with the same params: a string enum is an externally tagged enum ("string or map"), a path
+// member wants a "path string", a union names its kind, and with several bad members the first one in the
+// object's order is reported (serde meets them in that order), a relative AbsolutePathBuf included.
+func TestDecodeParamsSerdeWording(t *testing.T) {
+	for _, tc := range []struct{ method, raw, want string }{
+		// String enums, alone, optional, in a nested struct.
+		{protocol.MethodThreadList, `{"sortKey":5}`, "invalid type: integer `5`, expected string or map"},
+		{protocol.MethodThreadList, `{"sortDirection":true}`, "invalid type: boolean `true`, expected string or map"},
+		{protocol.MethodThreadStart, `{"personality":[1]}`, "invalid type: sequence, expected string or map"},
+		{protocol.MethodThreadMemoryModeSet, `{"threadId":"x","mode":5}`, "invalid type: integer `5`, expected string or map"},
+		{protocol.MethodThreadResume, `{"threadId":"x","initialTurnsPage":{"sortDirection":5}}`, "invalid type: integer `5`, expected string or map"},
+		// Unions with string forms and object forms (externally tagged).
+		{protocol.MethodThreadStart, `{"approvalPolicy":5}`, "invalid type: integer `5`, expected string or map"},
+		{protocol.MethodThreadStart, `{"approvalPolicy":true}`, "invalid type: boolean `true`, expected string or map"},
+		{protocol.MethodThreadStart, `{"multiAgentMode":[1]}`, "invalid type: sequence, expected string or map"},
+		// Internally tagged unions.
+		{protocol.MethodTurnStart, `{"threadId":"x","input":["x"]}`, "invalid type: string \"x\", expected internally tagged enum UserInput"},
+		{protocol.MethodTurnStart, `{"threadId":"x","input":[],"sandboxPolicy":5}`, "invalid type: integer `5`, expected internally tagged enum SandboxPolicyDeserialize"},
+		{protocol.MethodReviewStart, `{"threadId":"x","target":5}`, "invalid type: integer `5`, expected internally tagged enum ReviewTarget"},
+		// Untagged unions.
+		{protocol.MethodThreadList, `{"cwd":5}`, "data did not match any variant of untagged enum ThreadListCwdFilter"},
+		{protocol.MethodThreadList, `{"cwd":{"a":1}}`, "data did not match any variant of untagged enum ThreadListCwdFilter"},
+		{protocol.MethodThreadList, `{"cwd":[5]}`, "data did not match any variant of untagged enum ThreadListCwdFilter"},
+		{protocol.MethodThreadSampleCancel, `{"requestId":true}`, "data did not match any variant of untagged enum RequestId"},
+		{protocol.MethodThreadItemsList, `{"threadId":"x","cursor":5}`, "data did not match any variant of untagged enum ThreadItemsListCursor"},
+		{protocol.MethodThreadItemsList, `{"threadId":"x","cursor":[1]}`, "data did not match any variant of untagged enum ThreadItemsListCursor"},
+		// Paths: AbsolutePathBuf and PathBuf members, alone and in lists; the list itself wants a sequence.
+		{protocol.MethodFsReadFile, `{"path":5}`, "invalid type: integer `5`, expected path string"},
+		{protocol.MethodThreadResume, `{"threadId":"x","path":true}`, "invalid type: boolean `true`, expected path string"},
+		{protocol.MethodTurnStart, `{"threadId":"x","input":[],"cwd":5}`, "invalid type: integer `5`, expected path string"},
+		{protocol.MethodSkillsList, `{"cwds":[5]}`, "invalid type: integer `5`, expected path string"},
+		{protocol.MethodSkillsList, `{"cwds":5}`, "invalid type: integer `5`, expected a sequence"},
+		{protocol.MethodSkillsExtraRootsSet, `{"extraRoots":[true]}`, "invalid type: boolean `true`, expected path string"},
+		{protocol.MethodSkillsExtraRootsSet, `{"extraRoots":"x"}`, "invalid type: string \"x\", expected a sequence"},
+		{protocol.MethodCommandExec, `{"command":["x"],"outputBytesCap":"x"}`, "invalid type: string \"x\", expected usize"},
+		// Relative AbsolutePathBuf, at any depth, "~" included.
+		{protocol.MethodThreadStart, `{"runtimeWorkspaceRoots":["/tmp","rel"]}`, "AbsolutePathBuf deserialized without a base path"},
+		{protocol.MethodFsGetMetadata, `{"path":"~"}`, "AbsolutePathBuf deserialized without a base path"},
+		{protocol.MethodPluginList, `{"cwds":["rel"]}`, "AbsolutePathBuf deserialized without a base path"},
+		{protocol.MethodProjectCreate, `{"name":"x","roots":[{"path":"rel"}]}`, "AbsolutePathBuf deserialized without a base path"},
+		// Two bad members: the first in the object's order.
+		{protocol.MethodThreadList, `{"sortKey":5,"limit":"x"}`, "invalid type: integer `5`, expected string or map"},
+		{protocol.MethodThreadList, `{"limit":"x","sortKey":5}`, "invalid type: string \"x\", expected u32"},
+		{protocol.MethodThreadList, `{"cwd":5,"archived":"x"}`, "data did not match any variant of untagged enum ThreadListCwdFilter"},
+		{protocol.MethodThreadList, `{"archived":"x","cwd":5}`, "invalid type: string \"x\", expected a boolean"},
+		{protocol.MethodThreadStart, `{"approvalPolicy":5,"model":5}`, "invalid type: integer `5`, expected string or map"},
+		{protocol.MethodThreadStart, `{"model":5,"approvalPolicy":5}`, "invalid type: integer `5`, expected a string"},
+		{protocol.MethodTurnStart, `{"threadId":"x","input":[],"model":5,"sandboxPolicy":5}`, "invalid type: integer `5`, expected a string"},
+		{protocol.MethodTurnStart, `{"model":5,"threadId":"x","input":[5]}`, "invalid type: integer `5`, expected a string"},
+		{protocol.MethodFsCopy, `{"sourcePath":"rel","destinationPath":5}`, "AbsolutePathBuf deserialized without a base path"},
+		{protocol.MethodFsCopy, `{"destinationPath":5,"sourcePath":"rel"}`, "invalid type: integer `5`, expected path string"},
+		{protocol.MethodFsCopy, `{"recursive":"x","destinationPath":"/a","sourcePath":"rel"}`, "invalid type: string \"x\", expected a boolean"},
+		{protocol.MethodThreadStart, `{"runtimeWorkspaceRoots":["/tmp","rel"],"model":5}`, "AbsolutePathBuf deserialized without a base path"},
+		{protocol.MethodThreadStart, `{"model":5,"runtimeWorkspaceRoots":["/tmp","rel"]}`, "invalid type: integer `5`, expected a string"},
+		{protocol.MethodThreadStart, `{"runtimeWorkspaceRoots":["rel",5]}`, "AbsolutePathBuf deserialized without a base path"},
+		{protocol.MethodThreadFork, `{"model":5,"threadId":"x","ephemeral":null}`, "invalid type: integer `5`, expected a string"},
+		{protocol.MethodThreadList, `{"sortKey":"bogus","limit":-1}`, "unknown variant `bogus`, expected one of `created_at`, `updated_at`, `recency_at`, `section_position`"},
+		{protocol.MethodThreadList, `{"limit":-1,"sortKey":"bogus"}`, "invalid value: integer `-1`, expected u32"},
+		{protocol.MethodThreadList, `{"sortDirection":"up","limit":"x"}`, "unknown variant `up`, expected `asc` or `desc`"},
+	} {
+		spec, ok := protocol.LookupClientRequest(tc.method)
+		require.True(t, ok, tc.method)
+		_, err := protocol.DecodeParams(spec, json.RawMessage(tc.raw), nil)
+		var pe *protocol.ParamsError
+		require.ErrorAs(t, err, &pe, tc.method+" "+tc.raw)
+		require.Equal(t, tc.want, pe.Error(), tc.method+" "+tc.raw)
+	}
+}

@@ -49,7 +49,7 @@ func (id *RequestId) UnmarshalJSON(b []byte) error {
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil {
-		return fmt.Errorf("invalid type: expected RequestId (string or integer), got %s", b)
+		return untaggedMismatch("RequestId")
 	}
 	*id = RequestId{Int: n}
 	return nil
@@ -98,7 +98,15 @@ func (v *StringOrList) UnmarshalJSON(b []byte) error {
 type ForcedChatgptWorkspaceIds = StringOrList
 
 // ThreadListCwdFilter is one cwd or a list of cwds (thread/list params).
-type ThreadListCwdFilter = StringOrList
+type ThreadListCwdFilter struct{ StringOrList }
+
+// UnmarshalJSON accepts a string or an array of strings, refusing anything else as serde does.
+func (v *ThreadListCwdFilter) UnmarshalJSON(b []byte) error {
+	if err := v.StringOrList.UnmarshalJSON(b); err != nil {
+		return untaggedMismatch("ThreadListCwdFilter")
+	}
+	return nil
+}
 
 // FunctionCallOutputBody is the output of a function call: plain text, or a list of content items.
 type FunctionCallOutputBody struct {
@@ -124,7 +132,7 @@ func (v *FunctionCallOutputBody) UnmarshalJSON(b []byte) error {
 		return json.Unmarshal(b, &v.Text)
 	}
 	if err := json.Unmarshal(b, &v.Items); err != nil {
-		return fmt.Errorf("invalid type: expected FunctionCallOutputBody (string or list): %w", err)
+		return untaggedMismatch("FunctionCallOutputBody")
 	}
 	if v.Items == nil {
 		v.Items = []FunctionCallOutputContentItem{}

@@ -50,7 +50,7 @@ func TestTaggedUnionUnmarshal(t *testing.T) {
 		{"unknown tag", `{"type":"video"}`, "unknown variant `video`, expected one of `text`, `image`"},
 		{"missing tag", `{"text":"x"}`, "missing field `type`"},
 		{"tag not a string", `{"type":3}`, "invalid type for field `type`"},
-		{"not an object", `"text"`, "expected UserInput object"},
+		{"not an object", `"text"`, "invalid type: string \"text\", expected internally tagged enum UserInput"},
 		{"bad field", `{"type":"text","text":5}`, "cannot unmarshal number"},
 	}
 	for _, tc := range bad {
@@ -95,7 +95,7 @@ func TestExternalUnion(t *testing.T) {
 	require.ErrorContains(t, json.Unmarshal([]byte(`"yes"`), &got), "unknown variant `yes`")
 	require.ErrorContains(t, json.Unmarshal([]byte(`{"nope":{}}`), &got), "unknown variant `nope`")
 	require.ErrorContains(t, json.Unmarshal([]byte(`{"a":1,"b":2}`), &got), "exactly one key")
-	require.ErrorContains(t, json.Unmarshal([]byte(`7`), &got), "string or an object")
+	require.EqualError(t, json.Unmarshal([]byte(`7`), &got), "invalid type: integer `7`, expected string or map")
 	_, err = json.Marshal(protocol.CommandExecutionApprovalDecision{})
 	require.ErrorContains(t, err, "no variant set")
 

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -120,7 +119,10 @@ type gen struct {
 	out    []string
 	// required holds the entries of the generated requiredFields table.
 	required []string
-	enums    []string // enumVariants entries
+	// paths holds the entries of the generated absolutePathFields table.
+	paths []string
+	// enums holds the entries of the generated enumValues table.
+	enums []string
 }
 
 func newGen() *gen {
@@ -473,6 +475,9 @@ func (g *gen) emitStruct(name, doc string, s *Schema, skipKey, tag string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "// %s\ntype %s struct {\n", doc, name)
 	for _, f := range fs {
+		if strings.TrimLeft(f.expr, "*[]") == "AbsolutePathBuf" {
+			g.paths = append(g.paths, fmt.Sprintf("\t%q,\n", name+"."+f.jsonName))
+		}
 		fmt.Fprintf(&b, "\t%s %s `json:%q`\n", f.goName, f.expr, f.tag)
 	}
 	open := s.AdditionalProperties != nil && (s.AdditionalProperties.Bool == nil || *s.AdditionalProperties.Bool)
@@ -563,8 +568,11 @@ func (g *gen) types() (src string, err error) {
 	g.emit("// requiredFields lists, per struct type sorted by name, the JSON names of its required non-null properties.\n"+
 		"var requiredFields = []requiredEntry{\n%s}\n", strings.Join(g.required, ""))
 	sort.Strings(g.enums)
-	g.emit("\n// enumVariants lists, per string enum type sorted by name, its values in schema order (serde's order\n"+
-		"// in an \"unknown variant\" error); static data like requiredFields.\nvar enumVariants = []enumEntry{\n%s}\n", strings.Join(g.enums, ""))
+	g.emit("\n// enumValues lists, per string enum type sorted by name, its values in the schema's order.\n"+
+		"var enumValues = []requiredEntry{\n%s}\n", strings.Join(g.enums, ""))
+	sort.Strings(g.paths)
+	g.emit("\n// absolutePathFields lists, sorted, the members (\"Type.jsonName\") typed AbsolutePathBuf, alone, in a list or\n"+
+		"// optional.\nvar absolutePathFields = []string{\n%s}\n", strings.Join(g.paths, ""))
 	return strings.Join(g.out, ""), nil
 }
 
@@ -583,11 +591,6 @@ func (g *gen) emitEnum(name string, s *Schema) {
 	} else {
 		vals = s.stringEnum()
 	}
-	quoted := make([]string, len(vals))
-	for i, v := range vals {
-		quoted[i] = strconv.Quote(v)
-	}
-	g.enums = append(g.enums, fmt.Sprintf("\t{%q, []string{%s}},\n", name, strings.Join(quoted, ", ")))
 	var b strings.Builder
 	fmt.Fprintf(&b, "// %s is a string enum.\ntype %s string\n\n// Values of %s.\nconst (\n", name, name, name)
 	for _, v := range vals {
@@ -600,6 +603,7 @@ func (g *gen) emitEnum(name string, s *Schema) {
 	}
 	b.WriteString(")\n\n")
 	g.out = append(g.out, b.String())
+	g.enums = append(g.enums, fmt.Sprintf("\t{%q, %#v},\n", name, vals))
 }
 
 func (g *gen) emitTagged(name string, s *Schema) {
