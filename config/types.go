@@ -154,7 +154,7 @@ func (c *Config) Provider() (ModelProvider, error) {
 
 // DefaultFeatures are the `[features]` flags appserver knows, with their values when unset.
 var DefaultFeatures = map[string]bool{
-	"unified_exec": true, // exec_command/write_stdin; false offers the classic shell_command instead
+	"unified_exec": true, // read and reported; like the reference, false does not change the tools offered
 }
 
 // FeatureEnabled reports whether `[features] <name>` is on, falling back to DefaultFeatures.

@@ -193,47 +193,6 @@ func TestElicitationPausedBeforeCommandStarts(t *testing.T) {
 	require.True(t, strings.HasSuffix(callOutput(t, mm, "call_1"), "Process exited with code 0\nOriginal token count: 2\nOutput:\nearly\n"))
 }
 
-// shellTimeoutRun runs a command through shell_command with a 1.5 s budget; the command touches a
-// marker and waits on a FIFO. Without pause nobody opens the FIFO: only the timeout ends it. With
-// pause, the thread is paused before the command starts and the test opens the FIFO only after holding
-// the pause for 3 s, twice the budget, so the outcome depends on the pause alone, not on load.
-func shellTimeoutRun(t *testing.T, pause bool) string {
-	fifo, marker := fifoAndMarker(t)
-	cmd := fmt.Sprintf("touch %s; read x < %s; echo ok", marker, fifo)
-	mm := mockmodel.New(t)
-	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("shell_command", "call_1",
-		map[string]any{"command": cmd, "timeout_ms": 1500})}}, finalMessage("ok"))
-	c := startIsolated(t, apptest.Options{Model: mm, SandboxMode: "danger-full-access", Config: "[features]\nunified_exec = false\n"})
-	c.Initialize(true)
-	tid := c.StartThread(nil)
-	if pause {
-		require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
-	}
-	c.StartTurn(tid, "run")
-	if pause {
-		waitForFile(t, marker)
-		time.Sleep(3 * time.Second) // paused: none of it is charged (a lower bound, not a margin)
-		releaseFIFO(t, fifo)
-		c.WaitNotification("item/completed", func(p json.RawMessage) bool {
-			var n struct{ Item struct{ ID string } }
-			return json.Unmarshal(p, &n) == nil && n.Item.ID == "call_1"
-		})
-		require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
-	}
-	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
-	return callOutput(t, mm, "call_1")
-}
-
-func TestElicitationPausesShellTimeout(t *testing.T) {
-	out := shellTimeoutRun(t, true)
-	require.Regexp(t, `^Exit code: 0\nWall time: [0-9.]+ seconds\nOutput:\nok\n$`, out, "the paused time does not count toward timeout_ms")
-}
-
-func TestShellTimeoutControlWithoutPause(t *testing.T) {
-	out := shellTimeoutRun(t, false)
-	require.Regexp(t, `^Exit code: 124\nWall time: [0-9.]+ seconds\nOutput:\ncommand timed out after 1500 milliseconds\n$`, out)
-}
-
 func TestElicitationPauseIsPerThread(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "sleep 30; echo done", "yield_time_ms": 700}), finalMessage("ok"))

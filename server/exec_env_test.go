@@ -21,8 +21,6 @@ func TestShellEnvCarriesThreadID(t *testing.T) {
 			map[string]any{"cmd": `echo "tid=$CODEX_THREAD_ID"`, "yield_time_ms": 10000}},
 		{"exec_command tty", "exec_command", "",
 			map[string]any{"cmd": `echo "tid=$CODEX_THREAD_ID"`, "yield_time_ms": 10000, "tty": true}},
-		{"shell_command", "shell_command", "[features]\nunified_exec = false\n",
-			map[string]any{"command": `echo "tid=$CODEX_THREAD_ID"`, "timeout_ms": 10000}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("CODEX_THREAD_ID", "inherited-from-server")

@@ -350,54 +350,6 @@ func TestExecCommandBadArguments(t *testing.T) {
 	require.Contains(t, callOutput(t, mm, "call_2"), "failed to parse function arguments")
 }
 
-// TestShellCommandTimeout is load-independent: the thread is paused until the command wrote "start"
-// (a marker follows it), so the 500 ms budget starts after that; the command then blocks on a FIFO
-// nobody opens, so only the timeout ends it.
-func TestShellCommandTimeout(t *testing.T) {
-	fifo, marker := fifoAndMarker(t)
-	cmd := fmt.Sprintf("echo start; touch %s; read x < %s; echo never", marker, fifo)
-	mm := mockmodel.New(t)
-	mm.Enqueue(
-		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("shell_command", "call_1",
-			map[string]any{"command": cmd, "timeout_ms": 500})}},
-		mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("shell_command", "call_2",
-			map[string]any{"command": "echo fine", "timeout_ms": 600000})}},
-		finalMessage("ok"),
-	)
-	c := startIsolated(t, apptest.Options{Model: mm, SandboxMode: "danger-full-access", Config: "[features]\nunified_exec = false\n"})
-	c.Initialize(true)
-	tid := c.StartThread(nil)
-	require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
-	mark := c.Mark()
-	c.StartTurn(tid, "time out")
-	waitForFile(t, marker)
-	require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
-	turn := c.WaitTurnCompleted()
-	require.Equal(t, "completed", turn["status"])
-
-	tools := string(mustJSON(t, mm.ResponseRequests()[0].Body["tools"]))
-	require.Contains(t, tools, `"name":"shell_command"`)
-	require.NotContains(t, tools, `"name":"exec_command"`)
-
-	out := callOutput(t, mm, "call_1")
-	require.Regexp(t, `^Exit code: 124\nWall time: [0-9.]+ seconds\nOutput:\ncommand timed out after 500 milliseconds\nstart\n$`, out)
-	require.Regexp(t, `^Exit code: 0\nWall time: [0-9.]+ seconds\nOutput:\nfine\n$`, callOutput(t, mm, "call_2"))
-
-	msgs := c.Since(mark)
-	started, completed := itemEvents(t, msgs, "call_1")
-	require.Len(t, started, 1)
-	require.Len(t, completed, 1)
-	require.Equal(t, "/bin/bash -lc '"+cmd+"'", started[0]["command"])
-	require.Equal(t, "inProgress", started[0]["status"])
-	require.Equal(t, "failed", completed[0]["status"])
-	require.Equal(t, float64(124), completed[0]["exitCode"])
-	require.Contains(t, completed[0]["aggregatedOutput"], "start\n")
-	_, completed2 := itemEvents(t, msgs, "call_2")
-	require.Len(t, completed2, 1)
-	require.Equal(t, "completed", completed2[0]["status"])
-	require.Equal(t, "fine\n", completed2[0]["aggregatedOutput"])
-}
-
 // descendants lists the live (non-zombie) processes below pid, from /proc.
 func descendants(t *testing.T, root int) map[int]string {
 	t.Helper()
@@ -607,4 +559,25 @@ func TestExecEmptyOutputIsNull(t *testing.T) {
 	require.True(t, present)
 	require.Nil(t, v, "an empty transcript is null, as in the reference")
 	require.True(t, strings.HasSuffix(callOutput(t, mm, "call_1"), "Process exited with code 3\nOriginal token count: 0\nOutput:\n"))
+}
+
+// TestClassicShellNotOffered: with features.unified_exec = false the reference still offers exec_command
+// and answers a shell_command call "unsupported call", with no item for the client.
+func TestClassicShellNotOffered(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("shell_command", "call_1",
+		map[string]any{"command": "echo hi"})}}, finalMessage("ok"))
+	c := startIsolated(t, apptest.Options{Model: mm, SandboxMode: "danger-full-access", Config: "[features]\nunified_exec = false\n"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	mark := c.Mark()
+	c.StartTurn(tid, "shell")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	tools := string(mustJSON(t, mm.ResponseRequests()[0].Body["tools"]))
+	require.Contains(t, tools, `"name":"exec_command"`)
+	require.NotContains(t, tools, `"name":"shell_command"`)
+	require.Equal(t, "unsupported call: shell_command", callOutput(t, mm, "call_1"))
+	started, completed := itemEvents(t, c.Since(mark), "call_1")
+	require.Empty(t, started)
+	require.Empty(t, completed)
 }

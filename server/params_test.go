@@ -86,7 +86,7 @@ func TestFeatureOverridesYieldToolLessRequest(t *testing.T) {
 	reqs := mm.ResponseRequests()
 	require.Len(t, reqs, 2)
 	require.Empty(t, toolNames(reqs[0].Body), "the title thread offers no tools")
-	require.Equal(t, []string{"exec_command", "write_stdin", "request_user_input", "apply_patch", "view_image",
+	require.Equal(t, []string{"exec_command", "write_stdin", "request_user_input", "view_image",
 		"get_goal", "create_goal", "update_goal", "web_search"}, toolNames(reqs[1].Body), "overrides apply to their thread only")
 }
 
@@ -96,9 +96,14 @@ func TestFeatureOverridesPickTools(t *testing.T) {
 		config map[string]any
 		want   []string
 	}{
-		{"classic shell", map[string]any{"features.unified_exec": false}, []string{"shell_command", "apply_patch"}},
-		{"plan tool, live search", map[string]any{"tools.update_plan.enabled": true, "web_search": "live", "features.goals": false}, []string{"exec_command", "write_stdin", "update_plan", "apply_patch", "web_search"}},
-		{"no command tools keeps an explicit apply_patch", map[string]any{"features.unified_exec": false, "features.shell_tool": false, "include_apply_patch_tool": true}, []string{"apply_patch"}},
+		// as in the reference (0.169): unified_exec = false brings back no classic shell tool, shell_tool = false
+		// drops the command tools whatever unified_exec says, and a model outside the catalogue gets no
+		// apply_patch, include_apply_patch_tool or not (the reference has no such key)
+		{"unified_exec off changes nothing", map[string]any{"features.unified_exec": false}, []string{"exec_command", "write_stdin"}},
+		{"plan tool, live search", map[string]any{"tools.update_plan.enabled": true, "web_search": "live", "features.goals": false}, []string{"exec_command", "write_stdin", "update_plan", "web_search"}},
+		{"shell_tool off", map[string]any{"features.shell_tool": false}, []string{}},
+		{"include_apply_patch_tool is ignored", map[string]any{"include_apply_patch_tool": true}, []string{"exec_command", "write_stdin"}},
+		{"features.view_image", map[string]any{"features.view_image": true}, []string{"exec_command", "write_stdin", "view_image"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mm := mockmodel.New(t)

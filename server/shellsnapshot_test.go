@@ -57,26 +57,21 @@ const snapshotProbe = `echo "$FROM_PROFILE $FROM_BASHRC $CODEX_THREAD_ID"; tr '\
 
 // TestShellSnapshotReachesCommands: with the snapshot ready, a model's `bash -lc` runs as `bash -c` that
 // sources it (the bashrc's export only arrives that way; no further login), under every sandbox mode,
-// for exec_command and shell_command alike; the item still shows the command as the model asked.
+// the item still shows the command as the model asked.
 func TestShellSnapshotReachesCommands(t *testing.T) {
 	if ok, reason := sandbox.Available(); !ok {
 		t.Skipf("the sandbox is unavailable on this machine: %s", reason)
 	}
-	for _, tc := range []struct{ name, mode, config, tool string }{
-		{"read-only", "read-only", "", "exec_command"},
-		{"workspace-write", "workspace-write", "", "exec_command"},
-		{"danger-full-access", "danger-full-access", "", "exec_command"},
-		{"shell_command", "read-only", "[features]\nunified_exec = false\n", "shell_command"},
+	for _, tc := range []struct{ name, mode string }{
+		{"read-only", "read-only"},
+		{"workspace-write", "workspace-write"},
+		{"danger-full-access", "danger-full-access"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := snapshotHome(t)
 			mm := mockmodel.New(t)
-			args := map[string]any{"cmd": snapshotProbe, "yield_time_ms": 30000}
-			if tc.tool == "shell_command" {
-				args = map[string]any{"command": snapshotProbe, "timeout_ms": 30000}
-			}
-			mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall(tc.tool, "call_1", args)}}, finalMessage("ok"))
-			c := apptest.Start(t, apptest.Options{Model: mm, SandboxMode: tc.mode, Config: tc.config})
+			mm.Enqueue(execCall("call_1", map[string]any{"cmd": snapshotProbe, "yield_time_ms": 30000}), finalMessage("ok"))
+			c := apptest.Start(t, apptest.Options{Model: mm, SandboxMode: tc.mode})
 			c.Initialize(false)
 			tid := c.StartThread(nil)
 			waitSnapshot(t, c.Home, tid)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,6 +214,35 @@ func TestParallelToolCallsAndUnknownTool(t *testing.T) {
 	require.Less(t, strings.Index(input, `"output":"fake output {\"n\":1}"`), strings.Index(input, `"output":"fake output {\"n\":2}"`), "outputs in call order")
 	tools := string(mustJSON(t, reqs[0].Body["tools"]))
 	require.Contains(t, tools, `"name":"fake_tool"`)
+}
+
+// TestUnofferedCustomToolCall: a freeform call of a tool not offered (apply_patch to a model outside the
+// catalogue, or any other name) is answered as the reference does, with no item for the client.
+func TestUnofferedCustomToolCall(t *testing.T) {
+	for _, name := range []string{"apply_patch", "no_such_tool"} {
+		t.Run(name, func(t *testing.T) {
+			mm := mockmodel.New(t)
+			mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.CustomToolCall(name, "call_x", "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n")}})
+			mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+			c := apptest.Start(t, apptest.Options{Model: mm})
+			c.Initialize(false)
+			tid := c.StartThread(nil)
+			mark := c.Mark()
+			c.StartTurn(tid, "edit")
+			turn := c.WaitTurnCompleted()
+			require.Equal(t, "completed", turn["status"])
+			reqs := mm.ResponseRequests()
+			require.Len(t, reqs, 2)
+			input := string(mustJSON(t, reqs[1].Body["input"]))
+			require.Regexp(t, `\{"call_id":"call_x","id":"ctco_[^"]+","output":"unsupported custom tool call: `+name+`","type":"custom_tool_call_output"\}`, input)
+			for _, m := range c.Since(mark) {
+				if m.Method == "item/started" || m.Method == "item/completed" {
+					require.NotContains(t, string(m.Params), "call_x", "no item for an unoffered call")
+				}
+			}
+			require.NoFileExists(t, filepath.Join(c.Work, "a.txt"))
+		})
+	}
 }
 
 func TestInterruptMidStream(t *testing.T) {

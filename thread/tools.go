@@ -135,7 +135,8 @@ func FunctionOutputRaw(callID string, output json.RawMessage) json.RawMessage {
 
 func functionOutputID() string { return "fco_" + uuid.Must(uuid.NewV7()).String() }
 
-// CustomOutput builds a custom_tool_call_output item.
+// CustomOutput builds a custom_tool_call_output item; like the reference it carries its own id ("ctco_" +
+// a UUIDv7).
 func CustomOutput(callID, output string) json.RawMessage {
-	return marshal(map[string]any{"type": "custom_tool_call_output", "call_id": callID, "output": output})
+	return marshal(functionOutputItem{Type: "custom_tool_call_output", ID: "ctco_" + uuid.Must(uuid.NewV7()).String(), CallID: callID, Output: output})
 }

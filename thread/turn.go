@@ -922,11 +922,15 @@ func dispatchTool(ctx context.Context, tc *ToolContext, sets []ToolSet, call Too
 			return o
 		}
 	}
+	if call.Type == "custom_tool_call" {
+		// The reference's words for a freeform call of a tool it did not offer (apply_patch included).
+		return CustomOutput(call.CallID, "unsupported custom tool call: "+call.Name)
+	}
 	name := call.Name
 	if call.Namespace != "" {
 		name = call.Namespace + "." + call.Name
 	}
-	return errorOutput(call, "unsupported call: "+name)
+	return FunctionOutput(call.CallID, "unsupported call: "+name)
 }
 
 func errorOutput(call ToolCall, text string) json.RawMessage {

@@ -20,18 +20,23 @@ import (
 )
 
 // toolSwitches are the tools a thread's effective configuration turns on, read the way the reference
-// reads them: `[features]` flags, `tools.<name>.enabled` tables and `web_search`.
+// reads them: `[features]` flags, `tools.<name>.enabled` tables, `web_search` and the model's catalogue entry.
 type toolSwitches struct {
-	unifiedExec, shellTool, applyPatch bool
-	updatePlan, requestUserInput       bool
-	viewImage, goals                   bool
-	webSearch                          string // "disabled", "cached" or "live"
+	commands, applyPatch         bool
+	updatePlan, requestUserInput bool
+	viewImage, goals             bool
+	webSearch                    string // "disabled", "cached" or "live"
 }
 
 func switchesOf(cfg *config.Config, modelID string) toolSwitches {
+	// The command tools are exec_command and write_stdin whenever features.shell_tool is on: like the
+	// reference, features.unified_exec = false does not bring back a classic shell tool. apply_patch is
+	// offered by model, to catalogue models only (the reference has no include_apply_patch_tool: the key
+	// is ignored); a model outside the catalogue is answered "unsupported custom tool call".
+	_, known := model.LookupModel(modelID)
 	sw := toolSwitches{
-		unifiedExec:      cfg.FeatureEnabled("unified_exec"),
-		shellTool:        featureOr(cfg, "shell_tool", true),
+		commands:         featureOr(cfg, "shell_tool", true),
+		applyPatch:       known,
 		updatePlan:       rawBool(cfg, false, "tools", "update_plan", "enabled"),
 		requestUserInput: rawBool(cfg, true, "tools", "experimental_request_user_input", "enabled"),
 		viewImage:        featureOr(cfg, "view_image", true),
@@ -41,12 +46,6 @@ func switchesOf(cfg *config.Config, modelID string) toolSwitches {
 	if v, ok := cfg.Scalar("web_search").(string); ok && v != "" {
 		sw.webSearch = v
 	}
-	// A catalogue model always gets apply_patch, as the reference offers it by model. Any other model
-	// (the reference offers it none) gets it along with the command tools, so a thread that turned every
-	// command tool off (the TUI's title thread) gets no editing tool either. include_apply_patch_tool
-	// decides when set.
-	_, known := model.LookupModel(modelID)
-	sw.applyPatch = rawBool(cfg, known || sw.unifiedExec || sw.shellTool, "include_apply_patch_tool")
 	return sw
 }
 

@@ -34,11 +34,8 @@ func Provider(d Deps) thread.ToolProvider {
 		st := state(t, &d)
 		sw := switchesOf(s.EffectiveConfig(d.Config), s.Model)
 		var sets []thread.ToolSet
-		switch {
-		case sw.unifiedExec:
+		if sw.commands {
 			sets = append(sets, &execSet{deps: &d, st: st})
-		case sw.shellTool:
-			sets = append(sets, &shellSet{deps: &d, st: st})
 		}
 		if sw.updatePlan {
 			sets = append(sets, planSet{})

@@ -34,6 +34,9 @@ type Options struct {
 	Model *mockmodel.Server
 	// ApprovalPolicy and SandboxMode default to "never" and "read-only".
 	ApprovalPolicy, SandboxMode string
+	// ModelID is the `model` of the default config ("": mock-model, a model outside the catalogue;
+	// a catalogue model gets the tools the reference offers by model, apply_patch among them).
+	ModelID string
 	// Raw skips the default config entirely (Config is the whole file).
 	Raw bool
 	// Tools overrides the tools offered to the model (nil: the server's defaults).
@@ -119,7 +122,10 @@ func Start(t testing.TB, opts Options) *Client {
 		if opts.SandboxMode == "" {
 			opts.SandboxMode = "read-only"
 		}
-		text = fmt.Sprintf(`model = "mock-model"
+		if opts.ModelID == "" {
+			opts.ModelID = "mock-model"
+		}
+		text = fmt.Sprintf(`model = %q
 model_provider = "mock"
 approval_policy = %q
 sandbox_mode = %q
@@ -131,7 +137,7 @@ base_url = %q
 wire_api = "responses"
 request_max_retries = %d
 stream_max_retries = %d
-`, opts.ApprovalPolicy, opts.SandboxMode, opts.Config, opts.Model.URL(), opts.RequestRetries, opts.StreamRetries)
+`, opts.ModelID, opts.ApprovalPolicy, opts.SandboxMode, opts.Config, opts.Model.URL(), opts.RequestRetries, opts.StreamRetries)
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(text), 0o644))
 	cfg, cfgErr := config.Load(home, opts.Overrides)
