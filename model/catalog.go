@@ -69,6 +69,9 @@ type CatalogModel struct {
 	Verbosity string `json:"-"`
 	// ReasoningContext is the reasoning.context sent by default ("" = none).
 	ReasoningContext string `json:"-"`
+	// CodeMode is the reference's `tool_mode = "code_mode_only"` (every entry but gpt-5.5): its tools are
+	// reached through a JavaScript `exec` tool, and the provider's hosted web_search is not offered.
+	CodeMode bool `json:"-"`
 }
 
 func strp(s string) *string { return &s }
@@ -117,6 +120,7 @@ func Catalog() []CatalogModel {
 		if multi != "" {
 			m.MultiAgentVersion = strp(multi)
 			m.ReasoningContext = "all_turns"
+			m.CodeMode = true
 		}
 		return m
 	}

@@ -181,3 +181,42 @@ func TestCatalogueModelKeepsApplyPatchWithoutCommandTools(t *testing.T) {
 	require.Equal(t, map[string]any{"verbosity": "low"}, body["text"], "catalogue defaults")
 	require.Equal(t, map[string]any{"effort": "medium"}, body["reasoning"])
 }
+
+// TestCatalogueModelTools: the tools the reference 0.169 offers catalogue models (compared on the first
+// request's tools): apply_patch by model whatever include_apply_patch_tool says, the hosted web_search with
+// text and image results, and no hosted web_search at all for the code-mode models (all but gpt-5.5).
+func TestCatalogueModelTools(t *testing.T) {
+	for _, tc := range []struct {
+		model     string
+		config    map[string]any
+		want      []string
+		webSearch map[string]any
+	}{
+		{"gpt-5.5", map[string]any{"web_search": "live"}, []string{"exec_command", "write_stdin", "apply_patch", "web_search"},
+			map[string]any{"type": "web_search", "external_web_access": true, "search_content_types": []any{"text", "image"}}},
+		{"gpt-5.5", map[string]any{"include_apply_patch_tool": false}, []string{"exec_command", "write_stdin", "apply_patch", "web_search"},
+			map[string]any{"type": "web_search", "external_web_access": false, "search_content_types": []any{"text", "image"}}},
+		{"gpt-6.1-sol", map[string]any{"web_search": "live"}, []string{"exec_command", "write_stdin", "apply_patch"}, nil},
+		{"gpt-5.6-sol", map[string]any{"features.shell_tool": false}, []string{"apply_patch"}, nil},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			mm := mockmodel.New(t)
+			mm.Enqueue(okReply("ok"))
+			c := apptest.Start(t, apptest.Options{Model: mm})
+			c.Initialize(true)
+			cfg := map[string]any{"features.view_image": false, "tools.experimental_request_user_input.enabled": false, "features.goals": false}
+			for k, v := range tc.config {
+				cfg[k] = v
+			}
+			tid := c.StartThread(map[string]any{"model": tc.model, "config": cfg})
+			c.StartTurn(tid, "go")
+			c.WaitTurnCompleted()
+			body := mm.ResponseRequests()[0].Body
+			require.Equal(t, tc.want, toolNames(body))
+			if tc.webSearch != nil {
+				tools := body["tools"].([]any)
+				require.Equal(t, tc.webSearch, tools[len(tools)-1])
+			}
+		})
+	}
+}

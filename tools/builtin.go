@@ -26,6 +26,7 @@ type toolSwitches struct {
 	updatePlan, requestUserInput bool
 	viewImage, goals             bool
 	webSearch                    string // "disabled", "cached" or "live"
+	searchImages                 bool   // web_search with search_content_types text and image
 }
 
 func switchesOf(cfg *config.Config, modelID string) toolSwitches {
@@ -33,7 +34,7 @@ func switchesOf(cfg *config.Config, modelID string) toolSwitches {
 	// reference, features.unified_exec = false does not bring back a classic shell tool. apply_patch is
 	// offered by model, to catalogue models only (the reference has no include_apply_patch_tool: the key
 	// is ignored); a model outside the catalogue is answered "unsupported custom tool call".
-	_, known := model.LookupModel(modelID)
+	entry, known := model.LookupModel(modelID)
 	sw := toolSwitches{
 		commands:         featureOr(cfg, "shell_tool", true),
 		applyPatch:       known,
@@ -45,6 +46,12 @@ func switchesOf(cfg *config.Config, modelID string) toolSwitches {
 	}
 	if v, ok := cfg.Scalar("web_search").(string); ok && v != "" {
 		sw.webSearch = v
+	}
+	// The catalogue's web_search_tool_type is text_and_image for every entry; a code-mode model gets no
+	// hosted web_search from the reference whatever web_search says.
+	sw.searchImages = known
+	if entry.CodeMode {
+		sw.webSearch = "disabled"
 	}
 	return sw
 }
@@ -258,22 +265,32 @@ func (viewImageSet) Call(_ context.Context, tc *thread.ToolContext, call thread.
 
 // ---- web_search (hosted by the provider) ----
 
-type webSearchSet struct{ live bool }
+type webSearchSet struct{ live, images bool }
 
-// webSearchSpecs are the two possible specs, by external_web_access.
-var webSearchSpecs = sync.OnceValue(func() (specs [2][]json.RawMessage) {
+// webSearchSpecs are the four possible specs, by external_web_access and search_content_types.
+var webSearchSpecs = sync.OnceValue(func() (specs [2][2][]json.RawMessage) {
 	for i, live := range []bool{false, true} {
-		b, _ := json.Marshal(map[string]any{"type": "web_search", "external_web_access": live})
-		specs[i] = []json.RawMessage{b}
+		for j, images := range []bool{false, true} {
+			spec := map[string]any{"type": "web_search", "external_web_access": live}
+			if images {
+				spec["search_content_types"] = []string{"text", "image"}
+			}
+			b, _ := json.Marshal(spec)
+			specs[i][j] = []json.RawMessage{b}
+		}
 	}
 	return specs
 })
 
 func (w webSearchSet) Specs() []json.RawMessage {
+	i, j := 0, 0
 	if w.live {
-		return webSearchSpecs()[1]
+		i = 1
 	}
-	return webSearchSpecs()[0]
+	if w.images {
+		j = 1
+	}
+	return webSearchSpecs()[i][j]
 }
 
 func (webSearchSet) Call(context.Context, *thread.ToolContext, thread.ToolCall) (json.RawMessage, bool) {

@@ -56,7 +56,7 @@ func Provider(d Deps) thread.ToolProvider {
 			sets = append(sets, dynamicSet{specs: s.DynamicTools})
 		}
 		if sw.webSearch == "cached" || sw.webSearch == "live" {
-			sets = append(sets, webSearchSet{live: sw.webSearch == "live"})
+			sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
 		}
 		if d.Extra != nil {
 			sets = append(sets, d.Extra(t, s)...)
