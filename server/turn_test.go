@@ -471,3 +471,39 @@ func TestPermissionsMessageFollowsPolicyChanges(t *testing.T) {
 	require.Equal(t, 2, count(2), "a changed sandbox is announced")
 	require.Contains(t, string(mustJSON(t, reqs[2].Body["input"])), "Sandbox: none")
 }
+
+// TestOfferedToolCalledInTheOtherForm: a freeform call of a function tool, or a function call of the
+// freeform apply_patch, is answered "aborted" in the call's own kind, as the reference does, and runs nothing.
+func TestOfferedToolCalledInTheOtherForm(t *testing.T) {
+	for _, tc := range []struct {
+		name, model string
+		call        mockmodel.Item
+		outputType  string
+	}{
+		{"custom view_image", "", mockmodel.CustomToolCall("view_image", "call_x", `{"path":"x.png"}`), "custom_tool_call_output"},
+		{"function apply_patch", "gpt-5.5", mockmodel.FunctionCall("apply_patch", "call_x",
+			map[string]any{"input": "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"}), "function_call_output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mm := mockmodel.New(t)
+			mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{tc.call}})
+			mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+			c := apptest.Start(t, apptest.Options{Model: mm, ModelID: tc.model, SandboxMode: "workspace-write"})
+			c.Initialize(false)
+			tid := c.StartThread(nil)
+			mark := c.Mark()
+			c.StartTurn(tid, "call")
+			require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+			reqs := mm.ResponseRequests()
+			require.Len(t, reqs, 2)
+			input := string(mustJSON(t, reqs[1].Body["input"]))
+			require.Regexp(t, `\{"call_id":"call_x","id":"[a-z]+_[^"]+","output":"aborted","type":"`+tc.outputType+`"\}`, input)
+			for _, m := range c.Since(mark) {
+				if m.Method == "item/started" || m.Method == "item/completed" {
+					require.NotContains(t, string(m.Params), "call_x", "no item for the call")
+				}
+			}
+			require.NoFileExists(t, filepath.Join(c.Work, "a.txt"))
+		})
+	}
+}

@@ -917,6 +917,11 @@ func dispatchTool(ctx context.Context, tc *ToolContext, sets []ToolSet, call Too
 			out = errorOutput(call, fmt.Sprintf("tool %s failed: internal error", call.Name))
 		}
 	}()
+	if mismatchedKind(sets, call) {
+		// The reference's answer to an offered tool called in the other form (a freeform call of a
+		// function tool, or the reverse): the call fails and its output is "aborted".
+		return errorOutput(call, "aborted")
+	}
 	for _, set := range sets {
 		if o, ok := set.Call(ctx, tc, call); ok {
 			return o
@@ -931,6 +936,34 @@ func dispatchTool(ctx context.Context, tc *ToolContext, sets []ToolSet, call Too
 		name = call.Namespace + "." + call.Name
 	}
 	return FunctionOutput(call.CallID, "unsupported call: "+name)
+}
+
+// mismatchedKind reports whether a top-level call names a tool offered as the other kind (function vs
+// custom) and none of its own kind.
+func mismatchedKind(sets []ToolSet, call ToolCall) bool {
+	if call.Namespace != "" {
+		return false
+	}
+	own := "function"
+	if call.Type == "custom_tool_call" {
+		own = "custom"
+	}
+	other := false
+	for _, set := range sets {
+		for _, raw := range set.Specs() {
+			var spec struct{ Type, Name string }
+			if json.Unmarshal(raw, &spec) != nil || spec.Name != call.Name {
+				continue
+			}
+			if spec.Type == own {
+				return false
+			}
+			if spec.Type == "function" || spec.Type == "custom" {
+				other = true
+			}
+		}
+	}
+	return other
 }
 
 func errorOutput(call ToolCall, text string) json.RawMessage {
