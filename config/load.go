@@ -124,6 +124,9 @@ func compose(codexHome string, layers []*layer) (*Config, error) {
 	if cerr != nil {
 		return nil, attribute(layers, cerr)
 	}
+	if err := checkMeaning(c, full, layers); err != nil {
+		return nil, err
+	}
 	c.CodexHome = codexHome
 	c.layers = layers
 	c.effective = full
