@@ -348,10 +348,16 @@ func (s *Store) summaryOf(r *threadindex.Row) Summary {
 // readRow reads one rollout's meta into an index row; nil if the file is unreadable. pc (may be nil) is
 // the build's memory of fork parents.
 func (s *Store) readRow(id string, df diskFile, pc *parentCache) *threadindex.Row {
+	r, _ := s.readRowErr(id, df, pc)
+	return r
+}
+
+// readRowErr is readRow with the reason a rollout is skipped.
+func (s *Store) readRowErr(id string, df diskFile, pc *parentCache) (*threadindex.Row, error) {
 	m, err := readMeta(df.path, -1, 0, pc)
 	if err != nil {
 		slog.Warn("rollout: skipping unreadable rollout", "path", df.path, "err", err)
-		return nil
+		return nil, err
 	}
 	if m.Session.ID != "" && m.Session.ID != id {
 		slog.Warn("rollout: file name and session id differ", "path", df.path, "id", m.Session.ID)
@@ -359,7 +365,7 @@ func (s *Store) readRow(id string, df diskFile, pc *parentCache) *threadindex.Ro
 	sum := summaryFromMeta(id, m, df)
 	r := rowOf(&sum, s.rel(df.path), df.size, df.modNs, m.Name)
 	r.Content = strings.Join(m.Texts, threadindex.ContentSep)
-	return r
+	return r, nil
 }
 
 // putRows writes rows in one transaction.
@@ -378,15 +384,15 @@ func (s *Store) putRows(rows []*threadindex.Row) error {
 }
 
 // indexFile reads one rollout and stores its row; nil if the file is unreadable.
-func (s *Store) indexFile(id string, df diskFile) *threadindex.Row {
-	r := s.readRow(id, df, nil)
+func (s *Store) indexFile(id string, df diskFile) (*threadindex.Row, error) {
+	r, err := s.readRowErr(id, df, nil)
 	if r == nil {
-		return nil
+		return nil, err
 	}
 	if err := s.putRows([]*threadindex.Row{r}); err != nil {
 		slog.Warn("rollout: index write failed", "err", err)
 	}
-	return r
+	return r, nil
 }
 
 // reconcile stats every rollout and brings the index in line: new and changed files are read (in parallel,
@@ -937,7 +943,10 @@ func (s *Store) lookup(threadID string) (*threadindex.Row, error) {
 	}
 	df := diskFile{path: p, size: info.Size(), modNs: info.ModTime().UnixNano(),
 		archived: filepath.Base(filepath.Dir(p)) == "archived_sessions"}
-	if s.indexFile(threadID, df) == nil {
+	if _, err := s.indexFile(threadID, df); err != nil {
+		if errors.Is(err, ErrNoSessionMeta) {
+			return nil, &SessionMetaError{Path: p}
+		}
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, threadID)
 	}
 	r, err := s.ix.Row(s.ctx, threadID)
@@ -1142,7 +1151,7 @@ func (s *Store) Reindex(path string) (Summary, error) {
 	}
 	df := diskFile{path: path, size: info.Size(), modNs: info.ModTime().UnixNano(),
 		archived: filepath.Base(filepath.Dir(path)) == "archived_sessions"}
-	if s.indexFile(id, df) == nil {
+	if r, _ := s.indexFile(id, df); r == nil {
 		return Summary{}, fmt.Errorf("rollout: reindex: unreadable %s", path)
 	}
 	return s.Get(id)
@@ -1178,7 +1187,7 @@ func (s *Store) Touch(threadID string) (Summary, error) {
 	}
 	if r.Preview == "" && info.Size() != r.Size {
 		df := diskFile{path: path, size: info.Size(), modNs: info.ModTime().UnixNano(), archived: r.Archived}
-		if s.indexFile(threadID, df) != nil {
+		if r, _ := s.indexFile(threadID, df); r != nil {
 			return s.Get(threadID)
 		}
 	}
