@@ -40,6 +40,9 @@ type Error struct {
 	Key                string // dotted key, empty when unknown
 	Msg                string
 	Syntax             bool // the file is not valid TOML (else a value is wrong)
+	// Meaning is set when the values type-check but one is refused on its meaning (checkMeaning); such an
+	// error has no file or position.
+	Meaning bool
 }
 
 // Error renders "file:line:col: msg", or "file: msg (key `k`)" when the position is unknown.

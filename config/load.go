@@ -124,10 +124,10 @@ func compose(codexHome string, layers []*layer) (*Config, error) {
 	if cerr != nil {
 		return nil, attribute(layers, cerr)
 	}
+	c.CodexHome = codexHome
 	if err := checkMeaning(c, full, layers); err != nil {
 		return nil, err
 	}
-	c.CodexHome = codexHome
 	c.layers = layers
 	c.effective = full
 	return c, nil

@@ -23,39 +23,40 @@ var builtinPermissionProfiles = map[string]bool{":read-only": true, ":workspace"
 // error has no position: the reference reports these without one. Relative file paths are resolved
 // against the directory of the layer that sets them (the process directory for overrides).
 func checkMeaning(c *Config, eff tree, layers []*layer) error {
+	home := c.CodexHome
 	if _, ok := eff["experimental_thread_store_endpoint"]; ok {
-		return &Error{Msg: "`experimental_thread_store_endpoint` is no longer supported; remove it from config.toml"}
+		return meaningError("`experimental_thread_store_endpoint` is no longer supported; remove it from config.toml")
 	}
 	if name, ok := eff["default_permissions"].(string); ok {
 		profiles, hasTable := eff["permissions"].(tree)
 		switch {
 		case strings.HasPrefix(name, ":"):
 			if !builtinPermissionProfiles[name] {
-				return &Error{Msg: "default_permissions refers to unknown built-in profile `" + name + "`"}
+				return meaningError("default_permissions refers to unknown built-in profile `" + name + "`")
 			}
 		case !hasTable:
-			return &Error{Msg: "default_permissions requires a `[permissions]` table"}
+			return meaningError("default_permissions requires a `[permissions]` table")
 		default:
 			if _, ok := profiles[name]; !ok {
-				return &Error{Msg: "default_permissions refers to undefined profile `" + name + "`"}
+				return meaningError("default_permissions refers to undefined profile `" + name + "`")
 			}
 		}
 	}
 	if _, err := c.Provider(); err != nil {
-		return &Error{Msg: "Model provider `" + c.ModelProvider + "` not found"}
+		return meaningError("Model provider `" + c.ModelProvider + "` not found")
 	}
 	for _, f := range []struct{ key, what string }{
 		{"model_instructions_file", "model instructions file"},
 		{"experimental_compact_prompt_file", "experimental compact prompt file"},
 	} {
 		if p, ok := eff[f.key].(string); ok {
-			if err := checkTextFile(layerPath(layers, f.key, p), f.what); err != nil {
+			if err := checkTextFile(layerPath(layers, home, f.key, p), f.what); err != nil {
 				return err
 			}
 		}
 	}
 	if p, ok := eff["model_catalog_json"].(string); ok {
-		if err := checkModelCatalog(layerPath(layers, "model_catalog_json", p)); err != nil {
+		if err := checkModelCatalog(layerPath(layers, home, "model_catalog_json", p)); err != nil {
 			return err
 		}
 	}
@@ -63,7 +64,9 @@ func checkMeaning(c *Config, eff tree, layers []*layer) error {
 }
 
 // layerPath resolves the path p given to the top-level key against the directory of the layer that sets it.
-func layerPath(layers []*layer, key, p string) string {
+// An override's is the process directory, or codexHome when no file layer is read (the defaults the
+// server falls back on), as the reference resolves them.
+func layerPath(layers []*layer, codexHome, key, p string) string {
 	if filepath.IsAbs(p) {
 		return filepath.Clean(p)
 	}
@@ -73,6 +76,8 @@ func layerPath(layers []*layer, key, p string) string {
 		if l.source != SourceProject { // a project layer's file is its .codex folder
 			base = filepath.Dir(l.file)
 		}
+	} else if !hasFileLayer(layers) {
+		base = codexHome
 	} else if wd, err := os.Getwd(); err == nil {
 		base = wd
 	}
@@ -83,17 +88,17 @@ func layerPath(layers []*layer, key, p string) string {
 func checkTextFile(path, what string) error {
 	st, err := os.Stat(path)
 	if err != nil {
-		return &Error{Msg: fmt.Sprintf("failed to read %s %s: %s", what, path, oserr.Text(err))}
+		return meaningError(fmt.Sprintf("failed to read %s %s: %s", what, path, oserr.Text(err)))
 	}
 	if !st.Mode().IsRegular() {
-		return &Error{Msg: fmt.Sprintf("failed to read %s %s: path `%s` is not a file", what, path, path)}
+		return meaningError(fmt.Sprintf("failed to read %s %s: path `%s` is not a file", what, path, path))
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return &Error{Msg: fmt.Sprintf("failed to read %s %s: %s", what, path, oserr.Text(err))}
+		return meaningError(fmt.Sprintf("failed to read %s %s: %s", what, path, oserr.Text(err)))
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return &Error{Msg: fmt.Sprintf("%s is empty: %s", what, path)}
+		return meaningError(fmt.Sprintf("%s is empty: %s", what, path))
 	}
 	return nil
 }
@@ -103,10 +108,10 @@ func checkTextFile(path, what string) error {
 func checkModelCatalog(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return &Error{Msg: oserr.Text(err)}
+		return meaningError(oserr.Text(err))
 	}
 	fail := func(msg string) error {
-		return &Error{Msg: fmt.Sprintf("failed to parse model_catalog_json path `%s` as JSON: %s", path, msg)}
+		return meaningError(fmt.Sprintf("failed to parse model_catalog_json path `%s` as JSON: %s", path, msg))
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -132,4 +137,17 @@ func lineCol(data []byte, n int) (int, int) {
 	line := 1 + bytes.Count(data[:n], []byte("\n"))
 	col := n - (bytes.LastIndexByte(data[:n], '\n') + 1)
 	return line, col
+}
+
+// meaningError is checkMeaning's error with the message msg.
+func meaningError(msg string) *Error { return &Error{Msg: msg, Meaning: true} }
+
+// hasFileLayer reports whether any of layers was read from a file (a missing file counts: it was looked for).
+func hasFileLayer(layers []*layer) bool {
+	for _, l := range layers {
+		if l.file != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -95,6 +95,13 @@ func TestRefusedOnMeaningOverrides(t *testing.T) {
 		require.Error(t, err, o)
 		require.NotContains(t, err.Error(), "override", o)
 	}
+	// A relative -c path is the process directory's; in the defaults (no file read), the home's.
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	_, err = Load(dir, []string{"model_instructions_file=\"sub/missing.md\""})
+	require.EqualError(t, err, "failed to read model instructions file "+filepath.Join(wd, "sub/missing.md")+": No such file or directory (os error 2)")
+	_, err = Defaults(dir, []string{"model_instructions_file=\"sub/missing.md\""})
+	require.EqualError(t, err, "failed to read model instructions file "+filepath.Join(dir, "sub/missing.md")+": No such file or directory (os error 2)")
 	c, err := Load(dir, nil)
 	require.NoError(t, err)
 	_, err = c.WithOverrides(map[string]any{"model_provider": "x"})
