@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"appserver/threadindex"
 )
 
@@ -804,9 +806,10 @@ type Page struct {
 	Threads []Summary
 	// Next continues after the last thread ("" when nothing follows).
 	Next string
-	// Backwards is the first thread's sort timestamp (RFC 3339, milliseconds, UTC) as the reference reports
-	// it: used as a cursor it selects the threads at or beyond that instant in the requested direction, so a
-	// client can page back towards newer threads ("" for an empty page).
+	// Backwards is, as the reference reports it, the first thread's sort timestamp moved 1 ms towards the
+	// threads before it (RFC 3339, UTC, milliseconds unless zero): used as a cursor it selects the threads at
+	// or beyond that instant in the requested direction, so a client can page back towards newer threads
+	// with the first thread included ("" for an empty page).
 	Backwards string
 }
 
@@ -816,8 +819,32 @@ func (s *Store) List(q ListQuery) ([]Summary, string, error) {
 	return p.Threads, p.Next, err
 }
 
-// backwardsLayout formats Page.Backwards.
-const backwardsLayout = "2006-01-02T15:04:05.000Z"
+// cursorTime formats a sort timestamp (unix milliseconds) as the reference's cursors do: RFC 3339 in UTC
+// with milliseconds, left out when zero ("2026-11-24T18:37:29.123Z", "2026-11-24T18:34:12Z").
+func cursorTime(ms int64) string {
+	t := time.UnixMilli(ms).UTC()
+	if ms%1000 == 0 {
+		return t.Format("2006-01-02T15:04:05Z")
+	}
+	return t.Format("2006-01-02T15:04:05.000Z")
+}
+
+// timeCursor is the reference's form of a next-page cursor: the last thread's sort timestamp and its id,
+// joined by "|".
+func timeCursor(ms int64, id string) string { return cursorTime(ms) + "|" + id }
+
+// parseTimeCursor reads a "<RFC 3339 time>|<thread id>" cursor.
+func parseTimeCursor(s string) (ms int64, id string, ok bool) {
+	ts, id, found := strings.Cut(s, "|")
+	if _, err := uuid.Parse(id); !found || err != nil {
+		return 0, "", false
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return 0, "", false
+	}
+	return t.UnixMilli(), id, true
+}
 
 // ListPage returns one page ordered by (timestamp, id) with its forward and backwards cursors. Cursors are
 // either Next values or Backwards timestamps.
@@ -858,6 +885,8 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	if q.Cursor != "" {
 		if t, err := time.Parse(time.RFC3339Nano, q.Cursor); err == nil {
 			iq.T, iq.HasAt = t.UnixMilli(), true
+		} else if ms, id, ok := parseTimeCursor(q.Cursor); ok && key != SortSectionPosition {
+			iq.T, iq.AfterID = ms, id
 		} else {
 			c, err := decodeCursor(q.Cursor)
 			if err != nil {
@@ -904,10 +933,19 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	pg := Page{Threads: page}
 	if more {
 		last := &rows[len(rows)-1]
-		pg.Next = encodeCursor(cursor{Key: key, T: keyOf(last), ID: last.ID})
+		if iq.BySection {
+			pg.Next = encodeCursor(cursor{Key: key, T: keyOf(last), ID: last.ID})
+		} else {
+			pg.Next = timeCursor(keyOf(last), last.ID)
+		}
 	}
 	if len(rows) > 0 {
-		pg.Backwards = time.UnixMilli(keyOf(&rows[0])).UTC().Format(backwardsLayout)
+		// One millisecond before the first thread's (after it, ascending): the reverse page starts with it.
+		step := int64(-1)
+		if iq.Asc {
+			step = 1
+		}
+		pg.Backwards = cursorTime(keyOf(&rows[0]) + step)
 	}
 	return pg, nil
 }
