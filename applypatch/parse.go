@@ -266,3 +266,26 @@ func (p *parser) chunk(first bool) (Chunk, error) {
 	}
 	return c, nil
 }
+
+var shellHeredoc = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:cd\s+('[^']*'|"[^"]*"|[^\s'"&;|]+)\s*&&\s*)?(?:apply_patch|applypatch)\s*<<\s*(['"]?)(\w+)(['"]?)$`)
+})
+
+// ShellInvocation recognises a shell script that is only an apply_patch heredoc, as a model sends it
+// through a command tool (`apply_patch <<'EOF'` … `EOF`, optionally after `cd <dir> &&`). It returns the
+// heredoc's body and the directory of the cd ("" without one); ok is false for any other script.
+func ShellInvocation(script string) (body, dir string, ok bool) {
+	lines := strings.Split(strings.TrimSpace(script), "\n")
+	if len(lines) < 2 {
+		return "", "", false
+	}
+	m := shellHeredoc().FindStringSubmatch(strings.TrimSpace(lines[0]))
+	if m == nil || m[2] != m[4] || strings.TrimSpace(lines[len(lines)-1]) != m[3] {
+		return "", "", false
+	}
+	dir = m[1]
+	if len(dir) >= 2 && (dir[0] == '\'' || dir[0] == '"') {
+		dir = dir[1 : len(dir)-1]
+	}
+	return strings.Join(lines[1:len(lines)-1], "\n") + "\n", dir, true
+}

@@ -98,8 +98,7 @@ func (l *layer) sourceInfo() LayerSource {
 	return s
 }
 
-// nullDefaultKeys are the top-level keys the reference reports as null
-// when unset, plus our own approval_timeout_ms.
+// nullDefaultKeys are the top-level keys the reference reports as null when unset.
 var nullDefaultKeys = []string{
 	"model", "review_model", "model_context_window", "model_auto_compact_token_limit",
 	"model_auto_compact_token_limit_scope", "model_provider", "approval_policy", "approvals_reviewer",
@@ -121,7 +120,6 @@ var nullDefaultKeys = []string{
 	"apps_mcp_product_sku", "openai_base_url", "auto_review", "daybreak", "mcp_oauth_callback_port",
 	"orchestrator", "model_post_turn_compact_threshold_percent", "js_repl_node_module_dirs",
 	"allow_symlinked_codex_home", "memories", "windows", "disable_paste_burst",
-	"approval_timeout_ms",
 }
 
 // valueDefaults are the non-null top-level defaults the reference reports.
@@ -172,8 +170,8 @@ func configView(eff tree) tree {
 	}
 	for k, v := range eff {
 		def, known := out[k]
-		if !known {
-			continue // the reference drops unknown top-level keys here
+		if !known && k != ownTopLevelKeys {
+			continue // the reference drops unknown top-level keys here (ours only when set)
 		}
 		if dm, ok := def.(tree); ok {
 			if vm, ok := v.(tree); ok {
@@ -184,6 +182,12 @@ func configView(eff tree) tree {
 			}
 		}
 		out[k] = deepCopyValue(v)
+	}
+	if user, ok := eff["features"].(tree); ok {
+		// a [features] table reads with its typed network_proxy entry (null when unset)
+		if _, set := user["network_proxy"]; !set {
+			out["features"].(tree)["network_proxy"] = nil
+		}
 	}
 	if providers, ok := out["model_providers"].(tree); ok {
 		for id, p := range providers {
@@ -215,9 +219,19 @@ func configView(eff tree) tree {
 	return out
 }
 
+// reportedFeatureDefaults are the `[features]` entries config/read reports when the configuration leaves
+// them unset: the reference's own list (not the features appserver consults, see DefaultFeatures).
+var reportedFeatureDefaults = map[string]bool{
+	"api_key_cyber_access_programs": true, "api_key_model_discovery": true, "auth_elicitation": true,
+	"background_paginated_rollout_migration": false, "codex_apps_mcp_2026_07_28": false,
+	"daybreak_program_propagation": false, "mcp_2026_07_28": false, "mcp_connection_sharing": false,
+	"mcp_lazy_stdio_startup": false, "memories": false, "mentions_v2": true, "remote_control": false,
+	"remote_plugin": true, "tool_suggest": true, "windows_sandbox_service": false,
+}
+
 func defaultFeaturesTree() tree {
 	t := tree{}
-	for k, v := range DefaultFeatures {
+	for k, v := range reportedFeatureDefaults {
 		t[k] = v
 	}
 	return t

@@ -215,13 +215,32 @@ func TestFeatureDefaults(t *testing.T) {
 	require.False(t, c.FeatureEnabled("no_such_feature"))
 	res, err := c.ReadResponse(false, "")
 	require.NoError(t, err)
-	require.Equal(t, map[string]any{"unified_exec": true}, res.Config["features"])
+	// config/read reports the reference's defaults, not the features appserver consults
+	want := map[string]any{
+		"api_key_cyber_access_programs": true, "api_key_model_discovery": true, "auth_elicitation": true,
+		"background_paginated_rollout_migration": false, "codex_apps_mcp_2026_07_28": false,
+		"daybreak_program_propagation": false, "mcp_2026_07_28": false, "mcp_connection_sharing": false,
+		"mcp_lazy_stdio_startup": false, "memories": false, "mentions_v2": true, "remote_control": false,
+		"remote_plugin": true, "tool_suggest": true, "windows_sandbox_service": false,
+	}
+	require.Equal(t, want, res.Config["features"])
 
-	off := load(t, "[features]\nunified_exec = false\nother = true\n")
+	off := load(t, "[features]\nunified_exec = false\nother = true\nmemories = true\n")
 	require.False(t, off.FeatureEnabled("unified_exec"))
 	res, err = off.ReadResponse(false, "")
 	require.NoError(t, err)
-	require.Equal(t, map[string]any{"unified_exec": false, "other": true}, res.Config["features"])
+	want["unified_exec"], want["other"], want["memories"], want["network_proxy"] = false, true, true, nil
+	require.Equal(t, want, res.Config["features"], "a [features] table adds its entries and a null network_proxy")
+}
+
+// config/read reports our own approval_timeout_ms only when it is set (the reference has no such key).
+func TestReadReportsOwnKeyOnlyWhenSet(t *testing.T) {
+	res, err := load(t, "").ReadResponse(false, "")
+	require.NoError(t, err)
+	require.NotContains(t, res.Config, "approval_timeout_ms")
+	res, err = load(t, "approval_timeout_ms = 250\n").ReadResponse(false, "")
+	require.NoError(t, err)
+	require.EqualValues(t, 250, res.Config["approval_timeout_ms"])
 }
 
 // TestForCwdWithoutProjectSharesTheConfig: a cwd with no project layer gets the Config itself (every

@@ -630,11 +630,12 @@ func TestTerminatedSessionReportsExitCodeMinusOne(t *testing.T) {
 		res, err := x.ExecCommand(context.Background(), ExecCommandRequest{Env: testEnv(t), Args: ExecCommandArgs{Cmd: "echo up; sleep 100", YieldTimeMs: u64(250)}, Observer: rec})
 		require.NoError(t, err)
 		require.False(t, res.Exited)
-		// The yield may end before the shell printed (a loaded machine): terminate once "up" was seen.
+		// The yield may end before the shell printed (a loaded machine): terminate once "up" was seen, in
+		// the call's output (inside the startup window) or streamed after it.
 		require.Eventually(t, func() bool {
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
-			return strings.Contains(rec.deltas.String(), "up\n")
+			return res.Output == "up\n" || strings.Contains(rec.deltas.String(), "up\n")
 		}, time.Minute, 5*time.Millisecond)
 		if all {
 			x.TerminateAll()

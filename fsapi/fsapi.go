@@ -73,7 +73,14 @@ func WriteFile(p string, data []byte) error {
 // existing directory.
 func CreateDirectory(p string, recursive *bool) error {
 	if recursive == nil || *recursive {
-		return os.MkdirAll(p, 0o777)
+		err := os.MkdirAll(p, 0o777)
+		if errors.Is(err, unix.ENOTDIR) {
+			// the path itself is a file: "File exists", as Rust's create_dir_all reports (Go says ENOTDIR)
+			if fi, serr := os.Stat(p); serr == nil && !fi.IsDir() {
+				return &os.PathError{Op: "mkdir", Path: p, Err: unix.EEXIST}
+			}
+		}
+		return err
 	}
 	return os.Mkdir(p, 0o777)
 }

@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// ProtectedNames are the entries of every writable root that stay read-only under WorkspaceWrite.
-var ProtectedNames = []string{".git", ".codex"}
+// ProtectedNames are the entries of every writable root that stay read-only under WorkspaceWrite (the
+// reference's list and order, which the model also reads in its environment context).
+var ProtectedNames = []string{".git", ".agents", ".codex", ".aws"}
 
 // EffectiveRoots returns the cleaned absolute directories writable under p for a command run in cwd
 // whose environment has TMPDIR=tmpdir ("" when unset): nil for ReadOnly and for the unrestricted

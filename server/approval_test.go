@@ -391,7 +391,10 @@ func TestApplyPatchAddUpdateDeleteMove(t *testing.T) {
 
 	require.Regexp(t, `^Exit code: 0\nWall time: [0-9.]+ seconds\nOutput:\nSuccess. Updated the following files:\nA hello.txt\nM upd.txt\nM sub/new.txt\nD del.txt\n$`, callOutput(t, mm, "call_1"))
 	msgs := c.Since(mark)
-	require.Equal(t, turnFlow("item/started:fileChange", "item/completed:fileChange", "turn/diff/updated"), flow(t, msgs))
+	// the diff follows the patch, then the end of each model response of the turn (as in the reference)
+	require.Equal(t, []string{"warning", "thread/status/changed:active", "turn/started", "item/started:userMessage", "item/completed:userMessage",
+		"item/started:fileChange", "item/completed:fileChange", "turn/diff/updated", "turn/diff/updated",
+		"item/started:agentMessage", "item/completed:agentMessage", "turn/diff/updated", "thread/status/changed:idle", "turn/completed"}, flow(t, msgs))
 	started, completed := itemEvents(t, msgs, "call_1")
 	require.Len(t, started, 1)
 	require.Equal(t, "inProgress", started[0]["status"])
@@ -408,7 +411,7 @@ func TestApplyPatchAddUpdateDeleteMove(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{"hello.txt": "add", "upd.txt": "update", "del.txt": "delete", "old.txt": "update"}, kinds)
 	diffs := notificationsOf(t, msgs, "turn/diff/updated")
-	require.Len(t, diffs, 1)
+	require.Len(t, diffs, 3)
 	diff := diffs[0]["diff"].(string)
 	require.Contains(t, diff, "+hello")
 	require.Contains(t, diff, "-two\n+TWO")

@@ -10,6 +10,11 @@ import (
 )
 
 func (s *Server) modelList(ctx context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ModelListParams) (any, error) {
+	if p.ModelProvider != nil {
+		if _, ok := s.currentConfig().ModelProviders[*p.ModelProvider]; !ok {
+			return nil, providerNotConfigured(*p.ModelProvider)
+		}
+	}
 	includeHidden := p.IncludeHidden != nil && *p.IncludeHidden
 	var all []protocol.Model
 	catalog := model.Catalog()
@@ -33,8 +38,26 @@ func (s *Server) modelList(ctx context.Context, _ *connection, _ *jsonrpc.Reques
 		all = append(all, pm)
 	}
 	all = append(all, s.providerModels(ctx, p, catalog)...)
-	page, next := paginate(all, p.Cursor, p.Limit)
+	limit := p.Limit
+	if limit != nil && *limit == 0 { // the reference serves at least one model per page
+		limit = ptr(uint32(1))
+	}
+	page, next, err := paginate(all, p.Cursor, limit, "models")
+	if err != nil {
+		return nil, err
+	}
 	return protocol.ModelListResponse{Data: page, NextCursor: next}, nil
+}
+
+// providerNotConfigured is the reference's refusal of a model provider id the configuration lacks:
+// -32600 with data {type: "modelProviderNotConfigured", modelProvider}.
+func providerNotConfigured(id string) *jsonrpc.Error {
+	data, _ := json.Marshal(struct {
+		Type          string `json:"type"`
+		ModelProvider string `json:"modelProvider"`
+	}{"modelProviderNotConfigured", id})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Data: data,
+		Message: "This chat uses model provider \u201c" + id + "\u201d, which is no longer configured. Restore this provider\u2019s configuration to continue."}
 }
 
 // providerModels adds what a built-in local provider's GET /models reports (Ollama, LM Studio; when it

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync/atomic"
 
 	"appserver/execmgr"
+	"appserver/internal/oserr"
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
@@ -74,6 +76,13 @@ func (s *Server) commandExec(ctx context.Context, c *connection, req *jsonrpc.Re
 	cwd := wd
 	if p.Cwd != nil && *p.Cwd != "" {
 		cwd = *p.Cwd
+		if !filepath.IsAbs(cwd) { // the server's working directory's, as in the reference
+			cwd = filepath.Join(wd, cwd)
+		}
+		if _, err := os.Stat(cwd); err != nil {
+			// the reference cannot spawn in it; the sandbox helper would only report it as exit code 126
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to spawn command: %s", oserr.Text(err))
+		}
 	}
 	wrap, err := tools.SandboxWrapper("", policy, cwd, cwd)
 	if err != nil {

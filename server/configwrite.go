@@ -31,8 +31,25 @@ func (s *Server) userConfigFile() *configedit.File {
 	return &configedit.File{
 		Path:     path,
 		Version:  func(b []byte) (string, error) { return config.FileVersion(path, b) },
-		Validate: func(b []byte) error { return config.Validate(home, path, b) },
+		Validate: func(b []byte) error { return writeValidationError(config.Validate(home, path, b)) },
 	}
+}
+
+// writeValidationError words a written value the configuration refuses as the reference's write path
+// does: serde's message then "in `<key>`", without the file position its load errors carry (and for
+// approval_policy serde's own list of variants, the deprecated on-failure included).
+func writeValidationError(err error) error {
+	var ce *config.Error
+	if !errors.As(err, &ce) || ce.Syntax || ce.Key == "" {
+		return err
+	}
+	msg := strings.TrimPrefix(ce.Msg, "invalid value for `"+ce.Key+"`: ")
+	if ce.Key == "approval_policy" && strings.HasPrefix(msg, "unknown variant `") {
+		if i := strings.Index(msg, ", expected"); i > 0 {
+			msg = msg[:i] + ", expected one of `untrusted`, `on-failure`, `on-request`, `granular`, `never`"
+		}
+	}
+	return errors.New(msg + "\nin `" + ce.Key + "`")
 }
 
 // configWriteError renders a refused write as the reference does: -32600 with data.config_write_error_code.

@@ -168,8 +168,10 @@ func TestFilesystemPartDescribesTheSandbox(t *testing.T) {
 	require.Contains(t, second[1], "\n  <filesystem><workspace_roots><root>"+w+`</root></workspace_roots><permission_profile type="managed"><file_system type="restricted">`+
 		`<entry access="read"><special>:root</special></entry><entry access="write"><path>`+w+`</path></entry>`+
 		`<entry access="write"><special>:tmpdir</special></entry><entry access="write"><path>`+extra+`</path></entry>`+
-		`<entry access="read"><path>`+w+`/.git</path></entry><entry access="read"><path>`+w+`/.codex</path></entry>`+
-		`<entry access="read"><path>`+extra+`/.git</path></entry><entry access="read"><path>`+extra+`/.codex</path></entry>`+
+		`<entry access="read"><path>`+w+`/.git</path></entry><entry access="read"><path>`+w+`/.agents</path></entry>`+
+		`<entry access="read"><path>`+w+`/.codex</path></entry><entry access="read"><path>`+w+`/.aws</path></entry>`+
+		`<entry access="read"><path>`+extra+`/.git</path></entry><entry access="read"><path>`+extra+`/.agents</path></entry>`+
+		`<entry access="read"><path>`+extra+`/.codex</path></entry><entry access="read"><path>`+extra+`/.aws</path></entry>`+
 		`</file_system></permission_profile></filesystem>`+"\n</environment_context>")
 }
 

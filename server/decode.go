@@ -12,12 +12,20 @@ import (
 	protocol "appserver/protocol/v2"
 )
 
+// legacyMethods are the three v1 methods the reference's request enum still holds (after account/read),
+// outside the v2 schema: its "unknown variant" error lists them.
+var legacyMethods = []string{"getConversationSummary", "gitDiffToRemote", "getAuthStatus"}
+
 // unknownMethodSuffix lists every client method the way serde's error does (built on first use).
 var unknownMethodSuffix = sync.OnceValue(func() string {
-	names := protocol.ClientRequestNames()
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = "`" + n + "`"
+	var quoted []string
+	for _, n := range protocol.ClientRequestNames() {
+		quoted = append(quoted, "`"+n+"`")
+		if n == protocol.MethodAccountRead {
+			for _, l := range legacyMethods {
+				quoted = append(quoted, "`"+l+"`")
+			}
+		}
 	}
 	return strings.Join(quoted, ", ")
 })

@@ -47,6 +47,9 @@ func TestFSMethods(t *testing.T) {
 	ok("fs/createDirectory", map[string]any{"path": e, "recursive": true})
 	ok("fs/createDirectory", map[string]any{"path": e, "recursive": nil})
 	requireError(t, c.Request("fs/createDirectory", map[string]any{"path": e, "recursive": false}), -32603, "File exists (os error 17)")
+	// a file in the way is "File exists" whether recursive or not (Rust's create_dir_all; scenario fs_methods)
+	requireError(t, c.Request("fs/createDirectory", map[string]any{"path": a}), -32603, "File exists (os error 17)")
+	requireError(t, c.Request("fs/createDirectory", map[string]any{"path": filepath.Join(a, "sub")}), -32603, "Not a directory (os error 20)")
 
 	var md protocol.FsGetMetadataResponse
 	c.Result("fs/getMetadata", map[string]any{"path": filepath.Join(dir, "link")}, &md)

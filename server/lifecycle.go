@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"appserver/jsonrpc"
@@ -338,25 +341,34 @@ func (s *Server) threadNameSet(_ context.Context, c *connection, req *jsonrpc.Re
 	if err := validateThreadID(p.ThreadID); err != nil {
 		return nil, jsonrpc.InvalidRequest(err.Error())
 	}
+	name := strings.TrimSpace(p.Name) // the reference stores the trimmed name and refuses a blank one
+	if name == "" {
+		return nil, jsonrpc.InvalidRequest("thread name must not be empty")
+	}
 	if t, ok := s.threads.Get(p.ThreadID); !ok {
 		if _, err := s.threads.ReadStored(p.ThreadID, false); err != nil {
-			return nil, jsonrpc.InvalidRequest("thread not found: " + p.ThreadID)
+			return nil, jsonrpc.InvalidRequest("no rollout found for thread id " + p.ThreadID)
 		}
 	} else if t.Info().Ephemeral {
 		return nil, jsonrpc.InvalidRequest("ephemeral thread does not support metadata updates: " + p.ThreadID)
 	}
 	req.Reply(protocol.ThreadSetNameResponse{}, nil)
-	_, err := s.threads.SetName(p.ThreadID, p.Name)
+	_, err := s.threads.SetName(p.ThreadID, name)
 	if err != nil {
 		s.log.Warn("thread/name/set failed after reply", "error", err)
 		return nil, nil
 	}
-	name := p.Name
 	s.broadcast(protocol.NotifyThreadNameUpdated, protocol.ThreadNameUpdatedNotification{ThreadID: p.ThreadID, ThreadName: &name})
 	return nil, nil
 }
 
 func resumeOverrides(model, provider, cwd *string, ap *protocol.AskForApproval, rev *protocol.ApprovalsReviewer, sb *protocol.SandboxMode, base, dev, tier *string, pers *protocol.Personality) thread.ResumeOverrides {
+	if cwd != nil && *cwd != "" && !filepath.IsAbs(*cwd) {
+		// a relative cwd is the server's working directory's, as thread/start resolves it
+		if wd, err := os.Getwd(); err == nil {
+			cwd = ptr(filepath.Join(wd, *cwd))
+		}
+	}
 	return thread.ResumeOverrides{Model: model, ModelProvider: provider, Cwd: cwd, ApprovalPolicy: ap, Reviewer: rev, Sandbox: sb, BaseInstr: base, DeveloperInstr: dev,
 		ServiceTier: tier, Personality: pers}
 }

@@ -381,8 +381,8 @@ func (s *Server) mcpStatusList(ctx context.Context, _ *connection, req *jsonrpc.
 		}
 		filtered = append(filtered, st)
 	}
-	page, next := paginate(filtered, p.Cursor, p.Limit)
-	req.Reply(mcpStatusListResponse{Data: page, NextCursor: next}, nil)
+	page, next, err := paginate(filtered, p.Cursor, p.Limit, "MCP servers")
+	req.Reply(mcpStatusListResponse{Data: page, NextCursor: next}, err)
 	return nil, nil // temp (if any) stops after the answer
 }
 

@@ -20,6 +20,13 @@ func (s *Server) threadRevert(_ context.Context, c *connection, req *jsonrpc.Req
 	if err != nil {
 		return nil, err
 	}
+	if t.ActiveTurn() == nil {
+		// the reference reloads the thread to revert it (whether or not the turn exists): its
+		// subscribers see it unloaded and idle again first
+		for _, st := range []protocol.ThreadStatus{{Value: protocol.ThreadStatusNotLoaded{}}, {Value: protocol.ThreadStatusIdle{}}} {
+			t.Emit(protocol.NotifyThreadStatusChanged, protocol.ThreadStatusChangedNotification{ThreadID: t.ID, Status: st})
+		}
+	}
 	if err := t.Revert(p.BeforeTurnID); err != nil {
 		if errors.Is(err, thread.ErrTurnNotFound) || errors.Is(err, thread.ErrTurnInProgress) {
 			return nil, jsonrpc.InvalidRequest(err.Error())

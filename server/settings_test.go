@@ -288,6 +288,19 @@ func TestConfigWrites(t *testing.T) {
 	m := c.Request("config/value/write", map[string]any{"keyPath": "sandbox_mode", "value": "weird", "mergeStrategy": "replace"})
 	require.NotNil(t, m.Error)
 	require.True(t, strings.HasPrefix(m.Error.Message, "Invalid configuration: "), m.Error.Message)
+	// the write path words it as serde then the key, with no file position (scenario config_rw)
+	for _, tc := range []struct {
+		key   string
+		value any
+		msg   string
+	}{
+		{"model", 5, "Invalid configuration: invalid type: integer `5`, expected a string\nin `model`\n"},
+		{"approval_policy", "sometimes", "Invalid configuration: unknown variant `sometimes`, expected one of `untrusted`, `on-failure`, `on-request`, `granular`, `never`\nin `approval_policy`\n"},
+	} {
+		m := c.Request("config/value/write", map[string]any{"keyPath": tc.key, "value": tc.value, "mergeStrategy": "replace"})
+		requireRPCError(t, m, -32600, tc.msg)
+		require.JSONEq(t, `{"config_write_error_code":"configValidationError"}`, string(m.Error.Data))
+	}
 	unchanged, err := os.ReadFile(cfgPath)
 	require.NoError(t, err)
 	require.Equal(t, string(text), string(unchanged), "refused writes leave the file alone")

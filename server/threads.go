@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"appserver/config"
 	"appserver/jsonrpc"
@@ -187,16 +190,41 @@ func (s *Server) turnSteer(_ context.Context, _ *connection, req *jsonrpc.Reques
 func (s *Server) threadLoadedList(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ThreadLoadedListParams) (any, error) {
 	ids := s.threads.Loaded()
 	sort.Strings(ids)
-	page, next := paginate(ids, p.Cursor, p.Limit)
-	return protocol.ThreadLoadedListResponse{Data: page, NextCursor: next}, nil
+	// The cursor is the last id of the previous page (ids are served in order): a page starts after it.
+	start := 0
+	if p.Cursor != nil {
+		if _, err := uuid.Parse(*p.Cursor); err != nil {
+			return nil, jsonrpc.InvalidRequest("invalid cursor: " + *p.Cursor)
+		}
+		start = sort.SearchStrings(ids, *p.Cursor)
+		if start < len(ids) && ids[start] == *p.Cursor {
+			start++
+		}
+	}
+	end := len(ids)
+	if p.Limit != nil && start+int(max(*p.Limit, 1)) < end {
+		end = start + int(max(*p.Limit, 1))
+	}
+	var next *string
+	if end < len(ids) {
+		next = &ids[end-1]
+	}
+	return protocol.ThreadLoadedListResponse{Data: ids[start:end], NextCursor: next}, nil
 }
 
-// paginate applies the reference's index cursors ("1", "2", …) to a list.
-func paginate[T any](all []T, cursor *string, limit *uint32) ([]T, *string) {
+// paginate applies the reference's index cursors ("1", "2", …) to a list of what (as its errors name
+// it): a cursor that is not a number, or lies beyond the list, is refused.
+func paginate[T any](all []T, cursor *string, limit *uint32, what string) ([]T, *string, error) {
 	start := 0
-	if cursor != nil && *cursor != "" {
-		fmt.Sscanf(*cursor, "%d", &start)
-		start = min(max(start, 0), len(all))
+	if cursor != nil {
+		n, err := strconv.ParseUint(*cursor, 10, 64)
+		if err != nil {
+			return nil, nil, jsonrpc.InvalidRequest("invalid cursor: " + *cursor)
+		}
+		if n > uint64(len(all)) {
+			return nil, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "cursor %d exceeds total %s %d", n, what, len(all))
+		}
+		start = int(n)
 	}
 	end := len(all)
 	if limit != nil && *limit > 0 && start+int(*limit) < end {
@@ -207,7 +235,7 @@ func paginate[T any](all []T, cursor *string, limit *uint32) ([]T, *string) {
 		n := fmt.Sprint(end)
 		next = &n
 	}
-	return all[start:end], next
+	return all[start:end], next, nil
 }
 
 func (s *Server) incrementElicitation(_ context.Context, c *connection, _ *jsonrpc.Request, p *protocol.ThreadIncrementElicitationParams) (any, error) {

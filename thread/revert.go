@@ -13,8 +13,15 @@ import (
 // ErrTurnNotFound is thread/revert's and thread/fork's answer for a turn the thread does not have.
 var ErrTurnNotFound = errors.New("turn not found")
 
-// historyMarksKey holds, per turn started in this process, the history length when it started.
+// historyMarksKey holds, per turn started in this process, where it started (a historyMark).
 type historyMarksKey struct{}
+
+// historyMark is the thread's state when a turn started: the model history's length and the token
+// usage total (what thread/revert restores, as the reference's replay of the kept prefix does).
+type historyMark struct {
+	history int
+	total   protocol.TokenUsageBreakdown
+}
 
 func (t *Thread) markHistory(turnID string) {
 	t.mu.Lock()
@@ -22,12 +29,12 @@ func (t *Thread) markHistory(turnID string) {
 	if t.attached == nil {
 		t.attached = map[any]any{}
 	}
-	marks, _ := t.attached[historyMarksKey{}].(map[string]int)
+	marks, _ := t.attached[historyMarksKey{}].(map[string]historyMark)
 	if marks == nil {
-		marks = map[string]int{}
+		marks = map[string]historyMark{}
 		t.attached[historyMarksKey{}] = marks
 	}
-	marks[turnID] = len(t.history)
+	marks[turnID] = historyMark{history: len(t.history), total: t.total}
 }
 
 // Revert drops the turn beforeTurnID and every later one: their turns and what they added to the
@@ -53,8 +60,11 @@ func (t *Thread) Revert(beforeTurnID string) error {
 		return fmt.Errorf("%w: %s", ErrTurnNotFound, beforeTurnID)
 	}
 	cut, ok := -1, false
-	if marks, _ := t.attached[historyMarksKey{}].(map[string]int); marks != nil {
-		cut, ok = marks[beforeTurnID]
+	if marks, _ := t.attached[historyMarksKey{}].(map[string]historyMark); marks != nil {
+		var m historyMark
+		if m, ok = marks[beforeTurnID]; ok {
+			cut, t.total = m.history, m.total
+		}
 	}
 	if !ok {
 		cut = userMessageIndex(t.history, t.turns[idx])
@@ -65,7 +75,7 @@ func (t *Thread) Revert(beforeTurnID string) error {
 	}
 	dropped := len(t.turns) - idx
 	for _, tu := range t.turns[idx:] {
-		if marks, _ := t.attached[historyMarksKey{}].(map[string]int); marks != nil {
+		if marks, _ := t.attached[historyMarksKey{}].(map[string]historyMark); marks != nil {
 			delete(marks, tu.ID)
 		}
 	}

@@ -47,6 +47,15 @@ func (r *toolRun) start(call ToolCall) {
 	}()
 }
 
+// roundEnded tells the sets that implement RoundEnder that the response is done.
+func (r *toolRun) roundEnded() {
+	for _, set := range r.sets {
+		if re, ok := set.(RoundEnder); ok {
+			re.RoundEnded(r.tc)
+		}
+	}
+}
+
 // count is the number of calls started.
 func (r *toolRun) count() int {
 	r.mu.Lock()

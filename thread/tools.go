@@ -33,6 +33,12 @@ type ToolSet interface {
 	Call(ctx context.Context, tc *ToolContext, call ToolCall) (output json.RawMessage, ok bool)
 }
 
+// RoundEnder is implemented by a ToolSet that wants to hear when one model response of a turn is done:
+// its tool calls finished and its token usage announced, before the next request or the turn's end.
+type RoundEnder interface {
+	RoundEnded(tc *ToolContext)
+}
+
 // ToolProvider builds the tool sets of one turn from the thread and its settings.
 type ToolProvider func(t *Thread, s Settings) []ToolSet
 
@@ -60,6 +66,9 @@ func (tc *ToolContext) ItemStarted(item protocol.ThreadItem) {
 
 // ItemCompleted finishes an item of this turn and keeps it for the turn's history.
 func (tc *ToolContext) ItemCompleted(item protocol.ThreadItem) {
+	if um, ok := item.Value.(protocol.ThreadItemUserMessage); ok {
+		tc.Thread.notePreview(userText(um.Content)) // a task's own user message (review) names the thread too
+	}
 	tc.Turn.addItem(item)
 	tc.Thread.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: item, ThreadID: tc.Thread.ID, TurnID: tc.Turn.ID, CompletedAtMs: nowMs()})
 }

@@ -508,12 +508,7 @@ func (tn *Turn) acceptInput(input []protocol.UserInput, clientID *string) {
 	item := protocol.ThreadItemUserMessage{ID: uuid.Must(uuid.NewV7()).String(), Content: content, StartedAtMs: ptr(now), ClientID: clientID}
 	t.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, StartedAtMs: now})
 	item.CompletedAtMs = ptr(nowMs())
-	text := userText(input)
-	t.mu.Lock()
-	if t.meta.Preview == "" {
-		t.meta.Preview = text
-	}
-	t.mu.Unlock()
+	t.notePreview(userText(input))
 	// The reference records the model's user message before the UI item.
 	t.appendHistory(userInputItem(input))
 	tn.addItem(protocol.ThreadItem{Value: item})
@@ -526,6 +521,15 @@ func (t *Thread) appendHistory(items ...json.RawMessage) {
 	t.mu.Unlock()
 	for _, it := range items {
 		t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(it) })
+	}
+}
+
+// notePreview makes text the thread's preview unless it has one.
+func (t *Thread) notePreview(text string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.meta.Preview == "" {
+		t.meta.Preview = text
 	}
 }
 
@@ -670,6 +674,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			release = t.holdOutput()
 		}
 		tn.reportUsage(s, tn.takePendingUsage())
+		sr.run.roundEnded()
 		tn.mu.Lock()
 		more := len(tn.pending) > 0
 		if calls == 0 && !more {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 
+	"appserver/applypatch"
 	"appserver/execmgr"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
@@ -33,6 +35,17 @@ func (e *execSet) Call(ctx context.Context, tc *thread.ToolContext, call thread.
 		return thread.FunctionOutput(call.CallID, e.writeStdin(ctx, tc, call)), true
 	}
 	return nil, false
+}
+
+// resolveDir is dir taken relative to base ("" is base itself).
+func resolveDir(base, dir string) string {
+	if dir == "" {
+		return base
+	}
+	if filepath.IsAbs(dir) {
+		return filepath.Clean(dir)
+	}
+	return filepath.Join(base, dir)
 }
 
 // observer turns execmgr's process events into item notifications.
@@ -69,6 +82,10 @@ func (e *execSet) execCommand(ctx context.Context, tc *thread.ToolContext, call 
 	}
 	if args.Cmd == "" {
 		return "exec_command failed: command must not be empty"
+	}
+	if body, dir, ok := applypatch.ShellInvocation(args.Cmd); ok {
+		cwd := resolveDir(tc.Settings.Cwd, args.Workdir)
+		return (&patchSet{deps: e.deps, st: e.st}).shellPatch(ctx, tc, call.CallID, body, resolveDir(cwd, dir))
 	}
 	if refused, bad := checkEscalationArgs(call.Arguments, tc.Settings.ApprovalPolicy); bad {
 		return refused

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"appserver/applypatch"
 	protocol "appserver/protocol/v2"
+	"appserver/sandbox"
 	"appserver/thread"
 )
 
@@ -38,7 +40,7 @@ func (p *patchSet) Call(ctx context.Context, tc *thread.ToolContext, call thread
 		_ = json.Unmarshal([]byte(call.Arguments), &a)
 		input = a.Input
 	}
-	out := p.apply(ctx, tc, call.CallID, input)
+	out, _ := p.apply(ctx, tc, call.CallID, input, tc.Settings.Cwd)
 	if call.Type == "function_call" {
 		return thread.FunctionOutput(call.CallID, out), true
 	}
@@ -47,15 +49,19 @@ func (p *patchSet) Call(ctx context.Context, tc *thread.ToolContext, call thread
 
 type diffKey struct{ turn string }
 
-func (p *patchSet) apply(ctx context.Context, tc *thread.ToolContext, callID, input string) string {
+// apply runs a patch whose paths are relative to cwd: the fileChange item, an approval when the policy
+// or the sandbox asks for one, the edit and the turn's diff. ran is true when the patch was applied or
+// failed while applying (the text is then an execution report); false for a refusal or a patch that did
+// not verify (the text is the reason).
+func (p *patchSet) apply(ctx context.Context, tc *thread.ToolContext, callID, input, cwd string) (text string, ran bool) {
 	start := time.Now()
 	patch, err := applypatch.Parse(input)
 	if err != nil {
-		return applypatch.VerificationFailedOutput(err)
+		return applypatch.VerificationFailedOutput(err), false
 	}
-	plan, err := patch.Plan(tc.Settings.Cwd)
+	plan, err := patch.Plan(cwd)
 	if err != nil {
-		return applypatch.VerificationFailedOutput(err)
+		return applypatch.VerificationFailedOutput(err), false
 	}
 	item := protocol.ThreadItemFileChange{ID: callID, Status: protocol.PatchApplyStatusInProgress, Changes: fileChanges(plan), StartedAtMs: ptr(start.UnixMilli())}
 	tc.ItemStarted(protocol.ThreadItem{Value: item})
@@ -65,41 +71,76 @@ func (p *patchSet) apply(ctx context.Context, tc *thread.ToolContext, callID, in
 		tc.ItemCompleted(protocol.ThreadItem{Value: item})
 	}
 	paths := plan.AffectedPaths()
-	if !writesAllowed(tc.Settings.Sandbox, tc.Settings.Cwd, paths) && !p.st.approvals.filesApproved(paths) {
+	// untrusted asks before every patch, like the reference; the other policies only outside the writable roots
+	untrusted := tc.Settings.ApprovalPolicy.Name == protocol.AskForApprovalUntrusted
+	if (untrusted || !writesAllowed(tc.Settings.Sandbox, tc.Settings.Cwd, paths)) && !p.st.approvals.filesApproved(paths) {
 		if tc.Settings.ApprovalPolicy.Name == protocol.AskForApprovalNever {
 			finish(protocol.PatchApplyStatusDeclined)
-			return "patch rejected: writing outside of the project; rejected by user approval settings"
+			return "patch rejected: writing outside of the project; rejected by user approval settings", false
 		}
 		switch p.askPatch(ctx, tc, callID, *item.StartedAtMs, paths) {
 		case decisionInterrupted:
-			return applypatch.RejectedOutput
+			return applypatch.RejectedOutput, false
 		case decisionCancel:
 			finish(protocol.PatchApplyStatusDeclined)
-			tc.SetWaitingOnApproval(false)
 			tc.Interrupt()
-			return applypatch.RejectedOutput
+			return applypatch.RejectedOutput, false
 		case decisionDecline, decisionFailed:
 			finish(protocol.PatchApplyStatusDeclined)
-			tc.SetWaitingOnApproval(false)
-			return applypatch.RejectedOutput
+			return applypatch.RejectedOutput, false
 		}
 		// the files may have changed while the human decided
-		if plan, err = patch.Plan(tc.Settings.Cwd); err != nil {
+		if plan, err = patch.Plan(cwd); err != nil {
 			finish(protocol.PatchApplyStatusFailed)
-			return applypatch.VerificationFailedOutput(err)
+			return applypatch.VerificationFailedOutput(err), false
 		}
 	}
 	td := tc.Thread.AttachOnce(diffKey{tc.TurnID()}, func() any { return applypatch.NewTurnDiff(tc.Settings.Cwd) }).(*applypatch.TurnDiff)
 	td.Track(plan)
 	if err := plan.Apply(); err != nil {
 		finish(protocol.PatchApplyStatusFailed)
-		return applypatch.ApplyFailedOutput(err, time.Since(start))
+		return applypatch.ApplyFailedOutput(err, time.Since(start)), true
 	}
 	finish(protocol.PatchApplyStatusCompleted)
+	p.emitDiff(tc, td)
+	return applypatch.SuccessOutput(plan, time.Since(start)), true
+}
+
+func (p *patchSet) emitDiff(tc *thread.ToolContext, td *applypatch.TurnDiff) {
 	if diff, err := td.Diff(); err == nil {
 		tc.Emit(protocol.NotifyTurnDiffUpdated, protocol.TurnDiffUpdatedNotification{ThreadID: tc.ThreadID(), TurnID: tc.TurnID(), Diff: diff})
 	}
-	return applypatch.SuccessOutput(plan, time.Since(start))
+}
+
+// diffSet offers no tool: after every model response of a turn whose patches changed files it repeats
+// the turn's diff, as the reference does (so a turn that patched ends with its diff announced).
+type diffSet struct{}
+
+func (diffSet) Specs() []json.RawMessage { return nil }
+
+func (diffSet) Call(context.Context, *thread.ToolContext, thread.ToolCall) (json.RawMessage, bool) {
+	return nil, false
+}
+
+func (diffSet) RoundEnded(tc *thread.ToolContext) {
+	td, ok := tc.Thread.Attached(diffKey{tc.TurnID()}).(*applypatch.TurnDiff)
+	if !ok {
+		return
+	}
+	if diff, err := td.Diff(); err == nil && diff != "" {
+		tc.Emit(protocol.NotifyTurnDiffUpdated, protocol.TurnDiffUpdatedNotification{ThreadID: tc.ThreadID(), TurnID: tc.TurnID(), Diff: diff})
+	}
+}
+
+// shellPatch runs an apply_patch heredoc a model sent through exec_command as the patch it is, like the
+// reference: a fileChange item (no commandExecution), the patch approval, and exec_command's framing of
+// the report ("Wall time: 0.0000 seconds\nOutput:\n…"; a refusal is the bare reason).
+func (p *patchSet) shellPatch(ctx context.Context, tc *thread.ToolContext, callID, body, cwd string) string {
+	text, ran := p.apply(ctx, tc, callID, body, cwd)
+	if !ran {
+		return text
+	}
+	return "Wall time: 0.0000 seconds\nOutput:\n" + text
 }
 
 func (p *patchSet) askPatch(ctx context.Context, tc *thread.ToolContext, itemID string, startedAt int64, paths []string) decision {
@@ -124,8 +165,8 @@ func (p *patchSet) askPatch(ctx context.Context, tc *thread.ToolContext, itemID 
 			}
 		}
 	}
-	if granted(d) {
-		// refusals lower the flag after completing the item, like command refusals
+	if d != decisionInterrupted {
+		// unlike a command refusal, a patch refusal lowers the flag before the item completes
 		tc.SetWaitingOnApproval(false)
 	}
 	return d
@@ -178,7 +219,7 @@ func underAny(p string, roots []string) bool {
 	return false
 }
 
-// protectedPath is a path inside .git or .codex of a writable root (those stay read-only).
+// protectedPath is a path inside a protected entry (.git, .codex…) of a writable root (those stay read-only).
 func protectedPath(p string, roots []string) bool {
 	for _, r := range roots {
 		rel, err := filepath.Rel(r, p)
@@ -186,7 +227,7 @@ func protectedPath(p string, roots []string) bool {
 			continue
 		}
 		first := strings.SplitN(rel, string(filepath.Separator), 2)[0]
-		if first == ".git" || first == ".codex" {
+		if slices.Contains(sandbox.ProtectedNames, first) {
 			return true
 		}
 	}

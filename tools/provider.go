@@ -64,7 +64,7 @@ func Provider(d Deps) thread.ToolProvider {
 		if d.Extra != nil {
 			sets = append(sets, d.Extra(t, s)...)
 		}
-		return sets
+		return append(sets, diffSet{})
 	}
 }
 

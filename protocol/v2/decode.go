@@ -67,3 +67,48 @@ func CheckRequiredIn(typeName string, obj map[string]json.RawMessage) error {
 	}
 	return nil
 }
+
+// checkEnums refuses, with serde's wording, the first string-enum value in v (a decoded params value,
+// walked through structs, pointers, interfaces, slices and maps) that is not one of its type's values.
+// An empty string is left to the required-field check.
+func checkEnums(v reflect.Value) error {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return checkEnums(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				if err := checkEnums(v.Field(i)); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return nil
+		}
+		for i := range v.Len() {
+			if err := checkEnums(v.Index(i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			if err := checkEnums(it.Value()); err != nil {
+				return err
+			}
+		}
+	case reflect.String:
+		if v.String() == "" {
+			return nil
+		}
+		b, _ := json.Marshal(v.String())
+		if msg := unknownEnumValue(v.Type(), b); msg != "" {
+			return &ParamsError{Msg: msg}
+		}
+	}
+	return nil
+}

@@ -65,6 +65,9 @@ func DecodeParams(spec *MethodSpec, raw json.RawMessage, top func() (map[string]
 			}
 		}
 	}
+	if err := checkEnums(reflect.ValueOf(p)); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -778,7 +778,7 @@ func (u *AskForApproval) UnmarshalJSON(b []byte) error {
 	if key != "" {
 		name = key
 	}
-	return unknownVariant(name, "untrusted", "on-request", "never", "granular")
+	return unknownVariant(name, "untrusted", "on-request", "granular", "never")
 }
 
 // AsyncUserInputQuestion is generated from the schema definition of the same name.

@@ -576,6 +576,12 @@ func (g *gen) types() (src string, err error) {
 	return strings.Join(g.out, ""), nil
 }
 
+// variantOrder is the reference's declaration order of an externally tagged union's variants where the
+// schema (strings first, then objects) does not show it: its "unknown variant" error lists them so.
+var variantOrder = map[string][]string{
+	"AskForApproval": {`"untrusted"`, `"on-request"`, `"granular"`, `"never"`},
+}
+
 func (g *gen) emitEnum(name string, s *Schema) {
 	var vals []string
 	if bs := branches(s); bs != nil {
@@ -721,6 +727,9 @@ func (g *gen) emitExternal(name string, s *Schema) {
 			"\t\tu.Other = append(json.RawMessage(nil), b...)\n\t\treturn nil\n\t}\n}\n\n")
 		g.out = append(g.out, b.String())
 		return
+	}
+	if order, ok := variantOrder[name]; ok {
+		quoted = order
 	}
 	fmt.Fprintf(&b, "\t}\n\tif key != \"\" {\n\t\tname = key\n\t}\n\treturn unknownVariant(name, %s)\n}\n\n",
 		strings.Join(quoted, ", "))
