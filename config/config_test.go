@@ -207,9 +207,9 @@ func TestApprovalPolicy(t *testing.T) {
 
 func TestProviderBuiltinsAndUnknown(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", "")
-	c := load(t, "model_provider = \"nope\"\n[model_providers.openai]\nbase_url = \"http://ignored\"\n")
-	_, err := c.Provider()
-	require.ErrorContains(t, err, "Model provider `nope` not found")
+	e := loadErr(t, "model_provider = \"nope\"\n")
+	require.Equal(t, "Model provider `nope` not found", e.Error())
+	c := load(t, "[model_providers.openai]\nbase_url = \"http://ignored\"\n")
 	require.Equal(t, DefaultOpenAIBaseURL, c.ModelProviders["openai"].BaseURL, "built-ins are not overridable")
 
 	c = load(t, "openai_base_url = \"http://proxy/v1\"\n")

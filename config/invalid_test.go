@@ -18,7 +18,7 @@ func TestErrorRange(t *testing.T) {
 		{"integer for string", "model = 5\n", 1, 9, 1, 9},
 		{"unknown variant", "approval_policy = \"bogus\"\n", 1, 19, 1, 25},
 		{"nested value", "[model_providers.m]\nname = \"x\"\nrequest_max_retries = \"many\"\n", 3, 23, 3, 28},
-		{"table (no value span)", "[approval_policy]\nother = 1\n", 1, 2, 0, 0},
+		{"table header", "[approval_policy]\nother = 1\n", 1, 1, 1, 17},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -283,10 +283,14 @@ func checkTopKeyTypes(r *reader, t tree) {
 				r.failMsg(path, msg)
 				continue
 			}
+			if check := structChecks[k]; check != nil {
+				check(r, path, v.(tree))
+				continue
+			}
 			if items, ok := v.([]any); ok && kt.items != "" {
-				for _, it := range items {
+				for i, it := range items {
 					if msg := checkValue(kt.items, it); msg != "" {
-						r.failMsg(path, msg)
+						r.failMsgNamed(child(path, strconv.Itoa(i)), path, msg) // located at the item
 						break
 					}
 				}
@@ -319,4 +323,94 @@ func variantList(vs []string) string {
 		return "`" + vs[0] + "` or `" + vs[1] + "`"
 	}
 	return "one of " + quoteList(vs)
+}
+
+// structChecks check the fields of the top-level tables whose fields the reference's serde types refuse
+// (missing, unknown or of the wrong type), in its words; the table itself has passed checkValue. Fields
+// are visited in key order (serde visits them in the file's order).
+var structChecks = map[string]func(r *reader, path []string, t tree){
+	"experimental_thread_store":   checkThreadStore,
+	"mcp_enterprise_managed_auth": checkEnterpriseAuth,
+}
+
+// checkThreadStore checks experimental_thread_store, an enum tagged by `type`: `local`, or `in_memory`
+// with a string `id`. The variant's own errors name the whole table (serde buffers a tagged enum's content).
+func checkThreadStore(r *reader, path []string, t tree) {
+	tag, ok := t["type"]
+	if !ok {
+		r.failMsg(path, "missing field `type`")
+		return
+	}
+	name, ok := tag.(string)
+	if !ok {
+		r.failMsg(child(path, "type"), "invalid type: "+serdeDescribe(tag)+", expected variant identifier")
+		return
+	}
+	switch name {
+	case "local":
+	case "in_memory":
+		id, ok := t["id"]
+		if !ok {
+			r.failMsg(path, "missing field `id`")
+		} else if msg := checkValue("a string", id); msg != "" {
+			r.failMsg(path, msg)
+		}
+	default:
+		r.failMsg(child(path, "type"), "unknown variant `"+name+"`, expected "+variantList([]string{"local", "in_memory"}))
+	}
+}
+
+// idpFields are the fields of mcp_enterprise_managed_auth.idp (McpServerIdpOAuthConfig).
+var idpFields = []string{"issuer", "client_id", "client_secret", "token_endpoint_auth_method"}
+
+// checkEnterpriseAuth checks mcp_enterprise_managed_auth: exactly an `idp` table of idpFields, of which
+// issuer and client_id are required. An unknown field is located at its value and named by its table.
+func checkEnterpriseAuth(r *reader, path []string, t tree) {
+	for _, k := range sortedKeys(t) {
+		if k != "idp" {
+			r.failMsgNamed(child(path, k), path, "unknown field `"+k+"`, expected `idp`")
+			return
+		}
+	}
+	v, ok := t["idp"]
+	if !ok {
+		r.failMsg(path, "missing field `idp`")
+		return
+	}
+	ip := child(path, "idp")
+	idp, ok := v.(tree)
+	if !ok {
+		r.failMsg(ip, "invalid type: "+serdeDescribe(v)+", expected struct McpServerIdpOAuthConfig")
+		return
+	}
+	for _, k := range sortedKeys(idp) {
+		fv := idp[k]
+		switch k {
+		case "issuer", "client_id", "client_secret":
+			if msg := checkValue("a string", fv); msg != "" {
+				r.failMsg(child(ip, k), msg)
+				return
+			}
+		case "token_endpoint_auth_method":
+			methods := []string{"client_secret_basic", "client_secret_post"}
+			s, isStr := fv.(string)
+			switch {
+			case !isStr:
+				r.failMsg(child(ip, k), "wanted string or table")
+				return
+			case s != methods[0] && s != methods[1]:
+				r.failMsg(child(ip, k), "unknown variant `"+s+"`, expected "+variantList(methods))
+				return
+			}
+		default:
+			r.failMsgNamed(child(ip, k), ip, "unknown field `"+k+"`, expected one of "+quoteList(idpFields))
+			return
+		}
+	}
+	for _, req := range []string{"issuer", "client_id"} {
+		if _, ok := idp[req]; !ok {
+			r.failMsg(ip, "missing field `"+req+"`")
+			return
+		}
+	}
 }

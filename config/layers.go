@@ -40,6 +40,9 @@ type Error struct {
 	Key                string // dotted key, empty when unknown
 	Msg                string
 	Syntax             bool // the file is not valid TOML (else a value is wrong)
+	// Meaning is set when the values type-check but one is refused on its meaning (checkMeaning); such an
+	// error has no file or position.
+	Meaning bool
 }
 
 // Error renders "file:line:col: msg", or "file: msg (key `k`)" when the position is unknown.
@@ -199,6 +202,7 @@ func indexPositions(data []byte) map[string]position {
 	p.Reset(data)
 	var prefix []string
 	arrayCounts := map[string]int{}
+	lines := strings.Split(string(data), "\n")
 	keyOf := func(it unstable.Iterator) []string {
 		var parts []string
 		for it.Next() {
@@ -212,7 +216,7 @@ func indexPositions(data []byte) map[string]position {
 		case unstable.Table:
 			prefix = keyOf(n.Key())
 			sh := p.Shape(n.Child().Raw)
-			record(out, prefix, position{line: sh.Start.Line, col: sh.Start.Column})
+			record(out, prefix, headerPosition(lines, sh.Start.Line, sh.Start.Column, "]"))
 		case unstable.ArrayTable:
 			k := keyOf(n.Key())
 			jk := joinKey(k)
@@ -220,21 +224,115 @@ func indexPositions(data []byte) map[string]position {
 			arrayCounts[jk] = idx + 1
 			prefix = append(k, fmt.Sprint(idx))
 			sh := p.Shape(n.Child().Raw)
-			record(out, prefix, position{line: sh.Start.Line, col: sh.Start.Column})
+			record(out, prefix, headerPosition(lines, sh.Start.Line, sh.Start.Column, "]]"))
 		case unstable.KeyValue:
-			k := append(append([]string{}, prefix...), keyOf(n.Key())...)
-			sh := p.Shape(n.Raw)
-			pos := position{line: sh.Start.Line, col: sh.Start.Column}
-			if v := n.Value(); v != nil && v.Raw.Length > 0 {
-				vs := p.Shape(v.Raw)
-				if vs.End.Line == vs.Start.Line && vs.End.Column > vs.Start.Column {
-					pos.valLine, pos.valCol, pos.valEnd = vs.Start.Line, vs.Start.Column, vs.End.Column-1
-				}
-			}
-			record(out, k, pos)
+			indexKeyValue(&p, n, prefix, out)
 		}
 	}
 	return out
+}
+
+// indexKeyValue records the key-value n under prefix: where its key starts and, when it sits on one
+// line, its value's span; the key-values of an inline table value are recorded too.
+func indexKeyValue(p *unstable.Parser, n *unstable.Node, prefix []string, out map[string]position) {
+	var parts []string
+	keyEnd := n.Raw.Offset
+	for it := n.Key(); it.Next(); {
+		parts = append(parts, string(it.Node().Data))
+		keyEnd = it.Node().Raw.Offset + it.Node().Raw.Length
+	}
+	k := append(append([]string{}, prefix...), parts...)
+	sh := p.Shape(n.Raw)
+	pos := position{line: sh.Start.Line, col: sh.Start.Column}
+	v := n.Value()
+	switch {
+	case v == nil:
+	case v.Kind == unstable.InlineTable || v.Kind == unstable.Array:
+		// The parser spans a container by its opening bracket (an inline table) or not at all (an array):
+		// the value runs from there to the closing bracket.
+		start := int(v.Raw.Offset)
+		if v.Raw.Length == 0 {
+			start = valueAfter(p.Data(), int(keyEnd))
+		}
+		if end := closingBracket(p.Data(), start); start > 0 && end > start {
+			vs := p.Shape(unstable.Range{Offset: uint32(start), Length: uint32(end - start + 1)})
+			if vs.End.Line == vs.Start.Line {
+				pos.valLine, pos.valCol, pos.valEnd = vs.Start.Line, vs.Start.Column, vs.End.Column-1
+			}
+		}
+	case v.Raw.Length > 0:
+		vs := p.Shape(v.Raw)
+		if vs.End.Line == vs.Start.Line && vs.End.Column > vs.Start.Column {
+			pos.valLine, pos.valCol, pos.valEnd = vs.Start.Line, vs.Start.Column, vs.End.Column-1
+		}
+	}
+	record(out, k, pos)
+	if v != nil {
+		indexValue(p, v, k, out)
+	}
+}
+
+// indexValue records where the members of the container v at path k are: an inline table's key-values
+// and an array's scalar elements (by index).
+func indexValue(p *unstable.Parser, v *unstable.Node, k []string, out map[string]position) {
+	switch v.Kind {
+	case unstable.InlineTable:
+		for it := v.Children(); it.Next(); {
+			if c := it.Node(); c.Kind == unstable.KeyValue {
+				indexKeyValue(p, c, k, out)
+			}
+		}
+	case unstable.Array:
+		i := 0
+		for it := v.Children(); it.Next(); i++ {
+			c := it.Node()
+			ek := append(k[:len(k):len(k)], fmt.Sprint(i))
+			if c.Kind == unstable.InlineTable {
+				indexValue(p, c, ek, out)
+				continue
+			}
+			if c.Raw.Length == 0 {
+				continue
+			}
+			vs := p.Shape(c.Raw)
+			if vs.End.Line == vs.Start.Line {
+				out[joinKey(ek)] = position{line: vs.Start.Line, col: vs.Start.Column,
+					valLine: vs.Start.Line, valCol: vs.Start.Column, valEnd: vs.End.Column - 1}
+			}
+		}
+	}
+}
+
+// valueAfter returns the offset of the value of the key-value whose key ends at offset keyEnd of data (past
+// the "=" and blanks), 0 when there is none.
+func valueAfter(data []byte, keyEnd int) int {
+	i := keyEnd
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '"' || data[i] == '\'') {
+		i++ // a quoted key's closing quote, then blanks
+	}
+	if i >= len(data) || data[i] != '=' {
+		return 0
+	}
+	for i++; i < len(data) && (data[i] == ' ' || data[i] == '\t'); i++ {
+	}
+	return i
+}
+
+// headerPosition is the position of a table header whose key starts at line:col: the header from its
+// opening bracket to its closing one (closing), which is the span the reference gives a table's errors.
+func headerPosition(lines []string, line, col int, closing string) position {
+	pos := position{line: line, col: col}
+	if line < 1 || line > len(lines) {
+		return pos
+	}
+	text := lines[line-1]
+	open := strings.IndexByte(text, '[')
+	end := strings.Index(text[min(col-1, len(text)):], closing)
+	if open < 0 || open >= col || end < 0 {
+		return pos
+	}
+	end += col - 1 + len(closing) // 1-based column of the last bracket
+	return position{line: line, col: open + 1, valLine: line, valCol: open + 1, valEnd: end}
 }
 
 // record stores pos for path and for any of its prefixes not yet seen, so
@@ -270,4 +368,32 @@ func jsonReady(v any) any {
 	default:
 		return v
 	}
+}
+
+// closingBracket returns the offset in data of the bracket that closes the inline table or array opening
+// at offset start, skipping strings; 0 when there is none.
+func closingBracket(data []byte, start int) int {
+	depth := 0
+	for i := start; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		case '"', '\'':
+			for i++; i < len(data) && data[i] != c; i++ {
+				if c == '"' && data[i] == '\\' {
+					i++
+				}
+			}
+		case '#':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+		}
+	}
+	return 0
 }

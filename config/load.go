@@ -125,6 +125,9 @@ func compose(codexHome string, layers []*layer) (*Config, error) {
 		return nil, attribute(layers, cerr)
 	}
 	c.CodexHome = codexHome
+	if err := checkMeaning(c, full, layers); err != nil {
+		return nil, err
+	}
 	c.layers = layers
 	c.effective = full
 	return c, nil

@@ -194,7 +194,8 @@ func readMeta(path string, limitBytes int64, depth int, pc *parentCache) (*Meta,
 				continue
 			}
 			rec, err := decodeLine(ln)
-			if err != nil || json.Unmarshal(rec.Payload, &m.Session) != nil {
+			if err != nil || json.Unmarshal(rec.Payload, &m.Session) != nil || !ValidSource(m.Session.Source) {
+				m.Session = SessionMeta{}
 				continue
 			}
 			haveMeta = true

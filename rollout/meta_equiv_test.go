@@ -163,7 +163,8 @@ func readMetaSlow(path string, limitBytes int64, depth int) (*Meta, error) {
 				continue
 			}
 			rec, err := decodeLine(ln)
-			if err != nil || json.Unmarshal(rec.Payload, &m.Session) != nil {
+			if err != nil || json.Unmarshal(rec.Payload, &m.Session) != nil || !ValidSource(m.Session.Source) {
+				m.Session = SessionMeta{}
 				continue
 			}
 			haveMeta = true

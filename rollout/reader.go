@@ -17,6 +17,18 @@ import (
 // ErrNoSessionMeta is returned when a file has no readable session_meta record.
 var ErrNoSessionMeta = errors.New("rollout: no session_meta record")
 
+// SessionMetaError is the failure to read a thread whose rollout exists but has no readable session
+// metadata (see ValidSource), worded as the reference's thread/read, thread/resume and thread/fork
+// report it. It wraps ErrNoSessionMeta.
+type SessionMetaError struct{ Path string }
+
+func (e *SessionMetaError) Error() string {
+	return fmt.Sprintf("failed to read thread: thread-store internal error: failed to read session metadata %[1]s: "+
+		"thread-store internal error: failed to read session metadata %[1]s: rollout at %[1]s does not start with session metadata", e.Path)
+}
+
+func (e *SessionMetaError) Unwrap() error { return ErrNoSessionMeta }
+
 // Turn status values (protocol TurnStatus).
 const (
 	TurnCompleted   = "completed"
@@ -201,7 +213,7 @@ func (b *builder) readLines(lr *lineReader, path string, depth int, top, first b
 		}
 		if rec.Type == TypeSessionMeta {
 			var meta SessionMeta
-			if err := unmarshal(rec.Payload, &meta); err != nil {
+			if err := unmarshal(rec.Payload, &meta); err != nil || !ValidSource(meta.Source) {
 				slog.Warn("rollout: bad session_meta", "path", path, "line", lineNo, "err", err)
 				continue
 			}

@@ -448,6 +448,22 @@ func TestLineReader(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 }
 
+// ValidSource accepts what the reference reads as a session source and nothing else.
+func TestValidSource(t *testing.T) {
+	for _, raw := range []string{"", `"vscode"`, `"weird"`, `{"custom":"x"}`, `{"custom":""}`, `{"subagent":"review"}`,
+		`{"subagent":"compact"}`, `{"subagent":"memory_consolidation"}`, `{"subagent":{"other":"x"}}`,
+		`{"subagent":{"thread_spawn":{"parent_thread_id":"p","depth":1}}}`,
+		`{"subagent":{"thread_spawn":{"parent_thread_id":"p","depth":1,"agent_nickname":null}}}`} {
+		require.True(t, ValidSource(json.RawMessage(raw)), raw)
+	}
+	for _, raw := range []string{`null`, `5`, `true`, `[]`, `{}`, `{"weird":1}`, `{"custom":5}`, `{"custom":null}`,
+		`{"custom":"x","extra":1}`, `{"subagent":"weird"}`, `{"subagent":"review","x":1}`, `{"subagent":{"other":1}}`,
+		`{"subagent":{"thread_spawn":{}}}`, `{"subagent":{"thread_spawn":{"parent_thread_id":"p"}}}`,
+		`{"subagent":{"thread_spawn":{"depth":1}}}`, `{"subagent":{"thread_spawn":{"parent_thread_id":"p","depth":1e10}}}`} {
+		require.False(t, ValidSource(json.RawMessage(raw)), raw)
+	}
+}
+
 func TestSourceKindAndShellJoin(t *testing.T) {
 	for raw, want := range map[string]string{
 		`"vscode"`: "vscode", `"cli"`: "cli", `"exec"`: "exec", `"mcp"`: "appServer", `"weird"`: "unknown",

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -76,6 +77,59 @@ type HistoryBase struct {
 func StringSource(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// ValidSource reports whether a session_meta source is one the reference reads (its SessionSource): any
+// name, {"custom": name}, or {"subagent": s} where s is "review", "compact", "memory_consolidation",
+// {"other": name} or {"thread_spawn": {…}} with a parent_thread_id and a depth. An absent source is
+// valid; anything else (null, a number, another object) makes the record no session metadata at all, so
+// the rollout is left out of lists and cannot be read, as in the reference.
+func ValidSource(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return true
+	}
+	if isJSONString(raw) {
+		return true
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || len(obj) != 1 {
+		return false
+	}
+	if c, ok := obj["custom"]; ok {
+		return isJSONString(c)
+	}
+	sub, ok := obj["subagent"]
+	if !ok {
+		return false
+	}
+	if isJSONString(sub) {
+		var s string
+		_ = json.Unmarshal(sub, &s)
+		return s == "review" || s == "compact" || s == "memory_consolidation"
+	}
+	var inner map[string]json.RawMessage
+	if json.Unmarshal(sub, &inner) != nil || len(inner) != 1 {
+		return false
+	}
+	if o, ok := inner["other"]; ok {
+		return isJSONString(o)
+	}
+	spawn, ok := inner["thread_spawn"]
+	if !ok {
+		return false
+	}
+	var ts struct {
+		Parent json.RawMessage `json:"parent_thread_id"`
+		Depth  *int32          `json:"depth"`
+	}
+	return json.Unmarshal(spawn, &ts) == nil && isJSONString(ts.Parent) && ts.Depth != nil
+}
+
+// isJSONString reports whether raw is a JSON string (not null).
+func isJSONString(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	var s string
+	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil
 }
 
 // SourceKind maps a recorded session source to the protocol's ThreadSourceKind ("cli", "vscode", "exec",

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"appserver/threadindex"
 )
 
@@ -348,10 +350,16 @@ func (s *Store) summaryOf(r *threadindex.Row) Summary {
 // readRow reads one rollout's meta into an index row; nil if the file is unreadable. pc (may be nil) is
 // the build's memory of fork parents.
 func (s *Store) readRow(id string, df diskFile, pc *parentCache) *threadindex.Row {
+	r, _ := s.readRowErr(id, df, pc)
+	return r
+}
+
+// readRowErr is readRow with the reason a rollout is skipped.
+func (s *Store) readRowErr(id string, df diskFile, pc *parentCache) (*threadindex.Row, error) {
 	m, err := readMeta(df.path, -1, 0, pc)
 	if err != nil {
 		slog.Warn("rollout: skipping unreadable rollout", "path", df.path, "err", err)
-		return nil
+		return nil, err
 	}
 	if m.Session.ID != "" && m.Session.ID != id {
 		slog.Warn("rollout: file name and session id differ", "path", df.path, "id", m.Session.ID)
@@ -359,7 +367,7 @@ func (s *Store) readRow(id string, df diskFile, pc *parentCache) *threadindex.Ro
 	sum := summaryFromMeta(id, m, df)
 	r := rowOf(&sum, s.rel(df.path), df.size, df.modNs, m.Name)
 	r.Content = strings.Join(m.Texts, threadindex.ContentSep)
-	return r
+	return r, nil
 }
 
 // putRows writes rows in one transaction.
@@ -378,15 +386,15 @@ func (s *Store) putRows(rows []*threadindex.Row) error {
 }
 
 // indexFile reads one rollout and stores its row; nil if the file is unreadable.
-func (s *Store) indexFile(id string, df diskFile) *threadindex.Row {
-	r := s.readRow(id, df, nil)
+func (s *Store) indexFile(id string, df diskFile) (*threadindex.Row, error) {
+	r, err := s.readRowErr(id, df, nil)
 	if r == nil {
-		return nil
+		return nil, err
 	}
 	if err := s.putRows([]*threadindex.Row{r}); err != nil {
 		slog.Warn("rollout: index write failed", "err", err)
 	}
-	return r
+	return r, nil
 }
 
 // reconcile stats every rollout and brings the index in line: new and changed files are read (in parallel,
@@ -798,9 +806,10 @@ type Page struct {
 	Threads []Summary
 	// Next continues after the last thread ("" when nothing follows).
 	Next string
-	// Backwards is the first thread's sort timestamp (RFC 3339, milliseconds, UTC) as the reference reports
-	// it: used as a cursor it selects the threads at or beyond that instant in the requested direction, so a
-	// client can page back towards newer threads ("" for an empty page).
+	// Backwards is, as the reference reports it, the first thread's sort timestamp moved 1 ms towards the
+	// threads before it (RFC 3339, UTC, milliseconds unless zero): used as a cursor it selects the threads at
+	// or beyond that instant in the requested direction, so a client can page back towards newer threads
+	// with the first thread included ("" for an empty page).
 	Backwards string
 }
 
@@ -810,8 +819,32 @@ func (s *Store) List(q ListQuery) ([]Summary, string, error) {
 	return p.Threads, p.Next, err
 }
 
-// backwardsLayout formats Page.Backwards.
-const backwardsLayout = "2006-01-02T15:04:05.000Z"
+// cursorTime formats a sort timestamp (unix milliseconds) as the reference's cursors do: RFC 3339 in UTC
+// with milliseconds, left out when zero ("2026-11-24T18:37:29.123Z", "2026-11-24T18:34:12Z").
+func cursorTime(ms int64) string {
+	t := time.UnixMilli(ms).UTC()
+	if ms%1000 == 0 {
+		return t.Format("2006-01-02T15:04:05Z")
+	}
+	return t.Format("2006-01-02T15:04:05.000Z")
+}
+
+// timeCursor is the reference's form of a next-page cursor: the last thread's sort timestamp and its id,
+// joined by "|".
+func timeCursor(ms int64, id string) string { return cursorTime(ms) + "|" + id }
+
+// parseTimeCursor reads a "<RFC 3339 time>|<thread id>" cursor.
+func parseTimeCursor(s string) (ms int64, id string, ok bool) {
+	ts, id, found := strings.Cut(s, "|")
+	if _, err := uuid.Parse(id); !found || err != nil {
+		return 0, "", false
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return 0, "", false
+	}
+	return t.UnixMilli(), id, true
+}
 
 // ListPage returns one page ordered by (timestamp, id) with its forward and backwards cursors. Cursors are
 // either Next values or Backwards timestamps.
@@ -852,6 +885,8 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	if q.Cursor != "" {
 		if t, err := time.Parse(time.RFC3339Nano, q.Cursor); err == nil {
 			iq.T, iq.HasAt = t.UnixMilli(), true
+		} else if ms, id, ok := parseTimeCursor(q.Cursor); ok && key != SortSectionPosition {
+			iq.T, iq.AfterID = ms, id
 		} else {
 			c, err := decodeCursor(q.Cursor)
 			if err != nil {
@@ -898,10 +933,19 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	pg := Page{Threads: page}
 	if more {
 		last := &rows[len(rows)-1]
-		pg.Next = encodeCursor(cursor{Key: key, T: keyOf(last), ID: last.ID})
+		if iq.BySection {
+			pg.Next = encodeCursor(cursor{Key: key, T: keyOf(last), ID: last.ID})
+		} else {
+			pg.Next = timeCursor(keyOf(last), last.ID)
+		}
 	}
 	if len(rows) > 0 {
-		pg.Backwards = time.UnixMilli(keyOf(&rows[0])).UTC().Format(backwardsLayout)
+		// One millisecond before the first thread's (after it, ascending): the reverse page starts with it.
+		step := int64(-1)
+		if iq.Asc {
+			step = 1
+		}
+		pg.Backwards = cursorTime(keyOf(&rows[0]) + step)
 	}
 	return pg, nil
 }
@@ -937,7 +981,10 @@ func (s *Store) lookup(threadID string) (*threadindex.Row, error) {
 	}
 	df := diskFile{path: p, size: info.Size(), modNs: info.ModTime().UnixNano(),
 		archived: filepath.Base(filepath.Dir(p)) == "archived_sessions"}
-	if s.indexFile(threadID, df) == nil {
+	if _, err := s.indexFile(threadID, df); err != nil {
+		if errors.Is(err, ErrNoSessionMeta) {
+			return nil, &SessionMetaError{Path: p}
+		}
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, threadID)
 	}
 	r, err := s.ix.Row(s.ctx, threadID)
@@ -1142,7 +1189,7 @@ func (s *Store) Reindex(path string) (Summary, error) {
 	}
 	df := diskFile{path: path, size: info.Size(), modNs: info.ModTime().UnixNano(),
 		archived: filepath.Base(filepath.Dir(path)) == "archived_sessions"}
-	if s.indexFile(id, df) == nil {
+	if r, _ := s.indexFile(id, df); r == nil {
 		return Summary{}, fmt.Errorf("rollout: reindex: unreadable %s", path)
 	}
 	return s.Get(id)
@@ -1178,7 +1225,7 @@ func (s *Store) Touch(threadID string) (Summary, error) {
 	}
 	if r.Preview == "" && info.Size() != r.Size {
 		df := diskFile{path: path, size: info.Size(), modNs: info.ModTime().UnixNano(), archived: r.Archived}
-		if s.indexFile(threadID, df) != nil {
+		if r, _ := s.indexFile(threadID, df); r != nil {
 			return s.Get(threadID)
 		}
 	}

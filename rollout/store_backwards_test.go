@@ -21,8 +21,8 @@ func TestListPageBackwardsCursor(t *testing.T) {
 	p, err := s.ListPage(ListQuery{Limit: 2})
 	require.NoError(t, err)
 	require.Equal(t, []string{tid(6), tid(5)}, ids(p.Threads))
-	require.Equal(t, "2026-01-02T03:04:09.000Z", p.Backwards)
-	require.NotEmpty(t, p.Next)
+	require.Equal(t, "2026-01-02T03:04:08.999Z", p.Backwards, "the first thread's key, 1 ms towards the ones before it")
+	require.Equal(t, "2026-01-02T03:04:09Z|"+tid(5), p.Next, "the last thread's key and id, no fraction when whole")
 
 	tests := []struct {
 		name   string
@@ -52,4 +52,40 @@ func TestListPageBackwardsCursor(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.ListPage(ListQuery{Cursor: "2026-13-45T99:00:00Z"})
 	require.ErrorIs(t, err, ErrBadCursor)
+}
+
+// Cursors take the reference's (codex-cli 0.169.0) forms: nextCursor "<time>|<id>" (RFC 3339, UTC,
+// milliseconds unless zero), backwardsCursor the first thread's time 1 ms before it (descending) or after it
+// (ascending); both are accepted back, as are the base64 cursors of earlier versions. A "<time>|<id>" whose
+// id is not a UUID is refused.
+func TestListPageCursorForms(t *testing.T) {
+	home := t.TempDir()
+	base := time.Date(2026, 1, 2, 3, 4, 5, 250e6, time.UTC)
+	for i := 0; i < 4; i++ {
+		makeThread(t, home, tid(i), base.Add(time.Duration(i)*time.Second), nil, "q")
+	}
+	s, err := Open(home)
+	require.NoError(t, err)
+	p, err := s.ListPage(ListQuery{Limit: 2, SortDirection: SortAsc})
+	require.NoError(t, err)
+	require.Equal(t, []string{tid(0), tid(1)}, ids(p.Threads))
+	require.Equal(t, "2026-01-02T03:04:06.250Z|"+tid(1), p.Next)
+	require.Equal(t, "2026-01-02T03:04:05.251Z", p.Backwards)
+	p2, err := s.ListPage(ListQuery{Limit: 2, SortDirection: SortAsc, Cursor: p.Next})
+	require.NoError(t, err)
+	require.Equal(t, []string{tid(2), tid(3)}, ids(p2.Threads))
+	require.Empty(t, p2.Next)
+	require.Equal(t, "2026-01-02T03:04:07.251Z", p2.Backwards)
+	back, err := s.ListPage(ListQuery{Limit: 10, SortDirection: SortDesc, Cursor: p2.Backwards})
+	require.NoError(t, err)
+	require.Equal(t, []string{tid(2), tid(1), tid(0)}, ids(back.Threads), "the reverse page starts with the first thread")
+
+	old := encodeCursor(cursor{Key: SortCreatedAt, T: base.Add(time.Second).UnixMilli(), ID: tid(1)})
+	p3, err := s.ListPage(ListQuery{Limit: 2, SortDirection: SortAsc, Cursor: old})
+	require.NoError(t, err)
+	require.Equal(t, []string{tid(2), tid(3)}, ids(p3.Threads))
+	for _, bad := range []string{"2026-01-02T03:04:06.250Z|x", "x|" + tid(1), "|", "garbage"} {
+		_, err = s.ListPage(ListQuery{Cursor: bad})
+		require.ErrorIs(t, err, ErrBadCursor, bad)
+	}
 }

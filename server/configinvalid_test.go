@@ -177,6 +177,47 @@ func TestLegacyProfileInvalid(t *testing.T) {
 	requireError(t, c.Request("thread/start", map[string]any{}), -32600, "failed to load configuration: "+legacyProfileMsg)
 }
 
+// Values the reference refuses on their meaning make the configuration invalid as it reports them
+// (codex-cli 0.169.0): a start-up warning with the refusal and no path or range, config/read failing with
+// it as a feature-precedence error, thread/start as a configuration that does not load; and a
+// thread/start `config` that sets one fails the same way.
+func TestConfigRefusedOnMeaning(t *testing.T) {
+	cases := []struct{ file, msg string }{
+		{"model_provider = \"x\"\n", "Model provider `x` not found"},
+		{"default_permissions = \"foo\"\n", "default_permissions requires a `[permissions]` table"},
+		{"experimental_thread_store_endpoint = \"http://x\"\n", "`experimental_thread_store_endpoint` is no longer supported; remove it from config.toml"},
+		{"model_instructions_file = \"/nonexistent/file\"\n", "failed to read model instructions file /nonexistent/file: No such file or directory (os error 2)"},
+		{"experimental_compact_prompt_file = \"/nonexistent/file\"\n", "failed to read experimental compact prompt file /nonexistent/file: No such file or directory (os error 2)"},
+		{"model_catalog_json = \"/nonexistent/file\"\n", "No such file or directory (os error 2)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.msg, func(t *testing.T) {
+			c := apptest.Start(t, apptest.Options{Raw: true, Config: "model = \"m\"\n" + tc.file, InvalidConfig: true})
+			c.Initialize(false)
+			msgs := c.Messages()
+			require.GreaterOrEqual(t, len(msgs), 2)
+			require.Equal(t, "configWarning", msgs[1].Method, string(msgs[1].Raw))
+			require.JSONEq(t, `{"summary":"Invalid configuration; using defaults.","details":`+string(mustJSON(t, tc.msg))+`}`, string(msgs[1].Params))
+			requireError(t, c.Request("config/read", map[string]any{}), -32603, "failed to resolve feature override precedence: "+tc.msg)
+			requireError(t, c.Request("thread/start", map[string]any{}), -32600, "failed to load configuration: "+tc.msg)
+		})
+	}
+	c := apptest.Start(t, apptest.Options{})
+	c.Initialize(false)
+	for _, o := range []struct {
+		config map[string]any
+		msg    string
+	}{
+		{map[string]any{"model_provider": "x"}, "Model provider `x` not found"},
+		{map[string]any{"model_catalog_json": "/nonexistent/file"}, "No such file or directory (os error 2)"},
+		{map[string]any{"experimental_thread_store": map[string]any{"a": 1}}, "missing field `type`\nin `experimental_thread_store`\n"},
+		{map[string]any{"mcp_enterprise_managed_auth.a": 1}, "unknown field `a`, expected `idp`\nin `mcp_enterprise_managed_auth`\n"},
+	} {
+		requireError(t, c.Request("thread/start", map[string]any{"config": o.config}), -32600, "failed to load configuration: "+o.msg)
+	}
+	requireError(t, c.Request("thread/start", map[string]any{"modelProvider": "x"}), -32600, "failed to load configuration: Model provider `x` not found")
+}
+
 // thread/resume and thread/fork of a stored thread fail as the reference when the configuration does not
 // load (config.toml, or the trusted project's config for the thread's cwd): the full-history deprecation
 // notice, then -32600 "failed to load configuration: …". Resuming elsewhere (cwd) avoids a bad project.

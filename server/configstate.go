@@ -71,7 +71,8 @@ func (s *Server) loadConfig() (*config.Config, error) {
 // configReadError is config/read's error for a configuration that does not load.
 func configReadError(err error) *jsonrpc.Error {
 	var pe *config.LegacyProfileError
-	if errors.As(err, &pe) {
+	var me *config.Error
+	if errors.As(err, &pe) || errors.As(err, &me) && me.Meaning {
 		return jsonrpc.Errorf(jsonrpc.CodeInternalError, "failed to resolve feature override precedence: %v", err)
 	}
 	var ce *config.Error

@@ -110,6 +110,51 @@ func TestThreadListSubAgentKinds(t *testing.T) {
 	require.Equal(t, []string{id(5)}, list("subAgentOther"))
 }
 
+// TestThreadUnreadableSource pins the reference's (0.169.0) handling of a session_meta whose source is not
+// one of its session sources ({"weird":1}, null, {"custom":5}, an unknown sub-agent kind...): the record is
+// no session metadata, so the thread is left out of every list and thread/read, thread/resume and
+// thread/fork fail with its internal error naming the rollout.
+func TestThreadUnreadableSource(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "codex_home")
+	id := func(i int) string { return fmt.Sprintf("01f00000-0000-7000-8000-%012d", i) }
+	base := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	storedThread(t, home, id(1), "mock", rollout.StringSource("vscode"), base, "good")
+	bad := []string{`{"weird":1}`, `null`, `{"custom":5}`, `{"subagent":"weird"}`, `{"custom":"x","extra":1}`, `{"subagent":{"thread_spawn":{}}}`, `true`}
+	for i, src := range bad {
+		storedThread(t, home, id(i+2), "mock", json.RawMessage(src), base.Add(time.Duration(i+1)*time.Hour), "bad")
+	}
+	c := apptest.Start(t, apptest.Options{Home: home})
+	c.Initialize(true)
+	for _, kinds := range [][]string{nil, {"unknown"}, {"subAgent", "subAgentOther", "vscode"}} {
+		var r struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		params := map[string]any{}
+		if kinds != nil {
+			params["sourceKinds"] = kinds
+		}
+		c.Result("thread/list", params, &r)
+		for _, th := range r.Data {
+			require.Equal(t, id(1), th.ID, kinds)
+		}
+	}
+	for i := range bad {
+		tid := id(i + 2)
+		matches, err := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+tid+".jsonl"))
+		require.NoError(t, err)
+		require.Len(t, matches, 1)
+		p := matches[0]
+		want := "failed to read thread: thread-store internal error: failed to read session metadata " + p +
+			": thread-store internal error: failed to read session metadata " + p + ": rollout at " + p + " does not start with session metadata"
+		requireError(t, c.Request("thread/read", map[string]any{"threadId": tid}), -32603, want)
+		requireError(t, c.Request("thread/read", map[string]any{"threadId": tid, "includeTurns": true}), -32603, want)
+		requireError(t, c.Request("thread/resume", map[string]any{"threadId": tid}), -32603, want)
+		requireError(t, c.Request("thread/fork", map[string]any{"threadId": tid}), -32603, want)
+	}
+}
+
 // TestThreadListCustomAndPlainSources pins the reference's (0.169.0) session sources as recorded: a
 // {"custom": …} source is shown as such and selected by no source filter (not even "unknown", and the
 // default interactive one neither); "mcp" is shown and filtered as "appServer"; any other name

@@ -336,6 +336,9 @@ func (m *Manager) Resume(ctx context.Context, id, path string, o ResumeOverrides
 		return nil, false, fmt.Errorf("read rollout: %w", err)
 	}
 	th, err := rollout.ReadFile(path)
+	if errors.Is(err, rollout.ErrNoSessionMeta) {
+		return nil, false, &rollout.SessionMetaError{Path: path} // the reference's words
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("read rollout: %w", err)
 	}
@@ -602,6 +605,10 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 		return nil, err
 	}
 	parentPath, _, err := st.Find(o.ParentID)
+	var metaErr *rollout.SessionMetaError
+	if errors.As(err, &metaErr) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, noRollout(o.ParentID)
 	}

@@ -341,6 +341,10 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		eff := protocol.ReasoningEffort(e)
 		s.Effort = &eff
 	}
+	if _, ok := cfg.ModelProviders[s.ModelProvider]; !ok {
+		// The reference applies modelProvider to the configuration, which then does not load.
+		return nil, &ConfigError{Err: fmt.Errorf("Model provider `%s` not found", s.ModelProvider)}
+	}
 	if _, err := m.modelClient(cfg, s.ModelProvider); err != nil {
 		return nil, err
 	}

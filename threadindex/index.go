@@ -17,7 +17,7 @@ import (
 )
 
 // SchemaVersion is stored in PRAGMA user_version; a database with another version is rebuilt.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // Row is one indexed thread.
 type Row struct {

@@ -303,6 +303,13 @@ func TestInvalidConfigFailsStartup(t *testing.T) {
 		{"model = \"x\"\n", []string{"--strict-config", "-c", "model=5", "-c", "bogus=1"}, "Error: invalid type: integer `5`, expected a string\nin `model`\n\n"},
 		{"model = \"x\"\n", []string{"-c", "nokey"}, "Error: -c override: invalid override"},
 		{"[profiles.p1]\n", []string{"-c", "profile=p1"}, "Error: legacy `profile = \"p1\"` config is no longer supported; use `--profile p1` with `p1.config.toml` instead"},
+		// Values refused on their meaning (codex-cli 0.169.0): a -c one fails the start, in the reference's
+		// words; a relative path is the home's then (the defaults' base).
+		{"", []string{"-c", "model_provider=\"x\""}, "Error: Model provider `x` not found\n"},
+		{"", []string{"-c", "default_permissions=\"foo\""}, "Error: default_permissions requires a `[permissions]` table\n"},
+		{"", []string{"-c", "model_instructions_file=\"sub/missing.md\""}, "Error: failed to read model instructions file <home>/sub/missing.md: No such file or directory (os error 2)\n"},
+		{"", []string{"-c", "experimental_thread_store={type=\"x\"}"}, "Error: unknown variant `x`, expected `local` or `in_memory`\nin `experimental_thread_store.type`\n\n"},
+		{"", []string{"-c", "mcp_enterprise_managed_auth={a=1}"}, "Error: unknown field `a`, expected `idp`\nin `mcp_enterprise_managed_auth`\n\n"},
 	}
 	for _, tc := range cases {
 		home := writeConfig(t, tc.file)
