@@ -33,6 +33,14 @@ type ToolSet interface {
 	Call(ctx context.Context, tc *ToolContext, call ToolCall) (output json.RawMessage, ok bool)
 }
 
+// InputTools is implemented by a ToolSet whose tools reach the model as an input item rather than in the
+// request's `tools` array (the reference's code mode: an `additional_tools` item leads the input, the
+// request has no `tools` key and parallel_tool_calls is false).
+type InputTools interface {
+	// ToolsItem is the input item placed before everything else in the request's input (nil: none).
+	ToolsItem() json.RawMessage
+}
+
 // RoundEnder is implemented by a ToolSet that wants to hear when one model response of a turn is done:
 // its tool calls finished and its token usage announced, before the next request or the turn's end.
 type RoundEnder interface {
@@ -134,6 +142,11 @@ func FunctionOutputRaw(callID string, output json.RawMessage) json.RawMessage {
 }
 
 func functionOutputID() string { return "fco_" + uuid.Must(uuid.NewV7()).String() }
+
+// CustomOutputRaw builds a custom_tool_call_output item whose output is already JSON (a content list).
+func CustomOutputRaw(callID string, output json.RawMessage) json.RawMessage {
+	return marshal(functionOutputItem{Type: "custom_tool_call_output", ID: "ctco_" + uuid.Must(uuid.NewV7()).String(), CallID: callID, Output: output})
+}
 
 // CustomOutput builds a custom_tool_call_output item; like the reference it carries its own id ("ctco_" +
 // a UUIDv7).

@@ -749,6 +749,10 @@ func (tn *Turn) keepPartial(sr *streamState) bool {
 
 // abortedOutput is the reference's output for a tool call cut short by an interruption.
 func abortedOutput(call ToolCall, wall time.Duration) json.RawMessage {
+	if call.Type == "custom_tool_call" && call.Name == "exec" {
+		// A code-mode script's words (see codemode).
+		return CustomOutput(call.CallID, fmt.Sprintf("aborted by user after %.1fs", wall.Seconds()))
+	}
 	return errorOutput(call, fmt.Sprintf("Wall time: %.4f seconds\naborted by user", wall.Seconds()))
 }
 
@@ -779,11 +783,21 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	t.mu.Lock()
 	base := t.base
 	t.mu.Unlock()
+	// A code-mode tool set's additional_tools item leads the input; such a request has no `tools` key.
+	var lead []json.RawMessage
+	for _, set := range sets {
+		if it, ok := set.(InputTools); ok {
+			if item := it.ToolsItem(); item != nil {
+				lead = append(lead, item)
+			}
+		}
+	}
 	// A retried attempt is sent with the history as it is then (items of the failed attempt included).
 	inputNow := func() []json.RawMessage {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		input := make([]json.RawMessage, 0, len(t.history)+1)
+		input := make([]json.RawMessage, 0, len(t.history)+1+len(lead))
+		input = append(input, lead...)
 		input = append(input, messageItem("developer", base))
 		return append(input, t.history...)
 	}
@@ -805,7 +819,7 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	originator := deref(t.meta.Originator)
 	return &model.Request{
 		Refresh: inputNow, ServiceTier: requestServiceTier(s.Model, s.ServiceTier, tn.opts.ServiceTierForTurn),
-		Model: s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
+		Model: s.Model, Input: input, Tools: tools, NoTools: len(lead) > 0, ToolChoice: "auto", ParallelToolCalls: len(lead) == 0,
 		Reasoning: reasoning, Text: text, Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
 		ClientMetadata: map[string]string{
 			"x-codex-window-id": window, "turn_id": tn.ID, "root_turn_id": tn.ID, "session_id": t.ID, "thread_id": t.ID,
