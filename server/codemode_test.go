@@ -1,0 +1,238 @@
+package server_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
+)
+
+// jsCallOutput returns the output of the *_call_output item for callID in a request body.
+func jsCallOutput(t *testing.T, body map[string]any, callID string) any {
+	t.Helper()
+	input, _ := body["input"].([]any)
+	for _, raw := range input {
+		it, _ := raw.(map[string]any)
+		if it["call_id"] == callID && strings.HasSuffix(it["type"].(string), "_call_output") {
+			return it["output"]
+		}
+	}
+	require.Failf(t, "no output", "no output for %s in %s", callID, mustJSON(t, input))
+	return nil
+}
+
+// codeModeTurn runs one turn of a code-mode model (gpt-5.6-sol) in which the model calls exec with src,
+// and returns the client, the mock and the exec call's output as the next request carried it.
+func codeModeTurn(t *testing.T, src string) (*apptest.Client, *mockmodel.Server, any) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.CustomToolCall("exec", "call_js", src)}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.6-sol", SandboxMode: "workspace-write"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "run it")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 2)
+	return c, mm, jsCallOutput(t, reqs[1].Body, "call_js")
+}
+
+// The reference's first request for a code-mode model: no `tools` key, parallel_tool_calls false, and an
+// additional_tools item first in the input with exec (freeform, Lark grammar), wait and
+// request_user_input in the `functions` namespace; the other tools are described inside exec.
+func TestCodeModeFirstRequest(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("hi", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-6.1-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "hello")
+	c.WaitTurnCompleted()
+	body := mm.ResponseRequests()[0].Body
+	require.NotContains(t, body, "tools")
+	require.Equal(t, false, body["parallel_tool_calls"])
+	input := body["input"].([]any)
+	first := input[0].(map[string]any)
+	require.Equal(t, "additional_tools", first["type"])
+	require.Equal(t, "developer", first["role"])
+	require.Regexp(t, `^at_[0-9a-f-]{36}$`, first["id"])
+	require.Equal(t, "developer", input[1].(map[string]any)["role"], "the base instructions follow")
+	var item struct {
+		Tools []struct {
+			Type, Name, Description string
+			Tools                   []struct {
+				Type, Name, Description string
+				Format                  map[string]any
+				Parameters              map[string]any
+			}
+		}
+	}
+	b, _ := json.Marshal(first)
+	require.NoError(t, json.Unmarshal(b, &item))
+	require.Len(t, item.Tools, 1)
+	ns := item.Tools[0]
+	require.Equal(t, "namespace", ns.Type)
+	require.Equal(t, "functions", ns.Name)
+	var names []string
+	for _, tool := range ns.Tools {
+		names = append(names, tool.Type+":"+tool.Name)
+	}
+	require.Equal(t, []string{"custom:exec", "function:wait", "function:request_user_input"}, names)
+	exec := ns.Tools[0]
+	require.Equal(t, map[string]any{"type": "grammar", "syntax": "lark", "definition": "\nstart: pragma_source | plain_source\npragma_source: PRAGMA_LINE NEWLINE SOURCE\nplain_source: SOURCE\n\nPRAGMA_LINE: /[ \\t]*\\/\\/ @exec:[^\\r\\n]*/\nNEWLINE: /\\r?\\n/\nSOURCE: /[\\s\\S]+/\n"}, exec.Format)
+	nested := regexp.MustCompile("(?m)^### `([^`]+)`").FindAllStringSubmatch(exec.Description, -1)
+	var nestedNames []string
+	for _, m := range nested {
+		nestedNames = append(nestedNames, m[1])
+	}
+	require.Equal(t, []string{"apply_patch", "create_goal", "exec_command", "get_goal", "update_goal", "view_image", "write_stdin"}, nestedNames)
+	require.Contains(t, exec.Description, "declare const tools: { exec_command(args: {\n")
+	require.Contains(t, exec.Description, "declare const tools: { apply_patch(input: string): Promise<unknown>; };")
+	wait := ns.Tools[1].Parameters
+	require.Equal(t, []any{"cell_id"}, wait["required"])
+	require.ElementsMatch(t, []string{"cell_id", "max_tokens", "terminate", "yield_time_ms"}, keys(wait["properties"].(map[string]any)))
+
+	// The item keeps its id on the thread's next turn.
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("again", 1)}})
+	c.StartTurn(tid, "again")
+	c.WaitTurnCompleted()
+	second := mm.ResponseRequests()[1].Body["input"].([]any)[0].(map[string]any)
+	require.Equal(t, first["id"], second["id"])
+}
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// features.code_mode_only gives a model outside code mode exec, wait and request_user_input in the plain
+// tools array (its hosted web_search stays), as the reference does.
+func TestCodeModeOnlyFeature(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("hi", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm, Config: "[features]\ncode_mode_only = true\n"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "hello")
+	c.WaitTurnCompleted()
+	body := mm.ResponseRequests()[0].Body
+	var names []string
+	for _, raw := range body["tools"].([]any) {
+		tool := raw.(map[string]any)
+		name, _ := tool["name"].(string)
+		names = append(names, tool["type"].(string)+":"+name)
+	}
+	require.Equal(t, []string{"custom:exec", "function:wait", "function:request_user_input", "web_search:"}, names)
+	require.NotEqual(t, "additional_tools", body["input"].([]any)[0].(map[string]any)["type"])
+}
+
+// A script calling exec_command: the command's commandExecution items go out as for a direct call (ids
+// "exec-…"), no item for the script itself, and the model gets the script's text items after a header.
+func TestCodeModeExecCommand(t *testing.T) {
+	c, _, out := codeModeTurn(t, "const r = await tools.exec_command({cmd: \"echo hi\"});\ntext(r.output);\ntext(1+2);\ntext({a: r.exit_code});")
+	parts := out.([]any)
+	require.Len(t, parts, 4)
+	require.Regexp(t, `^Script completed\nWall time \d+\.\d seconds\nOutput:\n$`, parts[0].(map[string]any)["text"])
+	// (The host's login shell may print its own noise first.)
+	require.True(t, strings.HasSuffix(parts[1].(map[string]any)["text"].(string), "hi\n"), parts[1])
+	require.Equal(t, []any{
+		map[string]any{"type": "input_text", "text": "3"},
+		map[string]any{"type": "input_text", "text": `{"a":0}`},
+	}, parts[2:])
+	var seen []string
+	for _, m := range c.Messages() {
+		if m.Method != "item/started" && m.Method != "item/completed" {
+			continue
+		}
+		var p struct {
+			Item map[string]any `json:"item"`
+		}
+		require.NoError(t, json.Unmarshal(m.Params, &p))
+		switch p.Item["type"] {
+		case "userMessage", "agentMessage":
+			continue
+		}
+		require.Equal(t, "commandExecution", p.Item["type"])
+		require.Regexp(t, `^exec-[0-9a-f-]{36}$`, p.Item["id"])
+		require.Equal(t, "/bin/bash -lc 'echo hi'", p.Item["command"])
+		seen = append(seen, m.Method+":"+p.Item["status"].(string))
+	}
+	require.Equal(t, []string{"item/started:inProgress", "item/completed:completed"}, seen)
+}
+
+// A script that throws: "Script failed", the output so far, then the error with its position.
+func TestCodeModeScriptError(t *testing.T) {
+	_, _, out := codeModeTurn(t, "text(\"before\");\nthrow new Error(\"boom\");")
+	parts := out.([]any)
+	require.Len(t, parts, 3)
+	require.Regexp(t, `^Script failed\nWall time \d+\.\d seconds\nOutput:\n$`, parts[0].(map[string]any)["text"])
+	require.Equal(t, "before", parts[1].(map[string]any)["text"])
+	require.Equal(t, "Script error:\nError: boom\n    at exec_main.mjs:2:7", parts[2].(map[string]any)["text"])
+}
+
+// A script with no output is answered with the bare header, as a string.
+func TestCodeModeNoOutput(t *testing.T) {
+	_, _, out := codeModeTurn(t, "const x = [1, 2, 3].map(v => v * v);\nx.reduce((a, b) => a + b, 0);")
+	require.Regexp(t, `^Script completed\nWall time \d+\.\d seconds\nOutput:\n$`, out)
+}
+
+// A script that loops forever yields after its yield time ("Script running with cell ID 1"); wait
+// with terminate stops it.
+func TestCodeModeLoopYieldsAndTerminates(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.CustomToolCall("exec", "call_js", "// @exec: {\"yield_time_ms\": 0}\nwhile (true) {}")}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("wait", "call_wait", map[string]any{"cell_id": "1", "terminate": true})}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("wait", "call_gone", map[string]any{"cell_id": "1"})}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.6-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "spin")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 4)
+	require.Regexp(t, `^Script running with cell ID 1\nWall time \d+\.\d seconds\nOutput:\n$`, jsCallOutput(t, reqs[1].Body, "call_js"))
+	require.Regexp(t, `^Script terminated\nWall time \d+\.\d seconds\nOutput:\n`, textOf(jsCallOutput(t, reqs[2].Body, "call_wait")))
+	gone := jsCallOutput(t, reqs[3].Body, "call_gone").([]any)
+	require.Equal(t, "Script error:\nexec cell 1 not found", gone[1].(map[string]any)["text"])
+}
+
+// textOf is an output's first text (a bare string or a content list's first part).
+func textOf(out any) string {
+	if s, ok := out.(string); ok {
+		return s
+	}
+	return out.([]any)[0].(map[string]any)["text"].(string)
+}
+
+// turn/interrupt stops a script that never yields (a busy loop, after a nested command ran): the turn
+// ends interrupted, the model later reads "aborted by user after …", and the thread goes on.
+func TestCodeModeInterruptStopsScript(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.CustomToolCall("exec", "call_js", "await tools.exec_command({cmd: \"echo started\"});\nwhile (true) {}")}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.CustomToolCall("exec", "call_next", "text(\"alive\");")}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.6-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	turnID := c.StartTurn(tid, "spin")
+	c.WaitNotification("item/completed", func(p json.RawMessage) bool { return strings.Contains(string(p), `"commandExecution"`) })
+	require.JSONEq(t, `{}`, string(c.Result("turn/interrupt", map[string]any{"threadId": tid, "turnId": turnID}, nil)))
+	require.Equal(t, "interrupted", c.WaitTurnCompleted()["status"])
+
+	c.StartTurn(tid, "again")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 3)
+	require.Regexp(t, `^aborted by user after \d+\.\ds$`, jsCallOutput(t, reqs[1].Body, "call_js"))
+	next := jsCallOutput(t, reqs[2].Body, "call_next").([]any)
+	require.Equal(t, "alive", next[1].(map[string]any)["text"])
+}
