@@ -52,7 +52,11 @@ type Set struct {
 // New builds a thread's code-mode set for one turn: nested are reached only from exec's JavaScript,
 // direct are offered to the model next to exec and wait (request_user_input).
 func New(t *thread.Thread, nested, direct []thread.ToolSet) *Set {
-	s := &Set{st: stateOf(t), nested: nested, direct: direct}
+	return newSet(stateOf(t), nested, direct)
+}
+
+func newSet(st *state, nested, direct []thread.ToolSet) *Set {
+	s := &Set{st: st, nested: nested, direct: direct}
 	for _, set := range nested {
 		for _, raw := range set.Specs() {
 			s.tools = append(s.tools, nestedTools(raw)...)
@@ -66,6 +70,19 @@ func New(t *thread.Thread, nested, direct []thread.ToolSet) *Set {
 		return s.tools[i].js < s.tools[j].js
 	})
 	return s
+}
+
+// Keep returns a copy of the set whose nested tools are the sets keep accepts (a reviewer's tools).
+func (s *Set) Keep(keep func(thread.ToolSet) bool) *Set {
+	var nested []thread.ToolSet
+	for _, n := range s.nested {
+		if keep(n) {
+			nested = append(nested, n)
+		}
+	}
+	out := newSet(s.st, nested, s.direct)
+	out.Plain, out.Undescribed = s.Plain, s.Undescribed
+	return out
 }
 
 // Specs are exec, wait and the direct tools in the plain form, else none (they travel in ToolsItem).

@@ -784,14 +784,7 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	base := t.base
 	t.mu.Unlock()
 	// A code-mode tool set's additional_tools item leads the input; such a request has no `tools` key.
-	var lead []json.RawMessage
-	for _, set := range sets {
-		if it, ok := set.(InputTools); ok {
-			if item := it.ToolsItem(); item != nil {
-				lead = append(lead, item)
-			}
-		}
-	}
+	lead := leadItems(sets)
 	// A retried attempt is sent with the history as it is then (items of the failed attempt included).
 	inputNow := func() []json.RawMessage {
 		t.mu.Lock()
@@ -830,6 +823,19 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 			"x-codex-window-id": window, "x-codex-turn-metadata": string(metaJSON), "user-agent": t.mgr.deps.UserAgent(originator),
 		},
 	}
+}
+
+// leadItems are the input items the sets put before everything else (InputTools).
+func leadItems(sets []ToolSet) []json.RawMessage {
+	var lead []json.RawMessage
+	for _, set := range sets {
+		if it, ok := set.(InputTools); ok {
+			if item := it.ToolsItem(); item != nil {
+				lead = append(lead, item)
+			}
+		}
+	}
+	return lead
 }
 
 // reasoningParam and textParam are the request's `reasoning` and `text` objects, fields in the

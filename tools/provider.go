@@ -197,6 +197,10 @@ func SandboxWrapper(self string, policy protocol.SandboxPolicy, cwd, dir string)
 func ForReviewer(sets []thread.ToolSet) []thread.ToolSet {
 	var out []thread.ToolSet
 	for _, s := range sets {
+		if cm, ok := s.(*codemode.Set); ok {
+			out = append(out, cm.Keep(func(n thread.ToolSet) bool { return len(ForReviewer([]thread.ToolSet{n})) == 1 }))
+			continue
+		}
 		switch s.(type) {
 		case goalSet, webSearchSet, dynamicSet:
 			continue
