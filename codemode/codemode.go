@@ -43,7 +43,9 @@ type Set struct {
 	// offered as plain tools too).
 	Undescribed bool
 
-	st     *state
+	st *state
+	// async adds the gpt-6.x tools: request_user_input_async, the clock namespace, clock__curr_time.
+	async  bool
 	nested []thread.ToolSet
 	direct []thread.ToolSet
 	tools  []nestedTool // sorted by JS name
@@ -72,6 +74,14 @@ func newSet(st *state, nested, direct []thread.ToolSet) *Set {
 	return s
 }
 
+// WithAsyncTools returns the set with the reference's gpt-6.x additions: request_user_input_async next to
+// request_user_input, a `clock` namespace (sleep) and the nested clock__curr_time.
+func (s *Set) WithAsyncTools() *Set {
+	out := newSet(s.st, append(append([]thread.ToolSet(nil), s.nested...), clockNested{}), s.direct)
+	out.Plain, out.Undescribed, out.async = s.Plain, s.Undescribed, true
+	return out
+}
+
 // Keep returns a copy of the set whose nested tools are the sets keep accepts (a reviewer's tools).
 func (s *Set) Keep(keep func(thread.ToolSet) bool) *Set {
 	var nested []thread.ToolSet
@@ -81,7 +91,7 @@ func (s *Set) Keep(keep func(thread.ToolSet) bool) *Set {
 		}
 	}
 	out := newSet(s.st, nested, s.direct)
-	out.Plain, out.Undescribed = s.Plain, s.Undescribed
+	out.Plain, out.Undescribed, out.async = s.Plain, s.Undescribed, s.async
 	return out
 }
 
@@ -102,6 +112,9 @@ func (s *Set) functions() []json.RawMessage {
 	for _, set := range s.direct {
 		fns = append(fns, set.Specs()...)
 	}
+	if s.async {
+		fns = append(fns, asyncInputSpec())
+	}
 	return fns
 }
 
@@ -118,6 +131,9 @@ func (s *Set) ToolsItem() json.RawMessage {
 		Role  string      `json:"role"`
 		Tools []namespace `json:"tools"`
 	}{"additional_tools", s.st.itemID, "developer", []namespace{{Type: "namespace", Name: functionsNS, Description: "", Tools: fns}}}
+	if s.async {
+		item.Tools = append(item.Tools, clockNamespace())
+	}
 	b, _ := json.Marshal(item)
 	return b
 }
@@ -131,10 +147,15 @@ type namespace struct {
 
 // Call runs exec and wait, and the direct tools (called bare or in the functions namespace).
 func (s *Set) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
+	if s.async && call.Namespace == clockNS && call.Name == sleepTool && call.Type == "function_call" {
+		return sleep(ctx, tc, call), true
+	}
 	if call.Namespace != "" && call.Namespace != functionsNS {
 		return nil, false
 	}
 	switch {
+	case s.async && call.Name == asyncInput && call.Type == "function_call":
+		return askAsync(tc, call), true
 	case call.Name == ExecTool && call.Type == "custom_tool_call":
 		return s.exec(ctx, tc, call), true
 	case call.Name == WaitTool && call.Type == "function_call":

@@ -74,7 +74,10 @@ func TestCodeModeFirstRequest(t *testing.T) {
 	}
 	b, _ := json.Marshal(first)
 	require.NoError(t, json.Unmarshal(b, &item))
-	require.Len(t, item.Tools, 1)
+	require.Len(t, item.Tools, 2, "functions and (gpt-6.x) clock")
+	require.Equal(t, "clock", item.Tools[1].Name)
+	require.Len(t, item.Tools[1].Tools, 1)
+	require.Equal(t, "sleep", item.Tools[1].Tools[0].Name)
 	ns := item.Tools[0]
 	require.Equal(t, "namespace", ns.Type)
 	require.Equal(t, "functions", ns.Name)
@@ -82,7 +85,7 @@ func TestCodeModeFirstRequest(t *testing.T) {
 	for _, tool := range ns.Tools {
 		names = append(names, tool.Type+":"+tool.Name)
 	}
-	require.Equal(t, []string{"custom:exec", "function:wait", "function:request_user_input"}, names)
+	require.Equal(t, []string{"custom:exec", "function:wait", "function:request_user_input", "function:request_user_input_async"}, names)
 	exec := ns.Tools[0]
 	require.Equal(t, map[string]any{"type": "grammar", "syntax": "lark", "definition": "\nstart: pragma_source | plain_source\npragma_source: PRAGMA_LINE NEWLINE SOURCE\nplain_source: SOURCE\n\nPRAGMA_LINE: /[ \\t]*\\/\\/ @exec:[^\\r\\n]*/\nNEWLINE: /\\r?\\n/\nSOURCE: /[\\s\\S]+/\n"}, exec.Format)
 	nested := regexp.MustCompile("(?m)^### `([^`]+)`").FindAllStringSubmatch(exec.Description, -1)
@@ -90,7 +93,7 @@ func TestCodeModeFirstRequest(t *testing.T) {
 	for _, m := range nested {
 		nestedNames = append(nestedNames, m[1])
 	}
-	require.Equal(t, []string{"apply_patch", "create_goal", "exec_command", "get_goal", "update_goal", "view_image", "write_stdin"}, nestedNames)
+	require.Equal(t, []string{"apply_patch", "create_goal", "exec_command", "get_goal", "update_goal", "view_image", "write_stdin", "clock__curr_time"}, nestedNames)
 	require.Contains(t, exec.Description, "declare const tools: { exec_command(args: {\n")
 	require.Contains(t, exec.Description, "declare const tools: { apply_patch(input: string): Promise<unknown>; };")
 	wait := ns.Tools[1].Parameters
@@ -235,4 +238,53 @@ func TestCodeModeInterruptStopsScript(t *testing.T) {
 	require.Regexp(t, `^aborted by user after \d+\.\ds$`, jsCallOutput(t, reqs[1].Body, "call_js"))
 	next := jsCallOutput(t, reqs[2].Body, "call_next").([]any)
 	require.Equal(t, "alive", next[1].(map[string]any)["text"])
+}
+
+// The gpt-6.x extras, as the reference: clock.sleep (a sleep item, "Sleep completed."; out of range
+// refused), clock__curr_time from a script, request_user_input_async (an async agentMessage, accepted).
+func TestCodeModeClockAndAsyncInput(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{
+		{Type: "function_call", Name: "sleep", Namespace: "clock", CallID: "call_sleep", Arguments: map[string]any{"duration_ms": 1}},
+		{Type: "function_call", Name: "sleep", Namespace: "clock", CallID: "call_bad", Arguments: map[string]any{"duration_ms": 0}},
+		mockmodel.CustomToolCall("exec", "call_js", "text(await tools.clock__curr_time({}));"),
+		mockmodel.FunctionCall("request_user_input_async", "call_ask", map[string]any{"questions": []any{map[string]any{"title": "Which?", "options": []any{"a", "b"}}}}),
+	}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-6.1-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "go")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	body := mm.ResponseRequests()[1].Body
+	require.Regexp(t, `^Wall time: \d+\.\d{4} seconds\nSleep completed\.$`, jsCallOutput(t, body, "call_sleep"))
+	require.Equal(t, "duration_ms must be between 1 and 43200000", jsCallOutput(t, body, "call_bad"))
+	now := jsCallOutput(t, body, "call_js").([]any)[1].(map[string]any)["text"]
+	require.Regexp(t, `^\{"current_time":"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"\}$`, now)
+	require.Equal(t, `{"accepted":true}`, jsCallOutput(t, body, "call_ask"))
+	var kinds []string
+	for _, m := range c.Messages() {
+		if m.Method != "item/completed" {
+			continue
+		}
+		var p struct {
+			Item map[string]any `json:"item"`
+		}
+		require.NoError(t, json.Unmarshal(m.Params, &p))
+		switch p.Item["type"] {
+		case "sleep":
+			require.Equal(t, "call_sleep", p.Item["id"])
+			require.EqualValues(t, 1, p.Item["durationMs"])
+			kinds = append(kinds, "sleep")
+		case "agentMessage":
+			if p.Item["id"] == "call_ask" {
+				require.Equal(t, "async", p.Item["delivery"])
+				require.Equal(t, "final_answer", p.Item["phase"])
+				require.Equal(t, "Which?\n- a\n- b", p.Item["text"])
+				require.Equal(t, []any{map[string]any{"title": "Which?", "options": []any{"a", "b"}}}, p.Item["questions"])
+				kinds = append(kinds, "ask")
+			}
+		}
+	}
+	require.Equal(t, []string{"sleep", "ask"}, kinds)
 }

@@ -10,6 +10,7 @@ import (
 	"appserver/codemode"
 	"appserver/config"
 	"appserver/execmgr"
+	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/sandbox"
 	"appserver/thread"
@@ -110,6 +111,9 @@ func codeModeSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState,
 	}
 	cm := codemode.New(t, nested, direct)
 	cm.Plain = sw.codeModePlain
+	if !cm.Plain && model.AsyncTools(s.Model) {
+		cm = cm.WithAsyncTools()
+	}
 	sets := []thread.ToolSet{cm}
 	if sw.webSearch == "cached" || sw.webSearch == "live" {
 		sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
