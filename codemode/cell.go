@@ -34,6 +34,9 @@ const (
 	terminateSignal signal = "terminate"
 )
 
+// maxCallStack bounds a script's JavaScript call depth.
+const maxCallStack = 4096
+
 // terminateGrace bounds how long a stop waits for the script's loop to notice it (an interrupted engine
 // stops at its next instruction, so this only matters for a bug).
 const terminateGrace = 5 * time.Second
@@ -195,6 +198,8 @@ func (c *cell) run(src string) {
 			c.finish(cellFailed, fmt.Sprintf("internal error: %v", p))
 		}
 	}()
+	// Runaway recursion fails as a RangeError instead of growing the Go stack without bound.
+	c.vm.SetMaxCallStackSize(maxCallStack)
 	c.install()
 	c.lines = strings.Count(src, "\n") + 1
 	// The source is the body of an async function, so top-level await works; it starts on line 1.
@@ -244,6 +249,11 @@ func (c *cell) fail(err error) {
 		} else {
 			c.finish(cellTerminated, "")
 		}
+		return
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		c.finish(cellFailed, "RangeError: Maximum call stack size exceeded")
 		return
 	}
 	var ex *goja.Exception
