@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
+	"github.com/google/uuid"
 
 	"appserver/thread"
 )
@@ -59,8 +60,11 @@ type cell struct {
 	nextTimer int64
 	lines     int // the source's line count
 
+	callID string // the exec call that started the cell
+
 	mu      sync.Mutex
 	items   []json.RawMessage // output not yet returned to the model
+	notes   []string          // notify() texts not yet returned
 	status  cellStatus
 	errText string
 }
@@ -80,14 +84,39 @@ func (s *Set) exec(ctx context.Context, tc *thread.ToolContext, call thread.Tool
 	// The cell may outlive the call (and the turn): it stops on wait's terminate, on an interruption
 	// while exec waits for it, or when the thread closes.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &cell{id: id, set: s, tc: tc, vm: goja.New(), jobs: make(chan func() error), ctx: cctx, cancel: cancel,
+	c := &cell{id: id, callID: call.CallID, set: s, tc: tc, vm: goja.New(), jobs: make(chan func() error), ctx: cctx, cancel: cancel,
 		done: make(chan struct{}), yielded: make(chan struct{}, 1), timers: map[int64]*time.Timer{}}
 	st.mu.Lock()
 	st.cells[id] = c
 	st.mu.Unlock()
 	go c.run(src)
 	status, items := c.await(ctx, yield)
-	return thread.CustomOutputRaw(call.CallID, render(status, id, time.Since(started), items, maxTokens))
+	return c.withNotes(thread.CustomOutputRaw(call.CallID, render(status, id, time.Since(started), items, maxTokens)))
+}
+
+// withNotes appends the pending notify() texts to an exec or wait output, each a custom_tool_call_output
+// of the exec call named "exec", as the reference injects them (see thread.ToolSet.Call).
+func (c *cell) withNotes(out json.RawMessage) json.RawMessage {
+	c.mu.Lock()
+	notes := c.notes
+	c.notes = nil
+	c.mu.Unlock()
+	if len(notes) == 0 {
+		return out
+	}
+	items := []json.RawMessage{out}
+	for _, n := range notes {
+		b, _ := json.Marshal(struct {
+			Type   string `json:"type"`
+			ID     string `json:"id"`
+			CallID string `json:"call_id"`
+			Name   string `json:"name"`
+			Output string `json:"output"`
+		}{"custom_tool_call_output", "ctco_" + uuid.Must(uuid.NewV7()).String(), c.callID, ExecTool, n})
+		items = append(items, b)
+	}
+	b, _ := json.Marshal(items)
+	return b
 }
 
 // wait resumes (or stops) a cell.
@@ -118,10 +147,10 @@ func (s *Set) wait(ctx context.Context, call thread.ToolCall) json.RawMessage {
 	if args.Terminate {
 		c.terminate()
 		s.st.drop(c.id)
-		return thread.FunctionOutputRaw(call.CallID, render(cellTerminated, c.id, time.Since(started), c.take(), maxTokens))
+		return c.withNotes(thread.FunctionOutputRaw(call.CallID, render(cellTerminated, c.id, time.Since(started), c.take(), maxTokens)))
 	}
 	status, items := c.await(ctx, yield)
-	return thread.FunctionOutputRaw(call.CallID, render(status, c.id, time.Since(started), items, maxTokens))
+	return c.withNotes(thread.FunctionOutputRaw(call.CallID, render(status, c.id, time.Since(started), items, maxTokens)))
 }
 
 // await waits up to yield for the cell to end (or yield_control), then takes its new output; a caller

@@ -90,6 +90,7 @@ Globals:
 - ` + "`text(value)`" + `: adds a text item to the output (non-strings go through JSON.stringify).
 - ` + "`image(urlOrItem)`" + `: adds an image item; a base64 ` + "`data:`" + ` URL, ` + "`{image_url}`" + ` or an MCP ImageContent block.
 - ` + "`exit()`" + `: ends the script successfully at once.
+- ` + "`notify(value)`" + `: sends the model a separate short message for this exec call (stringified like ` + "`text`" + `).
 - ` + "`store(key, value)`" + ` / ` + "`load(key)`" + `: keep a JSON-serialisable value for later exec calls of this thread (` + "`undefined`" + ` when missing).
 - ` + "`setTimeout(callback, delayMs)`" + ` / ` + "`clearTimeout(id)`" + `: timers; a pending timer does not keep the script alive.
 - ` + "`ALL_TOOLS`" + `: ` + "`{name, description}`" + ` of every nested tool.

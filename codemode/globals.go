@@ -33,6 +33,12 @@ func (c *cell) install() {
 		c.emit(imageItem(url))
 	})
 	_ = vm.Set("exit", func() { vm.Interrupt(exitSignal) })
+	_ = vm.Set("notify", func(v goja.Value) {
+		text := c.stringify(v)
+		c.mu.Lock()
+		c.notes = append(c.notes, text)
+		c.mu.Unlock()
+	})
 	_ = vm.Set("yield_control", func() {
 		select {
 		case c.yielded <- struct{}{}:

@@ -288,3 +288,22 @@ func TestCodeModeClockAndAsyncInput(t *testing.T) {
 	}
 	require.Equal(t, []string{"sleep", "ask"}, kinds)
 }
+
+// notify() adds a custom_tool_call_output of the exec call, named "exec", after the script's output (the
+// reference's injection).
+func TestCodeModeNotify(t *testing.T) {
+	_, mm, out := codeModeTurn(t, "notify(\"note1\");\ntext(\"x\");")
+	require.Equal(t, "x", out.([]any)[1].(map[string]any)["text"])
+	input := mm.ResponseRequests()[1].Body["input"].([]any)
+	var outputs []map[string]any
+	for _, raw := range input {
+		it := raw.(map[string]any)
+		if it["call_id"] == "call_js" && it["type"] == "custom_tool_call_output" {
+			outputs = append(outputs, it)
+		}
+	}
+	require.Len(t, outputs, 2)
+	require.Equal(t, "exec", outputs[1]["name"])
+	require.Equal(t, "note1", outputs[1]["output"])
+	require.Regexp(t, `^ctco_`, outputs[1]["id"])
+}

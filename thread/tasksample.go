@@ -124,9 +124,9 @@ func converse(ctx context.Context, tn *Turn, sub *ToolContext, client *model.Cli
 			if err := ctx.Err(); err != nil {
 				return "", err
 			}
-			out := dispatchTool(ctx, sub, sets, call)
-			conv = append(conv, out)
-			sr.items(out)
+			out := outputItems(dispatchTool(ctx, sub, sets, call))
+			conv = append(conv, out...)
+			sr.items(out...)
 		}
 	}
 }

@@ -29,7 +29,8 @@ type ToolSet interface {
 	// Specs are the entries this set adds to the Responses `tools` array.
 	Specs() []json.RawMessage
 	// Call runs the call if it belongs to this set and returns the output item for the next request
-	// (function_call_output / custom_tool_call_output); ok is false when the call is not this set's.
+	// (function_call_output / custom_tool_call_output); ok is false when the call is not this set's. A
+	// JSON array instead is the output item followed by extra items for the history (code mode's notify).
 	Call(ctx context.Context, tc *ToolContext, call ToolCall) (output json.RawMessage, ok bool)
 }
 
@@ -152,4 +153,15 @@ func CustomOutputRaw(callID string, output json.RawMessage) json.RawMessage {
 // a UUIDv7).
 func CustomOutput(callID, output string) json.RawMessage {
 	return marshal(functionOutputItem{Type: "custom_tool_call_output", ID: "ctco_" + uuid.Must(uuid.NewV7()).String(), CallID: callID, Output: output})
+}
+
+// outputItems splits a Call result into its items (see ToolSet.Call).
+func outputItems(out json.RawMessage) []json.RawMessage {
+	if len(out) > 0 && out[0] == '[' {
+		var items []json.RawMessage
+		if json.Unmarshal(out, &items) == nil {
+			return items
+		}
+	}
+	return []json.RawMessage{out}
 }
