@@ -18,6 +18,10 @@ type nestedTool struct {
 	params      json.RawMessage // the JSON schema of a function tool's arguments
 }
 
+// deferred reports whether the tool is left out of exec's description (callable and in ALL_TOOLS all the
+// same): MCP servers' tools, as the reference defers them.
+func (t nestedTool) deferred() bool { return strings.HasPrefix(t.namespace, "mcp__") }
+
 // nestedTools lists the tools of one spec (a namespace gives one per member); hosted tools (web_search)
 // have no JavaScript form.
 func nestedTools(raw json.RawMessage) []nestedTool {
@@ -96,6 +100,8 @@ Globals:
 - ` + "`ALL_TOOLS`" + `: ` + "`{name, description}`" + ` of every nested tool.
 - ` + "`yield_control()`" + `: returns the output so far to the model at once while the script keeps running.
 
+MCP servers' tools are not described here: they are on ` + "`tools`" + ` all the same; look them up in ` + "`ALL_TOOLS`" + ` by name and description.
+
 Nested tools may change between calls.
 `
 
@@ -104,6 +110,9 @@ func execSpec(tools []nestedTool) json.RawMessage {
 	var b strings.Builder
 	b.WriteString(execIntro)
 	for _, t := range tools {
+		if t.deferred() {
+			continue
+		}
 		fmt.Fprintf(&b, "\n### `%s`\n%s\n\nexec tool declaration:\n```ts\ndeclare const tools: { %s };\n```\n", t.js, t.description, declaration(t))
 	}
 	spec, _ := json.Marshal(struct {

@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strconv"
@@ -170,8 +171,12 @@ func (c *cell) toolFunc(t nestedTool) func(goja.FunctionCall) goja.Value {
 		call.Item = item
 		promise, resolve, reject := vm.NewPromise()
 		go func() {
-			out := c.dispatch(call)
+			var structured json.RawMessage
+			out := c.dispatch(thread.WithResultSink(c.ctx, func(r json.RawMessage) { structured = r }), call)
 			res, errText := result(t, out)
+			if structured != nil {
+				res, errText = func(vm *goja.Runtime) goja.Value { return parseJSON(vm, string(structured), goja.Undefined()) }, ""
+			}
 			c.post(func() error {
 				if errText != "" {
 					return reject(errText)
@@ -184,14 +189,14 @@ func (c *cell) toolFunc(t nestedTool) func(goja.FunctionCall) goja.Value {
 }
 
 // dispatch runs a nested call through the nested tool sets.
-func (c *cell) dispatch(call thread.ToolCall) (out json.RawMessage) {
+func (c *cell) dispatch(ctx context.Context, call thread.ToolCall) (out json.RawMessage) {
 	defer func() {
 		if p := recover(); p != nil {
 			out = thread.FunctionOutput(call.CallID, "tool "+call.Name+" failed: internal error")
 		}
 	}()
 	for _, set := range c.set.nested {
-		if o, ok := set.Call(c.ctx, c.tc, call); ok {
+		if o, ok := set.Call(ctx, c.tc, call); ok {
 			return o
 		}
 	}

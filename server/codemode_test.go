@@ -307,3 +307,33 @@ func TestCodeModeNotify(t *testing.T) {
 	require.Equal(t, "note1", outputs[1]["output"])
 	require.Regexp(t, `^ctco_`, outputs[1]["id"])
 }
+
+// An MCP tool called from a script: an mcpToolCall item as for a direct call, the script gets MCP's
+// CallToolResult, and the tool is callable and in ALL_TOOLS though exec's description leaves it out.
+func TestCodeModeMCPTool(t *testing.T) {
+	pidDir := t.TempDir()
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.CustomToolCall("exec", "call_js",
+		"const r = await tools.mcp__good__echo({text: \"hi\"});\ntext(r);\ntext(ALL_TOOLS.some(t => t.name === \"mcp__good__echo\"));")}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.6-sol", Config: mcpServerTOML(t, "good", "", pidDir)})
+	c.Initialize(false)
+	tid := startReadyThread(t, c, "good")
+	mark := c.Mark()
+	c.StartTurn(tid, "go")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 2)
+	require.NotContains(t, execNestedNames(t, reqs[0].Body), "mcp__good__echo")
+	out := jsCallOutput(t, reqs[1].Body, "call_js").([]any)
+	require.Len(t, out, 3)
+	require.Regexp(t, `^\{"content":\[\{.*"type":"text".*\}\],"isError":false`, out[1].(map[string]any)["text"])
+	require.Equal(t, "true", out[2].(map[string]any)["text"])
+	started, completed := mcpItems(t, c, mark)
+	require.Len(t, started, 1)
+	require.Len(t, completed, 1)
+	for id, it := range completed {
+		require.Regexp(t, `^exec-`, id)
+		require.Equal(t, "completed", it.Status)
+	}
+}

@@ -165,3 +165,18 @@ func outputItems(out json.RawMessage) []json.RawMessage {
 	}
 	return []json.RawMessage{out}
 }
+
+type resultSinkKey struct{}
+
+// WithResultSink returns a context under which a tool that has a structured result (an MCP tool's
+// CallToolResult) hands it to sink besides answering the model: code mode's scripts get that result.
+func WithResultSink(ctx context.Context, sink func(json.RawMessage)) context.Context {
+	return context.WithValue(ctx, resultSinkKey{}, sink)
+}
+
+// SendResult hands a call's structured result to the context's sink, if any.
+func SendResult(ctx context.Context, result json.RawMessage) {
+	if sink, ok := ctx.Value(resultSinkKey{}).(func(json.RawMessage)); ok {
+		sink(result)
+	}
+}

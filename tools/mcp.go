@@ -241,7 +241,19 @@ func (st *MCPState) run(ctx context.Context, tc *thread.ToolContext, m *mcpconn.
 		return thread.FunctionOutputRaw(call.CallID, mcpconn.FormatErrorForModel(err, time.Since(c.started)))
 	}
 	c.complete(protocol.McpToolCallStatusCompleted, ResultItem(res), "", res.Duration)
+	thread.SendResult(ctx, callToolResult(res))
 	return thread.FunctionOutputRaw(call.CallID, mcpconn.FormatForModel(res, time.Since(c.started)))
+}
+
+// callToolResult is res as MCP's CallToolResult (what a code-mode script's call resolves to).
+func callToolResult(res mcpconn.CallResult) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Content           json.RawMessage `json:"content"`
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+		Meta              json.RawMessage `json:"_meta,omitempty"`
+	}{orNull(res.Content), res.IsError, res.StructuredContent, res.Meta})
+	return b
 }
 
 // ResultItem converts a tools/call result into the item's result member.
