@@ -103,6 +103,17 @@ Globals:
 MCP servers' tools are not described here: they are on ` + "`tools`" + ` all the same; look them up in ` + "`ALL_TOOLS`" + ` by name and description.
 
 Nested tools may change between calls.
+
+MCP results (TypeScript, after the MCP schema):
+` + "```ts" + `
+type ContentBlock =
+  | { type: "text"; text: string }
+  | { type: "image"; data: string; mimeType: string }
+  | { type: "audio"; data: string; mimeType: string }
+  | { type: "resource_link"; uri: string; name: string; mimeType?: string; description?: string }
+  | { type: "resource"; resource: { uri: string; mimeType?: string; text?: string; blob?: string } };
+type CallToolResult = { content: ContentBlock[]; isError?: boolean; structuredContent?: Record<string, unknown>; _meta?: Record<string, unknown> };
+` + "```" + `
 `
 
 // execSpec renders the exec tool for the given nested tools.

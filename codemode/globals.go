@@ -227,6 +227,8 @@ func result(t nestedTool, out json.RawMessage) (func(*goja.Runtime) goja.Value, 
 		return func(vm *goja.Runtime) goja.Value { return vm.ToValue(parts) }, ""
 	}
 	switch {
+	case strings.HasPrefix(text, "failed to parse function arguments"):
+		return nil, text // the call did not run: the script gets an exception, as from the reference
 	case t.namespace == "" && (t.name == "exec_command" || t.name == "write_stdin"):
 		m := execHeader.FindStringSubmatchIndex(text)
 		if m == nil {
