@@ -297,7 +297,7 @@ func (c *cell) fail(err error) {
 func syntaxText(err error) string {
 	var se *goja.CompilerSyntaxError
 	if errors.As(err, &se) {
-		msg := syntaxPos.ReplaceAllString(se.Message, "")
+		msg := syntaxPos().ReplaceAllString(se.Message, "")
 		if i := strings.Index(msg, " (and "); i > 0 {
 			msg = msg[:i]
 		}
@@ -307,8 +307,8 @@ func syntaxText(err error) string {
 }
 
 var (
-	syntaxPos = regexp.MustCompile(`^exec_main\.mjs: Line \d+:\d+ `)
-	framePos  = regexp.MustCompile(`exec_main\.mjs:(\d+):(\d+)(\(\d+\))?`)
+	syntaxPos = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^exec_main\.mjs: Line \d+:\d+ `) })
+	framePos  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`exec_main\.mjs:(\d+):(\d+)(\(\d+\))?`) })
 )
 
 // wrapperPrefix is what run puts before the source on its first line.
@@ -330,7 +330,7 @@ func errorText(v goja.Value, lines int) string {
 	}
 	out := []string{v.String()}
 	for _, l := range strings.Split(st.String(), "\n")[1:] {
-		m := framePos.FindStringSubmatch(l)
+		m := framePos().FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}

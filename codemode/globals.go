@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dop251/goja"
@@ -204,8 +205,12 @@ func (c *cell) dispatch(ctx context.Context, call thread.ToolCall) (out json.Raw
 }
 
 var (
-	patchFrame = regexp.MustCompile(`^Exit code: (-?\d+)\nWall time: [0-9.]+ seconds\nOutput:\n`)
-	execHeader = regexp.MustCompile(`^Chunk ID: (\S*)\nWall time: ([0-9.]+) seconds\n(?:Process exited with code (-?\d+)\n|Process running with session ID (\d+)\n)?(?:[^\n]*\n)*?Original token count: (\d+)\nOutput:\n`)
+	patchFrame = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^Exit code: (-?\d+)\nWall time: [0-9.]+ seconds\nOutput:\n`)
+	})
+	execHeader = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^Chunk ID: (\S*)\nWall time: ([0-9.]+) seconds\n(?:Process exited with code (-?\d+)\n|Process running with session ID (\d+)\n)?(?:[^\n]*\n)*?Original token count: (\d+)\nOutput:\n`)
+	})
 )
 
 // result turns a nested call's output item into what its promise resolves to (a constructor run on the
@@ -230,7 +235,7 @@ func result(t nestedTool, out json.RawMessage) (func(*goja.Runtime) goja.Value, 
 	case strings.HasPrefix(text, "failed to parse function arguments"):
 		return nil, text // the call did not run: the script gets an exception, as from the reference
 	case t.namespace == "" && (t.name == "exec_command" || t.name == "write_stdin"):
-		m := execHeader.FindStringSubmatchIndex(text)
+		m := execHeader().FindStringSubmatchIndex(text)
 		if m == nil {
 			return nil, text
 		}
@@ -260,7 +265,7 @@ func result(t nestedTool, out json.RawMessage) (func(*goja.Runtime) goja.Value, 
 			return o
 		}, ""
 	case t.namespace == "" && t.name == "apply_patch":
-		if m := patchFrame.FindStringSubmatch(text); m != nil && m[1] == "0" {
+		if m := patchFrame().FindStringSubmatch(text); m != nil && m[1] == "0" {
 			text = text[len(m[0]):]
 		}
 		if strings.HasPrefix(text, "Success.") {
