@@ -46,11 +46,9 @@ func (clockNested) Call(_ context.Context, _ *thread.ToolContext, call thread.To
 
 // clockNamespace is the clock namespace of the additional_tools item: sleep.
 var clockNamespace = sync.OnceValue(func() namespace {
-	b, _ := json.Marshal(map[string]any{"type": "function", "name": sleepTool, "strict": false,
-		"description": "Waits for the given time (ended early by the turn's interruption) and reports how long it waited.",
-		"parameters": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"duration_ms"},
-			"properties": map[string]any{"duration_ms": map[string]any{"type": "number", "description": "Milliseconds to wait, 1 to 43200000."}}}})
-	return namespace{Type: "namespace", Name: clockNS, Description: "Time tools.", Tools: []json.RawMessage{b}}
+	sleep := function(sleepTool, "Waits for the given time (ended early by the turn's interruption) and reports how long it waited.",
+		[]prop{{"duration_ms", simple("number", "Milliseconds to wait, 1 to 43200000.")}}, []string{"duration_ms"})
+	return namespace{Type: "namespace", Name: clockNS, Description: "Time tools.", Tools: []json.RawMessage{sleep}}
 })
 
 // sleep runs clock.sleep: a sleep item for the client, the wait (bounded by the turn) and the wall time.
@@ -82,17 +80,23 @@ func sleep(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) js
 
 // asyncInputSpec is request_user_input_async (its parameters are the reference's).
 var asyncInputSpec = sync.OnceValue(func() json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"type": "function", "name": asyncInput, "strict": false,
-		"description": "Puts questions to the user without stopping: the call returns at once, the turn goes on, and an answer comes later as a new user message. Ask only for what you are missing (information, a preference, a decision); the user may always answer in free text.",
-		"parameters": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"questions"},
-			"properties": map[string]any{"questions": map[string]any{"type": "array", "minItems": 1, "description": "The questions, in the order shown.",
-				"items": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"title"},
-					"properties": map[string]any{
-						"title":   map[string]any{"type": "string", "description": "The whole question, with the context needed to answer it."},
-						"options": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "string"}, "description": "Suggested answers, the recommended first (preselected); omit for a free-text question."},
-					}}}}}})
-	return b
+	question, _ := json.Marshal(struct {
+		Type       string          `json:"type"`
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
+		AddProps   bool            `json:"additionalProperties"`
+	}{"object", json.RawMessage(`{"options":{"type":"array","description":` + mustString("Suggested answers, the recommended first (preselected); omit for a free-text question.") +
+		`,"items":{"type":"string"},"minItems":1},"title":{"type":"string","description":` + mustString("The whole question, with the context needed to answer it.") + `}}`),
+		[]string{"title"}, false})
+	questions := json.RawMessage(`{"type":"array","description":` + mustString("The questions, in the order shown.") + `,"items":` + string(question) + `,"minItems":1}`)
+	return function(asyncInput, "Puts questions to the user without stopping: the call returns at once, the turn goes on, and an answer comes later as a new user message. Ask only for what you are missing (information, a preference, a decision); the user may always answer in free text.",
+		[]prop{{"questions", questions}}, []string{"questions"})
 })
+
+func mustString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
 
 // askAsync runs request_user_input_async: the questions become an agentMessage delivered "async" (its
 // text lists them), and the model is told they were accepted.

@@ -131,29 +131,75 @@ func execSpec(tools []nestedTool) json.RawMessage {
 		Name        string `json:"name"`
 		Description string `json:"description"`
 		Format      any    `json:"format"`
-	}{"custom", ExecTool, strings.TrimRight(b.String(), "\n"), map[string]string{"type": "grammar", "syntax": "lark", "definition": execGrammar}})
+	}{"custom", ExecTool, strings.TrimRight(b.String(), "\n"), grammar{"grammar", "lark", execGrammar}})
 	return spec
+}
+
+// grammar is a custom tool's format, fields in the reference's order.
+type grammar struct {
+	Type       string `json:"type"`
+	Syntax     string `json:"syntax"`
+	Definition string `json:"definition"`
+}
+
+// function renders a function tool with its fields (and its parameters' object keys) in the reference's
+// order; props are the properties in order, each {type, description[, more]}.
+func function(name, description string, props []prop, required []string) json.RawMessage {
+	var pb strings.Builder
+	pb.WriteByte('{')
+	for i, p := range props {
+		if i > 0 {
+			pb.WriteByte(',')
+		}
+		k, _ := json.Marshal(p.name)
+		pb.Write(k)
+		pb.WriteByte(':')
+		pb.Write(p.schema)
+	}
+	pb.WriteByte('}')
+	params := struct {
+		Type                 string          `json:"type"`
+		Properties           json.RawMessage `json:"properties"`
+		Required             []string        `json:"required,omitempty"`
+		AdditionalProperties bool            `json:"additionalProperties"`
+	}{"object", json.RawMessage(pb.String()), required, false}
+	b, _ := json.Marshal(struct {
+		Type        string `json:"type"`
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Strict      bool   `json:"strict"`
+		Parameters  any    `json:"parameters"`
+	}{"function", name, description, false, params})
+	return b
+}
+
+// prop is one parameter of a function tool: its name and its (already ordered) schema.
+type prop struct {
+	name   string
+	schema json.RawMessage
+}
+
+// simple is a {type, description} schema.
+func simple(typ, description string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Type        string `json:"type"`
+		Description string `json:"description"`
+	}{typ, description})
+	return b
 }
 
 // waitSpec is the wait tool (its parameters are the reference's).
 var waitSpec = sync.OnceValue(func() json.RawMessage {
-	b, _ := json.Marshal(map[string]any{
-		"type": "function", "name": WaitTool, "strict": false,
-		"description": "Resumes an exec script that returned `Script running with cell ID …`: waits for its new output or its end.\n" +
-			"- `cell_id` is the id exec reported.\n- `yield_time_ms` (default 10000) is how long to wait before returning again.\n" +
-			"- `max_tokens` (default 10000) caps the output returned.\n- `terminate: true` stops the script.\n" +
-			"- Only output produced since the last return is included; a finished script's cell is released.",
-		"parameters": map[string]any{
-			"type": "object", "additionalProperties": false, "required": []string{"cell_id"},
-			"properties": map[string]any{
-				"cell_id":       map[string]any{"type": "string", "description": "The running cell's id."},
-				"max_tokens":    map[string]any{"type": "number", "description": "Token budget of this call's output (default 10000)."},
-				"terminate":     map[string]any{"type": "boolean", "description": "true stops the cell; otherwise wait for output."},
-				"yield_time_ms": map[string]any{"type": "number", "description": "How long to wait for output before returning (default 10000 ms)."},
-			},
-		},
-	})
-	return b
+	return function(WaitTool, "Resumes an exec script that returned `Script running with cell ID …`: waits for its new output or its end.\n"+
+		"- `cell_id` is the id exec reported.\n- `yield_time_ms` (default 10000) is how long to wait before returning again.\n"+
+		"- `max_tokens` (default 10000) caps the output returned.\n- `terminate: true` stops the script.\n"+
+		"- Only output produced since the last return is included; a finished script's cell is released.",
+		[]prop{
+			{"cell_id", simple("string", "The running cell's id.")},
+			{"max_tokens", simple("number", "Token budget of this call's output (default 10000).")},
+			{"terminate", simple("boolean", "true stops the cell; otherwise wait for output.")},
+			{"yield_time_ms", simple("number", "How long to wait for output before returning (default 10000 ms).")},
+		}, []string{"cell_id"})
 })
 
 // Result types of the tools whose JavaScript results are structured.
