@@ -173,9 +173,13 @@ func (c *cell) toolFunc(t nestedTool) func(goja.FunctionCall) goja.Value {
 		promise, resolve, reject := vm.NewPromise()
 		go func() {
 			var structured json.RawMessage
-			out := c.dispatch(thread.WithResultSink(c.ctx, func(r json.RawMessage) { structured = r }), call)
+			var failure string
+			out := c.dispatch(thread.WithResultSink(c.ctx, func(r json.RawMessage, f string) { structured, failure = r, f }), call)
 			res, errText := result(t, out)
-			if structured != nil {
+			switch {
+			case failure != "":
+				res, errText = nil, failure
+			case structured != nil:
 				res, errText = func(vm *goja.Runtime) goja.Value { return parseJSON(vm, string(structured), goja.Undefined()) }, ""
 			}
 			c.post(func() error {

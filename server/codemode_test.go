@@ -93,7 +93,8 @@ func TestCodeModeFirstRequest(t *testing.T) {
 	for _, m := range nested {
 		nestedNames = append(nestedNames, m[1])
 	}
-	require.Equal(t, []string{"apply_patch", "create_goal", "exec_command", "get_goal", "update_goal", "view_image", "write_stdin", "clock__curr_time"}, nestedNames)
+	require.Equal(t, []string{"apply_patch", "create_goal", "exec_command", "get_goal", "list_mcp_resource_templates", "list_mcp_resources",
+		"read_mcp_resource", "update_goal", "view_image", "write_stdin", "clock__curr_time"}, nestedNames)
 	require.Contains(t, exec.Description, "declare const tools: { exec_command(args: {\n")
 	require.Contains(t, exec.Description, "declare const tools: { apply_patch(input: string): Promise<unknown>; };")
 	wait := ns.Tools[1].Parameters
@@ -336,4 +337,16 @@ func TestCodeModeMCPTool(t *testing.T) {
 		require.Regexp(t, `^exec-`, id)
 		require.Equal(t, "completed", it.Status)
 	}
+}
+
+// Code mode offers the MCP resource helpers without any MCP server, as the reference: empty lists, and a
+// read of an unknown server throws.
+func TestCodeModeResourceHelpersWithoutServers(t *testing.T) {
+	_, _, out := codeModeTurn(t, "text(await tools.list_mcp_resources({}));\ntext(await tools.list_mcp_resource_templates({}));\n"+
+		"try { await tools.read_mcp_resource({server: \"x\", uri: \"y\"}); } catch (e) { text(\"ERR \" + e); }")
+	parts := out.([]any)
+	require.Len(t, parts, 4)
+	require.Equal(t, `{"resources":[]}`, parts[1].(map[string]any)["text"])
+	require.Equal(t, `{"resourceTemplates":[]}`, parts[2].(map[string]any)["text"])
+	require.Equal(t, "ERR unknown MCP server `x`", parts[3].(map[string]any)["text"])
 }

@@ -198,8 +198,8 @@ func TestCatalogueModelTools(t *testing.T) {
 		{"gpt-5.5", map[string]any{"include_apply_patch_tool": false}, []string{"exec_command", "write_stdin", "apply_patch", "web_search"},
 			map[string]any{"type": "web_search", "external_web_access": false, "search_content_types": []any{"text", "image"}}},
 		// Code mode: the tools are nested in exec (listed by name), no `tools` key.
-		{"gpt-6.1-sol", map[string]any{"web_search": "live"}, []string{"apply_patch", "exec_command", "write_stdin", "clock__curr_time"}, nil},
-		{"gpt-5.6-sol", map[string]any{"features.shell_tool": false}, []string{"apply_patch"}, nil},
+		{"gpt-6.1-sol", map[string]any{"web_search": "live"}, []string{"apply_patch", "exec_command", "list_mcp_resource_templates", "list_mcp_resources", "read_mcp_resource", "write_stdin", "clock__curr_time"}, nil},
+		{"gpt-5.6-sol", map[string]any{"features.shell_tool": false}, []string{"apply_patch", "list_mcp_resource_templates", "list_mcp_resources", "read_mcp_resource"}, nil},
 	} {
 		t.Run(tc.model, func(t *testing.T) {
 			mm := mockmodel.New(t)

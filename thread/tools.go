@@ -168,15 +168,26 @@ func outputItems(out json.RawMessage) []json.RawMessage {
 
 type resultSinkKey struct{}
 
+// ResultSink receives a tool call's structured result, or failure: the text of a call that failed.
+type ResultSink func(result json.RawMessage, failure string)
+
 // WithResultSink returns a context under which a tool that has a structured result (an MCP tool's
-// CallToolResult) hands it to sink besides answering the model: code mode's scripts get that result.
-func WithResultSink(ctx context.Context, sink func(json.RawMessage)) context.Context {
+// CallToolResult) or a failure hands it to sink besides answering the model: code mode's scripts get the
+// result, or an exception with the failure.
+func WithResultSink(ctx context.Context, sink ResultSink) context.Context {
 	return context.WithValue(ctx, resultSinkKey{}, sink)
 }
 
 // SendResult hands a call's structured result to the context's sink, if any.
 func SendResult(ctx context.Context, result json.RawMessage) {
-	if sink, ok := ctx.Value(resultSinkKey{}).(func(json.RawMessage)); ok {
-		sink(result)
+	if sink, ok := ctx.Value(resultSinkKey{}).(ResultSink); ok {
+		sink(result, "")
+	}
+}
+
+// SendFailure tells the context's sink, if any, that the call failed.
+func SendFailure(ctx context.Context, failure string) {
+	if sink, ok := ctx.Value(resultSinkKey{}).(ResultSink); ok {
+		sink(nil, failure)
 	}
 }

@@ -109,6 +109,9 @@ func codeModeSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState,
 	if d.Extra != nil {
 		nested = append(nested, d.Extra(t, s)...)
 	}
+	if !offersResourceTools(nested) {
+		nested = append(nested, noServerResources{})
+	}
 	cm := codemode.New(t, nested, direct)
 	cm.Plain = sw.codeModePlain
 	if !cm.Plain && model.AsyncTools(s.Model) {
