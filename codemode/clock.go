@@ -46,7 +46,7 @@ func (clockNested) Call(_ context.Context, _ *thread.ToolContext, call thread.To
 
 // clockNamespace is the clock namespace of the additional_tools item: sleep.
 var clockNamespace = sync.OnceValue(func() namespace {
-	sleep := function(sleepTool, "Waits for the given time (ended early by the turn's interruption) and reports how long it waited.",
+	sleep := function(sleepTool, "Waits for the given time (ended early by new input for the turn or its interruption) and reports how long it waited.",
 		[]prop{{"duration_ms", simple("number", "Milliseconds to wait, 1 to 43200000.")}}, []string{"duration_ms"})
 	return namespace{Type: "namespace", Name: clockNS, Description: "Time tools.", Tools: []json.RawMessage{sleep}}
 })
@@ -68,14 +68,17 @@ func sleep(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) js
 	tc.ItemStarted(protocol.ThreadItem{Value: item})
 	timer := time.NewTimer(time.Duration(args.DurationMs * float64(time.Millisecond)))
 	defer timer.Stop()
+	end := "Sleep completed."
 	select {
 	case <-timer.C:
+	case <-tc.InputArrived():
+		end = "Sleep interrupted by new input."
 	case <-ctx.Done():
 	}
 	done := time.Now().UnixMilli()
 	item.CompletedAtMs = &done
 	tc.ItemCompleted(protocol.ThreadItem{Value: item})
-	return thread.FunctionOutput(call.CallID, fmt.Sprintf("Wall time: %.4f seconds\nSleep completed.", time.Since(start).Seconds()))
+	return thread.FunctionOutput(call.CallID, fmt.Sprintf("Wall time: %.4f seconds\n%s", time.Since(start).Seconds(), end))
 }
 
 // asyncInputSpec is request_user_input_async (its parameters are the reference's).

@@ -350,3 +350,21 @@ func TestCodeModeResourceHelpersWithoutServers(t *testing.T) {
 	require.Equal(t, `{"resourceTemplates":[]}`, parts[2].(map[string]any)["text"])
 	require.Equal(t, "ERR unknown MCP server `x`", parts[3].(map[string]any)["text"])
 }
+
+// turn/steer ends a clock.sleep early: "Sleep interrupted by new input.", as the reference.
+func TestCodeModeSleepEndsOnSteer(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{
+		{Type: "function_call", Name: "sleep", Namespace: "clock", CallID: "call_sleep", Arguments: map[string]any{"duration_ms": 43200000}},
+	}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-6.1-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	turnID := c.StartTurn(tid, "nap")
+	c.WaitNotification("item/started", func(p json.RawMessage) bool { return strings.Contains(string(p), `"type":"sleep"`) })
+	c.Result("turn/steer", map[string]any{"threadId": tid, "expectedTurnId": turnID, "input": []any{map[string]any{"type": "text", "text": "wake"}}}, nil)
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	body := mm.ResponseRequests()[1].Body
+	require.Regexp(t, `^Wall time: \d+\.\d{4} seconds\nSleep interrupted by new input\.$`, jsCallOutput(t, body, "call_sleep"))
+}

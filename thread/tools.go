@@ -120,6 +120,9 @@ func (tc *ToolContext) SetWaitingOnApproval(on bool) {
 	tc.Thread.setFlag(protocol.ThreadActiveFlagWaitingOnApproval, on)
 }
 
+// InputArrived is closed when new input (turn/steer) next reaches the call's turn.
+func (tc *ToolContext) InputArrived() <-chan struct{} { return tc.Turn.inputArrived() }
+
 // Interrupt ends the turn as interrupted (an approval answered "cancel").
 func (tc *ToolContext) Interrupt() { tc.Turn.cancelByTool() }
 

@@ -60,6 +60,7 @@ type Turn struct {
 	subItems  []protocol.ThreadItem
 	ownItems  []protocol.ThreadItem // the task's items outside its sub-agent turn
 	pending   []pendingInput        // steered (or folded) input waiting for the next model request
+	inputCh   chan struct{}         // closed when input joins pending (nil until someone waits for it)
 	firstIn   []protocol.UserInput
 	// opts are the turn-only parameters of turn/start (output schema, client message id…).
 	opts     TurnOptions
@@ -324,6 +325,7 @@ func (t *Thread) BeginTurn(input []protocol.UserInput, opts TurnOptions) (tn *Tu
 	if t.active != nil {
 		t.active.mu.Lock()
 		t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: opts.ClientUserMessageID})
+		t.active.signalInputLocked()
 		t.active.mu.Unlock()
 		return t.active, true
 	}
@@ -376,6 +378,7 @@ func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string, client
 	}
 	t.active.mu.Lock()
 	t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: clientID})
+	t.active.signalInputLocked()
 	t.active.mu.Unlock()
 	return t.active, nil
 }
@@ -1207,4 +1210,22 @@ func (t *Thread) tellChanges(s Settings) {
 	case fsChanged:
 		t.appendHistory(messageItem("user", environmentUpdate(s, time.Now())))
 	}
+}
+
+// signalInputLocked wakes those waiting for new input (tn.mu held).
+func (tn *Turn) signalInputLocked() {
+	if tn.inputCh != nil {
+		close(tn.inputCh)
+		tn.inputCh = nil
+	}
+}
+
+// inputArrived is closed when new input (turn/steer, a folded turn/start) next reaches the turn.
+func (tn *Turn) inputArrived() <-chan struct{} {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	if tn.inputCh == nil {
+		tn.inputCh = make(chan struct{})
+	}
+	return tn.inputCh
 }
