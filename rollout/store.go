@@ -884,7 +884,9 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	iq.SourceKinds = filterKinds(iq.SourceKinds)
 	if q.Cursor != "" {
 		if t, err := time.Parse(time.RFC3339Nano, q.Cursor); err == nil {
-			iq.T, iq.HasAt = t.UnixMilli(), true
+			// created_at compares the rollout file names' whole seconds with the instant, strictly (the
+			// reference's)
+			iq.T, iq.HasAt, iq.AtStrict = t.UnixMilli(), true, key == SortCreatedAt
 		} else if ms, id, ok := parseTimeCursor(q.Cursor); ok && key != SortSectionPosition {
 			iq.T, iq.AfterID = ms, id
 		} else {
@@ -920,7 +922,7 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 		if iq.ByUpdated {
 			return r.UpdatedMs
 		}
-		return r.CreatedMs
+		return r.NameMs
 	}
 	page := make([]Summary, 0, len(rows))
 	for i := range rows {
@@ -945,7 +947,11 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 		if iq.Asc {
 			step = 1
 		}
-		pg.Backwards = cursorTime(keyOf(&rows[0]) + step)
+		first := keyOf(&rows[0])
+		if !iq.BySection && !iq.ByUpdated {
+			first = rows[0].CreatedMs // the reference's backwards cursor: session_meta's time, not the name's
+		}
+		pg.Backwards = cursorTime(first + step)
 	}
 	return pg, nil
 }
