@@ -24,15 +24,15 @@ const SchemaVersion = 10
 
 // Row is one indexed thread.
 type Row struct {
-	ID            string
-	Rel           string // rollout path relative to CODEX_HOME
-	Size          int64  // rollout size when read; -1 when seeded without reading the rollout
-	ModNs         int64  // rollout mtime when read
-	CreatedMs     int64
+	ID        string
+	Rel       string // rollout path relative to CODEX_HOME
+	Size      int64  // rollout size when read; -1 when seeded without reading the rollout
+	ModNs     int64  // rollout mtime when read
+	CreatedMs int64
 	// NameMs is the time in the rollout's file name (whole seconds, read as UTC), by which the reference
 	// sorts and pages created_at listings; put fills it from Rel (else CreatedMs in whole seconds).
-	NameMs    int64
-	UpdatedMs int64
+	NameMs        int64
+	UpdatedMs     int64
 	Cwd           string
 	Preview       string
 	FileName      string // last thread_name_updated in the rollout
