@@ -685,7 +685,7 @@ func threadIDFromFileName(name string) (string, bool) {
 	if !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") || len(name) <= prefixLen+len(".jsonl") {
 		return "", false
 	}
-	id := name[prefixLen : len(name)-len(".jsonl")]
+	id, _ := splitFileID(name[prefixLen : len(name)-len(".jsonl")])
 	return id, validThreadID(id)
 }
 
@@ -714,8 +714,14 @@ func listDir(dir string, archived bool, out map[string]diskFile) {
 		if err != nil {
 			continue
 		}
-		if prev, ok := out[id]; ok && filepath.Dir(prev.path) == dir && !IsCompressed(prev.path) {
-			continue // the plain rollout wins over a compressed copy (the reference's materialized file)
+		if prev, ok := out[id]; ok {
+			p := filepath.Join(dir, de.Name())
+			if laterSegment(prev.path, p) {
+				continue // a reverted thread's newest segment is its file
+			}
+			if !laterSegment(p, prev.path) && filepath.Dir(prev.path) == dir && !IsCompressed(prev.path) {
+				continue // the plain rollout wins over a compressed copy (the reference's materialized file)
+			}
 		}
 		out[id] = diskFile{path: filepath.Join(dir, de.Name()), size: info.Size(), modNs: info.ModTime().UnixNano(), archived: archived}
 	}

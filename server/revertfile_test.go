@@ -1,0 +1,124 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
+)
+
+// taskStartedAt returns the ordinal and byte offset of a turn's task_started line in a rollout.
+func taskStartedAt(t *testing.T, path, turnID string) (ordinal, offset int64) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var off int64
+	for _, ln := range bytes.SplitAfter(data, []byte("\n")) {
+		var l struct {
+			Ordinal int64 `json:"ordinal"`
+			Payload struct {
+				Type   string `json:"type"`
+				TurnID string `json:"turn_id"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(ln, &l) == nil && l.Payload.Type == "task_started" && l.Payload.TurnID == turnID {
+			return l.Ordinal, off
+		}
+		off += int64(len(ln))
+	}
+	t.Fatalf("no task_started of %s in %s", turnID, path)
+	return 0, 0
+}
+
+// thread/revert continues the thread in a new rollout file, as the reference: rollout-<time>-<thread
+// id>_<segment id>.jsonl, starting with the session_meta whose history_base references the part of the
+// previous file before the reverted turn (by that file's segment id: the thread id for the first file),
+// ordinals going on from there; the old files are left as they were. thread/read, thread/list and a
+// resume after a restart use the newest file.
+func TestThreadRevertWritesNewRollout(t *testing.T) {
+	mm := mockmodel.New(t)
+	for _, a := range []string{"one", "two", "three", "four"} {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("answer "+a, 1)}})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := oneTurnThread(t, c, "q1")
+	t2 := c.StartTurn(tid, "q2")
+	c.WaitTurnCompleted()
+	first := readThread(t, c, tid, false).Path
+	require.NotNil(t, first)
+	before, err := os.ReadFile(*first)
+	require.NoError(t, err)
+
+	revert := func(turnID, prevPath, prevSegment string) string {
+		t.Helper()
+		ord, off := taskStartedAt(t, prevPath, turnID)
+		var res struct {
+			Thread struct {
+				Path string `json:"path"`
+			} `json:"thread"`
+		}
+		c.Result("thread/revert", map[string]any{"threadId": tid, "beforeTurnId": turnID}, &res)
+		c.WaitNotification("thread/reverted", nil)
+		require.Regexp(t, regexp.MustCompile(`/rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-`+tid+`_[0-9a-f-]{36}\.jsonl$`), res.Thread.Path)
+		data, err := os.ReadFile(res.Thread.Path)
+		require.NoError(t, err)
+		var head struct {
+			Ordinal int64  `json:"ordinal"`
+			Type    string `json:"type"`
+			Payload struct {
+				ID          string `json:"id"`
+				HistoryMode string `json:"history_mode"`
+				HistoryBase struct {
+					ThreadID            string `json:"thread_id"`
+					EndOrdinalExclusive int64  `json:"end_ordinal_exclusive"`
+					EndByteOffset       int64  `json:"end_byte_offset"`
+				} `json:"history_base"`
+			} `json:"payload"`
+		}
+		require.NoError(t, json.Unmarshal(bytes.SplitN(data, []byte("\n"), 2)[0], &head))
+		require.Equal(t, "session_meta", head.Type)
+		require.Equal(t, ord, head.Ordinal, "ordinals go on from the cut")
+		require.Equal(t, tid, head.Payload.ID)
+		require.Equal(t, "paginated", head.Payload.HistoryMode)
+		require.Equal(t, prevSegment, head.Payload.HistoryBase.ThreadID)
+		require.Equal(t, ord, head.Payload.HistoryBase.EndOrdinalExclusive)
+		require.Equal(t, off, head.Payload.HistoryBase.EndByteOffset)
+		return res.Thread.Path
+	}
+	second := revert(t2, *first, tid)
+	after, err := os.ReadFile(*first)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the old file is left as it was")
+
+	t3 := c.StartTurn(tid, "q3")
+	c.WaitTurnCompleted()
+	seg := regexp.MustCompile(`_([0-9a-f-]{36})\.jsonl$`).FindStringSubmatch(second)[1]
+	third := revert(t3, second, seg)
+	require.Equal(t, filepath.Dir(*first), filepath.Dir(third))
+	c.StartTurn(tid, "q4")
+	c.WaitTurnCompleted()
+
+	check := func(c *apptest.Client) {
+		t.Helper()
+		th := readThread(t, c, tid, true)
+		require.Equal(t, third, *th.Path)
+		require.Len(t, th.Turns, 2, "q1 and q4")
+		data, _ := listThreads(t, c, map[string]any{})
+		require.Len(t, data, 1)
+		require.Equal(t, tid, data[0].ID)
+		require.Equal(t, third, *data[0].Path)
+	}
+	check(c)
+	c.Close()
+	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: c.Home})
+	c2.Initialize(false)
+	check(c2)
+}
