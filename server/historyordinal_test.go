@@ -72,7 +72,7 @@ func TestHistoryCursorsCarryRolloutOrdinals(t *testing.T) {
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("one", 1)}},
 		mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("two", 1)}})
 	c := apptest.Start(t, apptest.Options{Model: mm})
-	c.Initialize(false)
+	c.Initialize(true) // experimental: thread/searchOccurrences
 	tid := oneTurnThread(t, c, "first")
 	c.StartTurn(tid, "second")
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
@@ -147,6 +147,27 @@ func TestHistoryCursorsCarryRolloutOrdinals(t *testing.T) {
 	require.Equal(t, itemIDs[2], ip.Data[1].Item.ID)
 	require.Equal(t, itemOrd[itemIDs[2]], decodeHistoryCursor(t, ip.NextCursor).Ordinal)
 	require.Equal(t, itemOrd[itemIDs[1]], decodeHistoryCursor(t, ip.BackwardsCursor).Ordinal)
+
+	// thread/searchOccurrences: the hit's turnCursor and the next item's nextRolloutOrdinal
+	var so struct {
+		Data []struct {
+			ItemID     string `json:"itemId"`
+			TurnCursor string `json:"turnCursor"`
+		} `json:"data"`
+		NextCursor *string `json:"nextCursor"`
+	}
+	c.Result("thread/searchOccurrences", map[string]any{"threadId": tid, "searchTerm": "e", "limit": 1}, &so)
+	require.Equal(t, itemIDs[1], so.Data[0].ItemID, `"one"`)
+	require.Equal(t, turnOrd[t1], decodeHistoryCursor(t, &so.Data[0].TurnCursor).Ordinal)
+	require.NotNil(t, so.NextCursor)
+	var sc struct {
+		Next int `json:"nextRolloutOrdinal"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(*so.NextCursor), &sc))
+	require.Equal(t, itemOrd[itemIDs[2]], sc.Next, `"second"`)
+	c.Result("thread/searchOccurrences", map[string]any{"threadId": tid, "searchTerm": "e", "limit": 1, "cursor": *so.NextCursor}, &so)
+	require.Equal(t, itemIDs[2], so.Data[0].ItemID)
+	require.Equal(t, turnOrd[t2], decodeHistoryCursor(t, &so.Data[0].TurnCursor).Ordinal)
 
 	var res struct {
 		TurnsBackwardsCursor *string `json:"turnsBackwardsCursor"`
