@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,4 +184,52 @@ func RevertBase(home, path, beforeTurnID string) (HistoryBase, error) {
 		}
 	}
 	return HistoryBase{}, fmt.Errorf("rollout: revert: history chain too deep")
+}
+
+// olderSegments returns a reverted thread's files other than its current one at path (none when path is
+// the thread's first file: the thread was never reverted).
+func olderSegments(home, threadID, path string) []string {
+	if segmentRank(path) == "" {
+		return nil
+	}
+	var out []string
+	for _, dir := range []string{filepath.Join(home, "sessions", "*", "*", "*"), filepath.Join(home, "archived_sessions")} {
+		for _, pat := range []string{"rollout-*-" + threadID + ".jsonl", "rollout-*-" + threadID + ".jsonl" + CompressedSuffix, "rollout-*-" + threadID + "_*.jsonl"} {
+			m, _ := filepath.Glob(filepath.Join(dir, pat))
+			for _, p := range m {
+				if p != path {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// moveOlderSegments moves a reverted thread's older files along with its current one: into
+// archived_sessions, or back to sessions/YYYY/MM/DD (the date in each name), so that none of them is listed
+// in place of the thread. Failures are logged: the current file decides the thread's state.
+func moveOlderSegments(home, threadID, current string, archive bool) {
+	for _, p := range olderSegments(home, threadID, current) {
+		inArchive := filepath.Base(filepath.Dir(p)) == "archived_sessions"
+		if inArchive == archive {
+			continue
+		}
+		base := filepath.Base(p)
+		dir := filepath.Join(home, "archived_sessions")
+		if !archive {
+			t, err := time.Parse("2006-01-02", strings.TrimPrefix(base, "rollout-")[:min(10, len(base)-len("rollout-"))])
+			if err != nil {
+				continue
+			}
+			dir = filepath.Join(home, "sessions", t.Format("2006"), t.Format("01"), t.Format("02"))
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			slog.Warn("rollout: moving an older segment failed", "path", p, "err", err)
+			continue
+		}
+		if err := os.Rename(p, filepath.Join(dir, base)); err != nil {
+			slog.Warn("rollout: moving an older segment failed", "path", p, "err", err)
+		}
+	}
 }

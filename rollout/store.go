@@ -1053,7 +1053,10 @@ func (s *Store) Archive(threadID string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("rollout: archive: %w", err)
 	}
-	_, err = s.move(r, filepath.Join(dir, filepath.Base(r.Rel)), true)
+	cur := s.abs(r.Rel)
+	if _, err = s.move(r, filepath.Join(dir, filepath.Base(r.Rel)), true); err == nil {
+		moveOlderSegments(s.home, threadID, cur, true)
+	}
 	return err
 }
 
@@ -1076,7 +1079,12 @@ func (s *Store) Unarchive(threadID string) (Summary, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Summary{}, fmt.Errorf("rollout: unarchive: %w", err)
 	}
-	return s.move(r, filepath.Join(dir, base), false)
+	cur := s.abs(r.Rel)
+	sum, err := s.move(r, filepath.Join(dir, base), false)
+	if err == nil {
+		moveOlderSegments(s.home, threadID, cur, false)
+	}
+	return sum, err
 }
 
 func (s *Store) move(r *threadindex.Row, dst string, archived bool) (Summary, error) {
@@ -1126,8 +1134,15 @@ func (s *Store) Delete(threadID string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(s.abs(r.Rel)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	cur := s.abs(r.Rel)
+	older := olderSegments(s.home, threadID, cur)
+	if err := os.Remove(cur); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("rollout: delete: %w", err)
+	}
+	for _, p := range older { // a reverted thread's earlier files
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			slog.Warn("rollout: delete: an older segment remains", "path", p, "err", err)
+		}
 	}
 	return s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error { return tx.Delete(threadID) })
 }

@@ -122,3 +122,37 @@ func TestThreadRevertWritesNewRollout(t *testing.T) {
 	c2.Initialize(false)
 	check(c2)
 }
+
+// Archiving, unarchiving and deleting a reverted thread take its older rollout files along, so that none
+// of them is listed in its place.
+func TestRevertedThreadArchiveDelete(t *testing.T) {
+	mm := mockmodel.New(t)
+	for _, a := range []string{"one", "two"} {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("answer "+a, 1)}})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := oneTurnThread(t, c, "q1")
+	t2 := c.StartTurn(tid, "q2")
+	c.WaitTurnCompleted()
+	c.Result("thread/revert", map[string]any{"threadId": tid, "beforeTurnId": t2}, nil)
+	files := func(dir string) int {
+		m, _ := filepath.Glob(filepath.Join(c.Home, dir, "rollout-*-"+tid+"*.jsonl"))
+		return len(m)
+	}
+	require.Equal(t, 2, files("sessions/*/*/*"))
+	c.Result("thread/archive", map[string]any{"threadId": tid}, nil)
+	require.Equal(t, 0, files("sessions/*/*/*"))
+	require.Equal(t, 2, files("archived_sessions"))
+	data, _ := listThreads(t, c, map[string]any{})
+	require.Empty(t, data, "no older file is listed in its place")
+	c.Result("thread/unarchive", map[string]any{"threadId": tid}, nil)
+	require.Equal(t, 2, files("sessions/*/*/*"))
+	data, _ = listThreads(t, c, map[string]any{})
+	require.Len(t, data, 1)
+	require.Regexp(t, regexp.MustCompile(tid+`_[0-9a-f-]{36}\.jsonl$`), *data[0].Path)
+	c.Result("thread/delete", map[string]any{"threadId": tid}, nil)
+	require.Equal(t, 0, files("sessions/*/*/*")+files("archived_sessions"))
+	data, _ = listThreads(t, c, map[string]any{})
+	require.Empty(t, data)
+}
