@@ -233,3 +233,6 @@ func moveOlderSegments(home, threadID, current string, archive bool) {
 		}
 	}
 }
+
+// FindSegment returns the rollout file a history_base names by id (see findSegment).
+func FindSegment(home, id string) (string, error) { return findSegment(home, id) }

@@ -156,3 +156,39 @@ func TestRevertedThreadArchiveDelete(t *testing.T) {
 	data, _ = listThreads(t, c, map[string]any{})
 	require.Empty(t, data)
 }
+
+// A fork of a reverted thread references the thread's current file by its segment id, so it inherits
+// the history after the revert; cut before a turn of an older file, it references that file.
+func TestForkOfRevertedThread(t *testing.T) {
+	mm := mockmodel.New(t)
+	for _, a := range []string{"one", "two", "three"} {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("answer "+a, 1)}})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true) // experimental: thread/fork.beforeTurnId
+	tid := oneTurnThread(t, c, "q1")
+	t1 := readThread(t, c, tid, true).Turns[0].ID
+	t2 := c.StartTurn(tid, "q2")
+	c.WaitTurnCompleted()
+	c.Result("thread/revert", map[string]any{"threadId": tid, "beforeTurnId": t2}, nil)
+	t3 := c.StartTurn(tid, "q3")
+	c.WaitTurnCompleted()
+	fork := func(params map[string]any) []string {
+		t.Helper()
+		params["threadId"] = tid
+		var res struct {
+			Thread struct {
+				ID string `json:"id"`
+			} `json:"thread"`
+		}
+		c.Result("thread/fork", params, &res)
+		var ids []string
+		for _, tu := range readThread(t, c, res.Thread.ID, true).Turns {
+			ids = append(ids, tu.ID)
+		}
+		return ids
+	}
+	require.Equal(t, []string{t1, t3}, fork(map[string]any{}))
+	require.Equal(t, []string{t1}, fork(map[string]any{"beforeTurnId": t3}))
+	require.Empty(t, fork(map[string]any{"beforeTurnId": t1}))
+}
