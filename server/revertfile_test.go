@@ -103,7 +103,7 @@ func TestThreadRevertWritesNewRollout(t *testing.T) {
 	seg := regexp.MustCompile(`_([0-9a-f-]{36})\.jsonl$`).FindStringSubmatch(second)[1]
 	third := revert(t3, second, seg)
 	require.Equal(t, filepath.Dir(*first), filepath.Dir(third))
-	c.StartTurn(tid, "q4")
+	t4 := c.StartTurn(tid, "q4")
 	c.WaitTurnCompleted()
 
 	check := func(c *apptest.Client) {
@@ -121,6 +121,13 @@ func TestThreadRevertWritesNewRollout(t *testing.T) {
 	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: c.Home})
 	c2.Initialize(false)
 	check(c2)
+	// resumed from the newest file, the backwards cursor carries the last turn's ordinal in it
+	var res struct {
+		TurnsBackwardsCursor *string `json:"turnsBackwardsCursor"`
+	}
+	c2.Result("thread/resume", map[string]any{"threadId": tid}, &res)
+	ord, _ := taskStartedAt(t, third, t4)
+	require.Equal(t, int(ord), decodeHistoryCursor(t, res.TurnsBackwardsCursor).Ordinal)
 }
 
 // Archiving, unarchiving and deleting a reverted thread take its older rollout files along, so that none

@@ -41,6 +41,12 @@ func (m *Manager) HistoryOrdinals(id string) HistoryOrdinals {
 	var rt *rollout.Thread
 	if t, ok := m.Get(id); ok {
 		t.mu.Lock()
+		if raw, pending := t.attached[storedTurnsKey{}].([]rollout.Turn); pending && len(t.turns) == 0 && t.active == nil {
+			// nothing since the load: the turns read then carry their ordinals (a resume answers without
+			// reading the file again)
+			t.mu.Unlock()
+			return ordinalsOf(raw)
+		}
 		rec := t.recorder
 		t.mu.Unlock()
 		if rec == nil {
