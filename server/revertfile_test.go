@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -198,4 +199,52 @@ func TestForkOfRevertedThread(t *testing.T) {
 	require.Equal(t, []string{t1, t3}, fork(map[string]any{}))
 	require.Equal(t, []string{t1}, fork(map[string]any{"beforeTurnId": t3}))
 	require.Empty(t, fork(map[string]any{"beforeTurnId": t1}))
+}
+
+// With the reference's history database in CODEX_HOME, a reverted thread's later file is projected under
+// its segment id (the reference keys its rows so, and reads a reverted thread's turns through them); the
+// turns of the first file stay under the thread id.
+func TestRevertProjectsSegmentsForReference(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "codex_home")
+	require.NoError(t, os.MkdirAll(home, 0o755))
+	ddl, err := os.ReadFile("../refstate/testdata/thread_history_1.sql")
+	require.NoError(t, err)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(home, "thread_history_1.sqlite"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = db.Exec(string(ddl))
+	require.NoError(t, err)
+	_, err = db.Exec(`PRAGMA journal_mode=WAL`)
+	require.NoError(t, err)
+
+	mm := mockmodel.New(t)
+	for _, a := range []string{"one", "two", "three"} {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("answer "+a, 1)}})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm, Home: home})
+	c.Initialize(false)
+	tid := oneTurnThread(t, c, "q1")
+	t1 := readThread(t, c, tid, true).Turns[0].ID
+	t2 := c.StartTurn(tid, "q2")
+	c.WaitTurnCompleted()
+	var res struct {
+		Thread struct {
+			Path string `json:"path"`
+		} `json:"thread"`
+	}
+	c.Result("thread/revert", map[string]any{"threadId": tid, "beforeTurnId": t2}, &res)
+	seg := regexp.MustCompile(`_([0-9a-f-]{36})\.jsonl$`).FindStringSubmatch(res.Thread.Path)[1]
+	t3 := c.StartTurn(tid, "q3")
+	c.WaitTurnCompleted()
+
+	rows, err := db.Query(`SELECT thread_id, turn_id FROM thread_turns ORDER BY rollout_ordinal`)
+	require.NoError(t, err)
+	var got [][2]string
+	for rows.Next() {
+		var r [2]string
+		require.NoError(t, rows.Scan(&r[0], &r[1]))
+		got = append(got, r)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, [][2]string{{tid, t1}, {tid, t2}, {seg, t3}}, got)
 }
