@@ -41,6 +41,9 @@ func checkMeaning(c *Config, eff tree, layers []*layer) error {
 			}
 		}
 	}
+	if err := checkPermissions(eff); err != nil {
+		return err
+	}
 	if _, err := c.Provider(); err != nil {
 		return meaningError("Model provider `" + c.ModelProvider + "` not found")
 	}
