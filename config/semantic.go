@@ -2,8 +2,6 @@ package config
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -181,23 +179,10 @@ func checkModelCatalog(path string) error {
 	if err != nil {
 		return meaningError(oserr.Text(err))
 	}
-	fail := func(msg string) error {
-		return meaningError(fmt.Sprintf("failed to parse model_catalog_json path `%s` as JSON: %s", path, msg))
-	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(data, &doc); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line, col := lineCol(data, int(se.Offset))
-			return fail(fmt.Sprintf("%s at line %d column %d", se.Error(), line, col))
-		}
-		return fail(err.Error())
-	}
-	if _, ok := doc["models"]; !ok {
-		// serde_json names the end of the object: the position of its closing brace.
-		end := bytes.LastIndexByte(data, '}')
-		line, col := lineCol(data, end+1)
-		return fail(fmt.Sprintf("missing field `models` at line %d column %d", line, col))
+	if msg, n := modelCatalogError(data); msg == errNoModels {
+		return meaningError(fmt.Sprintf("model_catalog_json path `%s` must contain at least one model", path))
+	} else if msg != "" {
+		return meaningError(fmt.Sprintf("failed to parse model_catalog_json path `%s` as JSON: %s %s", path, msg, serdePosition(data, n)))
 	}
 	return nil
 }
