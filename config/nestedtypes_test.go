@@ -31,7 +31,7 @@ func TestNestedKeyTypeWording(t *testing.T) {
 		require.Equal(t, tc.msg, e.Msg, tc.file)
 		require.Equal(t, []int{tc.line, tc.col}, []int{e.Line, e.Column}, tc.file)
 	}
-	for _, good := range []string{"[tools]\nweb_search = true\n", "[tools]\nweb_search = \"live\"\n", "[shell_environment_policy]\ninherit = \"core\"\n"} {
+	for _, good := range []string{"[tools]\nweb_search = true\n", "[shell_environment_policy]\ninherit = \"core\"\n"} {
 		load(t, good)
 	}
 }

@@ -198,6 +198,9 @@ func configView(eff tree) tree {
 		}
 		out[k] = deepCopyValue(v)
 	}
+	if tools, ok := eff["tools"].(tree); ok {
+		out["tools"] = toolsView(tools)
+	}
 	if user, ok := eff["features"].(tree); ok {
 		// a [features] table reads with its typed network_proxy entry (null when unset)
 		if _, set := user["network_proxy"]; !set {
