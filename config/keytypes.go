@@ -331,7 +331,50 @@ func variantList(vs []string) string {
 var structChecks = map[string]func(r *reader, path []string, t tree){
 	"experimental_thread_store":   checkThreadStore,
 	"mcp_enterprise_managed_auth": checkEnterpriseAuth,
+	"history":                     fieldsCheck(map[string]keyType{"max_bytes": {want: "usize"}}),
+	"shell_environment_policy":    fieldsCheck(map[string]keyType{"inherit": {enum: []string{"core", "all", "none"}}}),
 	"tools":                       checkTools,
+}
+
+// fieldsCheck checks a table's fields named in fields (in key order) as the reference's serde types word
+// their errors: an enum's unknown variant or a plain type.
+func fieldsCheck(fields map[string]keyType) func(r *reader, path []string, t tree) {
+	return func(r *reader, path []string, t tree) {
+		for _, k := range sortedKeys(t) {
+			kt, ok := fields[k]
+			if !ok || r.err != nil {
+				continue
+			}
+			v, p := t[k], child(path, k)
+			switch {
+			case kt.enum != nil:
+				var s string
+				switch x := v.(type) {
+				case string:
+					s = x
+				case tree:
+					for _, ek := range sortedKeys(x) {
+						s = ek
+						break
+					}
+				default:
+					r.failMsg(p, "wanted string or table") // the toml crate's enum reader
+					continue
+				}
+				known := false
+				for _, e := range kt.enum {
+					known = known || e == s
+				}
+				if !known {
+					r.failMsg(p, "unknown variant `"+s+"`, expected "+variantList(kt.enum))
+				}
+			default:
+				if msg := checkValue(kt.want, v); msg != "" {
+					r.failMsg(p, msg)
+				}
+			}
+		}
+	}
 }
 
 // checkTools checks tools.web_search, the reference's untagged WebSearchToolConfigInput: a boolean, or a
