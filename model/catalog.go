@@ -275,3 +275,7 @@ func HasMultiAgentVersion(id string) bool {
 	m := find(id)
 	return m != nil && m.MultiAgentVersion != nil
 }
+
+// SearchTool reports whether the model finds deferred tools through tool_search (the reference's
+// supports_search_tool: true for every catalogue entry, false for a model outside the catalogue).
+func SearchTool(id string) bool { return find(id) != nil }

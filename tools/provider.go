@@ -72,6 +72,7 @@ func normalSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState, s
 	if len(s.DynamicTools) > 0 {
 		sets = append(sets, dynamicSet{specs: s.DynamicTools})
 	}
+	sets = append(sets, newSearchSet(s, false))
 	if sw.webSearch == "cached" || sw.webSearch == "live" {
 		sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
 	}
@@ -104,7 +105,7 @@ func codeModeSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState,
 		nested = append(nested, goalSet{})
 	}
 	if len(s.DynamicTools) > 0 {
-		nested = append(nested, dynamicSet{specs: s.DynamicTools})
+		nested = append(nested, dynamicSet{specs: s.DynamicTools, nested: true})
 	}
 	if d.Extra != nil {
 		nested = append(nested, d.Extra(t, s)...)
@@ -117,7 +118,8 @@ func codeModeSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState,
 	if !cm.Plain && model.AsyncTools(s.Model) {
 		cm = cm.WithAsyncTools()
 	}
-	sets := []thread.ToolSet{cm}
+	// Code mode offers no tool_search, yet a tool_search_call is answered as on the other models.
+	sets := []thread.ToolSet{cm, newSearchSet(s, true)}
 	if sw.webSearch == "cached" || sw.webSearch == "live" {
 		sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
 	}
