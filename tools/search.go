@@ -44,7 +44,7 @@ func (ss searchSet) Call(_ context.Context, _ *thread.ToolContext, call thread.T
 	}
 	var args toolsearch.Args
 	_ = json.Unmarshal([]byte(call.Arguments), &args)
-	limit := 0
+	limit := toolsearch.DefaultLimit
 	if args.Limit != nil {
 		limit = *args.Limit
 	}

@@ -75,11 +75,11 @@ func propertyNames(schema json.RawMessage) []string {
 	return names
 }
 
-// Search returns up to limit tools matching query, best first (limit <= 0: DefaultLimit). A query with no
-// searchable word matches nothing.
+// Search returns up to limit tools matching query, best first (a limit of 0 or less returns none, as
+// the reference's). A query with no searchable word matches nothing.
 func (x *Index) Search(query string, limit int) []Tool {
 	if limit <= 0 {
-		limit = DefaultLimit
+		return nil
 	}
 	terms := Tokens(query)
 	type hit struct {
