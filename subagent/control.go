@@ -111,22 +111,24 @@ type SpawnRequest struct {
 	Effort *protocol.ReasoningEffort
 }
 
-// Spawn starts a child thread and its first turn; the agent's status is the one it had before the turn
-// started (pending_init), as the reference reports it.
-func (c *Control) Spawn(req SpawnRequest) (*Agent, Status, error) {
+// Spawn starts a child thread and then its first turn; announce (if not nil) runs in between with the
+// agent and its status then (pending_init), as the reference reports the spawn before the agent runs.
+func (c *Control) Spawn(req SpawnRequest, announce func(*Agent, Status)) (*Agent, error) {
 	nick := c.nickname()
 	child, err := c.opts.Manager.StartSubAgent(c.parent, thread.SubAgentOptions{Nickname: nick, Depth: c.depth + 1,
 		Model: req.Model, Effort: req.Effort})
 	if err != nil {
-		return nil, Status{}, err
+		return nil, err
 	}
 	a := &Agent{ID: child.ID, Nickname: nick, child: child, status: Status{Kind: PendingInit}}
 	c.mu.Lock()
 	c.agents[a.ID] = a
 	c.mu.Unlock()
-	before := a.Status()
+	if announce != nil {
+		announce(a, a.Status())
+	}
 	c.startTurn(a, child, req.Input)
-	return a, before, nil
+	return a, nil
 }
 
 // Child returns the thread of an open agent.
@@ -243,12 +245,15 @@ func (c *Control) Send(ctx context.Context, id string, input []protocol.UserInpu
 }
 
 // Wait returns the final statuses among the targets as soon as one is final, or timedOut after timeout
-// (timed on the Control's clock); unknown ids are final (not_found) at once. ctx ends the wait early
-// with its error (the parent's turn interrupted).
-func (c *Control) Wait(ctx context.Context, ids []string, timeout time.Duration) (statuses map[string]Status, timedOut bool, err error) {
+// (timed on the Control's clock, armed before started runs); unknown ids are final (not_found) at once.
+// ctx ends the wait early with its error (the parent's turn interrupted).
+func (c *Control) Wait(ctx context.Context, ids []string, timeout time.Duration, started func()) (statuses map[string]Status, timedOut bool, err error) {
 	fired := make(chan struct{})
 	timer := c.opts.Clock.AfterFunc(timeout, func() { close(fired) })
 	defer timer.Stop()
+	if started != nil {
+		started()
+	}
 	for {
 		c.mu.Lock()
 		changed := c.changed

@@ -319,16 +319,17 @@ func (ts *toolSet) spawn(tc *thread.ToolContext, call thread.ToolCall) json.RawM
 	it := item(tc, call, protocol.CollabAgentToolSpawnAgent, nil)
 	it.Prompt, it.Model, it.ReasoningEffort = &prompt, &req.Model, &effort
 	start(tc, it)
-	agent, before, err := ts.ctl.Spawn(req)
+	agent, err := ts.ctl.Spawn(req, func(a *Agent, before Status) {
+		mdl := firstNonEmpty(req.Model, s.Model)
+		it.Model = &mdl
+		it.ReceiverThreadIds = []string{a.ID}
+		it.AgentsStates = map[string]protocol.CollabAgentState{a.ID: wireState(before)}
+		finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
+	})
 	if err != nil {
 		finish(tc, it, protocol.CollabAgentToolCallStatusFailed)
 		return thread.FunctionOutput(call.CallID, "spawn_agent failed: "+err.Error())
 	}
-	mdl := firstNonEmpty(req.Model, s.Model)
-	it.Model = &mdl
-	it.ReceiverThreadIds = []string{agent.ID}
-	it.AgentsStates = map[string]protocol.CollabAgentState{agent.ID: wireState(before)}
-	finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
 	return output(call, struct {
 		AgentID  string `json:"agent_id"`
 		Nickname string `json:"nickname"`
@@ -389,8 +390,7 @@ func (ts *toolSet) wait(ctx context.Context, tc *thread.ToolContext, call thread
 		}
 	}
 	it := item(tc, call, protocol.CollabAgentToolWait, a.Targets)
-	start(tc, it)
-	sts, timedOut, err := ts.ctl.Wait(ctx, a.Targets, waitTimeout(a.TimeoutMs))
+	sts, timedOut, err := ts.ctl.Wait(ctx, a.Targets, waitTimeout(a.TimeoutMs), func() { start(tc, it) })
 	if err != nil {
 		// The parent's turn was interrupted: like the reference, the item is left unfinished.
 		return thread.FunctionOutput(call.CallID, "wait_agent interrupted")

@@ -801,9 +801,16 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 		"window_id": window, "request_kind": "turn", "root_turn_id": tn.ID, "model": s.Model,
 		"turn_started_at_unix_ms": tn.startedAt.UnixMilli(), "sandbox_mode": sandboxModeName(s.Sandbox),
 	}
+	session, parent := t.ID, ""
+	if sa := t.meta.Source.SubAgent; sa != nil && sa.ThreadSpawn != nil {
+		// A spawned sub-agent's requests name its parent and belong to its root's session, as the reference's.
+		parent = string(sa.ThreadSpawn.ParentThreadID)
+		session = firstNonEmpty(t.mgr.sessionOf(parent), parent)
+		meta["session_id"], meta["parent_thread_id"], meta["subagent_kind"], meta["thread_source"] = session, parent, "thread_spawn", "subagent"
+	}
 	metaJSON, _ := json.Marshal(meta)
 	originator := deref(t.meta.Originator)
-	return &model.Request{
+	req := &model.Request{
 		Refresh: inputNow, ServiceTier: requestServiceTier(s.Model, s.ServiceTier, tn.opts.ServiceTierForTurn),
 		Model: s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
 		Reasoning: reasoning, Text: text, Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
@@ -816,6 +823,12 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 			"x-codex-window-id": window, "x-codex-turn-metadata": string(metaJSON), "user-agent": t.mgr.deps.UserAgent(originator),
 		},
 	}
+	if parent != "" {
+		req.PromptCacheKey = session
+		req.ClientMetadata["session_id"], req.ClientMetadata["parent_thread_id"] = session, parent
+		req.Headers["session-id"], req.Headers["x-codex-parent-thread-id"], req.Headers["x-openai-subagent"] = session, parent, "collab_spawn"
+	}
+	return req
 }
 
 // reasoningParam and textParam are the request's `reasoning` and `text` objects, fields in the

@@ -1,0 +1,276 @@
+package server_test
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/internal/apptest"
+	"appserver/internal/mockmodel"
+	"appserver/stopwatch/stopwatchtest"
+)
+
+// maCall is a model call of a multi_agent_v1 tool.
+func maCall(name, callID string, args any) mockmodel.Item {
+	it := mockmodel.FunctionCall(name, callID, args)
+	it.Namespace = "multi_agent_v1"
+	return it
+}
+
+// agentIDCapture echoes the agent id spawn_agent returned into a later call.
+const agentIDCapture = `{{capture:"agent_id":"([0-9a-f-]+)"}}`
+
+// namespaceTools returns the function names of a request's multi_agent_v1 namespace (nil when absent).
+func namespaceTools(body map[string]any) []string {
+	for _, raw := range body["tools"].([]any) {
+		tool := raw.(map[string]any)
+		if tool["type"] != "namespace" || tool["name"] != "multi_agent_v1" {
+			continue
+		}
+		names := []string{}
+		for _, f := range tool["tools"].([]any) {
+			names = append(names, f.(map[string]any)["name"].(string))
+		}
+		return names
+	}
+	return nil
+}
+
+// collabItems returns the collabAgentToolCall items of item/started or item/completed notifications.
+func collabItems(t *testing.T, msgs []apptest.Message, method string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, m := range msgs {
+		if !m.IsNotification() || m.Method != method {
+			continue
+		}
+		item := params(t, m)["item"].(map[string]any)
+		if item["type"] == "collabAgentToolCall" {
+			out[item["id"].(string)] = item
+		}
+	}
+	return out
+}
+
+func jsonOutput(t *testing.T, body map[string]any, callID string) map[string]any {
+	t.Helper()
+	var out map[string]any
+	require.NoError(t, json.Unmarshal([]byte(fnOutput(t, body, callID).(string)), &out))
+	return out
+}
+
+func TestMultiAgentToolsOffered(t *testing.T) {
+	for _, tc := range []struct {
+		name, model, config string
+		want                bool
+	}{
+		{"mock model", "", "", true},
+		{"multi_agent off", "", "[features]\nmulti_agent = false\n", false},
+		{"multi_agent_v2 on", "", "[features]\nmulti_agent_v2 = true\n", false},
+		{"catalogue model", "gpt-5.5", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mm := mockmodel.New(t)
+			mm.Enqueue(okReply("hi"))
+			c := apptest.Start(t, apptest.Options{Model: mm, ModelID: tc.model, Config: tc.config})
+			c.Initialize(false)
+			c.StartTurn(c.StartThread(nil), "hello")
+			c.WaitTurnCompleted()
+			got := namespaceTools(mm.ResponseRequests()[0].Body)
+			if tc.want {
+				require.Equal(t, []string{"close_agent", "resume_agent", "send_input", "spawn_agent", "wait_agent"}, got)
+			} else {
+				require.Nil(t, got)
+			}
+		})
+	}
+}
+
+func TestMultiAgentSpawnWaitSendClose(t *testing.T) {
+	mm := mockmodel.New(t)
+	const unknown = "00000000-0000-0000-0000-000000000000"
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{maCall("spawn_agent", "s1", map[string]any{"message": "count the files"})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("wait_agent", "w1", map[string]any{"targets": []any{agentIDCapture}, "timeout_ms": 3600000})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("send_input", "i1", map[string]any{"target": agentIDCapture, "message": "now the dirs"})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("wait_agent", "w2", map[string]any{"targets": []any{agentIDCapture}, "timeout_ms": 3600000})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("close_agent", "c1", map[string]any{"target": agentIDCapture})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("close_agent", "c2", map[string]any{"target": agentIDCapture})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("wait_agent", "w3", map[string]any{"targets": []any{unknown}})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("wait_agent", "w4", map[string]any{"targets": []any{"nope"}})}},
+		okReply("parent done"),
+	)
+	mm.EnqueueFor(mockmodel.SubAgentRequest, okReply("3 files"), okReply("2 dirs"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	mark := c.Mark()
+	c.StartTurn(tid, "delegate")
+	c.WaitNotification("turn/completed", threadIDIs(tid))
+
+	var parentReqs, childReqs []map[string]any
+	for _, r := range mm.ResponseRequests() {
+		if mockmodel.SubAgentRequest(r) {
+			require.Equal(t, "collab_spawn", r.Header.Get("x-openai-subagent"))
+			require.Equal(t, tid, r.Header.Get("x-codex-parent-thread-id"))
+			childReqs = append(childReqs, r.Body)
+		} else {
+			parentReqs = append(parentReqs, r.Body)
+		}
+	}
+	require.Len(t, parentReqs, 9)
+	require.Len(t, childReqs, 2)
+	require.NotNil(t, namespaceTools(parentReqs[0]))
+	require.Nil(t, namespaceTools(childReqs[0]), "a sub-agent is offered no agents of its own")
+
+	spawned := jsonOutput(t, parentReqs[1], "s1")
+	child, _ := spawned["agent_id"].(string)
+	require.NotEmpty(t, child)
+	require.NotEmpty(t, spawned["nickname"])
+	require.Equal(t, map[string]any{"status": map[string]any{child: map[string]any{"completed": "3 files"}}, "timed_out": false},
+		jsonOutput(t, parentReqs[2], "w1"))
+	sub := jsonOutput(t, parentReqs[3], "i1")
+	require.NotEmpty(t, sub["submission_id"])
+	require.Equal(t, map[string]any{"status": map[string]any{child: map[string]any{"completed": "2 dirs"}}, "timed_out": false},
+		jsonOutput(t, parentReqs[4], "w2"))
+	require.Equal(t, map[string]any{"previous_status": map[string]any{"completed": "2 dirs"}}, jsonOutput(t, parentReqs[5], "c1"))
+	require.Contains(t, fnOutput(t, parentReqs[6], "c2"), child, "closing twice names the agent not found")
+	require.Equal(t, map[string]any{"status": map[string]any{unknown: "not_found"}, "timed_out": false}, jsonOutput(t, parentReqs[7], "w3"))
+	require.Contains(t, fnOutput(t, parentReqs[8], "w4"), "invalid agent id nope")
+
+	// The child's first request: its own user message, no tools to start agents.
+	last := childReqs[0]["input"].([]any)
+	require.Contains(t, string(mustMarshal(t, last[len(last)-1])), "count the files")
+
+	msgs := c.Since(mark)
+	started, completed := collabItems(t, msgs, "item/started"), collabItems(t, msgs, "item/completed")
+	require.Equal(t, "spawnAgent", started["s1"]["tool"])
+	require.Equal(t, []any{}, started["s1"]["receiverThreadIds"])
+	require.Equal(t, "count the files", started["s1"]["prompt"])
+	require.Equal(t, []any{child}, completed["s1"]["receiverThreadIds"])
+	require.Equal(t, "mock-model", completed["s1"]["model"])
+	require.Equal(t, map[string]any{child: map[string]any{"status": "pendingInit", "message": nil}}, completed["s1"]["agentsStates"])
+	require.Equal(t, map[string]any{child: map[string]any{"status": "completed", "message": "3 files"}}, completed["w1"]["agentsStates"])
+	require.Equal(t, "sendInput", completed["i1"]["tool"])
+	require.Equal(t, "now the dirs", completed["i1"]["prompt"])
+	require.Equal(t, "completed", completed["c1"]["status"])
+	require.Equal(t, "failed", completed["c2"]["status"])
+	require.Equal(t, map[string]any{child: map[string]any{"status": "notFound", "message": nil}}, completed["c2"]["agentsStates"])
+	require.Equal(t, "failed", completed["w3"]["status"])
+	require.NotContains(t, started, "w4", "an invalid id fails before any item")
+
+	// The child's own turns reach the parent's client; it is never announced with thread/started.
+	childTurns := 0
+	for _, m := range msgs {
+		if !m.IsNotification() {
+			continue
+		}
+		p := params(t, m)
+		switch m.Method {
+		case "thread/started":
+			t.Fatalf("unexpected thread/started: %s", m.Params)
+		case "turn/completed":
+			if p["threadId"] == child {
+				childTurns++
+			}
+		}
+	}
+	require.Equal(t, 2, childTurns)
+	require.Equal(t, []string{"idle", "active", "idle", "active", "idle", "notLoaded"}, statusTypes(t, msgs, child),
+		"the child is announced idle when spawned and not loaded when closed")
+
+	// Closed, the child is no longer loaded; its rollout lists it as the parent's sub-agent.
+	var loaded struct {
+		Data []string `json:"data"`
+	}
+	c.Result("thread/loaded/list", map[string]any{}, &loaded)
+	require.Equal(t, []string{tid}, loaded.Data)
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	c.Result("thread/list", map[string]any{}, &list)
+	require.Len(t, list.Data, 1, "sub-agents are not listed by default")
+	c.Result("thread/list", map[string]any{"sourceKinds": []any{"subAgentThreadSpawn"}}, &list)
+	require.Len(t, list.Data, 1)
+	row := list.Data[0]
+	require.Equal(t, child, row["id"])
+	require.Equal(t, tid, row["parentThreadId"])
+	require.Equal(t, spawned["nickname"], row["agentNickname"])
+	require.Equal(t, "count the files", row["preview"])
+	spawn := row["source"].(map[string]any)["subAgent"].(map[string]any)["thread_spawn"].(map[string]any)
+	require.Equal(t, tid, spawn["parent_thread_id"])
+	require.EqualValues(t, 1, spawn["depth"])
+	raw, err := os.ReadFile(row["path"].(string))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"thread_source":"subagent"`)
+	require.Contains(t, string(raw), `"session_id":"`+tid+`"`, "a sub-agent's rollout belongs to its parent's session")
+}
+
+// statusTypes lists the thread/status/changed types of one thread in msgs.
+func statusTypes(t *testing.T, msgs []apptest.Message, id string) []string {
+	var out []string
+	for _, m := range msgs {
+		if m.IsNotification() && m.Method == "thread/status/changed" {
+			p := params(t, m)
+			if p["threadId"] == id {
+				out = append(out, p["status"].(map[string]any)["type"].(string))
+			}
+		}
+	}
+	return out
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+func TestMultiAgentWaitTimesOutOnTheClock(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{maCall("spawn_agent", "s1", map[string]any{"message": "take your time"})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("wait_agent", "w1", map[string]any{"targets": []any{agentIDCapture}, "timeout_ms": 5})}},
+		okReply("gave up"),
+	)
+	mm.EnqueueFor(mockmodel.SubAgentRequest, mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(120)}})
+	clock := stopwatchtest.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c := apptest.Start(t, apptest.Options{Model: mm, Clock: clock})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "delegate")
+	c.WaitNotification("item/started", func(p json.RawMessage) bool { return strings.Contains(string(p), `"tool":"wait"`) })
+	clock.Advance(9999 * time.Millisecond) // timeout_ms is raised to the 10 s minimum
+	clock.Advance(time.Millisecond)
+	c.WaitNotification("turn/completed", threadIDIs(tid))
+	reqs := mm.ResponseRequests()
+	var last map[string]any
+	for _, r := range reqs {
+		if !mockmodel.SubAgentRequest(r) {
+			last = r.Body
+		}
+	}
+	require.Equal(t, map[string]any{"status": map[string]any{}, "timed_out": true}, jsonOutput(t, last, "w1"))
+}
+
+func TestMultiAgentInterruptEndsAWait(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{maCall("spawn_agent", "s1", map[string]any{"message": "hang on"})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("wait_agent", "w1", map[string]any{"targets": []any{agentIDCapture}, "timeout_ms": 3600000})}},
+	)
+	mm.EnqueueFor(mockmodel.SubAgentRequest, mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(120)}})
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	turn := c.StartTurn(tid, "delegate")
+	mark := c.Mark()
+	c.WaitNotification("item/started", func(p json.RawMessage) bool { return strings.Contains(string(p), `"tool":"wait"`) })
+	c.Result("turn/interrupt", map[string]any{"threadId": tid, "turnId": turn}, nil)
+	m := c.WaitNotification("turn/completed", threadIDIs(tid))
+	require.Equal(t, "interrupted", params(t, m)["turn"].(map[string]any)["status"])
+	require.NotContains(t, collabItems(t, c.Since(mark), "item/completed"), "w1", "an interrupted wait is left unfinished, as the reference leaves it")
+}
