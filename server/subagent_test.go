@@ -274,3 +274,42 @@ func TestMultiAgentInterruptEndsAWait(t *testing.T) {
 	require.Equal(t, "interrupted", params(t, m)["turn"].(map[string]any)["status"])
 	require.NotContains(t, collabItems(t, c.Since(mark), "item/completed"), "w1", "an interrupted wait is left unfinished, as the reference leaves it")
 }
+
+func TestMultiAgentChildClosesWithItsParent(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{maCall("spawn_agent", "s1", map[string]any{"message": "long job"})}},
+		okReply("started it"),
+	)
+	mm.EnqueueFor(mockmodel.SubAgentRequest, mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(120)}})
+	clock := stopwatchtest.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c := apptest.Start(t, apptest.Options{Model: mm, Clock: clock, Config: "thread_unload_delay_secs = 1"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "delegate")
+	c.WaitNotification("turn/completed", threadIDIs(tid))
+	var loaded struct {
+		Data []string `json:"data"`
+	}
+	c.Result("thread/loaded/list", map[string]any{}, &loaded)
+	require.Len(t, loaded.Data, 2, "the child runs on after its parent's turn")
+	child := loaded.Data[0]
+	if child == tid {
+		child = loaded.Data[1]
+	}
+	mark := c.Mark()
+	c.Result("thread/unsubscribe", map[string]any{"threadId": tid}, nil)
+	clock.Advance(time.Second)
+	c.WaitNotification("thread/closed", threadIDIs(tid))
+	var childEnd map[string]any
+	for _, m := range c.Since(mark) {
+		if m.IsNotification() && m.Method == "turn/completed" && threadIDIs(child)(m.Params) {
+			childEnd = params(t, m)["turn"].(map[string]any)
+		}
+	}
+	require.NotNil(t, childEnd, "the child's turn ends with its parent")
+	require.Equal(t, "interrupted", childEnd["status"])
+	require.Equal(t, []string{"notLoaded"}, statusTypes(t, c.Since(mark), child)[1:])
+	c.Result("thread/loaded/list", map[string]any{}, &loaded)
+	require.Empty(t, loaded.Data)
+}
