@@ -141,6 +141,18 @@ func TestMultiAgentSpawnWaitSendClose(t *testing.T) {
 	require.Equal(t, map[string]any{"status": map[string]any{unknown: "not_found"}, "timed_out": false}, jsonOutput(t, parentReqs[7], "w3"))
 	require.Contains(t, fnOutput(t, parentReqs[8], "w4"), "invalid agent id nope")
 
+	// The parent hears once how its agent's first task ended, after the wait that saw it.
+	notice := "<subagent_notification>\n{\"agent_path\":\"" + child + "\",\"status\":{\"completed\":\"3 files\"}}\n</subagent_notification>"
+	texts := userTexts(parentReqs[2])
+	require.Equal(t, notice, texts[len(texts)-1])
+	count := 0
+	for _, text := range userTexts(parentReqs[8]) {
+		if strings.HasPrefix(text, "<subagent_notification>") {
+			count++
+		}
+	}
+	require.Equal(t, 1, count)
+
 	// The child's first request: its own user message, no tools to start agents.
 	last := childReqs[0]["input"].([]any)
 	require.Contains(t, string(mustMarshal(t, last[len(last)-1])), "count the files")

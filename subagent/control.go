@@ -6,6 +6,7 @@ package subagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -58,6 +59,7 @@ type Agent struct {
 	mu     sync.Mutex
 	child  *thread.Thread // nil once closed
 	turn   *thread.Turn   // the last turn started
+	told   bool           // the parent was told how the first task ended
 	status Status
 }
 
@@ -179,10 +181,29 @@ func (c *Control) watch(a *Agent, child *thread.Thread, tn *thread.Turn) {
 	}
 	a.mu.Lock()
 	last := a.child == child && a.turn == tn
+	first := last && !a.told
+	if first {
+		a.told = true
+	}
 	a.mu.Unlock()
+	if first {
+		// The parent hears how its agent's first task ended, before its next model request (as the
+		// reference tells it once); queued before a wait can see the status, so the request after the
+		// wait carries it.
+		c.parent.QueueUserContext(notification(a.ID, st))
+	}
 	if last {
 		c.setStatus(a, st)
 	}
+}
+
+// notification is the message that tells a parent how an agent's task ended, in the reference's form.
+func notification(id string, st Status) string {
+	b, _ := json.Marshal(struct {
+		AgentPath string `json:"agent_path"`
+		Status    Status `json:"status"`
+	}{id, st})
+	return "<subagent_notification>\n" + string(b) + "\n</subagent_notification>"
 }
 
 // turnStatus is the agent status a finished turn leaves.

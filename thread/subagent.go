@@ -159,3 +159,11 @@ func spawnFields(th *protocol.Thread) {
 		th.AgentRole = sp.AgentRole
 	}
 }
+
+// QueueUserContext adds a user message to the history before the thread's next model request: in its
+// running turn, or else in its next turn (e.g. a sub-agent's outcome for its parent).
+func (t *Thread) QueueUserContext(text string) {
+	t.mu.Lock()
+	t.queued = append(t.queued, messageItem("user", text))
+	t.mu.Unlock()
+}

@@ -602,6 +602,13 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		for _, in := range pending {
 			tn.acceptInput(in.input, in.clientID)
 		}
+		t.mu.Lock()
+		queued := t.queued
+		t.queued = nil
+		t.mu.Unlock()
+		if len(queued) > 0 {
+			t.appendHistory(queued...)
+		}
 
 		s := t.Settings()
 		client, err := t.mgr.modelClient(s.EffectiveConfig(t.mgr.Config()), s.ModelProvider)
