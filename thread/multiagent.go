@@ -7,8 +7,10 @@ import (
 
 // multiAgentRoleText tells the model, in our own words, its place among agents: the reference sends it in the
 // initial context of a thread started on a multi-agent v2 model, wrapped in <multi_agent_role> on the models
-// with collaboration-mode instructions (gpt-6.x) and bare on the others. appserver offers no tools to start
-// or message other agents (the reference's multi_agent_v1/v2 tools), so the text says so.
+// with collaboration-mode instructions (gpt-6.x) and bare on the others. Only the catalogue's multi-agent v2
+// models get this text, and appserver offers them no agent tools (they reach agents through code mode and
+// the `collaboration` namespace, neither offered yet; package subagent's multi_agent_v1 tools go to models
+// outside the catalogue), so the text says so.
 func multiAgentRoleText(s Settings) string {
 	const body = "You are `/root`, the primary agent of this session, working on the user's goals. No tools to start, " +
 		"message or wait for other agents are offered in this session: carry out the work yourself with the tools you have."
