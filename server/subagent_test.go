@@ -219,6 +219,39 @@ func TestMultiAgentSpawnWaitSendClose(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"thread_source":"subagent"`)
 	require.Contains(t, string(raw), `"session_id":"`+tid+`"`, "a sub-agent's rollout belongs to its parent's session")
+
+	// The parent's rollout keeps the calls in the reference's core form; a new server reads them back as the
+	// client saw them.
+	c.Close()
+	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: c.Home})
+	c2.Initialize(false)
+	var read struct {
+		Thread struct {
+			Path  string `json:"path"`
+			Turns []struct {
+				Items []map[string]any `json:"items"`
+			} `json:"turns"`
+		} `json:"thread"`
+	}
+	c2.Result("thread/read", map[string]any{"threadId": tid, "includeTurns": true}, &read)
+	raw, err = os.ReadFile(read.Thread.Path)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `{"type":"CollabAgentToolCall","id":"s1","tool":"spawn_agent","status":"completed"`)
+	require.Contains(t, string(raw), `"agents_states":{"`+child+`":"pending_init"}`)
+	require.Len(t, read.Thread.Turns, 1)
+	stored := map[string]map[string]any{}
+	for _, it := range read.Thread.Turns[0].Items {
+		if it["type"] == "collabAgentToolCall" {
+			stored[it["id"].(string)] = it
+		}
+	}
+	for _, id := range []string{"s1", "w1", "i1", "c1", "c2", "w3"} {
+		want, got := completed[id], stored[id]
+		require.NotNil(t, got, id)
+		for _, k := range []string{"tool", "status", "senderThreadId", "receiverThreadIds", "prompt", "model", "reasoningEffort", "agentsStates"} {
+			require.Equal(t, want[k], got[k], "%s %s", id, k)
+		}
+	}
 }
 
 // statusTypes lists the thread/status/changed types of one thread in msgs.

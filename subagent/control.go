@@ -133,6 +133,19 @@ func (c *Control) Spawn(req SpawnRequest, announce func(*Agent, Status)) (*Agent
 	return a, nil
 }
 
+// Nickname is the nickname of an agent this thread started, open or closed ("" when unknown).
+func (c *Control) Nickname(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.agents[id]; ok {
+		return a.Nickname
+	}
+	if a, ok := c.closed[id]; ok {
+		return a.Nickname
+	}
+	return ""
+}
+
 // Child returns the thread of an open agent.
 func (c *Control) Child(id string) (*thread.Thread, bool) {
 	a, ok := c.agent(id)

@@ -278,9 +278,72 @@ func start(tc *thread.ToolContext, it protocol.ThreadItemCollabAgentToolCall) {
 	tc.ItemStarted(protocol.ThreadItem{Value: it})
 }
 
-func finish(tc *thread.ToolContext, it protocol.ThreadItemCollabAgentToolCall, status protocol.CollabAgentToolCallStatus) {
+// finish completes a call's item; the rollout records it in the reference's core form.
+func (ts *toolSet) finish(tc *thread.ToolContext, it protocol.ThreadItemCollabAgentToolCall, status protocol.CollabAgentToolCallStatus) {
 	it.Status, it.CompletedAtMs = status, nowMs()
-	tc.ItemCompleted(protocol.ThreadItem{Value: it})
+	tc.ItemCompletedAs(protocol.ThreadItem{Value: it}, ts.core(it))
+}
+
+// coreItem is a collabAgentToolCall as the reference records it in a rollout's item_completed event.
+type coreItem struct {
+	Type           string            `json:"type"`
+	ID             string            `json:"id"`
+	Tool           string            `json:"tool"`
+	Status         string            `json:"status"`
+	SenderThreadID string            `json:"sender_thread_id"`
+	Receivers      []string          `json:"receiver_thread_ids"`
+	ReceiverAgents []receiverAgent   `json:"receiver_agents"`
+	Prompt         *string           `json:"prompt,omitempty"`
+	Model          *string           `json:"model,omitempty"`
+	Effort         *string           `json:"reasoning_effort,omitempty"`
+	AgentsStates   map[string]Status `json:"agents_states"`
+}
+
+type receiverAgent struct {
+	ThreadID      string `json:"thread_id"`
+	AgentNickname string `json:"agent_nickname,omitempty"`
+}
+
+// coreTools are the reference's core names of the tools.
+var coreTools = map[protocol.CollabAgentTool]string{
+	protocol.CollabAgentToolSpawnAgent: "spawn_agent", protocol.CollabAgentToolSendInput: "send_input",
+	protocol.CollabAgentToolWait: "wait", protocol.CollabAgentToolCloseAgent: "close_agent",
+	protocol.CollabAgentToolResumeAgent: "resume_agent",
+}
+
+func (ts *toolSet) core(it protocol.ThreadItemCollabAgentToolCall) coreItem {
+	c := coreItem{Type: "CollabAgentToolCall", ID: it.ID, Tool: coreTools[it.Tool], Status: string(it.Status),
+		SenderThreadID: it.SenderThreadID, Receivers: it.ReceiverThreadIds, ReceiverAgents: []receiverAgent{},
+		Prompt: it.Prompt, Model: it.Model, AgentsStates: map[string]Status{}}
+	if c.Receivers == nil {
+		c.Receivers = []string{}
+	}
+	if it.ReasoningEffort != nil {
+		e := string(*it.ReasoningEffort)
+		c.Effort = &e
+	}
+	for _, id := range c.Receivers {
+		ra := receiverAgent{ThreadID: id}
+		if st, ok := it.AgentsStates[id]; !ok || st.Status != protocol.CollabAgentStatusNotFound {
+			ra.AgentNickname = ts.ctl.Nickname(id)
+		}
+		c.ReceiverAgents = append(c.ReceiverAgents, ra)
+	}
+	for id, st := range it.AgentsStates {
+		c.AgentsStates[id] = modelStatus(st)
+	}
+	return c
+}
+
+// modelStatus is the model's form of an item's agent state.
+func modelStatus(st protocol.CollabAgentState) Status {
+	k := map[protocol.CollabAgentStatus]Kind{
+		protocol.CollabAgentStatusPendingInit: PendingInit, protocol.CollabAgentStatusRunning: Running,
+		protocol.CollabAgentStatusInterrupted: Interrupted, protocol.CollabAgentStatusCompleted: Completed,
+		protocol.CollabAgentStatusErrored: Errored, protocol.CollabAgentStatusShutdown: Shutdown,
+		protocol.CollabAgentStatusNotFound: NotFound,
+	}[st.Status]
+	return Status{Kind: k, Message: st.Message}
 }
 
 func states(m map[string]Status) map[string]protocol.CollabAgentState {
@@ -324,10 +387,10 @@ func (ts *toolSet) spawn(tc *thread.ToolContext, call thread.ToolCall) json.RawM
 		it.Model = &mdl
 		it.ReceiverThreadIds = []string{a.ID}
 		it.AgentsStates = map[string]protocol.CollabAgentState{a.ID: wireState(before)}
-		finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
+		ts.finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
 	})
 	if err != nil {
-		finish(tc, it, protocol.CollabAgentToolCallStatusFailed)
+		ts.finish(tc, it, protocol.CollabAgentToolCallStatusFailed)
 		return thread.FunctionOutput(call.CallID, "spawn_agent failed: "+err.Error())
 	}
 	return output(call, struct {
@@ -357,11 +420,11 @@ func (ts *toolSet) send(ctx context.Context, tc *thread.ToolContext, call thread
 			return thread.FunctionOutput(call.CallID, "send_input interrupted")
 		}
 		it.AgentsStates = map[string]protocol.CollabAgentState{a.Target: wireState(Status{Kind: NotFound})}
-		finish(tc, it, protocol.CollabAgentToolCallStatusFailed)
+		ts.finish(tc, it, protocol.CollabAgentToolCallStatusFailed)
 		return thread.FunctionOutput(call.CallID, notFound(a.Target))
 	}
 	it.AgentsStates = map[string]protocol.CollabAgentState{a.Target: wireState(before)}
-	finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
+	ts.finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
 	return output(call, struct {
 		SubmissionID string `json:"submission_id"`
 	}{turnID})
@@ -406,7 +469,7 @@ func (ts *toolSet) wait(ctx context.Context, tc *thread.ToolContext, call thread
 		}
 	}
 	it.ReceiverThreadIds, it.AgentsStates = receivers, states(sts)
-	finish(tc, it, status)
+	ts.finish(tc, it, status)
 	return output(call, struct {
 		Status   map[string]Status `json:"status"`
 		TimedOut bool              `json:"timed_out"`
@@ -428,11 +491,11 @@ func (ts *toolSet) closeAgent(tc *thread.ToolContext, call thread.ToolCall) json
 	before, err := ts.ctl.Close(a.Target)
 	if err != nil {
 		it.AgentsStates = map[string]protocol.CollabAgentState{a.Target: wireState(Status{Kind: NotFound})}
-		finish(tc, it, protocol.CollabAgentToolCallStatusFailed)
+		ts.finish(tc, it, protocol.CollabAgentToolCallStatusFailed)
 		return thread.FunctionOutput(call.CallID, notFound(a.Target))
 	}
 	it.AgentsStates = map[string]protocol.CollabAgentState{a.Target: wireState(before)}
-	finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
+	ts.finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
 	return output(call, struct {
 		PreviousStatus Status `json:"previous_status"`
 	}{before})
@@ -453,14 +516,14 @@ func (ts *toolSet) resume(ctx context.Context, tc *thread.ToolContext, call thre
 	st, err := ts.ctl.Resume(ctx, a.ID)
 	if err != nil {
 		it.AgentsStates = map[string]protocol.CollabAgentState{a.ID: wireState(Status{Kind: NotFound})}
-		finish(tc, it, protocol.CollabAgentToolCallStatusFailed)
+		ts.finish(tc, it, protocol.CollabAgentToolCallStatusFailed)
 		if errors.Is(err, ErrNotFound) {
 			return thread.FunctionOutput(call.CallID, notFound(a.ID))
 		}
 		return thread.FunctionOutput(call.CallID, err.Error())
 	}
 	it.AgentsStates = map[string]protocol.CollabAgentState{a.ID: wireState(st)}
-	finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
+	ts.finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
 	return output(call, struct {
 		Status Status `json:"status"`
 	}{st})
