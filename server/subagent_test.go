@@ -108,7 +108,7 @@ func TestMultiAgentSpawnWaitSendClose(t *testing.T) {
 	c.Initialize(false)
 	tid := c.StartThread(nil)
 	mark := c.Mark()
-	c.StartTurn(tid, "delegate")
+	parentTurn := c.StartTurn(tid, "delegate")
 	c.WaitNotification("turn/completed", threadIDIs(tid))
 
 	var parentReqs, childReqs []map[string]any
@@ -187,6 +187,7 @@ func TestMultiAgentSpawnWaitSendClose(t *testing.T) {
 		case "turn/completed":
 			if p["threadId"] == child {
 				childTurns++
+				require.Equal(t, parentTurn, p["turn"].(map[string]any)["rootTurnId"], "a sub-agent's turn descends from its parent's")
 			}
 		}
 	}

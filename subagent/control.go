@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/stopwatch"
 	"appserver/thread"
@@ -111,6 +112,8 @@ type SpawnRequest struct {
 	Input  []protocol.UserInput
 	Model  string
 	Effort *protocol.ReasoningEffort
+	// ParentTurnID is the parent's turn that spawns the agent (its first turn's root).
+	ParentTurnID string
 }
 
 // Spawn starts a child thread and then its first turn; announce (if not nil) runs in between with the
@@ -126,10 +129,11 @@ func (c *Control) Spawn(req SpawnRequest, announce func(*Agent, Status)) (*Agent
 	c.mu.Lock()
 	c.agents[a.ID] = a
 	c.mu.Unlock()
+	warnUnknownModel(child)
 	if announce != nil {
 		announce(a, a.Status())
 	}
-	c.startTurn(a, child, req.Input)
+	c.startTurn(a, child, req.Input, req.ParentTurnID)
 	return a, nil
 }
 
@@ -165,8 +169,8 @@ func (c *Control) agent(id string) (*Agent, bool) {
 }
 
 // startTurn gives the agent's thread the input: a new turn, or more input for the running one.
-func (c *Control) startTurn(a *Agent, child *thread.Thread, input []protocol.UserInput) string {
-	tn, folded := child.BeginTurn(input, thread.TurnOptions{})
+func (c *Control) startTurn(a *Agent, child *thread.Thread, input []protocol.UserInput, parentTurn string) string {
+	tn, folded := child.BeginTurn(input, thread.TurnOptions{ParentTurnID: parentTurn})
 	if folded {
 		tn.RestartStream()
 		return tn.PublicID()
@@ -255,8 +259,10 @@ func (c *Control) setStatus(a *Agent, st Status) {
 }
 
 // Send gives an open agent more input and returns the turn that takes it with the agent's status before;
-// interrupt first ends the agent's running turn (waiting for its end within ctx).
-func (c *Control) Send(ctx context.Context, id string, input []protocol.UserInput, interrupt bool) (string, Status, error) {
+// interrupt first ends the agent's running turn (waiting for its end within ctx). parentTurn is the
+// parent's turn that sent it (the new turn's root); announce (if not nil) runs just before the input is
+// handed over.
+func (c *Control) Send(ctx context.Context, id string, input []protocol.UserInput, interrupt bool, parentTurn string, announce func(before Status)) (string, Status, error) {
 	a, ok := c.agent(id)
 	if !ok {
 		return "", Status{Kind: NotFound}, ErrNotFound
@@ -275,7 +281,13 @@ func (c *Control) Send(ctx context.Context, id string, input []protocol.UserInpu
 			return "", before, ctx.Err()
 		}
 	}
-	return c.startTurn(a, child, input), before, nil
+	if child.ActiveTurn() == nil {
+		warnUnknownModel(child)
+	}
+	if announce != nil {
+		announce(before)
+	}
+	return c.startTurn(a, child, input, parentTurn), before, nil
 }
 
 // Wait returns the final statuses among the targets as soon as one is final, or timedOut after timeout
@@ -398,4 +410,14 @@ func shuffledNames() []string {
 		"Lovelace", "Maxwell", "Noether", "Pascal", "Ramanujan", "Shannon", "Tesla", "Turing", "Volta", "Wu"}
 	rand.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	return names
+}
+
+// warnUnknownModel tells the agent's audience, as turn/start tells a client, that a turn about to start runs
+// on a model without catalogue metadata.
+func warnUnknownModel(child *thread.Thread) {
+	if m := child.Settings().Model; m != "" {
+		if _, known := model.LookupModel(m); !known {
+			child.Warn(model.UnknownModelWarning(m))
+		}
+	}
 }

@@ -366,7 +366,7 @@ func (ts *toolSet) spawn(tc *thread.ToolContext, call thread.ToolCall) json.RawM
 	if a.ForkContext {
 		return thread.FunctionOutput(call.CallID, "spawn_agent: fork_context is not supported; describe the task in the message")
 	}
-	req := SpawnRequest{Input: in}
+	req := SpawnRequest{Input: in, ParentTurnID: tc.TurnID()}
 	if a.Model != nil {
 		req.Model = *a.Model
 	}
@@ -414,7 +414,10 @@ func (ts *toolSet) send(ctx context.Context, tc *thread.ToolContext, call thread
 	it := item(tc, call, protocol.CollabAgentToolSendInput, []string{a.Target})
 	it.Prompt = &prompt
 	start(tc, it)
-	turnID, before, err := ts.ctl.Send(ctx, a.Target, in, a.Interrupt)
+	turnID, _, err := ts.ctl.Send(ctx, a.Target, in, a.Interrupt, tc.TurnID(), func(before Status) {
+		it.AgentsStates = map[string]protocol.CollabAgentState{a.Target: wireState(before)}
+		ts.finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return thread.FunctionOutput(call.CallID, "send_input interrupted")
@@ -423,8 +426,6 @@ func (ts *toolSet) send(ctx context.Context, tc *thread.ToolContext, call thread
 		ts.finish(tc, it, protocol.CollabAgentToolCallStatusFailed)
 		return thread.FunctionOutput(call.CallID, notFound(a.Target))
 	}
-	it.AgentsStates = map[string]protocol.CollabAgentState{a.Target: wireState(before)}
-	ts.finish(tc, it, protocol.CollabAgentToolCallStatusCompleted)
 	return output(call, struct {
 		SubmissionID string `json:"submission_id"`
 	}{turnID})

@@ -167,3 +167,8 @@ func (t *Thread) QueueUserContext(text string) {
 	t.queued = append(t.queued, messageItem("user", text))
 	t.mu.Unlock()
 }
+
+// Warn sends a warning notification about the thread to its subscribers, in the thread's order.
+func (t *Thread) Warn(message string) {
+	t.emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID, Message: message})
+}

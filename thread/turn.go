@@ -157,7 +157,7 @@ func (tn *Turn) snapshot(full bool) protocol.Turn {
 		items = append(items, tn.items...)
 	}
 	return protocol.Turn{
-		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: items, ItemsView: ptr(protocol.TurnItemsViewFull),
+		ID: tn.ID, RootTurnID: ptr(tn.root()), Items: items, ItemsView: ptr(protocol.TurnItemsViewFull),
 		Status: protocol.TurnStatusInProgress, StartedAt: ptr(tn.startedAt.Unix()),
 	}
 }
@@ -172,7 +172,7 @@ func (tn *Turn) started() time.Time {
 // PendingTurn is the turn object of a turn/start response (before turn/started).
 func (tn *Turn) PendingTurn() protocol.Turn {
 	return protocol.Turn{
-		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: []protocol.ThreadItem{}, ItemsView: ptr(protocol.TurnItemsViewNotLoaded),
+		ID: tn.ID, RootTurnID: ptr(tn.root()), Items: []protocol.ThreadItem{}, ItemsView: ptr(protocol.TurnItemsViewNotLoaded),
 		Status: protocol.TurnStatusInProgress,
 	}
 }
@@ -186,6 +186,17 @@ type TurnOptions struct {
 	// ServiceTierForTurn is turn/start's serviceTierForTurn: this turn's tier ("default": standard speed), the
 	// thread's tier left as it is.
 	ServiceTierForTurn *string
+	// ParentTurnID is the parent's turn that gave a sub-agent this turn: the turn's root, as the reference
+	// attributes it ("": the turn is its own root).
+	ParentTurnID string
+}
+
+// root is the id of the turn this one descends from: the parent's turn for a sub-agent's, else itself.
+func (tn *Turn) root() string {
+	if tn.opts.ParentTurnID != "" {
+		return tn.opts.ParentTurnID
+	}
+	return tn.ID
 }
 
 // TurnOverrides are turn/start's settings overrides; they persist for later turns.
@@ -805,7 +816,7 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	reasoning, text := requestControls(s, tn.opts.OutputSchema)
 	meta := map[string]any{
 		"installation_id": t.mgr.deps.InstallationID(), "session_id": t.ID, "thread_id": t.ID, "turn_id": tn.ID,
-		"window_id": window, "request_kind": "turn", "root_turn_id": tn.ID, "model": s.Model,
+		"window_id": window, "request_kind": "turn", "root_turn_id": tn.root(), "model": s.Model,
 		"turn_started_at_unix_ms": tn.startedAt.UnixMilli(), "sandbox_mode": sandboxModeName(s.Sandbox),
 	}
 	session, parent := t.ID, ""
@@ -814,6 +825,9 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 		parent = string(sa.ThreadSpawn.ParentThreadID)
 		session = firstNonEmpty(t.mgr.sessionOf(parent), parent)
 		meta["session_id"], meta["parent_thread_id"], meta["subagent_kind"], meta["thread_source"] = session, parent, "thread_spawn", "subagent"
+		if tn.opts.ParentTurnID != "" {
+			meta["parent_turn_id"] = tn.opts.ParentTurnID
+		}
 	}
 	metaJSON, _ := json.Marshal(meta)
 	originator := deref(t.meta.Originator)
@@ -822,7 +836,7 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 		Model: s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
 		Reasoning: reasoning, Text: text, Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
 		ClientMetadata: map[string]string{
-			"x-codex-window-id": window, "turn_id": tn.ID, "root_turn_id": tn.ID, "session_id": t.ID, "thread_id": t.ID,
+			"x-codex-window-id": window, "turn_id": tn.ID, "root_turn_id": tn.root(), "session_id": t.ID, "thread_id": t.ID,
 			"x-codex-turn-metadata": string(metaJSON), "x-codex-installation-id": t.mgr.deps.InstallationID(),
 		},
 		Headers: map[string]string{
@@ -1044,7 +1058,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 		view = protocol.TurnItemsViewNotLoaded
 	}
 	turn := protocol.Turn{
-		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: summary, ItemsView: ptr(view),
+		ID: tn.ID, RootTurnID: ptr(tn.root()), Items: summary, ItemsView: ptr(view),
 		Status: status, Error: turnErr, StartedAt: ptr(tn.startedAt.Unix()), CompletedAt: ptr(completedAt.Unix()), DurationMs: ptr(dur),
 	}
 	tn.recordEnd(status, turnErr, lastText, completedAt, dur)
