@@ -359,3 +359,40 @@ func TestMultiAgentChildClosesWithItsParent(t *testing.T) {
 	c.Result("thread/loaded/list", map[string]any{}, &loaded)
 	require.Empty(t, loaded.Data)
 }
+
+func TestMultiAgentSendInputInterrupts(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{maCall("spawn_agent", "s1", map[string]any{"message": "slow task"})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("send_input", "i1", map[string]any{"target": agentIDCapture, "message": "stop, do this", "interrupt": true})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("wait_agent", "w1", map[string]any{"targets": []any{`{{capture:"agent_id":"([0-9a-f-]+)"}}`}, "timeout_ms": 3600000})}},
+		okReply("parent done"),
+	)
+	mm.EnqueueFor(mockmodel.SubAgentRequest, mockmodel.Response{Items: []mockmodel.Item{mockmodel.Hang(120)}}, okReply("redirected"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	mark := c.Mark()
+	c.StartTurn(tid, "delegate")
+	c.WaitNotification("turn/completed", threadIDIs(tid))
+	var parentReqs []map[string]any
+	for _, r := range mm.ResponseRequests() {
+		if !mockmodel.SubAgentRequest(r) {
+			parentReqs = append(parentReqs, r.Body)
+		}
+	}
+	require.Len(t, parentReqs, 4)
+	child := jsonOutput(t, parentReqs[1], "s1")["agent_id"].(string)
+	completed := collabItems(t, c.Since(mark), "item/completed")
+	require.Equal(t, map[string]any{child: map[string]any{"status": "running", "message": nil}}, completed["i1"]["agentsStates"],
+		"send_input reports the status the agent had")
+	require.Equal(t, map[string]any{"status": map[string]any{child: map[string]any{"completed": "redirected"}}, "timed_out": false},
+		jsonOutput(t, parentReqs[3], "w1"))
+	var ends []string
+	for _, m := range c.Since(mark) {
+		if m.IsNotification() && m.Method == "turn/completed" && threadIDIs(child)(m.Params) {
+			ends = append(ends, params(t, m)["turn"].(map[string]any)["status"].(string))
+		}
+	}
+	require.Equal(t, []string{"interrupted", "completed"}, ends)
+}

@@ -274,6 +274,9 @@ func (c *Control) Send(ctx context.Context, id string, input []protocol.UserInpu
 		return "", Status{Kind: NotFound}, ErrNotFound
 	}
 	if tn := child.ActiveTurn(); interrupt && tn != nil {
+		a.mu.Lock()
+		a.turn = nil // the interrupted turn's end is not the agent's outcome: the new input's turn is
+		a.mu.Unlock()
 		_ = child.Interrupt(tn.ID)
 		select {
 		case <-tn.Done():
