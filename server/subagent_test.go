@@ -396,3 +396,31 @@ func TestMultiAgentSendInputInterrupts(t *testing.T) {
 	}
 	require.Equal(t, []string{"interrupted", "completed"}, ends)
 }
+
+func TestMultiAgentForkContext(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{maCall("spawn_agent", "s1", map[string]any{"message": "carry on from here", "fork_context": true})}},
+		mockmodel.Response{Items: []mockmodel.Item{maCall("wait_agent", "w1", map[string]any{"targets": []any{agentIDCapture}, "timeout_ms": 3600000})}},
+		okReply("parent done"),
+	)
+	mm.EnqueueFor(mockmodel.SubAgentRequest, okReply("forked reply"))
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "the parent's question")
+	c.WaitNotification("turn/completed", threadIDIs(tid))
+	var parent, child map[string]any
+	for _, r := range mm.ResponseRequests() {
+		if mockmodel.SubAgentRequest(r) {
+			child = r.Body
+		} else if parent == nil {
+			parent = r.Body
+		}
+	}
+	require.NotNil(t, child)
+	texts := userTexts(child)
+	require.Equal(t, []string{"the parent's question", "carry on from here"}, texts[len(texts)-2:], "the child continues the parent's conversation")
+	require.Equal(t, userTexts(parent), texts[:len(texts)-1], "with the parent's context")
+	require.NotContains(t, string(mustMarshal(t, child["input"])), "spawn_agent", "the running spawn call is left out")
+}

@@ -114,6 +114,8 @@ type SpawnRequest struct {
 	Effort *protocol.ReasoningEffort
 	// ParentTurnID is the parent's turn that spawns the agent (its first turn's root).
 	ParentTurnID string
+	// Fork starts the agent with a copy of the parent's conversation so far.
+	Fork bool
 }
 
 // Spawn starts a child thread and then its first turn; announce (if not nil) runs in between with the
@@ -121,7 +123,7 @@ type SpawnRequest struct {
 func (c *Control) Spawn(req SpawnRequest, announce func(*Agent, Status)) (*Agent, error) {
 	nick := c.nickname()
 	child, err := c.opts.Manager.StartSubAgent(c.parent, thread.SubAgentOptions{Nickname: nick, Depth: c.depth + 1,
-		Model: req.Model, Effort: req.Effort})
+		Model: req.Model, Effort: req.Effort, ForkHistory: req.Fork})
 	if err != nil {
 		return nil, err
 	}

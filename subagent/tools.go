@@ -363,10 +363,7 @@ func (ts *toolSet) spawn(tc *thread.ToolContext, call thread.ToolCall) json.RawM
 	if err != nil {
 		return thread.FunctionOutput(call.CallID, "spawn_agent: "+err.Error())
 	}
-	if a.ForkContext {
-		return thread.FunctionOutput(call.CallID, "spawn_agent: fork_context is not supported; describe the task in the message")
-	}
-	req := SpawnRequest{Input: in, ParentTurnID: tc.TurnID()}
+	req := SpawnRequest{Input: in, ParentTurnID: tc.TurnID(), Fork: a.ForkContext}
 	if a.Model != nil {
 		req.Model = *a.Model
 	}

@@ -3,6 +3,7 @@ package thread
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,6 +22,9 @@ type SubAgentOptions struct {
 	// Model and Effort override the parent's ("" / nil: inherited).
 	Model  string
 	Effort *protocol.ReasoningEffort
+	// ForkHistory starts the child with a copy of the parent's history (its calls still waiting for an
+	// output left out) instead of a fresh initial context.
+	ForkHistory bool
 }
 
 // StartSubAgent creates and loads a child thread of parent with the parent's settings: a rollout of its own
@@ -69,7 +73,16 @@ func (m *Manager) StartSubAgent(parent *Thread, o SubAgentOptions) (*Thread, err
 		path := rec.Path()
 		t.meta.Path = &path
 	}
-	initial := m.initialContext(s, t.multiAgentV2)
+	var initial []json.RawMessage
+	if o.ForkHistory {
+		parent.mu.Lock()
+		hist := append([]json.RawMessage(nil), parent.history...)
+		parent.mu.Unlock()
+		initial = answeredOnly(hist)
+	}
+	if len(initial) == 0 {
+		initial = m.initialContext(s, t.multiAgentV2)
+	}
 	t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
@@ -171,4 +184,30 @@ func (t *Thread) QueueUserContext(text string) {
 // Warn sends a warning notification about the thread to its subscribers, in the thread's order.
 func (t *Thread) Warn(message string) {
 	t.emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID, Message: message})
+}
+
+// answeredOnly drops the tool calls that have no output in history (the parent's calls still running, the
+// spawn among them), so a forked history is one the model accepts.
+func answeredOnly(history []json.RawMessage) []json.RawMessage {
+	type head struct {
+		Type   string `json:"type"`
+		CallID string `json:"call_id"`
+	}
+	heads := make([]head, len(history))
+	answered := map[string]bool{}
+	for i, raw := range history {
+		_ = json.Unmarshal(raw, &heads[i])
+		if strings.HasSuffix(heads[i].Type, "_call_output") {
+			answered[heads[i].CallID] = true
+		}
+	}
+	out := make([]json.RawMessage, 0, len(history))
+	for i, raw := range history {
+		h := heads[i]
+		if strings.HasSuffix(h.Type, "_call") && h.CallID != "" && !answered[h.CallID] {
+			continue
+		}
+		out = append(out, raw)
+	}
+	return out
 }
