@@ -424,3 +424,31 @@ func TestMultiAgentForkContext(t *testing.T) {
 	require.Equal(t, userTexts(parent), texts[:len(texts)-1], "with the parent's context")
 	require.NotContains(t, string(mustMarshal(t, child["input"])), "spawn_agent", "the running spawn call is left out")
 }
+
+// TestMultiAgentRoleNamesTheTools: a multi-agent v2 thread switched to a model outside the catalogue is told
+// its role again, and the text names the multi_agent_v1 tools that model is now offered (not "no tools").
+func TestMultiAgentRoleNamesTheTools(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("one"), okReply("two"))
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-6.1-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "first")
+	c.WaitTurnCompleted()
+	c.Result("turn/start", map[string]any{"threadId": tid, "model": "mock-model",
+		"input": []any{map[string]any{"type": "text", "text": "second"}}}, nil)
+	c.WaitTurnCompleted()
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 2)
+	require.Nil(t, namespaceTools(reqs[0].Body))
+	require.NotNil(t, namespaceTools(reqs[1].Body))
+	var roles []string
+	for _, text := range developerTexts(reqs[1].Body) {
+		if strings.Contains(text, "primary agent") {
+			roles = append(roles, text)
+		}
+	}
+	require.Len(t, roles, 2, "the role at the start, and again at the switch")
+	require.Contains(t, roles[0], "No tools to start")
+	require.Contains(t, roles[1], "multi_agent_v1")
+}
