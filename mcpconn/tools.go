@@ -75,6 +75,10 @@ var resourceTools = []json.RawMessage{
 	json.RawMessage(`{"type":"function","name":"read_mcp_resource","description":"Read a specific resource from an MCP server given the server name and resource URI.","strict":false,"parameters":{"type":"object","properties":{"server":{"type":"string","description":"MCP server name exactly as configured. Must match the 'server' field returned by list_mcp_resources."},"uri":{"type":"string","description":"Resource URI to read. Must be one of the URIs returned by list_mcp_resources."}},"required":["server","uri"],"additionalProperties":false}}`),
 }
 
+// ResourceToolSpecs returns the three resource helper functions whatever the servers (code mode offers
+// them without any).
+func ResourceToolSpecs() []json.RawMessage { return append([]json.RawMessage(nil), resourceTools...) }
+
 // ResourceTools returns the three resource helper functions (list_mcp_resources,
 // list_mcp_resource_templates, read_mcp_resource), or nil when no server is configured.
 func (m *Manager) ResourceTools() []json.RawMessage {

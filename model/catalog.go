@@ -254,6 +254,13 @@ func ModeInstructions(id string) bool {
 	return m != nil && strings.HasPrefix(m.Model, "gpt-6")
 }
 
+// AsyncTools reports whether the reference's code mode gives this model its gpt-6.x tools:
+// request_user_input_async and the `clock` namespace (sleep, curr_time).
+func AsyncTools(id string) bool {
+	m := find(id)
+	return m != nil && m.CodeMode && strings.HasPrefix(m.Model, "gpt-6")
+}
+
 // MultiAgentV2 reports whether a thread started on this model uses the reference's multi-agent version v2 (its
 // initial context then tells the model its agent role and delegation mode).
 func MultiAgentV2(id string) bool {

@@ -37,9 +37,11 @@ type Request struct {
 	Model        string
 	Instructions string // optional; 0.169 sends none (the base prompt is an input item)
 	// ServiceTier is the request's service_tier ("priority", "flex"…); "" omits it (standard speed).
-	ServiceTier       string
-	Input             []json.RawMessage // the full history, items replayed byte-for-byte
-	Tools             []json.RawMessage
+	ServiceTier string
+	Input       []json.RawMessage // the full history, items replayed byte-for-byte
+	Tools       []json.RawMessage
+	// NoTools omits the `tools` key (code mode: the tools travel in an input item).
+	NoTools           bool
 	ToolChoice        string // "" means "auto"
 	ParallelToolCalls bool
 	Reasoning         json.RawMessage   // e.g. {"effort":"medium","summary":"auto"}; omitted when nil
@@ -63,20 +65,20 @@ type Request struct {
 
 // body is the JSON body, fields in the order the reference sends them.
 type body struct {
-	Model             string            `json:"model"`
-	Instructions      string            `json:"instructions,omitempty"`
-	Stream            bool              `json:"stream"`
-	ServiceTier       string            `json:"service_tier,omitempty"`
-	Input             []json.RawMessage `json:"input"`
-	Tools             []json.RawMessage `json:"tools"`
-	ToolChoice        string            `json:"tool_choice"`
-	ParallelToolCalls bool              `json:"parallel_tool_calls"`
-	Reasoning         json.RawMessage   `json:"reasoning,omitempty"`
-	Store             bool              `json:"store"`
-	Include           []string          `json:"include"`
-	PromptCacheKey    string            `json:"prompt_cache_key,omitempty"`
-	Text              json.RawMessage   `json:"text,omitempty"`
-	ClientMetadata    map[string]string `json:"client_metadata,omitempty"`
+	Model             string             `json:"model"`
+	Instructions      string             `json:"instructions,omitempty"`
+	Stream            bool               `json:"stream"`
+	ServiceTier       string             `json:"service_tier,omitempty"`
+	Input             []json.RawMessage  `json:"input"`
+	Tools             *[]json.RawMessage `json:"tools,omitempty"`
+	ToolChoice        string             `json:"tool_choice"`
+	ParallelToolCalls bool               `json:"parallel_tool_calls"`
+	Reasoning         json.RawMessage    `json:"reasoning,omitempty"`
+	Store             bool               `json:"store"`
+	Include           []string           `json:"include"`
+	PromptCacheKey    string             `json:"prompt_cache_key,omitempty"`
+	Text              json.RawMessage    `json:"text,omitempty"`
+	ClientMetadata    map[string]string  `json:"client_metadata,omitempty"`
 }
 
 // MarshalBody returns the JSON body Stream POSTs for r (HTML characters are not escaped, so
@@ -88,15 +90,21 @@ func (r *Request) MarshalBody() ([]byte, error) { return r.marshalBody(nil) }
 func (r *Request) marshalBody(get func(n int) []byte) ([]byte, error) {
 	b := body{
 		Model: r.Model, Instructions: r.Instructions, Stream: true, ServiceTier: r.ServiceTier,
-		Input: r.Input, Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls,
+		Input: r.Input, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls,
 		Reasoning: r.Reasoning, Include: r.Include, PromptCacheKey: r.PromptCacheKey, Text: r.Text,
 		ClientMetadata: r.ClientMetadata,
 	}
+	tools := r.Tools
+	if tools == nil {
+		tools = []json.RawMessage{}
+	}
+	if !r.NoTools {
+		b.Tools = &tools
+	} else {
+		tools = nil
+	}
 	if b.Input == nil {
 		b.Input = []json.RawMessage{}
-	}
-	if b.Tools == nil {
-		b.Tools = []json.RawMessage{}
 	}
 	if b.ToolChoice == "" {
 		b.ToolChoice = "auto"
@@ -107,16 +115,21 @@ func (r *Request) marshalBody(get func(n int) []byte) ([]byte, error) {
 	// The history (and the tool list) is most of the body and already compact JSON: splice it in as is
 	// rather than have encoding/json re-scan every item on every request (falling back to it for any
 	// item that is not).
-	if len(b.Input)+len(b.Tools) > 0 && allCompactValid(b.Input) && allCompactValid(b.Tools) {
-		items, tools := b.Input, b.Tools
-		b.Input, b.Tools = []json.RawMessage{}, []json.RawMessage{}
+	if len(b.Input)+len(tools) > 0 && allCompactValid(b.Input) && allCompactValid(tools) {
+		items := b.Input
+		b.Input = []json.RawMessage{}
+		empty := []json.RawMessage{}
+		marker := `,"input":[]`
+		if b.Tools != nil {
+			b.Tools = &empty
+			marker = `,"input":[],"tools":[]`
+		}
 		out, err := encodeBody(b)
 		if err != nil {
 			return nil, err
 		}
 		// The marker cannot occur inside an encoded string (its quotes would be escaped), and the
 		// fields before input are model, instructions, stream and service_tier.
-		const marker = `,"input":[],"tools":[]`
 		at := bytes.Index(out, []byte(marker))
 		if at < 0 {
 			return nil, fmt.Errorf("model request: input field not found")
@@ -136,7 +149,9 @@ func (r *Request) marshalBody(get func(n int) []byte) ([]byte, error) {
 		}
 		spliced = append(spliced, out[:at]...)
 		spliced = appendArray(append(spliced, `,"input":`...), items)
-		spliced = appendArray(append(spliced, `,"tools":`...), tools)
+		if b.Tools != nil {
+			spliced = appendArray(append(spliced, `,"tools":`...), tools)
+		}
 		return append(spliced, out[at+len(marker):]...), nil
 	}
 	return encodeBody(b)

@@ -12,15 +12,19 @@ import (
 func referenceBody(r *Request) ([]byte, error) {
 	b := body{
 		Model: r.Model, Instructions: r.Instructions, Stream: true, ServiceTier: r.ServiceTier,
-		Input: r.Input, Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls,
+		Input: r.Input, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls,
 		Reasoning: r.Reasoning, Include: r.Include, PromptCacheKey: r.PromptCacheKey, Text: r.Text,
 		ClientMetadata: r.ClientMetadata,
 	}
 	if b.Input == nil {
 		b.Input = []json.RawMessage{}
 	}
-	if b.Tools == nil {
-		b.Tools = []json.RawMessage{}
+	tools := r.Tools
+	if tools == nil {
+		tools = []json.RawMessage{}
+	}
+	if !r.NoTools {
+		b.Tools = &tools
 	}
 	if b.ToolChoice == "" {
 		b.ToolChoice = "auto"
@@ -71,12 +75,15 @@ func TestMarshalBodyMatchesEncodingJSON(t *testing.T) {
 		{[]json.RawMessage{json.RawMessage(`{"a": 1}`)}, []json.RawMessage{json.RawMessage(`{"b":2}`)}},
 		{[]json.RawMessage{nil}, nil},
 	} {
-		r := &Request{Model: "m", Input: tc.input, Tools: tc.tools, Text: json.RawMessage(`{"verbosity":"low"}`)}
-		want, err := referenceBody(r)
-		require.NoError(t, err)
-		got, err := r.MarshalBody()
-		require.NoError(t, err)
-		require.Equal(t, string(want), string(got))
+		for _, noTools := range []bool{false, true} {
+			r := &Request{Model: "m", Input: tc.input, Tools: tc.tools, NoTools: noTools, Text: json.RawMessage(`{"verbosity":"low"}`)}
+			want, err := referenceBody(r)
+			require.NoError(t, err)
+			got, err := r.MarshalBody()
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got))
+			require.Equal(t, !noTools, bytes.Contains(got, []byte(`"tools":`)))
+		}
 	}
 	deep := bytes.Repeat([]byte("["), 2000)
 	deep = append(deep, bytes.Repeat([]byte("]"), 2000)...)

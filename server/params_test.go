@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -197,8 +198,9 @@ func TestCatalogueModelTools(t *testing.T) {
 			map[string]any{"type": "web_search", "external_web_access": true, "search_content_types": []any{"text", "image"}}},
 		{"gpt-5.5", map[string]any{"include_apply_patch_tool": false}, []string{"exec_command", "write_stdin", "apply_patch", "web_search"},
 			map[string]any{"type": "web_search", "external_web_access": false, "search_content_types": []any{"text", "image"}}},
-		{"gpt-6.1-sol", map[string]any{"web_search": "live"}, []string{"exec_command", "write_stdin", "apply_patch"}, nil},
-		{"gpt-5.6-sol", map[string]any{"features.shell_tool": false}, []string{"apply_patch"}, nil},
+		// Code mode: the tools are nested in exec (listed by name), no `tools` key.
+		{"gpt-6.1-sol", map[string]any{"web_search": "live"}, []string{"apply_patch", "exec_command", "list_mcp_resource_templates", "list_mcp_resources", "read_mcp_resource", "write_stdin", "clock__curr_time"}, nil},
+		{"gpt-5.6-sol", map[string]any{"features.shell_tool": false}, []string{"apply_patch", "list_mcp_resource_templates", "list_mcp_resources", "read_mcp_resource"}, nil},
 	} {
 		t.Run(tc.model, func(t *testing.T) {
 			mm := mockmodel.New(t)
@@ -213,6 +215,11 @@ func TestCatalogueModelTools(t *testing.T) {
 			c.StartTurn(tid, "go")
 			c.WaitTurnCompleted()
 			body := mm.ResponseRequests()[0].Body
+			if tc.model != "gpt-5.5" {
+				require.NotContains(t, body, "tools")
+				require.Equal(t, tc.want, execNestedNames(t, body))
+				return
+			}
 			require.Equal(t, tc.want, toolNames(body))
 			if tc.webSearch != nil {
 				tools := body["tools"].([]any)
@@ -220,4 +227,19 @@ func TestCatalogueModelTools(t *testing.T) {
 			}
 		})
 	}
+}
+
+// execNestedNames are the tools a code-mode request describes inside exec (its additional_tools item).
+func execNestedNames(t *testing.T, body map[string]any) []string {
+	t.Helper()
+	first := body["input"].([]any)[0].(map[string]any)
+	require.Equal(t, "additional_tools", first["type"])
+	ns := first["tools"].([]any)[0].(map[string]any)
+	exec := ns["tools"].([]any)[0].(map[string]any)
+	require.Equal(t, "exec", exec["name"])
+	var names []string
+	for _, m := range regexp.MustCompile("(?m)^### `([^`]+)`").FindAllStringSubmatch(exec["description"].(string), -1) {
+		names = append(names, m[1])
+	}
+	return names
 }

@@ -97,7 +97,7 @@ func converse(ctx context.Context, tn *Turn, sub *ToolContext, client *model.Cli
 			return "", ErrConverseSteps
 		}
 		req := tn.buildRequest(s, sets)
-		req.Input = append([]json.RawMessage(nil), conv...)
+		req.Input = append(leadItems(sets), conv...)
 		req.Refresh = nil
 		if o.Subagent != "" {
 			subagentRequest(req, t.ID, tn.ID, convID, o)
@@ -124,9 +124,9 @@ func converse(ctx context.Context, tn *Turn, sub *ToolContext, client *model.Cli
 			if err := ctx.Err(); err != nil {
 				return "", err
 			}
-			out := dispatchTool(ctx, sub, sets, call)
-			conv = append(conv, out)
-			sr.items(out)
+			out := outputItems(dispatchTool(ctx, sub, sets, call))
+			conv = append(conv, out...)
+			sr.items(out...)
 		}
 	}
 }

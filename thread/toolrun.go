@@ -93,7 +93,11 @@ func (r *toolRun) wait() ([]json.RawMessage, bool) {
 		if ctx.Err() == nil {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			return append([]json.RawMessage(nil), r.outputs...), true
+			var res []json.RawMessage
+			for _, out := range r.outputs {
+				res = append(res, outputItems(out)...)
+			}
+			return res, true
 		}
 	case <-ctx.Done():
 		if errors.Is(context.Cause(ctx), errToolCancelled) {
@@ -105,12 +109,13 @@ func (r *toolRun) wait() ([]json.RawMessage, bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res := make([]json.RawMessage, len(r.calls))
+	var res []json.RawMessage
 	for i, call := range r.calls {
-		res[i] = r.outputs[i]
-		if res[i] == nil {
-			res[i] = abortedOutput(call, time.Since(r.started[i]))
+		if r.outputs[i] == nil {
+			res = append(res, abortedOutput(call, time.Since(r.started[i])))
+			continue
 		}
+		res = append(res, outputItems(r.outputs[i])...)
 	}
 	return res, false
 }

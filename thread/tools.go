@@ -29,8 +29,17 @@ type ToolSet interface {
 	// Specs are the entries this set adds to the Responses `tools` array.
 	Specs() []json.RawMessage
 	// Call runs the call if it belongs to this set and returns the output item for the next request
-	// (function_call_output / custom_tool_call_output); ok is false when the call is not this set's.
+	// (function_call_output / custom_tool_call_output); ok is false when the call is not this set's. A
+	// JSON array instead is the output item followed by extra items for the history (code mode's notify).
 	Call(ctx context.Context, tc *ToolContext, call ToolCall) (output json.RawMessage, ok bool)
+}
+
+// InputTools is implemented by a ToolSet whose tools reach the model as an input item rather than in the
+// request's `tools` array (the reference's code mode: an `additional_tools` item leads the input, the
+// request has no `tools` key and parallel_tool_calls is false).
+type InputTools interface {
+	// ToolsItem is the input item placed before everything else in the request's input (nil: none).
+	ToolsItem() json.RawMessage
 }
 
 // RoundEnder is implemented by a ToolSet that wants to hear when one model response of a turn is done:
@@ -111,6 +120,9 @@ func (tc *ToolContext) SetWaitingOnApproval(on bool) {
 	tc.Thread.setFlag(protocol.ThreadActiveFlagWaitingOnApproval, on)
 }
 
+// InputArrived is closed when new input (turn/steer) next reaches the call's turn.
+func (tc *ToolContext) InputArrived() <-chan struct{} { return tc.Turn.inputArrived() }
+
 // Interrupt ends the turn as interrupted (an approval answered "cancel").
 func (tc *ToolContext) Interrupt() { tc.Turn.cancelByTool() }
 
@@ -135,8 +147,50 @@ func FunctionOutputRaw(callID string, output json.RawMessage) json.RawMessage {
 
 func functionOutputID() string { return "fco_" + uuid.Must(uuid.NewV7()).String() }
 
+// CustomOutputRaw builds a custom_tool_call_output item whose output is already JSON (a content list).
+func CustomOutputRaw(callID string, output json.RawMessage) json.RawMessage {
+	return marshal(functionOutputItem{Type: "custom_tool_call_output", ID: "ctco_" + uuid.Must(uuid.NewV7()).String(), CallID: callID, Output: output})
+}
+
 // CustomOutput builds a custom_tool_call_output item; like the reference it carries its own id ("ctco_" +
 // a UUIDv7).
 func CustomOutput(callID, output string) json.RawMessage {
 	return marshal(functionOutputItem{Type: "custom_tool_call_output", ID: "ctco_" + uuid.Must(uuid.NewV7()).String(), CallID: callID, Output: output})
+}
+
+// outputItems splits a Call result into its items (see ToolSet.Call).
+func outputItems(out json.RawMessage) []json.RawMessage {
+	if len(out) > 0 && out[0] == '[' {
+		var items []json.RawMessage
+		if json.Unmarshal(out, &items) == nil {
+			return items
+		}
+	}
+	return []json.RawMessage{out}
+}
+
+type resultSinkKey struct{}
+
+// ResultSink receives a tool call's structured result, or failure: the text of a call that failed.
+type ResultSink func(result json.RawMessage, failure string)
+
+// WithResultSink returns a context under which a tool that has a structured result (an MCP tool's
+// CallToolResult) or a failure hands it to sink besides answering the model: code mode's scripts get the
+// result, or an exception with the failure.
+func WithResultSink(ctx context.Context, sink ResultSink) context.Context {
+	return context.WithValue(ctx, resultSinkKey{}, sink)
+}
+
+// SendResult hands a call's structured result to the context's sink, if any.
+func SendResult(ctx context.Context, result json.RawMessage) {
+	if sink, ok := ctx.Value(resultSinkKey{}).(ResultSink); ok {
+		sink(result, "")
+	}
+}
+
+// SendFailure tells the context's sink, if any, that the call failed.
+func SendFailure(ctx context.Context, failure string) {
+	if sink, ok := ctx.Value(resultSinkKey{}).(ResultSink); ok {
+		sink(nil, failure)
+	}
 }

@@ -60,6 +60,7 @@ type Turn struct {
 	subItems  []protocol.ThreadItem
 	ownItems  []protocol.ThreadItem // the task's items outside its sub-agent turn
 	pending   []pendingInput        // steered (or folded) input waiting for the next model request
+	inputCh   chan struct{}         // closed when input joins pending (nil until someone waits for it)
 	firstIn   []protocol.UserInput
 	// opts are the turn-only parameters of turn/start (output schema, client message id…).
 	opts     TurnOptions
@@ -335,6 +336,7 @@ func (t *Thread) BeginTurn(input []protocol.UserInput, opts TurnOptions) (tn *Tu
 	if t.active != nil {
 		t.active.mu.Lock()
 		t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: opts.ClientUserMessageID})
+		t.active.signalInputLocked()
 		t.active.mu.Unlock()
 		return t.active, true
 	}
@@ -387,6 +389,7 @@ func (t *Thread) Steer(input []protocol.UserInput, expectedTurnID string, client
 	}
 	t.active.mu.Lock()
 	t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: clientID})
+	t.active.signalInputLocked()
 	t.active.mu.Unlock()
 	return t.active, nil
 }
@@ -767,6 +770,10 @@ func (tn *Turn) keepPartial(sr *streamState) bool {
 
 // abortedOutput is the reference's output for a tool call cut short by an interruption.
 func abortedOutput(call ToolCall, wall time.Duration) json.RawMessage {
+	if call.Type == "custom_tool_call" && call.Name == "exec" {
+		// A code-mode script's words (see codemode).
+		return CustomOutput(call.CallID, fmt.Sprintf("aborted by user after %.1fs", wall.Seconds()))
+	}
 	return errorOutput(call, fmt.Sprintf("Wall time: %.4f seconds\naborted by user", wall.Seconds()))
 }
 
@@ -797,11 +804,14 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	t.mu.Lock()
 	base := t.base
 	t.mu.Unlock()
+	// A code-mode tool set's additional_tools item leads the input; such a request has no `tools` key.
+	lead := leadItems(sets)
 	// A retried attempt is sent with the history as it is then (items of the failed attempt included).
 	inputNow := func() []json.RawMessage {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		input := make([]json.RawMessage, 0, len(t.history)+1)
+		input := make([]json.RawMessage, 0, len(t.history)+1+len(lead))
+		input = append(input, lead...)
 		input = append(input, messageItem("developer", base))
 		return append(input, t.history...)
 	}
@@ -833,7 +843,7 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	originator := deref(t.meta.Originator)
 	req := &model.Request{
 		Refresh: inputNow, ServiceTier: requestServiceTier(s.Model, s.ServiceTier, tn.opts.ServiceTierForTurn),
-		Model: s.Model, Input: input, Tools: tools, ToolChoice: "auto", ParallelToolCalls: true,
+		Model: s.Model, Input: input, Tools: tools, NoTools: len(lead) > 0, ToolChoice: "auto", ParallelToolCalls: len(lead) == 0,
 		Reasoning: reasoning, Text: text, Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
 		ClientMetadata: map[string]string{
 			"x-codex-window-id": window, "turn_id": tn.ID, "root_turn_id": tn.root(), "session_id": t.ID, "thread_id": t.ID,
@@ -850,6 +860,19 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 		req.Headers["session-id"], req.Headers["x-codex-parent-thread-id"], req.Headers["x-openai-subagent"] = session, parent, "collab_spawn"
 	}
 	return req
+}
+
+// leadItems are the input items the sets put before everything else (InputTools).
+func leadItems(sets []ToolSet) []json.RawMessage {
+	var lead []json.RawMessage
+	for _, set := range sets {
+		if it, ok := set.(InputTools); ok {
+			if item := it.ToolsItem(); item != nil {
+				lead = append(lead, item)
+			}
+		}
+	}
+	return lead
 }
 
 // reasoningParam and textParam are the request's `reasoning` and `text` objects, fields in the
@@ -1221,4 +1244,22 @@ func (t *Thread) tellChanges(s Settings) {
 	case fsChanged:
 		t.appendHistory(messageItem("user", environmentUpdate(s, time.Now())))
 	}
+}
+
+// signalInputLocked wakes those waiting for new input (tn.mu held).
+func (tn *Turn) signalInputLocked() {
+	if tn.inputCh != nil {
+		close(tn.inputCh)
+		tn.inputCh = nil
+	}
+}
+
+// inputArrived is closed when new input (turn/steer, a folded turn/start) next reaches the turn.
+func (tn *Turn) inputArrived() <-chan struct{} {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	if tn.inputCh == nil {
+		tn.inputCh = make(chan struct{})
+	}
+	return tn.inputCh
 }

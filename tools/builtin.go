@@ -27,6 +27,10 @@ type toolSwitches struct {
 	viewImage, goals             bool
 	webSearch                    string // "disabled", "cached" or "live"
 	searchImages                 bool   // web_search with search_content_types text and image
+	// codeMode nests the tools in a JavaScript exec tool (a code-mode model: in an additional_tools
+	// item; features.code_mode_only: exec and wait in the plain tools); codeModeAlongside adds exec and
+	// wait before the usual tools (features.code_mode).
+	codeMode, codeModePlain, codeModeAlongside bool
 }
 
 func switchesOf(cfg *config.Config, modelID string) toolSwitches {
@@ -52,6 +56,13 @@ func switchesOf(cfg *config.Config, modelID string) toolSwitches {
 	sw.searchImages = known
 	if entry.CodeMode {
 		sw.webSearch = "disabled"
+		sw.codeMode = true
+	} else if featureOr(cfg, "code_mode_only", false) {
+		// A model outside code mode gets it from the feature flags, in the plain tools array (its
+		// hosted web_search stays); for a code-mode model the flags change nothing.
+		sw.codeMode, sw.codeModePlain = true, true
+	} else if featureOr(cfg, "code_mode", false) {
+		sw.codeModeAlongside = true
 	}
 	return sw
 }

@@ -167,6 +167,7 @@ func resourceCall(ctx context.Context, tc *thread.ToolContext, m *mcpconn.Manage
 	out, err := m.ResourceToolCall(ctx, call.Name, json.RawMessage(call.Arguments))
 	if err != nil {
 		c.complete(protocol.McpToolCallStatusFailed, nil, err.Error(), time.Since(c.started))
+		thread.SendFailure(ctx, err.Error())
 		return thread.FunctionOutput(call.CallID, err.Error())
 	}
 	c.complete(protocol.McpToolCallStatusCompleted, ResultItem(mcpconn.CallResult{Content: textContent(out)}), "", time.Since(c.started))
@@ -238,10 +239,23 @@ func (st *MCPState) run(ctx context.Context, tc *thread.ToolContext, m *mcpconn.
 			return thread.FunctionOutput(call.CallID, "aborted")
 		}
 		c.complete(protocol.McpToolCallStatusFailed, nil, err.Error(), res.Duration)
+		thread.SendFailure(ctx, "tool call error: "+err.Error())
 		return thread.FunctionOutputRaw(call.CallID, mcpconn.FormatErrorForModel(err, time.Since(c.started)))
 	}
 	c.complete(protocol.McpToolCallStatusCompleted, ResultItem(res), "", res.Duration)
+	thread.SendResult(ctx, callToolResult(res))
 	return thread.FunctionOutputRaw(call.CallID, mcpconn.FormatForModel(res, time.Since(c.started)))
+}
+
+// callToolResult is res as MCP's CallToolResult (what a code-mode script's call resolves to).
+func callToolResult(res mcpconn.CallResult) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Content           json.RawMessage `json:"content"`
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+		Meta              json.RawMessage `json:"_meta,omitempty"`
+	}{orNull(res.Content), res.IsError, res.StructuredContent, res.Meta})
+	return b
 }
 
 // ResultItem converts a tools/call result into the item's result member.
@@ -399,4 +413,38 @@ func (st *MCPState) askApproval(ctx context.Context, tc *thread.ToolContext, ser
 		return decisionCancel
 	}
 	return decisionDecline
+}
+
+// noServerResources are the MCP resource helpers without any MCP server: code mode offers them always
+// (as the reference), answering from an empty manager (empty lists; an unknown server for a read).
+type noServerResources struct{}
+
+var emptyMCP = sync.OnceValue(func() *mcpconn.Manager {
+	return mcpconn.Start(context.Background(), nil, mcpconn.Hooks{})
+})
+
+func (noServerResources) Specs() []json.RawMessage { return mcpconn.ResourceToolSpecs() }
+
+func (noServerResources) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
+	if call.Type != "function_call" || call.Namespace != "" {
+		return nil, false
+	}
+	switch call.Name {
+	case mcpconn.ToolListResources, mcpconn.ToolListResourceTemplates, mcpconn.ToolReadResource:
+		return resourceCall(ctx, tc, emptyMCP(), call), true
+	}
+	return nil, false
+}
+
+// offersResourceTools reports whether one of the sets already offers list_mcp_resources.
+func offersResourceTools(sets []thread.ToolSet) bool {
+	for _, set := range sets {
+		for _, raw := range set.Specs() {
+			var spec struct{ Name string }
+			if json.Unmarshal(raw, &spec) == nil && spec.Name == mcpconn.ToolListResources {
+				return true
+			}
+		}
+	}
+	return false
 }

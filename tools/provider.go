@@ -7,8 +7,10 @@ import (
 	"os"
 	"sync"
 
+	"appserver/codemode"
 	"appserver/config"
 	"appserver/execmgr"
+	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/sandbox"
 	"appserver/thread"
@@ -36,41 +38,98 @@ func Provider(d Deps) thread.ToolProvider {
 	return func(t *thread.Thread, s thread.Settings) []thread.ToolSet {
 		st := state(t, &d)
 		sw := switchesOf(s.EffectiveConfig(d.Config), s.Model)
-		var sets []thread.ToolSet
-		if sw.commands {
-			sets = append(sets, &execSet{deps: &d, st: st})
+		if sw.codeMode {
+			return codeModeSets(t, s, &d, st, sw)
 		}
-		if sw.updatePlan {
-			sets = append(sets, planSet{})
+		sets := normalSets(t, s, &d, st, sw)
+		if sw.codeModeAlongside {
+			cm := codemode.New(t, sets, nil)
+			cm.Plain, cm.Undescribed = true, true
+			sets = append([]thread.ToolSet{cm}, sets...)
 		}
-		if sw.requestUserInput {
-			sets = append(sets, userInputSet{})
-		}
-		if sw.applyPatch {
-			sets = append(sets, &patchSet{deps: &d, st: st})
-		}
-		if sw.viewImage {
-			sets = append(sets, viewImageSet{})
-		}
-		if d.MultiAgent != nil {
-			if ma := d.MultiAgent(t, s); ma != nil {
-				sets = append(sets, ma)
-			}
-		}
-		if sw.goals {
-			sets = append(sets, goalSet{})
-		}
-		if len(s.DynamicTools) > 0 {
-			sets = append(sets, dynamicSet{specs: s.DynamicTools})
-		}
-		if sw.webSearch == "cached" || sw.webSearch == "live" {
-			sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
-		}
-		if d.Extra != nil {
-			sets = append(sets, d.Extra(t, s)...)
-		}
-		return append(sets, diffSet{})
+		return sets
 	}
+}
+
+// normalSets are the tools in the plain tools array (no code mode).
+func normalSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState, sw toolSwitches) []thread.ToolSet {
+	var sets []thread.ToolSet
+	if sw.commands {
+		sets = append(sets, &execSet{deps: d, st: st})
+	}
+	if sw.updatePlan {
+		sets = append(sets, planSet{})
+	}
+	if sw.requestUserInput {
+		sets = append(sets, userInputSet{})
+	}
+	if sw.applyPatch {
+		sets = append(sets, &patchSet{deps: d, st: st})
+	}
+	if sw.viewImage {
+		sets = append(sets, viewImageSet{})
+	}
+	if d.MultiAgent != nil {
+		if ma := d.MultiAgent(t, s); ma != nil {
+			sets = append(sets, ma)
+		}
+	}
+	if sw.goals {
+		sets = append(sets, goalSet{})
+	}
+	if len(s.DynamicTools) > 0 {
+		sets = append(sets, dynamicSet{specs: s.DynamicTools})
+	}
+	if sw.webSearch == "cached" || sw.webSearch == "live" {
+		sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
+	}
+	if d.Extra != nil {
+		sets = append(sets, d.Extra(t, s)...)
+	}
+	return append(sets, diffSet{})
+}
+
+// codeModeSets are a code-mode model's tools: request_user_input next to exec and wait, every other
+// tool nested in exec's JavaScript (the reference's tool_mode "code_mode_only").
+func codeModeSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState, sw toolSwitches) []thread.ToolSet {
+	var nested, direct []thread.ToolSet
+	if sw.commands {
+		nested = append(nested, &execSet{deps: d, st: st})
+	}
+	if sw.updatePlan {
+		nested = append(nested, planSet{})
+	}
+	if sw.requestUserInput {
+		direct = append(direct, userInputSet{})
+	}
+	if sw.applyPatch {
+		nested = append(nested, &patchSet{deps: d, st: st})
+	}
+	if sw.viewImage {
+		nested = append(nested, viewImageSet{})
+	}
+	if sw.goals {
+		nested = append(nested, goalSet{})
+	}
+	if len(s.DynamicTools) > 0 {
+		nested = append(nested, dynamicSet{specs: s.DynamicTools})
+	}
+	if d.Extra != nil {
+		nested = append(nested, d.Extra(t, s)...)
+	}
+	if !offersResourceTools(nested) {
+		nested = append(nested, noServerResources{})
+	}
+	cm := codemode.New(t, nested, direct)
+	cm.Plain = sw.codeModePlain
+	if !cm.Plain && model.AsyncTools(s.Model) {
+		cm = cm.WithAsyncTools()
+	}
+	sets := []thread.ToolSet{cm}
+	if sw.webSearch == "cached" || sw.webSearch == "live" {
+		sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
+	}
+	return append(sets, diffSet{})
 }
 
 type stateKey struct{}
@@ -153,6 +212,10 @@ func SandboxWrapper(self string, policy protocol.SandboxPolicy, cwd, dir string)
 func ForReviewer(sets []thread.ToolSet) []thread.ToolSet {
 	var out []thread.ToolSet
 	for _, s := range sets {
+		if cm, ok := s.(*codemode.Set); ok {
+			out = append(out, cm.Keep(func(n thread.ToolSet) bool { return len(ForReviewer([]thread.ToolSet{n})) == 1 }))
+			continue
+		}
 		switch s.(type) {
 		case goalSet, webSearchSet, dynamicSet:
 			continue

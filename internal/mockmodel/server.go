@@ -216,7 +216,6 @@ func parseBody(raw []byte) map[string]any {
 	return body
 }
 
-// nextSpec pops the next scripted response; ok is false when the fallback is served.
 // routed is a response waiting for a request its matcher accepts.
 type routed struct {
 	match func(r Request) bool
@@ -236,6 +235,8 @@ func (s *Server) EnqueueFor(match func(r Request) bool, resp ...Response) {
 // SubAgentRequest reports whether a request is a spawned sub-agent's (it names its parent thread).
 func SubAgentRequest(r Request) bool { return r.Header.Get("x-codex-parent-thread-id") != "" }
 
+// nextSpec pops the next scripted response for req (a routed one first); ok is false when the fallback is
+// served.
 func (s *Server) nextSpec(req Request) (spec Response, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
