@@ -26,7 +26,8 @@ const agentIDCapture = `{{capture:"agent_id":"([0-9a-f-]+)"}}`
 
 // namespaceTools returns the function names of a request's multi_agent_v1 namespace (nil when absent).
 func namespaceTools(body map[string]any) []string {
-	for _, raw := range body["tools"].([]any) {
+	tools, _ := body["tools"].([]any) // absent on a code-mode model
+	for _, raw := range tools {
 		tool := raw.(map[string]any)
 		if tool["type"] != "namespace" || tool["name"] != "multi_agent_v1" {
 			continue
