@@ -323,7 +323,7 @@ func TestWrongTypes(t *testing.T) {
 		{"granular type", "approval_policy = { granular = 1 }\n", "approval_policy", 1, "invalid type: integer `1`, expected struct GranularApprovalConfig"},
 		{"approval table", "[approval_policy]\nother = 1\n", "approval_policy", 1, "granular"},
 		{"project", "[projects]\n\"/p\" = 1\n", "projects./p", 2, "invalid type: integer `1`, expected struct ProjectConfig"},
-		{"startup", "[mcp_servers.s]\ncommand = \"c\"\nstartup_timeout_sec = \"x\"\n", "mcp_servers.s.startup_timeout_sec", 3, "number"},
+		{"startup", "[mcp_servers.s]\ncommand = \"c\"\nstartup_timeout_sec = \"x\"\n", "mcp_servers.s.startup_timeout_sec", 3, "expected f64"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

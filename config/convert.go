@@ -128,7 +128,12 @@ func (r *reader) number(t tree, path []string, k string) (float64, bool) {
 			return x, true
 		}
 	}
-	r.fail(child(path, k), v, "a non-negative number")
+	switch v.(type) {
+	case int64, float64:
+		r.fail(child(path, k), v, "a non-negative number")
+	default:
+		r.fail(child(path, k), v, "f64") // serde's words for a value that is not a number
+	}
 	return 0, false
 }
 
@@ -139,7 +144,7 @@ func (r *reader) strings(t tree, path []string, k string) []string {
 	}
 	arr, ok := v.([]any)
 	if !ok {
-		r.fail(child(path, k), v, "an array of strings")
+		r.fail(child(path, k), v, "a sequence")
 		return nil
 	}
 	out := make([]string, 0, len(arr))
@@ -161,7 +166,7 @@ func (r *reader) table(t tree, path []string, k string) tree {
 	}
 	m, ok := v.(tree)
 	if !ok {
-		r.fail(child(path, k), v, "a table")
+		r.fail(child(path, k), v, "a map")
 		return nil
 	}
 	return m
@@ -359,7 +364,7 @@ func readProvider(r *reader, p []string, id string, t tree) ModelProvider {
 		EnvKey:                  r.str(t, p, "env_key", ""),
 		EnvKeyInstructions:      r.str(t, p, "env_key_instructions", ""),
 		ExperimentalBearerToken: r.str(t, p, "experimental_bearer_token", ""),
-		WireAPI:                 r.str(t, p, "wire_api", "responses"),
+		WireAPI:                 r.wireAPI(t, p),
 		QueryParams:             r.stringMap(t, p, "query_params"),
 		HTTPHeaders:             r.stringMap(t, p, "http_headers"),
 		EnvHTTPHeaders:          r.stringMap(t, p, "env_http_headers"),
@@ -429,4 +434,13 @@ func readMCPServer(r *reader, p []string, name string, t tree) MCPServer {
 		r.failMsg(p, fmt.Sprintf("MCP server `%s` sets both `command` and `url`; choose one transport", name))
 	}
 	return s
+}
+
+// wireAPI reads a provider's wire_api: codex-cli 0.169.0 knows only `responses`.
+func (r *reader) wireAPI(t tree, path []string) string {
+	w := r.str(t, path, "wire_api", "responses")
+	if w != "responses" && r.err == nil {
+		r.failMsg(child(path, "wire_api"), "unknown variant `"+w+"`, expected `responses`")
+	}
+	return w
 }

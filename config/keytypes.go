@@ -331,6 +331,129 @@ func variantList(vs []string) string {
 var structChecks = map[string]func(r *reader, path []string, t tree){
 	"experimental_thread_store":   checkThreadStore,
 	"mcp_enterprise_managed_auth": checkEnterpriseAuth,
+	"history":                     fieldsCheck(map[string]keyType{"max_bytes": {want: "usize"}}),
+	"shell_environment_policy":    fieldsCheck(map[string]keyType{"inherit": {enum: []string{"core", "all", "none"}}}),
+	"tools":                       checkTools,
+}
+
+// fieldsCheck checks a table's fields named in fields (in key order) as the reference's serde types word
+// their errors: an enum's unknown variant or a plain type.
+func fieldsCheck(fields map[string]keyType) func(r *reader, path []string, t tree) {
+	return func(r *reader, path []string, t tree) {
+		for _, k := range sortedKeys(t) {
+			kt, ok := fields[k]
+			if !ok || r.err != nil {
+				continue
+			}
+			v, p := t[k], child(path, k)
+			switch {
+			case kt.enum != nil:
+				var s string
+				switch x := v.(type) {
+				case string:
+					s = x
+				case tree:
+					for _, ek := range sortedKeys(x) {
+						s = ek
+						break
+					}
+				default:
+					r.failMsg(p, "wanted string or table") // the toml crate's enum reader
+					continue
+				}
+				known := false
+				for _, e := range kt.enum {
+					known = known || e == s
+				}
+				if !known {
+					r.failMsg(p, "unknown variant `"+s+"`, expected "+variantList(kt.enum))
+				}
+			default:
+				if msg := checkValue(kt.want, v); msg != "" {
+					r.failMsg(p, msg)
+				}
+			}
+		}
+	}
+}
+
+// checkTools checks tools.web_search, the reference's untagged WebSearchToolConfigInput: a boolean, or a
+// table whose context_size is low, medium or high, allowed_domains a list of strings and location a table
+// of string city, country, region and timezone (other keys are ignored). Anything else fails as serde's
+// untagged enum does, naming tools.web_search. The table's other keys are not checked (the reference
+// ignores them).
+func checkTools(r *reader, path []string, t tree) {
+	v, ok := t["web_search"]
+	if !ok || webSearchInputOK(v) {
+		return
+	}
+	r.failMsg(child(path, "web_search"), "data did not match any variant of untagged enum WebSearchToolConfigInput")
+}
+
+func webSearchInputOK(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return true
+	case tree:
+		if cs, set := x["context_size"]; set {
+			s, _ := cs.(string)
+			if s != "low" && s != "medium" && s != "high" {
+				return false
+			}
+		}
+		if ad, set := x["allowed_domains"]; set {
+			list, ok := ad.([]any)
+			if !ok {
+				return false
+			}
+			for _, d := range list {
+				if _, ok := d.(string); !ok {
+					return false
+				}
+			}
+		}
+		if loc, set := x["location"]; set {
+			lt, ok := loc.(tree)
+			if !ok {
+				return false
+			}
+			for _, k := range webSearchLocationKeys {
+				if f, set := lt[k]; set {
+					if _, ok := f.(string); !ok {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// webSearchLocationKeys are the fields of tools.web_search.location, in the order config/read reports them.
+var webSearchLocationKeys = []string{"country", "region", "city", "timezone"}
+
+// toolsView is config/read's `tools`: only web_search, null for a boolean (the reference keeps the
+// boolean form out of its typed view) and for a table its known fields, unset ones null.
+func toolsView(t tree) tree {
+	ws, ok := t["web_search"].(tree)
+	if !ok {
+		return tree{"web_search": nil}
+	}
+	view := tree{"context_size": nil, "allowed_domains": nil, "location": nil}
+	for _, k := range []string{"context_size", "allowed_domains"} {
+		if v, set := ws[k]; set {
+			view[k] = deepCopyValue(v)
+		}
+	}
+	if loc, ok := ws["location"].(tree); ok {
+		lv := tree{}
+		for _, k := range webSearchLocationKeys {
+			lv[k] = deepCopyValue(loc[k])
+		}
+		view["location"] = lv
+	}
+	return tree{"web_search": view}
 }
 
 // checkThreadStore checks experimental_thread_store, an enum tagged by `type`: `local`, or `in_memory`

@@ -41,6 +41,9 @@ type LoadOptions struct {
 	// ProfileFile is a config file layered on top of the user config, below the -c overrides
 	// ("" = none); a missing file is an error.
 	ProfileFile string
+	// PathBase is the directory the overrides' relative paths resolve against ("" = the process
+	// directory; config/read without a cwd gives CODEX_HOME, as the reference does).
+	PathBase string
 }
 
 // LoadWith is Load with options.
@@ -67,11 +70,11 @@ func LoadWith(codexHome string, overrides []string, o LoadOptions) (*Config, err
 		}
 		layers = append(layers, pl)
 	}
-	return composeWithOverrides(codexHome, layers, overrides)
+	return composeWithOverrides(codexHome, layers, overrides, o.PathBase)
 }
 
 // composeWithOverrides composes layers with the `-c` overrides as the last (session flags) layer.
-func composeWithOverrides(codexHome string, layers []*layer, overrides []string) (*Config, error) {
+func composeWithOverrides(codexHome string, layers []*layer, overrides []string, pathBase string) (*Config, error) {
 	if len(overrides) > 0 {
 		flags, err := parseOverrides(overrides)
 		if err != nil {
@@ -79,7 +82,7 @@ func composeWithOverrides(codexHome string, layers []*layer, overrides []string)
 		}
 		layers = append(layers, flags)
 	}
-	return compose(codexHome, layers)
+	return compose(codexHome, layers, pathBase)
 }
 
 // parseOverrides turns `-c key=value` strings into a session-flags layer.
@@ -114,7 +117,9 @@ func parseOverrideValue(v string) any {
 
 // compose merges layers (lowest first) and builds the typed Config. The legacy top-level `profile`
 // key is refused, as the reference refuses it (profiles are files chosen with `--profile` now).
-func compose(codexHome string, layers []*layer) (*Config, error) {
+//
+// pathBase is where the file-less layers' relative paths resolve (Config.pathBase).
+func compose(codexHome string, layers []*layer, pathBase string) (*Config, error) {
 	full := mergeLayers(layers)
 	if name, ok := full["profile"].(string); ok {
 		l, _ := originLayer(layers, []string{"profile"})
@@ -125,6 +130,7 @@ func compose(codexHome string, layers []*layer) (*Config, error) {
 		return nil, attribute(layers, cerr)
 	}
 	c.CodexHome = codexHome
+	c.pathBase = pathBase
 	if err := checkMeaning(c, full, layers); err != nil {
 		return nil, err
 	}
@@ -213,12 +219,14 @@ func (c *Config) WithOverrides(overrides map[string]any) (*Config, error) {
 		setPath(l.raw, path, nv)
 	}
 	layers := append(append([]*layer{}, c.layers...), l)
-	return compose(c.CodexHome, layers)
+	return compose(c.CodexHome, layers, c.pathBase)
 }
 
 // ForCwd returns the Config that also applies the trusted project layers
-// (.codex/config.toml files from the project root down to cwd): c itself when
-// neither c nor cwd has a project layer, else a new one. Untrusted project
+// (.codex/config.toml files from the project root down to cwd), with the
+// relative paths of `-c` overrides resolved against cwd: c itself when
+// neither c nor cwd has a project layer and the paths resolve alike, else a
+// new one. Untrusted project
 // layers are recorded (config/read lists them as disabled) but not applied.
 func (c *Config) ForCwd(cwd string) (*Config, error) {
 	if cwd == "" {
@@ -234,7 +242,7 @@ func (c *Config) ForCwd(cwd string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(projects) == 0 && len(base) == len(c.layers) {
+	if len(projects) == 0 && len(base) == len(c.layers) && (c.pathBase == cwd || !c.hasRelativeOverridePath()) {
 		return c, nil // no project layer before or after: the same layers compose the same Config
 	}
 	// Project layers sit above the user layer and below session flags.
@@ -243,12 +251,12 @@ func (c *Config) ForCwd(cwd string) (*Config, error) {
 		i--
 	}
 	layers := append(append(append([]*layer{}, base[:i]...), projects...), base[i:]...)
-	return compose(c.CodexHome, layers)
+	return compose(c.CodexHome, layers, cwd)
 }
 
 // clone recomposes the same layers into an independent Config.
 func (c *Config) clone() (*Config, error) {
-	return compose(c.CodexHome, c.layers)
+	return compose(c.CodexHome, c.layers, c.pathBase)
 }
 
 // InvalidSummary is the configWarning summary the reference sends when the configuration does not load
@@ -259,7 +267,7 @@ const InvalidSummary = "Invalid configuration; using defaults."
 // server runs with when its configuration files do not load. An override that does not apply is an
 // error (the reference refuses to start then).
 func Defaults(codexHome string, overrides []string) (*Config, error) {
-	return composeWithOverrides(codexHome, nil, overrides)
+	return composeWithOverrides(codexHome, nil, overrides, "")
 }
 
 // IsOverrideError reports whether err is about a `-c` override rather than a configuration file.

@@ -99,6 +99,24 @@ func rustTOMLError(data []byte, line, col int, msg string) (int, int, string) {
 		if t := strings.TrimLeft(text, " \t"); strings.HasPrefix(t, `"`) && !strings.Contains(t[1:], `"`) {
 			return line, col, "key with no value, expected `=`" // a quoted key left open
 		}
+		if v := valueStart(); v > 0 && at(v) == '"' {
+			// A value's string left open with more lines after it: the Rust parser reports the next
+			// non-blank line, when it holds no "=", as a key without a value (at its end).
+			for n := line; n < len(lines); n++ {
+				next := strings.TrimRight(lines[n], "\r")
+				if strings.TrimSpace(next) == "" {
+					continue
+				}
+				if !strings.Contains(next, "=") {
+					end := len(next) + 1
+					if i := strings.IndexByte(next, '#'); i >= 0 {
+						end = i + 1 // up to a comment
+					}
+					return n + 1, end, "key with no value, expected `=`"
+				}
+				break
+			}
+		}
 		return line, col, "invalid basic string, expected `\"`"
 	case msg == "literal strings cannot have new lines":
 		return line, col, "invalid literal string, expected `'`"
@@ -137,6 +155,27 @@ func rustTOMLError(data []byte, line, col int, msg string) (int, int, string) {
 			return line, col, "unexpected key or value, expected newline, `#`"
 		}
 		v := valueStart()
+		if v > 0 {
+			if m, ok := rustDatetimeError(text[v-1:]); ok {
+				if m == "" {
+					m = "invalid datetime" // a datetime with something after it
+				}
+				return line, v, m
+			}
+		}
+		if s := tokenStart(text, col); s > 0 {
+			tok := text[s-1 : col-1]
+			sign := 0
+			if tok != "" && (tok[0] == '+' || tok[0] == '-') {
+				sign = 1
+			}
+			switch {
+			case tok[sign:] == "inf" || tok[sign:] == "nan":
+				return line, s + sign, "invalid float, expected `" + tok[sign:] + "`"
+			case at(col) == '.' && strings.Contains(tok, ".") && strings.Trim(tok[sign:], "0123456789._") == "":
+				return line, col, "invalid float, expected nothing"
+			}
+		}
 		switch {
 		case v == 0:
 		case !isSpace(at(col-1)) && strings.HasPrefix(text[v-1:], "true"):
@@ -154,6 +193,14 @@ func rustTOMLError(data []byte, line, col int, msg string) (int, int, string) {
 		return line, col, "`_` may only go between digits, expected nothing"
 	case msg == "integers cannot have leading zeroes":
 		return line, col, "unexpected leading zero, expected nothing"
+	case msg == "exponent must contain at least one digit":
+		return line, col, "invalid exponent, expected digits"
+	case isDatetimeMessage(msg):
+		if s := datetimeStart(text, col); s > 0 {
+			if m, ok := rustDatetimeError(text[s-1:]); ok && m != "" {
+				return line, s, m
+			}
+		}
 	case msg == "decimal point must be followed by a digit":
 		return line, col, "invalid fraction, expected digits"
 	case msg == "radix prefix must be followed by at least one digit":
@@ -186,6 +233,189 @@ func rustTOMLError(data []byte, line, col int, msg string) (int, int, string) {
 		return line, col, "duplicate key"
 	}
 	return line, col, msg
+}
+
+// datetimeMessages are go-toml's messages about a date, time or offset.
+var datetimeMessages = []string{
+	"impossible date", "hour cannot be greater", "minutes cannot be greater", "seconds cannot be greater",
+	"dates are expected to have the format", "invalid timezone offset", "need at least one digit after fraction point",
+	"times are expected to have the format", "invalid date-time timezone", "extra characters at the end of a local time",
+}
+
+func isDatetimeMessage(msg string) bool {
+	for _, m := range datetimeMessages {
+		if strings.HasPrefix(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// tokenStart returns the 1-based column where the bare value token ending before column col of text
+// starts (letters, digits, "+-._:"), 0 when there is none.
+func tokenStart(text string, col int) int {
+	i := min(col-1, len(text))
+	j := i
+	for j > 0 && (isDigit(text[j-1]) || isLetter(text[j-1]) || strings.IndexByte("+-._:", text[j-1]) >= 0) {
+		j--
+	}
+	if j == i {
+		return 0
+	}
+	return j + 1
+}
+
+// datetimeStart returns the 1-based column where the date or time around column col of text starts (a
+// date's time may follow it after a blank), 0 when there is none.
+func datetimeStart(text string, col int) int {
+	s := tokenStart(text, min(col+1, len(text)+1))
+	for c := col; s == 0 && c > 1; c-- {
+		s = tokenStart(text, c)
+	}
+	if s == 0 {
+		return 0
+	}
+	// "1979-05-27 07:32:61": the date before the blank starts the value.
+	if s > 2 && text[s-2] == ' ' {
+		if d := tokenStart(text, s-1); d > 0 && isDate(text[d-1:s-2]) {
+			return d
+		}
+	}
+	return s
+}
+
+func isDate(s string) bool {
+	return len(s) == 10 && s[4] == '-' && s[7] == '-' && strings.Trim(s[:4]+s[5:7]+s[8:], "0123456789") == ""
+}
+
+// rustDatetimeError reads the date, time or date-time at the start of v as the Rust toml crate does and
+// returns its message for the first fault ("" when it reads whole up to a blank, "#", ",", "]", "}" or
+// the end); ok is false when v does not start as a date or time (two digits and ":", or four and "-").
+func rustDatetimeError(v string) (msg string, ok bool) {
+	digits := func(i int) int { // how many digits start v[i:]
+		n := 0
+		for i+n < len(v) && isDigit(v[i+n]) {
+			n++
+		}
+		return n
+	}
+	num := func(i, n int) int {
+		x := 0
+		for _, c := range v[i : i+n] {
+			x = x*10 + int(c-'0')
+		}
+		return x
+	}
+	i := 0
+	switch d := digits(0); {
+	case d == 4 && len(v) > 4 && v[4] == '-':
+		if digits(5) != 2 {
+			return "invalid date, expected a two-digit month (MM)", true
+		}
+		if len(v) <= 7 || v[7] != '-' {
+			return "invalid date, expected `-` (MM-DD)", true
+		}
+		if digits(8) != 2 {
+			return "invalid date, expected a two-digit day (DD)", true
+		}
+		year, month, day := num(0, 4), num(5, 2), num(8, 2)
+		if month < 1 || month > 12 {
+			return "invalid date, expected month between 01 and 12", true
+		}
+		days := [13]int{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[month]
+		if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			days = 29
+		}
+		if day < 1 || day > days {
+			return fmt.Sprintf("invalid date, expected day between 01 and %02d", days), true
+		}
+		i = 10
+		switch {
+		case i < len(v) && (v[i] == 'T' || v[i] == 't'):
+			i++
+		case i+1 < len(v) && v[i] == ' ' && isDigit(v[i+1]):
+			i++
+		default:
+			return datetimeEnd(v[i:]), true
+		}
+	case d >= 1 && d <= 2 && len(v) > d && v[d] == ':':
+	default:
+		return "", false
+	}
+	switch digits(i) {
+	case 0:
+		return "invalid time, expected hour", true
+	case 1:
+		return "invalid time, expected a two-digit hour (HH)", true
+	}
+	if num(i, 2) > 23 {
+		return "invalid time, expected hour between 00 and 23", true
+	}
+	i += 2
+	if i >= len(v) || v[i] != ':' {
+		return "invalid time, expected `:` (HH:MM)", true
+	}
+	i++
+	if digits(i) != 2 {
+		return "invalid time, expected a two-digit minute (MM)", true
+	}
+	if num(i, 2) > 59 {
+		return "invalid time, expected minute between 00 and 59", true
+	}
+	i += 2
+	if i < len(v) && v[i] == ':' {
+		i++
+		if digits(i) != 2 {
+			return "invalid time, expected a two-digit second (SS)", true
+		}
+		if num(i, 2) > 60 {
+			return "invalid time, expected second between 00 and 60", true
+		}
+		i += 2
+		if i < len(v) && v[i] == '.' {
+			i++
+			n := digits(i)
+			if n == 0 {
+				return "invalid time, expected nanosecond", true
+			}
+			i += n
+		}
+	}
+	switch {
+	case i < len(v) && (v[i] == 'Z' || v[i] == 'z'):
+		i++
+	case i < len(v) && (v[i] == '+' || v[i] == '-'):
+		i++
+		if digits(i) != 2 {
+			return "invalid offset, expected a two-digit hour (HH)", true
+		}
+		if num(i, 2) > 23 {
+			return "invalid offset, expected hours between 00 and 23", true
+		}
+		i += 2
+		if i >= len(v) || v[i] != ':' {
+			return "invalid offset, expected `:` (HH:MM)", true
+		}
+		i++
+		if digits(i) != 2 {
+			return "invalid offset, expected a two-digit minute (MM)", true
+		}
+		if num(i, 2) > 59 {
+			return "invalid offset, expected minutes between 00 and 59", true
+		}
+		i += 2
+	}
+	return datetimeEnd(v[i:]), true
+}
+
+// datetimeEnd is the Rust toml crate's message for what follows a date or time: "" at its end, else
+// "invalid datetime".
+func datetimeEnd(rest string) string {
+	t := strings.TrimLeft(rest, " \t")
+	if t == "" || strings.IndexByte("#,]}\r\n", t[0]) >= 0 {
+		return ""
+	}
+	return "invalid datetime"
 }
 
 func isDigit(b byte) bool  { return b >= '0' && b <= '9' }

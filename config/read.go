@@ -55,25 +55,40 @@ type ReadResult struct {
 // that directory's project layers.
 func (c *Config) ReadResponse(includeLayers bool, cwd string) (*ReadResult, error) {
 	cfg := c
-	if cwd != "" {
-		var err error
-		if cfg, err = c.ForCwd(cwd); err != nil {
-			return nil, err
+	var err error
+	switch {
+	case cwd != "":
+		cfg, err = c.ForCwd(cwd)
+	case c.pathBase != c.CodexHome && c.hasRelativeOverridePath():
+		// without a cwd, the reference resolves the overrides' relative paths against CODEX_HOME
+		cfg, err = compose(c.CodexHome, c.layers, c.CodexHome)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Paths read resolved, in every layer and the effective config.
+	shown := make([]*layer, len(cfg.layers))
+	for i, l := range cfg.layers {
+		shown[i] = l
+		if raw, rel := resolvedPaths(l.raw, cfg.layerBase(cfg.layers, l)); rel {
+			cp := *l
+			cp.raw = raw
+			shown[i] = &cp
 		}
 	}
 	res := &ReadResult{
-		Config:  jsonReady(configView(cfg.effective)).(map[string]any),
+		Config:  jsonReady(configView(mergeLayers(shown))).(map[string]any),
 		Origins: map[string]LayerMetadata{},
 	}
 	leaves(cfg.effective, nil, func(path []string) {
-		if l, _ := originLayer(cfg.layers, path); l != nil {
+		if l, _ := originLayer(shown, path); l != nil {
 			res.Origins[joinKey(path)] = LayerMetadata{Name: l.sourceInfo(), Version: l.version()}
 		}
 	})
 	if includeLayers {
 		res.Layers = []Layer{}
 		for i := len(cfg.layers) - 1; i >= 0; i-- {
-			l := cfg.layers[i]
+			l := shown[i]
 			out := Layer{Name: l.sourceInfo(), Version: l.version(), Config: jsonReady(deepCopy(l.raw)).(map[string]any)}
 			if l.disabled != "" {
 				reason := l.disabled
@@ -182,6 +197,9 @@ func configView(eff tree) tree {
 			}
 		}
 		out[k] = deepCopyValue(v)
+	}
+	if tools, ok := eff["tools"].(tree); ok {
+		out["tools"] = toolsView(tools)
 	}
 	if user, ok := eff["features"].(tree); ok {
 		// a [features] table reads with its typed network_proxy entry (null when unset)

@@ -2,8 +2,6 @@ package config
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,7 +21,6 @@ var builtinPermissionProfiles = map[string]bool{":read-only": true, ":workspace"
 // error has no position: the reference reports these without one. Relative file paths are resolved
 // against the directory of the layer that sets them (the process directory for overrides).
 func checkMeaning(c *Config, eff tree, layers []*layer) error {
-	home := c.CodexHome
 	if _, ok := eff["experimental_thread_store_endpoint"]; ok {
 		return meaningError("`experimental_thread_store_endpoint` is no longer supported; remove it from config.toml")
 	}
@@ -42,6 +39,9 @@ func checkMeaning(c *Config, eff tree, layers []*layer) error {
 			}
 		}
 	}
+	if err := checkPermissions(eff); err != nil {
+		return err
+	}
 	if _, err := c.Provider(); err != nil {
 		return meaningError("Model provider `" + c.ModelProvider + "` not found")
 	}
@@ -50,13 +50,13 @@ func checkMeaning(c *Config, eff tree, layers []*layer) error {
 		{"experimental_compact_prompt_file", "experimental compact prompt file"},
 	} {
 		if p, ok := eff[f.key].(string); ok {
-			if err := checkTextFile(layerPath(layers, home, f.key, p), f.what); err != nil {
+			if err := checkTextFile(c.layerPath(layers, f.key, p), f.what); err != nil {
 				return err
 			}
 		}
 	}
 	if p, ok := eff["model_catalog_json"].(string); ok {
-		if err := checkModelCatalog(layerPath(layers, home, "model_catalog_json", p)); err != nil {
+		if err := checkModelCatalog(c.layerPath(layers, "model_catalog_json", p)); err != nil {
 			return err
 		}
 	}
@@ -64,24 +64,93 @@ func checkMeaning(c *Config, eff tree, layers []*layer) error {
 }
 
 // layerPath resolves the path p given to the top-level key against the directory of the layer that sets it.
-// An override's is the process directory, or codexHome when no file layer is read (the defaults the
-// server falls back on), as the reference resolves them.
-func layerPath(layers []*layer, codexHome, key, p string) string {
+func (c *Config) layerPath(layers []*layer, key, p string) string {
+	l, _ := originLayer(layers, []string{key})
+	return resolveIn(c.layerBase(layers, l), p)
+}
+
+// layerBase is the directory relative paths in layer l (nil: a file-less one) resolve against, as the
+// reference resolves them: a file's directory (a project layer's .codex folder); for an override, c's
+// pathBase, else CODEX_HOME when no file layer is read (the defaults the server falls back on), else the
+// process directory.
+func (c *Config) layerBase(layers []*layer, l *layer) string {
+	switch {
+	case l != nil && l.file != "" && l.source == SourceProject: // a project layer's file is its .codex folder
+		return l.file
+	case l != nil && l.file != "":
+		return filepath.Dir(l.file)
+	case c.pathBase != "":
+		return c.pathBase
+	case !hasFileLayer(layers):
+		return c.CodexHome
+	}
+	wd, _ := os.Getwd()
+	return wd
+}
+
+func resolveIn(base, p string) string {
 	if filepath.IsAbs(p) {
 		return filepath.Clean(p)
 	}
-	base := ""
-	if l, _ := originLayer(layers, []string{key}); l != nil && l.file != "" {
-		base = l.file
-		if l.source != SourceProject { // a project layer's file is its .codex folder
-			base = filepath.Dir(l.file)
-		}
-	} else if !hasFileLayer(layers) {
-		base = codexHome
-	} else if wd, err := os.Getwd(); err == nil {
-		base = wd
-	}
 	return filepath.Join(base, p)
+}
+
+// pathKeys are the top-level keys the reference types as paths (AbsolutePathBuf): a relative one is
+// resolved against its layer's directory (layerBase), and config/read shows it resolved.
+var pathKeys = []string{
+	"experimental_compact_prompt_file", "js_repl_node_module_dirs", "js_repl_node_path", "log_dir",
+	"model_catalog_json", "model_instructions_file", "sqlite_home",
+}
+
+// resolvedPaths returns raw with the relative paths of its pathKeys resolved against base, and whether
+// there was any (raw itself when not).
+func resolvedPaths(raw tree, base string) (tree, bool) {
+	var out tree
+	set := func(k string, v any) {
+		if out == nil {
+			out = tree{}
+			for k, v := range raw {
+				out[k] = v
+			}
+		}
+		out[k] = v
+	}
+	for _, k := range pathKeys {
+		switch v := raw[k].(type) {
+		case string:
+			if !filepath.IsAbs(v) {
+				set(k, resolveIn(base, v))
+			}
+		case []any:
+			var items []any
+			for i, it := range v {
+				if s, ok := it.(string); ok && !filepath.IsAbs(s) {
+					if items == nil {
+						items = append([]any{}, v...)
+					}
+					items[i] = resolveIn(base, s)
+				}
+			}
+			if items != nil {
+				set(k, items)
+			}
+		}
+	}
+	if out == nil {
+		return raw, false
+	}
+	return out, true
+}
+
+// hasRelativeOverridePath reports whether a file-less layer of c gives a relative path to a pathKey (so
+// where it resolves depends on pathBase).
+func (c *Config) hasRelativeOverridePath() bool {
+	for _, l := range c.layers {
+		if _, rel := resolvedPaths(l.raw, "/"); l.file == "" && rel {
+			return true
+		}
+	}
+	return false
 }
 
 // checkTextFile is the reference's check of a file whose text the configuration names (what says which).
@@ -110,23 +179,10 @@ func checkModelCatalog(path string) error {
 	if err != nil {
 		return meaningError(oserr.Text(err))
 	}
-	fail := func(msg string) error {
-		return meaningError(fmt.Sprintf("failed to parse model_catalog_json path `%s` as JSON: %s", path, msg))
-	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(data, &doc); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line, col := lineCol(data, int(se.Offset))
-			return fail(fmt.Sprintf("%s at line %d column %d", se.Error(), line, col))
-		}
-		return fail(err.Error())
-	}
-	if _, ok := doc["models"]; !ok {
-		// serde_json names the end of the object: the position of its closing brace.
-		end := bytes.LastIndexByte(data, '}')
-		line, col := lineCol(data, end+1)
-		return fail(fmt.Sprintf("missing field `models` at line %d column %d", line, col))
+	if msg, n := modelCatalogError(data); msg == errNoModels {
+		return meaningError(fmt.Sprintf("model_catalog_json path `%s` must contain at least one model", path))
+	} else if msg != "" {
+		return meaningError(fmt.Sprintf("failed to parse model_catalog_json path `%s` as JSON: %s %s", path, msg, serdePosition(data, n)))
 	}
 	return nil
 }

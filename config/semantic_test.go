@@ -19,7 +19,7 @@ func TestRefusedOnMeaning(t *testing.T) {
 		return p
 	}
 	ok, empty, blank := write("ok.md", "hi\n"), write("empty.md", ""), write("blank.md", " \n")
-	badJSON, noModels, catalog := write("bad.json", "not json\n"), write("nomodels.json", "{}\n"), write("catalog.json", "{\"models\": []}\n")
+	badJSON, noModels, catalog := write("bad.json", "not json\n"), write("nomodels.json", "{}\n"), write("catalog.json", "{\"models\": [{\"slug\": \"m\"}]}\n")
 	const missing = "/nonexistent/file"
 	cases := []struct{ name, file, want string }{
 		{"endpoint", "experimental_thread_store_endpoint = \"http://x\"\n", "`experimental_thread_store_endpoint` is no longer supported; remove it from config.toml"},

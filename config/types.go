@@ -140,6 +140,10 @@ type Config struct {
 
 	layers    []*layer // lowest precedence first
 	effective tree
+	// pathBase is the directory relative paths given by the layers without a file (`-c` overrides, a
+	// thread's config object) resolve against: "" for the process directory, a thread's cwd, or CODEX_HOME
+	// for config/read without a cwd (as the reference resolves them).
+	pathBase string
 }
 
 // Provider returns the selected model provider, or an error naming the

@@ -1,12 +1,16 @@
 package config
 
+import "path/filepath"
+
 // FileVersion is the version config/read and config writes report for a config file holding data:
-// "sha256:" of its content as compact, key-sorted JSON (so formatting and comments do not change it).
+// "sha256:" of its content as compact, key-sorted JSON (so formatting and comments do not change it), its
+// relative paths resolved against the file's directory as config/read shows them.
 func FileVersion(file string, data []byte) (string, error) {
 	raw, _, err := parseTOML(file, data)
 	if err != nil {
 		return "", err
 	}
+	raw, _ = resolvedPaths(raw, filepath.Dir(file))
 	return (&layer{raw: raw}).version(), nil
 }
 
@@ -22,6 +26,6 @@ func Validate(codexHome, file string, data []byte) error {
 		return err
 	}
 	user := &layer{source: SourceUser, file: file, raw: raw, positions: pos}
-	_, err = compose(codexHome, []*layer{sys, user})
+	_, err = compose(codexHome, []*layer{sys, user}, "")
 	return err
 }

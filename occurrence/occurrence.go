@@ -43,8 +43,8 @@ type Position struct {
 	Occurrence int
 }
 
-// cursorBody is the cursor's JSON, shaped like the reference's (its ordinal is a rollout line; ours the item
-// index; either is opaque to clients).
+// cursorBody is the cursor's JSON, shaped like the reference's (the server puts the item's rollout ordinal
+// in Item, as the reference does).
 type cursorBody struct {
 	ThreadID   string `json:"threadId"`
 	SearchTerm string `json:"searchTerm"`

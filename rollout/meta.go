@@ -98,7 +98,7 @@ func (pc *parentCache) inherit(home string, hb *HistoryBase, depth int) inherite
 		}
 	}
 	var v inherited
-	if pp, err := findRolloutByID(home, hb.ThreadID); err == nil {
+	if pp, err := findSegment(home, hb.ThreadID); err == nil {
 		if pm, err := readMeta(pp, limit, depth+1, pc); err == nil {
 			v = inherited{ok: true, preview: pm.Preview, model: pm.Model, effort: pm.ReasoningEffort}
 		}

@@ -278,7 +278,7 @@ func (b *builder) readParent(childPath string, hb *HistoryBase, depth int) error
 	if home == "" {
 		return errors.New("cannot locate CODEX_HOME from path")
 	}
-	parent, err := findRolloutByID(home, hb.ThreadID)
+	parent, err := findSegment(home, hb.ThreadID)
 	if err != nil {
 		return err
 	}
@@ -310,8 +310,38 @@ func findRolloutByID(home, id string) (string, error) {
 	if !validThreadID(id) {
 		return "", fmt.Errorf("rollout: invalid thread id %q", id)
 	}
+	p := findFirstFile(home, id)
+	if p == "" {
+		p = findSegmentOnly(home, id)
+	}
+	if p == "" {
+		return "", fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return newestSegment(home, id, p), nil
+}
+
+// findSegmentOnly finds any segment file of a thread whose first file is gone ("" when none).
+func findSegmentOnly(home, id string) string {
+	best := ""
+	for _, pat := range []string{
+		filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+id+"_*.jsonl"),
+		filepath.Join(home, "archived_sessions", "rollout-*-"+id+"_*.jsonl"),
+	} {
+		m, _ := filepath.Glob(pat)
+		for _, p := range m {
+			if best == "" || laterSegment(p, best) {
+				best = p
+			}
+		}
+	}
+	return best
+}
+
+// findFirstFile finds a thread's first rollout file (named by the thread id alone), plain before
+// compressed; "" when there is none.
+func findFirstFile(home, id string) string {
 	if p := findInCreationDays(home, id); p != "" {
-		return p, nil
+		return p
 	}
 	pats := []string{
 		filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
@@ -322,10 +352,10 @@ func findRolloutByID(home, id string) (string, error) {
 	for _, p := range pats {
 		m, _ := filepath.Glob(p)
 		if len(m) > 0 {
-			return m[0], nil
+			return m[0]
 		}
 	}
-	return "", fmt.Errorf("%w: %s", ErrNotFound, id)
+	return ""
 }
 
 // findInCreationDays looks for a time-ordered (UUIDv7) id's rollout in the day folders around the time

@@ -685,7 +685,7 @@ func threadIDFromFileName(name string) (string, bool) {
 	if !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") || len(name) <= prefixLen+len(".jsonl") {
 		return "", false
 	}
-	id := name[prefixLen : len(name)-len(".jsonl")]
+	id, _ := splitFileID(name[prefixLen : len(name)-len(".jsonl")])
 	return id, validThreadID(id)
 }
 
@@ -714,8 +714,14 @@ func listDir(dir string, archived bool, out map[string]diskFile) {
 		if err != nil {
 			continue
 		}
-		if prev, ok := out[id]; ok && filepath.Dir(prev.path) == dir && !IsCompressed(prev.path) {
-			continue // the plain rollout wins over a compressed copy (the reference's materialized file)
+		if prev, ok := out[id]; ok {
+			p := filepath.Join(dir, de.Name())
+			if laterSegment(prev.path, p) {
+				continue // a reverted thread's newest segment is its file
+			}
+			if !laterSegment(p, prev.path) && filepath.Dir(prev.path) == dir && !IsCompressed(prev.path) {
+				continue // the plain rollout wins over a compressed copy (the reference's materialized file)
+			}
 		}
 		out[id] = diskFile{path: filepath.Join(dir, de.Name()), size: info.Size(), modNs: info.ModTime().UnixNano(), archived: archived}
 	}
@@ -884,7 +890,9 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 	iq.SourceKinds = filterKinds(iq.SourceKinds)
 	if q.Cursor != "" {
 		if t, err := time.Parse(time.RFC3339Nano, q.Cursor); err == nil {
-			iq.T, iq.HasAt = t.UnixMilli(), true
+			// created_at compares the rollout file names' whole seconds with the instant, strictly (the
+			// reference's)
+			iq.T, iq.HasAt, iq.AtStrict = t.UnixMilli(), true, key == SortCreatedAt
 		} else if ms, id, ok := parseTimeCursor(q.Cursor); ok && key != SortSectionPosition {
 			iq.T, iq.AfterID = ms, id
 		} else {
@@ -920,7 +928,7 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 		if iq.ByUpdated {
 			return r.UpdatedMs
 		}
-		return r.CreatedMs
+		return r.NameMs
 	}
 	page := make([]Summary, 0, len(rows))
 	for i := range rows {
@@ -945,7 +953,11 @@ func (s *Store) ListPage(q ListQuery) (Page, error) {
 		if iq.Asc {
 			step = 1
 		}
-		pg.Backwards = cursorTime(keyOf(&rows[0]) + step)
+		first := keyOf(&rows[0])
+		if !iq.BySection && !iq.ByUpdated {
+			first = rows[0].CreatedMs // the reference's backwards cursor: session_meta's time, not the name's
+		}
+		pg.Backwards = cursorTime(first + step)
 	}
 	return pg, nil
 }
@@ -1041,7 +1053,10 @@ func (s *Store) Archive(threadID string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("rollout: archive: %w", err)
 	}
-	_, err = s.move(r, filepath.Join(dir, filepath.Base(r.Rel)), true)
+	cur := s.abs(r.Rel)
+	if _, err = s.move(r, filepath.Join(dir, filepath.Base(r.Rel)), true); err == nil {
+		moveOlderSegments(s.home, threadID, cur, true)
+	}
 	return err
 }
 
@@ -1064,7 +1079,12 @@ func (s *Store) Unarchive(threadID string) (Summary, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Summary{}, fmt.Errorf("rollout: unarchive: %w", err)
 	}
-	return s.move(r, filepath.Join(dir, base), false)
+	cur := s.abs(r.Rel)
+	sum, err := s.move(r, filepath.Join(dir, base), false)
+	if err == nil {
+		moveOlderSegments(s.home, threadID, cur, false)
+	}
+	return sum, err
 }
 
 func (s *Store) move(r *threadindex.Row, dst string, archived bool) (Summary, error) {
@@ -1114,8 +1134,15 @@ func (s *Store) Delete(threadID string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(s.abs(r.Rel)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	cur := s.abs(r.Rel)
+	older := olderSegments(s.home, threadID, cur)
+	if err := os.Remove(cur); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("rollout: delete: %w", err)
+	}
+	for _, p := range older { // a reverted thread's earlier files
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			slog.Warn("rollout: delete: an older segment remains", "path", p, "err", err)
+		}
 	}
 	return s.ix.Tx(s.ctx, func(tx *threadindex.Tx) error { return tx.Delete(threadID) })
 }

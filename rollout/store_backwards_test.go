@@ -30,9 +30,11 @@ func TestListPageBackwardsCursor(t *testing.T) {
 		dir    string
 		want   []string
 	}{
-		{"desc includes the instant", "2026-01-02T03:04:07.000Z", SortDesc, []string{tid(2), tid(1), tid(0)}},
-		{"asc includes the instant", "2026-01-02T03:04:07.000Z", SortAsc, []string{tid(2), tid(3), tid(4), tid(5), tid(6)}},
-		{"desc with equal timestamps", "2026-01-02T03:04:09.000Z", SortDesc, []string{tid(6), tid(5), tid(4), tid(3), tid(2), tid(1), tid(0)}},
+		// created_at compares the file names' seconds with the instant strictly, as the reference does
+		{"desc excludes the instant", "2026-01-02T03:04:07.000Z", SortDesc, []string{tid(1), tid(0)}},
+		{"asc excludes the instant", "2026-01-02T03:04:07.000Z", SortAsc, []string{tid(3), tid(4), tid(5), tid(6)}},
+		{"desc with equal timestamps", "2026-01-02T03:04:09.000Z", SortDesc, []string{tid(3), tid(2), tid(1), tid(0)}},
+		{"desc just after equal timestamps", "2026-01-02T03:04:09.001Z", SortDesc, []string{tid(6), tid(5), tid(4), tid(3), tid(2), tid(1), tid(0)}},
 		{"between instants", "2026-01-02T03:04:07.500Z", SortAsc, []string{tid(3), tid(4), tid(5), tid(6)}},
 		{"before everything", "2020-01-01T00:00:00Z", SortDesc, []string{}},
 		{"after everything", "2030-01-01T00:00:00Z", SortAsc, []string{}},
@@ -55,7 +57,7 @@ func TestListPageBackwardsCursor(t *testing.T) {
 }
 
 // Cursors take the reference's (codex-cli 0.169.0) forms: nextCursor "<time>|<id>" (RFC 3339, UTC,
-// milliseconds unless zero), backwardsCursor the first thread's time 1 ms before it (descending) or after it
+// milliseconds unless zero; under created_at the rollout file name's time, in whole seconds), backwardsCursor the first thread's time 1 ms before it (descending) or after it
 // (ascending); both are accepted back, as are the base64 cursors of earlier versions. A "<time>|<id>" whose
 // id is not a UUID is refused.
 func TestListPageCursorForms(t *testing.T) {
@@ -69,7 +71,7 @@ func TestListPageCursorForms(t *testing.T) {
 	p, err := s.ListPage(ListQuery{Limit: 2, SortDirection: SortAsc})
 	require.NoError(t, err)
 	require.Equal(t, []string{tid(0), tid(1)}, ids(p.Threads))
-	require.Equal(t, "2026-01-02T03:04:06.250Z|"+tid(1), p.Next)
+	require.Equal(t, "2026-01-02T03:04:06Z|"+tid(1), p.Next)
 	require.Equal(t, "2026-01-02T03:04:05.251Z", p.Backwards)
 	p2, err := s.ListPage(ListQuery{Limit: 2, SortDirection: SortAsc, Cursor: p.Next})
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"appserver/config"
 	"appserver/jsonrpc"
 	"appserver/model"
 	protocol "appserver/protocol/v2"
@@ -101,14 +102,28 @@ func (s *Server) providerModels(ctx context.Context, p *protocol.ModelListParams
 }
 
 func (s *Server) configRead(_ context.Context, _ *connection, _ *jsonrpc.Request, p *protocol.ConfigReadParams) (any, error) {
-	if err := s.configLoadError(); err != nil {
-		return nil, configReadError(err)
-	}
 	cwd := ""
 	if p.Cwd != nil {
 		cwd = *p.Cwd
 	}
-	res, err := s.currentConfig().ReadResponse(p.IncludeLayers != nil && *p.IncludeLayers, cwd)
+	var cfg *config.Config
+	if err := s.configLoadError(); err != nil {
+		if s.opts.ReloadConfigAt == nil {
+			return nil, configReadError(err)
+		}
+		// The reference reads the configuration afresh, the overrides' relative paths against the cwd
+		// asked for (else CODEX_HOME): a start-up failure on the process directory's may read here.
+		base := cwd
+		if base == "" {
+			base = s.currentConfig().CodexHome
+		}
+		if cfg, err = s.opts.ReloadConfigAt(base); err != nil {
+			return nil, configReadError(err)
+		}
+	} else {
+		cfg = s.currentConfig()
+	}
+	res, err := cfg.ReadResponse(p.IncludeLayers != nil && *p.IncludeLayers, cwd)
 	if err != nil {
 		return nil, configReadError(err) // a project's .codex/config.toml
 	}

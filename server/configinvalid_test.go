@@ -105,6 +105,24 @@ func TestUnknownConfigKeysWarned(t *testing.T) {
 	require.JSONEq(t, `{"threadId":`+string(mustJSON(t, id))+`,"message":`+string(mustJSON(t, want))+`}`, string(w.Params))
 }
 
+// A permissions profile without filesystem entries is warned about as the reference (0.169.0) does: a
+// configWarning after the initialize answer, and a warning on each new thread after thread/started.
+func TestEmptyPermissionProfileWarned(t *testing.T) {
+	c := apptest.Start(t, apptest.Options{Config: "default_permissions = \"p\"\n[permissions.p]\n"})
+	want := "Permissions profile `p` does not define any recognized filesystem entries for this version of Codex. " +
+		"Filesystem access will remain restricted. Upgrade Codex if this profile expects filesystem permissions."
+	c.Initialize(false)
+	msgs := c.Messages()
+	require.NotNil(t, msgs[0].Result)
+	require.Equal(t, "configWarning", msgs[1].Method, string(msgs[1].Raw))
+	require.JSONEq(t, `{"summary":`+string(mustJSON(t, want))+`,"details":null}`, string(msgs[1].Params))
+	require.Equal(t, "remoteControl/status/changed", msgs[2].Method)
+
+	id := c.StartThread(nil)
+	w := c.WaitNotification("warning", nil)
+	require.JSONEq(t, `{"threadId":`+string(mustJSON(t, id))+`,"message":`+string(mustJSON(t, want))+`}`, string(w.Params))
+}
+
 // A trusted project's .codex/config.toml that does not load fails config/read as the reference.
 func TestInvalidProjectConfigRead(t *testing.T) {
 	base := t.TempDir()

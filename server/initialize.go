@@ -59,6 +59,11 @@ func (s *Server) afterInitialize(c *connection) {
 	if w := s.unknownW(); w != "" {
 		c.notify(protocol.NotifyConfigWarning, configWarning{Summary: w})
 	}
+	if s.startupConfigError() == nil {
+		for _, w := range s.currentConfig().PermissionWarnings() {
+			c.notify(protocol.NotifyConfigWarning, configWarning{Summary: w})
+		}
+	}
 	c.notify(protocol.NotifyRemoteControlStatusChanged, map[string]any{
 		"status":         "disabled",
 		"serverName":     hostname(),

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -442,11 +443,8 @@ func (s *Server) threadResume(ctx context.Context, c *connection, req *jsonrpc.R
 	resp := resumeResponse(info, t.Settings())
 	// The backwards cursors anchor at the newest turn and item, included: paging from them (descending) starts
 	// with the newest entry. The reference gives none for a legacy thread.
-	if nTurns, nItems := t.HistoryCounts(); nTurns > 0 && !legacy {
-		resp.TurnsBackwardsCursor = cursorString(t.ID, scopeTurns, &historyAnchor{pos: nTurns - 1, include: true})
-		if nItems > 0 {
-			resp.ItemsBackwardsCursor = cursorString(t.ID, scopeItems, &historyAnchor{pos: nItems - 1, include: true})
-		}
+	if !legacy {
+		resp.TurnsBackwardsCursor, resp.ItemsBackwardsCursor = s.backwardsCursors(t)
 	}
 	req.Reply(withTurns(resp, &resp.Thread, turns))
 	c.beginShellSnapshot(t)
@@ -709,6 +707,24 @@ func historyPage(n, limit int, a *historyAnchor, asc bool) (idx []int, next, bac
 	return idx, next, back
 }
 
+// backwardsCursors are thread/resume's and thread/revert's history cursors: anchored at the newest turn and
+// item (their rollout ordinals), included, so that paging from them (descending) starts with the newest entry.
+func (s *Server) backwardsCursors(t *thread.Thread) (turns, items *string) {
+	nTurns, nItems := t.HistoryCounts()
+	if nTurns == 0 {
+		return nil, nil
+	}
+	lastTurn, lastItem := s.threads.HistoryOrdinals(t.ID).Last()
+	if lastTurn < 0 {
+		lastTurn, lastItem = int64(nTurns-1), int64(nItems-1) // nothing written yet
+	}
+	turns = cursorString(t.ID, scopeTurns, &historyAnchor{pos: int(lastTurn), include: true})
+	if nItems > 0 && lastItem >= 0 {
+		items = cursorString(t.ID, scopeItems, &historyAnchor{pos: int(lastItem), include: true})
+	}
+	return turns, items
+}
+
 func cursorString(threadID, kind string, a *historyAnchor) *string {
 	if a == nil {
 		return nil
@@ -744,20 +760,25 @@ func (s *Server) threadTurnsList(_ context.Context, _ *connection, _ *jsonrpc.Re
 		return nil, storeError(err)
 	}
 	legacy := s.threads.Legacy(p.ThreadID)
+	asc := p.SortDirection != nil && *p.SortDirection == protocol.SortDirectionAsc
+	var ords []int64
+	if !legacy {
+		ho := s.threads.HistoryOrdinals(p.ThreadID)
+		ords = turnOrdinals(turns, ho)
+	}
 	var anchor *historyAnchor
 	if p.Cursor != nil && *p.Cursor != "" {
 		var a historyAnchor
 		if legacy {
 			a, err = parseTurnCursor(*p.Cursor, turns)
-		} else {
-			a, err = parseHistoryCursor(*p.Cursor, p.ThreadID, scopeTurns)
+		} else if a, err = parseHistoryCursor(*p.Cursor, p.ThreadID, scopeTurns); err == nil {
+			a = anchorAtOrdinal(ords, a, asc)
 		}
 		if err != nil {
 			return nil, err
 		}
 		anchor = &a
 	}
-	asc := p.SortDirection != nil && *p.SortDirection == protocol.SortDirectionAsc
 	limit := 0
 	if p.Limit != nil {
 		limit = int(*p.Limit)
@@ -775,8 +796,45 @@ func (s *Server) threadTurnsList(_ context.Context, _ *connection, _ *jsonrpc.Re
 		return protocol.ThreadTurnsListResponse{Data: page, NextCursor: turnCursor(turns, next),
 			BackwardsCursor: turnCursor(turns, back)}, nil
 	}
-	return protocol.ThreadTurnsListResponse{Data: page, NextCursor: cursorString(p.ThreadID, scopeTurns, next),
-		BackwardsCursor: cursorString(p.ThreadID, scopeTurns, back)}, nil
+	return protocol.ThreadTurnsListResponse{Data: page, NextCursor: ordinalCursor(p.ThreadID, scopeTurns, ords, next),
+		BackwardsCursor: ordinalCursor(p.ThreadID, scopeTurns, ords, back)}, nil
+}
+
+// turnOrdinals returns the rollout ordinal of each turn (see thread.HistoryOrdinals); a turn not written
+// yet gets one past the previous turn's.
+func turnOrdinals(turns []protocol.Turn, ho thread.HistoryOrdinals) []int64 {
+	ords := make([]int64, len(turns))
+	for i := range turns {
+		o, ok := ho.Turn(turns[i].ID)
+		if !ok || (i > 0 && o <= ords[i-1]) {
+			o = 0
+			if i > 0 {
+				o = ords[i-1] + 1
+			}
+		}
+		ords[i] = o
+	}
+	return ords
+}
+
+// anchorAtOrdinal turns a cursor's anchor, a rollout ordinal, into the position in entries whose ordinals
+// are ords (ascending) at which a page in the given direction starts (included).
+func anchorAtOrdinal(ords []int64, a historyAnchor, asc bool) historyAnchor {
+	o := int64(a.pos)
+	if asc {
+		i := sort.Search(len(ords), func(i int) bool { return ords[i] > o || (a.include && ords[i] == o) })
+		return historyAnchor{pos: i, include: true}
+	}
+	i := sort.Search(len(ords), func(i int) bool { return ords[i] > o || (!a.include && ords[i] == o) })
+	return historyAnchor{pos: i - 1, include: true}
+}
+
+// ordinalCursor is cursorString with the anchor's position given as its entry's rollout ordinal.
+func ordinalCursor(threadID, kind string, ords []int64, a *historyAnchor) *string {
+	if a == nil || a.pos < 0 || a.pos >= len(ords) {
+		return cursorString(threadID, kind, a)
+	}
+	return cursorString(threadID, kind, &historyAnchor{pos: int(ords[a.pos]), include: a.include})
 }
 
 // turnCursorBody is thread/turns/list's cursor for a legacy thread, shaped like the reference's: the anchor
@@ -866,16 +924,17 @@ func (s *Server) threadItemsList(_ context.Context, _ *connection, _ *jsonrpc.Re
 			entries = append(entries, e)
 		}
 	}
+	// Items default to oldest first, unlike turns.
+	asc := p.SortDirection == nil || *p.SortDirection == protocol.SortDirectionAsc
+	ords := itemOrdinals(entries, s.threads.HistoryOrdinals(p.ThreadID))
 	var anchor *historyAnchor
 	if len(p.Cursor) > 0 && string(p.Cursor) != "null" {
-		a, err := itemsAnchor(p, entries)
+		a, err := itemsAnchor(p, entries, ords, asc)
 		if err != nil {
 			return nil, err
 		}
 		anchor = &a
 	}
-	// Items default to oldest first, unlike turns.
-	asc := p.SortDirection == nil || *p.SortDirection == protocol.SortDirectionAsc
 	limit := 0
 	if p.Limit != nil {
 		limit = int(*p.Limit)
@@ -885,16 +944,38 @@ func (s *Server) threadItemsList(_ context.Context, _ *connection, _ *jsonrpc.Re
 	for _, i := range idx {
 		page = append(page, entries[i])
 	}
-	return protocol.ThreadItemsListResponse{Data: page, NextCursor: cursorString(p.ThreadID, scopeItems, next),
-		BackwardsCursor: cursorString(p.ThreadID, scopeItems, back)}, nil
+	return protocol.ThreadItemsListResponse{Data: page, NextCursor: ordinalCursor(p.ThreadID, scopeItems, ords, next),
+		BackwardsCursor: ordinalCursor(p.ThreadID, scopeItems, ords, back)}, nil
 }
 
-// itemsAnchor decodes thread/items/list's cursor: a string cursor from an earlier page, or an exclusive
-// {type:"item", itemId} anchor inside the requested turn.
-func itemsAnchor(p *protocol.ThreadItemsListParams, entries []protocol.ThreadItemEntry) (historyAnchor, error) {
+// itemOrdinals returns the rollout ordinal of each entry (see thread.HistoryOrdinals); an item not written
+// yet gets one past the previous entry's.
+func itemOrdinals(entries []protocol.ThreadItemEntry, ho thread.HistoryOrdinals) []int64 {
+	ords := make([]int64, len(entries))
+	for i := range entries {
+		o, ok := ho.Item(entries[i].TurnID, itemID(entries[i].Item))
+		if !ok || (i > 0 && o <= ords[i-1]) {
+			o = 0
+			if i > 0 {
+				o = ords[i-1] + 1
+			}
+		}
+		ords[i] = o
+	}
+	return ords
+}
+
+// itemsAnchor decodes thread/items/list's cursor: a string cursor from an earlier page (its anchor a rollout
+// ordinal, placed among ords for the direction), or an exclusive {type:"item", itemId} anchor inside the
+// requested turn.
+func itemsAnchor(p *protocol.ThreadItemsListParams, entries []protocol.ThreadItemEntry, ords []int64, asc bool) (historyAnchor, error) {
 	var raw string
 	if json.Unmarshal(p.Cursor, &raw) == nil {
-		return parseHistoryCursor(raw, p.ThreadID, scopeItems)
+		a, err := parseHistoryCursor(raw, p.ThreadID, scopeItems)
+		if err != nil {
+			return a, err
+		}
+		return anchorAtOrdinal(ords, a, asc), nil
 	}
 	var obj struct {
 		Type   string `json:"type"`

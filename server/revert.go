@@ -35,12 +35,7 @@ func (s *Server) threadRevert(_ context.Context, c *connection, req *jsonrpc.Req
 	}
 	t.Subscribe(c)
 	resp := protocol.ThreadRevertResponse{Thread: t.Info()}
-	if nTurns, nItems := t.HistoryCounts(); nTurns > 0 {
-		resp.TurnsBackwardsCursor = cursorString(t.ID, scopeTurns, &historyAnchor{pos: nTurns - 1, include: true})
-		if nItems > 0 {
-			resp.ItemsBackwardsCursor = cursorString(t.ID, scopeItems, &historyAnchor{pos: nItems - 1, include: true})
-		}
-	}
+	resp.TurnsBackwardsCursor, resp.ItemsBackwardsCursor = s.backwardsCursors(t)
 	req.Reply(resp, nil)
 	t.Emit(protocol.NotifyThreadReverted, protocol.ThreadRevertedNotification{ThreadID: t.ID})
 	return nil, nil

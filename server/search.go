@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"appserver/jsonrpc"
 	"appserver/occurrence"
@@ -97,21 +98,35 @@ func (s *Server) threadSearchOccurrences(_ context.Context, _ *connection, _ *js
 	if err != nil {
 		return nil, storeError(err)
 	}
+	// Cursors carry rollout ordinals, as the reference's: the turn's (turnCursor) and the next item's.
+	ho := s.threads.HistoryOrdinals(p.ThreadID)
+	turnOrds := turnOrdinals(turns, ho)
+	var entries []protocol.ThreadItemEntry
+	for _, tu := range turns {
+		for _, it := range tu.Items {
+			entries = append(entries, protocol.ThreadItemEntry{Item: it, TurnID: tu.ID})
+		}
+	}
+	itemOrds := itemOrdinals(entries, ho)
 	var from occurrence.Position
 	if p.Cursor != nil {
 		if from, err = occurrence.DecodeCursor(*p.Cursor, p.ThreadID, p.SearchTerm); err != nil {
 			return nil, jsonrpc.InvalidRequest("invalid cursor: " + *p.Cursor)
 		}
+		// the first item at or after the ordinal
+		from.Item = sort.Search(len(itemOrds), func(i int) bool { return itemOrds[i] >= int64(from.Item) })
 	}
 	hits, next := occurrence.Search(turns, p.SearchTerm, from, occurrence.Limit(p.Limit))
 	resp := protocol.ThreadSearchOccurrencesResponse{Data: make([]protocol.ThreadSearchOccurrence, 0, len(hits))}
 	for _, h := range hits {
 		resp.Data = append(resp.Data, protocol.ThreadSearchOccurrence{ItemID: h.ItemID, TurnID: h.TurnID, Snippet: h.Snippet,
 			SnippetMatchRange: protocol.ThreadSearchTextRange{Start: uint32(h.Start), End: uint32(h.End)},
-			TurnCursor:        historyCursor(p.ThreadID, scopeTurns, h.TurnIndex, true)})
+			TurnCursor:        historyCursor(p.ThreadID, scopeTurns, int(turnOrds[h.TurnIndex]), true)})
 	}
 	if next != nil {
-		c := occurrence.EncodeCursor(p.ThreadID, p.SearchTerm, *next)
+		at := *next
+		at.Item = int(itemOrds[at.Item])
+		c := occurrence.EncodeCursor(p.ThreadID, p.SearchTerm, at)
 		resp.NextCursor = &c
 	}
 	return resp, nil

@@ -48,6 +48,9 @@ type Options struct {
 	Tools thread.ToolProvider
 	// ReloadConfig re-reads the configuration from disk (config/mcpServer/reload); nil keeps the loaded one.
 	ReloadConfig func() (*config.Config, error)
+	// ReloadConfigAt is ReloadConfig with the `-c` overrides' relative paths resolved against pathBase
+	// (config/read's cwd, else CODEX_HOME); nil uses ReloadConfig.
+	ReloadConfigAt func(pathBase string) (*config.Config, error)
 	// ConfigError is why the configuration did not load at start, when Config holds the defaults the
 	// server runs with instead (config.Defaults): initialize is followed by a configWarning, and
 	// config/read and thread/start fail with it until the configuration loads again.

@@ -77,6 +77,9 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 	if w := s.unknownW(); w != "" {
 		t.Emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &info.ID, Message: w})
 	}
+	for _, w := range s.currentConfig().PermissionWarnings() {
+		t.Emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &info.ID, Message: w})
+	}
 	if w := thread.UnadvertisedTierWarning(st); w != "" {
 		t.Emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &info.ID, Message: w})
 	}

@@ -645,7 +645,14 @@ func (m *Manager) Fork(ctx context.Context, o ForkOptions) (*Thread, error) {
 			return nil, fmt.Errorf("%w: %s", ErrTurnNotFound, o.LastTurnID)
 		}
 	}
-	hb, err := rollout.ForkBase(parentPath, o.ParentID, before)
+	// The fork references the parent's current file by its segment id (a reverted parent continues in a
+	// newer file); a turn of an older file is cut in that file.
+	hb, err := rollout.ForkBase(parentPath, rollout.SegmentID(parentPath), before)
+	if err != nil && before != "" {
+		if hb, err = rollout.RevertBase(m.Config().CodexHome, parentPath, before); err == nil {
+			parentPath, err = rollout.FindSegment(m.Config().CodexHome, hb.ThreadID)
+		}
+	}
 	if err != nil {
 		if before != "" {
 			return nil, fmt.Errorf("%w: %s", ErrTurnNotFound, before)

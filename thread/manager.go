@@ -517,7 +517,8 @@ func (m *Manager) touchLater(t *Thread) {
 		t.log.Warn("rollout append failed", "error", err)
 	}
 	path := rec.Path()
-	m.refHistory().Project(m.rootCtx, t.ID, path)
+	// keyed by the file's segment id: a reverted thread's later files are projected apart, as the reference does
+	m.refHistory().Project(m.rootCtx, rollout.SegmentID(path), path)
 	m.touches.RLock()
 	var hold func()
 	if h := touchHook; h != nil {

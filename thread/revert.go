@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	protocol "appserver/protocol/v2"
 	"appserver/rollout"
@@ -38,9 +39,10 @@ func (t *Thread) markHistory(turnID string) {
 }
 
 // Revert drops the turn beforeTurnID and every later one: their turns and what they added to the
-// model's history. The rollout records the cut (a `thread_rolled_back` event for the turns and the
-// kept history as a `compacted` replacement), so a resumed thread continues from it. Files the turns
-// changed are left as they are.
+// model's history. As the reference, a paginated thread continues in a new rollout file whose history_base
+// references the kept part of the file the turn is in (see rollout.CreateSegment; the old files stay as
+// they are); a legacy thread's rollout records the cut instead (a `thread_rolled_back` event for the turns
+// and the kept history as a `compacted` replacement). Files the turns changed are left as they are.
 func (t *Thread) Revert(beforeTurnID string) error {
 	t.mu.Lock()
 	if t.active != nil {
@@ -58,6 +60,11 @@ func (t *Thread) Revert(beforeTurnID string) error {
 	if idx < 0 {
 		t.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrTurnNotFound, beforeTurnID)
+	}
+	now := time.Now()
+	seg, err := t.newSegmentLocked(beforeTurnID, now)
+	if err != nil {
+		t.log.Warn("revert: new rollout file failed; recording the cut in the current one", "error", err)
 	}
 	cut, ok := -1, false
 	if marks, _ := t.attached[historyMarksKey{}].(map[string]historyMark); marks != nil {
@@ -81,6 +88,28 @@ func (t *Thread) Revert(beforeTurnID string) error {
 	}
 	t.turns = t.turns[:idx:idx]
 	kept := append([]json.RawMessage{}, t.history...)
+	if seg != nil {
+		old := t.recorder
+		t.recorder = seg
+		t.recorded = "" // the new file records the settings again
+		t.meta.Path = ptr(seg.Path())
+		t.meta.CreatedAt, t.meta.UpdatedAt = now.Unix(), now.Unix()
+		settings := t.settings
+		t.mu.Unlock()
+		if err := old.Close(); err != nil {
+			t.log.Warn("rollout close failed", "error", err)
+		}
+		t.recordSettings(settings)
+		if err := seg.Flush(); err != nil {
+			t.log.Warn("rollout append failed", "error", err)
+		}
+		if st := t.mgr.openStore(); st != nil {
+			if _, err := st.Reindex(seg.Path()); err != nil {
+				t.log.Warn("rollout index update failed", "error", err)
+			}
+		}
+		return nil
+	}
 	t.mu.Unlock()
 	t.record(func(r *rollout.Recorder) error {
 		if err := r.Append(rollout.TypeEventMsg, map[string]any{"type": "thread_rolled_back", "num_turns": dropped}); err != nil {
@@ -89,6 +118,33 @@ func (t *Thread) Revert(beforeTurnID string) error {
 		return r.Append(rollout.TypeCompacted, rollout.Compacted{ReplacementHistory: kept})
 	})
 	return nil
+}
+
+// newSegmentLocked starts the thread's next rollout file, cut before the turn beforeTurnID (t.mu held);
+// nil without error for a thread that keeps its cut in its file (no rollout, or a legacy one).
+func (t *Thread) newSegmentLocked(beforeTurnID string, now time.Time) (*rollout.Recorder, error) {
+	rec := t.recorder
+	if rec == nil {
+		return nil, nil
+	}
+	if err := rec.Flush(); err != nil {
+		return nil, err
+	}
+	cur := rec.Path()
+	meta, err := rollout.ReadSessionMeta(cur)
+	if err != nil {
+		return nil, err
+	}
+	if !rollout.Paginated(meta.HistoryMode) {
+		return nil, nil
+	}
+	home := t.mgr.Config().CodexHome
+	hb, err := rollout.RevertBase(home, cur, beforeTurnID)
+	if err != nil {
+		return nil, err
+	}
+	meta.HistoryBase, meta.ForkedFromOrdinalExclusive = &hb, nil
+	return rollout.CreateSegment(home, meta, now)
 }
 
 // userMessageIndex finds, for a turn from an earlier session, the last history message holding its

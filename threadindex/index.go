@@ -10,22 +10,28 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 )
 
 // SchemaVersion is stored in PRAGMA user_version; a database with another version is rebuilt.
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 // Row is one indexed thread.
 type Row struct {
-	ID            string
-	Rel           string // rollout path relative to CODEX_HOME
-	Size          int64  // rollout size when read; -1 when seeded without reading the rollout
-	ModNs         int64  // rollout mtime when read
-	CreatedMs     int64
+	ID        string
+	Rel       string // rollout path relative to CODEX_HOME
+	Size      int64  // rollout size when read; -1 when seeded without reading the rollout
+	ModNs     int64  // rollout mtime when read
+	CreatedMs int64
+	// NameMs is the time in the rollout's file name (whole seconds, read as UTC), by which the reference
+	// sorts and pages created_at listings; put fills it from Rel (else CreatedMs in whole seconds).
+	NameMs        int64
 	UpdatedMs     int64
 	Cwd           string
 	Preview       string
@@ -60,6 +66,7 @@ CREATE TABLE IF NOT EXISTS threads (
   size INTEGER NOT NULL,
   mod_ns INTEGER NOT NULL,
   created_ms INTEGER NOT NULL,
+  name_ms INTEGER NOT NULL,
   updated_ms INTEGER NOT NULL,
   cwd TEXT NOT NULL,
   preview TEXT NOT NULL,
@@ -83,7 +90,7 @@ CREATE TABLE IF NOT EXISTS threads (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS contents (id TEXT PRIMARY KEY, content TEXT NOT NULL, lcontent TEXT NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS threads_parent ON threads(parent) WHERE parent <> '';
-CREATE INDEX IF NOT EXISTS threads_created ON threads(archived, created_ms, id);
+CREATE INDEX IF NOT EXISTS threads_named ON threads(archived, name_ms, id);
 CREATE INDEX IF NOT EXISTS threads_updated ON threads(archived, updated_ms, id);
 CREATE TABLE IF NOT EXISTS names (id TEXT PRIMARY KEY, name TEXT NOT NULL, lname TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dirs (path TEXT PRIMARY KEY, mtime INTEGER NOT NULL) WITHOUT ROWID;
@@ -282,9 +289,24 @@ func (t *Tx) Set(key, value string) error {
 	return err
 }
 
-const putColumns = ` INTO threads(id, rel, size, mod_ns, created_ms, updated_ms, cwd, preview, lpreview,
+const putColumns = ` INTO threads(id, rel, size, mod_ns, created_ms, name_ms, updated_ms, cwd, preview, lpreview,
 		file_name, lfile_name, model_provider, model, effort, source, source_kind, cli_version, originator, forked_from,
-		archived, git_info, parent, history_mode, recency_ms, thread_source) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+		archived, git_info, parent, history_mode, recency_ms, thread_source) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+
+// FileNameMs reads the time in a rollout file name ("rollout-2006-01-02T15-04-05-<id>…", the base of
+// rel) as UTC, in Unix milliseconds.
+func FileNameMs(rel string) (int64, bool) {
+	base := path.Base(filepath.ToSlash(rel))
+	const layout = "2006-01-02T15-04-05"
+	if !strings.HasPrefix(base, "rollout-") || len(base) < len("rollout-")+len(layout) {
+		return 0, false
+	}
+	t, err := time.Parse(layout, base[len("rollout-"):len("rollout-")+len(layout)])
+	if err != nil {
+		return 0, false
+	}
+	return t.UnixMilli(), true
+}
 
 // Put inserts or replaces a thread row.
 func (t *Tx) Put(r *Row) error { return t.put("INSERT OR REPLACE", r) }
@@ -304,7 +326,12 @@ func (t *Tx) put(verb string, r *Row) error {
 		}
 		t.stmts[verb] = st
 	}
-	_, err := st.Exec(r.ID, r.Rel, r.Size, r.ModNs, r.CreatedMs, r.UpdatedMs, r.Cwd, r.Preview, strings.ToLower(r.Preview),
+	if ms, ok := FileNameMs(r.Rel); ok {
+		r.NameMs = ms
+	} else {
+		r.NameMs = r.CreatedMs - r.CreatedMs%1000
+	}
+	_, err := st.Exec(r.ID, r.Rel, r.Size, r.ModNs, r.CreatedMs, r.NameMs, r.UpdatedMs, r.Cwd, r.Preview, strings.ToLower(r.Preview),
 		r.FileName, strings.ToLower(r.FileName), r.ModelProvider, r.Model, r.Effort, r.Source, r.SourceKind,
 		r.CLIVersion, r.Originator, r.ForkedFrom, r.Archived, r.GitInfo, r.Parent, r.HistoryMode, r.RecencyMs, r.ThreadSource)
 	if err != nil {
@@ -431,7 +458,7 @@ func (ix *Index) FilesUnder(ctx context.Context, relDir string) (map[string]File
 	return out, rows.Err()
 }
 
-const rowColumns = `t.id, t.rel, t.size, t.mod_ns, t.created_ms, t.updated_ms, t.cwd, t.preview, t.file_name,
+const rowColumns = `t.id, t.rel, t.size, t.mod_ns, t.created_ms, t.name_ms, t.updated_ms, t.cwd, t.preview, t.file_name,
 	t.model_provider, t.model, t.effort, t.source, t.source_kind, t.cli_version, t.originator, t.forked_from,
 	t.archived, t.git_info, t.parent, t.history_mode, t.recency_ms, t.thread_source, COALESCE(n.name, t.file_name), COALESCE(m.section_id, ''), COALESCE(s.name, ''),
 	COALESCE(s.appearance, ''), COALESCE(m.entered_ms, 0)`
@@ -442,7 +469,7 @@ const rowJoins = ` FROM threads t LEFT JOIN names n ON n.id = t.id LEFT JOIN sec
 func scanRow(sc interface{ Scan(...any) error }) (Row, error) {
 	var r Row
 	var sec Section
-	err := sc.Scan(&r.ID, &r.Rel, &r.Size, &r.ModNs, &r.CreatedMs, &r.UpdatedMs, &r.Cwd, &r.Preview, &r.FileName,
+	err := sc.Scan(&r.ID, &r.Rel, &r.Size, &r.ModNs, &r.CreatedMs, &r.NameMs, &r.UpdatedMs, &r.Cwd, &r.Preview, &r.FileName,
 		&r.ModelProvider, &r.Model, &r.Effort, &r.Source, &r.SourceKind, &r.CLIVersion, &r.Originator, &r.ForkedFrom,
 		&r.Archived, &r.GitInfo, &r.Parent, &r.HistoryMode, &r.RecencyMs, &r.ThreadSource, &r.Name, &sec.ID, &sec.Name, &sec.Appearance, &r.SectionEnteredMs)
 	if sec.ID != "" {
@@ -482,17 +509,18 @@ func (ix *Index) Count(ctx context.Context) (int, error) {
 
 // Query selects one page of threads.
 type Query struct {
-	ByUpdated bool // sort by updated_ms, else created_ms
+	ByUpdated bool // sort by updated_ms, else name_ms (the rollout file name's time, as the reference)
 	// BySection sorts by position in Section (which must be set); cursors then carry the position.
 	BySection bool
 	// Section keeps the threads of this section only ("" = any).
 	Section string
 	Asc     bool
 	// After continues strictly after (T, ID) in the sort direction when AfterID is set; else when HasAt, starts
-	// at T inclusive.
-	T       int64
-	AfterID string
-	HasAt   bool
+	// at T inclusive (strictly after T with AtStrict).
+	T        int64
+	AfterID  string
+	HasAt    bool
+	AtStrict bool
 
 	Archived       bool
 	Cwds           []string
@@ -542,7 +570,7 @@ func (ix *Index) Recency(ctx context.Context, ids []string) (map[string]int64, e
 
 // List returns up to q.Limit+1 rows (the extra one tells the caller a next page exists).
 func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
-	col := "t.created_ms"
+	col := "t.name_ms"
 	switch {
 	case q.BySection:
 		col = "m.position"
@@ -561,6 +589,9 @@ func (ix *Index) List(ctx context.Context, q Query) ([]Row, error) {
 	case q.AfterID != "":
 		where = append(where, fmt.Sprintf("(%s %s ? OR (%s = ? AND t.id %s ?))", col, cmp, col, cmp))
 		args = append(args, q.T, q.T, q.AfterID)
+	case q.HasAt && q.AtStrict:
+		where = append(where, fmt.Sprintf("%s %s ?", col, cmp))
+		args = append(args, q.T)
 	case q.HasAt:
 		where = append(where, fmt.Sprintf("%s %s= ?", col, cmp))
 		args = append(args, q.T)

@@ -14,7 +14,7 @@ import (
 
 func row(i int) *Row {
 	return &Row{ID: fmt.Sprintf("id-%04d", i), Rel: fmt.Sprintf("sessions/r-%04d.jsonl", i), Size: 10, ModNs: int64(i) * 1e6,
-		CreatedMs: int64(i), UpdatedMs: int64(1000 - i), Cwd: "/w", Preview: fmt.Sprint("Question ", i),
+		CreatedMs: int64(i) * 1000, UpdatedMs: int64(1000 - i), Cwd: "/w", Preview: fmt.Sprint("Question ", i),
 		ModelProvider: "openai", Source: "vscode", SourceKind: "vscode"}
 }
 
@@ -36,7 +36,7 @@ func TestPutListAndCursors(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, 4, "limit+1 rows tell a next page exists")
 	require.Equal(t, "id-0009", rows[0].ID)
-	rows, err = ix.List(ctx, Query{Limit: 3, T: 7, AfterID: "id-0007"})
+	rows, err = ix.List(ctx, Query{Limit: 3, T: 7000, AfterID: "id-0007"})
 	require.NoError(t, err)
 	require.Equal(t, "id-0006", rows[0].ID)
 	rows, err = ix.List(ctx, Query{Limit: 3, ByUpdated: true, Asc: true})

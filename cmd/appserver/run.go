@@ -258,6 +258,8 @@ func serve(p *parsed, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Lo
 	}
 	srv := server.New(server.Options{Config: cfg, ConfigError: cfgErr, ProjectWarning: projectWarning, UnknownKeys: unknownKeys, Logger: logger, ReloadConfig: func() (*config.Config, error) {
 		return config.Load(home, overrides)
+	}, ReloadConfigAt: func(pathBase string) (*config.Config, error) {
+		return config.LoadWith(home, overrides, config.LoadOptions{PathBase: pathBase})
 	}})
 	defer srv.Close()
 

@@ -43,12 +43,12 @@ func DecodeParams(spec *MethodSpec, raw json.RawMessage, top func() (map[string]
 	}
 	p := spec.NewParams()
 	if err := json.Unmarshal(trimmed, p); err != nil {
-		if merr := checkMembers(spec, reflect.TypeOf(p).Elem(), trimmed, true); merr != nil {
+		if merr := checkMembers(spec, reflect.TypeOf(p).Elem(), trimmed, true, nil); merr != nil {
 			return nil, merr
 		}
 		return nil, paramsErrorf("%s", DescribeDecodeErrorIn(trimmed, err))
 	}
-	if err := checkMembers(spec, reflect.TypeOf(p).Elem(), trimmed, false); err != nil {
+	if err := checkMembers(spec, reflect.TypeOf(p).Elem(), trimmed, false, p); err != nil {
 		return nil, err
 	}
 	if HasRequired(spec.ParamsType) {
@@ -298,10 +298,13 @@ func nonNullableOf(t reflect.Type) map[string]string {
 // a relative path where an AbsolutePathBuf is expected (at any depth of plain structs and lists); when
 // decode is set (decoding obj failed), the member's own decoding error; a null given for an optional
 // member that may not be null ("invalid type: null, expected a boolean").
-func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool) *ParamsError {
+//
+// When decode is not set, decoded is obj's decoded value (a pointer to t): the members are scanned only when
+// it shows something the scan can find (a relative path, a zero non-nullable member with a null in obj, an
+// untagged raw member of another type), so a request without any costs no second tokenizing.
+func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool, decoded any) *ParamsError {
 	fields := nonNullableOf(t)
-	nulls := len(fields) > 0 && bytes.Contains(obj, []byte("null"))
-	if !decode && !nulls && !hasPathMembers(t) && !hasUntaggedRaw(t) {
+	if !decode && !worthScanning(t, fields, obj, decoded) {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(obj))
@@ -344,6 +347,100 @@ func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool) *Pa
 		}
 	}
 	return nil
+}
+
+// worthScanning reports whether checkMembers' scan of obj, decoded into decoded (a pointer to struct type t)
+// without error, can find anything: a relative path where an AbsolutePathBuf is expected, a null for one of
+// the non-nullable fields (left zero by the decoding), an untagged raw member that is neither a string nor
+// an object. It errs towards scanning (a member matched case-insensitively by encoding/json is found here
+// but not by the scan, which then finds nothing, as before).
+func worthScanning(t reflect.Type, fields map[string]string, obj []byte, decoded any) bool {
+	v := reflect.ValueOf(decoded)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Type() != t {
+		return true
+	}
+	v = v.Elem()
+	if len(fields) > 0 || hasUntaggedRaw(t) {
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			if _, ok := fields[name]; ok && v.Field(i).IsZero() && hasNullLiteral(obj) {
+				return true
+			}
+			if _, ok := untaggedRawMembers[t.Name()+"."+name]; ok {
+				if raw, ok := v.Field(i).Interface().(json.RawMessage); ok && raw != nil && !fitsStringOrObject(raw) {
+					return true
+				}
+			}
+		}
+	}
+	return hasPathMembers(t) && relativePathInValue("", v)
+}
+
+// hasNullLiteral reports whether obj may hold a null value: a "null" after a ':', ',' or '[' (and blanks),
+// which the word inside a string never is unless the string itself holds such JSON.
+func hasNullLiteral(obj []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(obj[i:], []byte("null"))
+		if j < 0 {
+			return false
+		}
+		k := i + j - 1
+		for k >= 0 && (obj[k] == ' ' || obj[k] == '\t' || obj[k] == '\n' || obj[k] == '\r') {
+			k--
+		}
+		if k >= 0 && (obj[k] == ':' || obj[k] == ',' || obj[k] == '[') {
+			return true
+		}
+		i += j + 4
+	}
+}
+
+// relativePathInValue reports whether decoded value v, the member key ("Type.jsonName", "" when not a
+// member) holds a relative path where an AbsolutePathBuf is expected, at any depth of plain structs,
+// pointers and lists (the places relativePathIn looks).
+func relativePathInValue(key string, v reflect.Value) bool {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return false
+		}
+		v = v.Elem()
+	}
+	if key != "" && isAbsolutePathField(key) {
+		switch v.Kind() {
+		case reflect.String:
+			return !filepath.IsAbs(v.String())
+		case reflect.Slice:
+			for i := 0; i < v.Len(); i++ {
+				if it := v.Index(i); it.Kind() == reflect.String && !filepath.IsAbs(it.String()) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if !hasPathMembers(v.Type()) {
+		return false
+	}
+	switch v.Kind() {
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			if relativePathInValue("", v.Index(i)) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			if relativePathInValue(t.Name()+"."+name, v.Field(i)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // untaggedRawMembers are the members ("Type.jsonName") kept raw whose schema is an untagged union of a string

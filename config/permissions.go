@@ -1,0 +1,64 @@
+package config
+
+import "strings"
+
+// recognizedSpecialPaths are the `:name` filesystem entries of a permissions profile codex-cli 0.169.0
+// knows; any other is ignored with a warning.
+var recognizedSpecialPaths = map[string]bool{
+	":root": true, ":minimal": true, ":workspace_roots": true, ":project_roots": true, ":tmpdir": true, ":slash_tmp": true,
+}
+
+// defaultProfile returns the `[permissions.<name>]` table default_permissions selects (nil when it names a
+// built-in profile, none or an undefined one).
+func defaultProfile(eff tree) (string, tree) {
+	name, ok := eff["default_permissions"].(string)
+	if !ok || strings.HasPrefix(name, ":") {
+		return "", nil
+	}
+	profiles, _ := eff["permissions"].(tree)
+	profile, _ := profiles[name].(tree)
+	return name, profile
+}
+
+// checkPermissions is the reference's check of the permissions profiles: defined profiles need
+// default_permissions, and the selected profile's filesystem paths must be absolute, under `~/` or
+// special (`:name`), met in sorted order.
+func checkPermissions(eff tree) error {
+	if _, set := eff["default_permissions"]; !set {
+		if profiles, ok := eff["permissions"].(tree); ok && len(profiles) > 0 {
+			return meaningError("config defines `[permissions]` profiles but does not set `default_permissions`")
+		}
+		return nil
+	}
+	_, profile := defaultProfile(eff)
+	fs, _ := profile["filesystem"].(tree)
+	for _, p := range sortedKeys(fs) {
+		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, ":") && p != "~" && !strings.HasPrefix(p, "~/") {
+			return meaningError("filesystem path `" + p + "` must be absolute, use `~/...`, or start with `:`")
+		}
+	}
+	return nil
+}
+
+// PermissionWarnings are the configWarning summaries the reference sends after initialize about the
+// permissions profile default_permissions selects: one without filesystem entries, then each `:name`
+// entry this version does not know (in sorted order).
+func (c *Config) PermissionWarnings() []string {
+	name, profile := defaultProfile(c.effective)
+	if profile == nil {
+		return nil
+	}
+	fs, _ := profile["filesystem"].(tree)
+	if len(fs) == 0 {
+		return []string{"Permissions profile `" + name + "` does not define any recognized filesystem entries for this version of Codex. " +
+			"Filesystem access will remain restricted. Upgrade Codex if this profile expects filesystem permissions."}
+	}
+	var out []string
+	for _, p := range sortedKeys(fs) {
+		if strings.HasPrefix(p, ":") && !recognizedSpecialPaths[p] {
+			out = append(out, "Configured filesystem path `"+p+"` is not recognized by this version of Codex and will be ignored. "+
+				"Upgrade Codex if this path is required.")
+		}
+	}
+	return out
+}
