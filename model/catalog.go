@@ -275,3 +275,8 @@ func HasMultiAgentVersion(id string) bool {
 	m := find(id)
 	return m != nil && m.MultiAgentVersion != nil
 }
+
+// UnknownModelWarning is the reference's warning for a turn on a model without catalogue metadata.
+func UnknownModelWarning(id string) string {
+	return "Model metadata for `" + id + "` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."
+}
