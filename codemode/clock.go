@@ -65,13 +65,15 @@ func sleep(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) js
 	start := time.Now()
 	started := start.UnixMilli()
 	item := protocol.ThreadItemSleep{ID: call.CallID, DurationMs: uint64(args.DurationMs), StartedAtMs: &started}
+	// Watch for input before the item is announced: a client may steer as soon as it sees the item.
+	arrived := tc.InputArrived()
 	tc.ItemStarted(protocol.ThreadItem{Value: item})
 	timer := time.NewTimer(time.Duration(args.DurationMs * float64(time.Millisecond)))
 	defer timer.Stop()
 	end := "Sleep completed."
 	select {
 	case <-timer.C:
-	case <-tc.InputArrived():
+	case <-arrived:
 		end = "Sleep interrupted by new input."
 	case <-ctx.Done():
 	}

@@ -84,6 +84,8 @@ func convertCoreItem(raw json.RawMessage) map[string]any {
 		return map[string]any{"type": "exitedReviewMode", "id": id, "review": findings.Render(out)}
 	case "Plan":
 		return map[string]any{"type": "plan", "id": id, "text": m["text"]}
+	case "CollabAgentToolCall":
+		return collabItem(id, m)
 	case "":
 		return nil
 	}
@@ -251,4 +253,37 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+// collabTools are the protocol names of the reference's core multi-agent tool names.
+var collabTools = map[string]string{"spawn_agent": "spawnAgent", "send_input": "sendInput", "wait": "wait",
+	"close_agent": "closeAgent", "resume_agent": "resumeAgent"}
+
+// collabItem is the protocol form of a recorded CollabAgentToolCall: its agent states, recorded as the model
+// reads them ("pending_init", {"completed": message}), become {status, message}.
+func collabItem(id string, m map[string]any) map[string]any {
+	tool, _ := m["tool"].(string)
+	if t, ok := collabTools[tool]; ok {
+		tool = t
+	}
+	states := map[string]any{}
+	if sm, ok := m["agents_states"].(map[string]any); ok {
+		for aid, st := range sm {
+			switch v := st.(type) {
+			case string:
+				states[aid] = map[string]any{"status": snakeToCamel(v), "message": nil}
+			case map[string]any:
+				for k, msg := range v {
+					states[aid] = map[string]any{"status": snakeToCamel(k), "message": msg}
+				}
+			}
+		}
+	}
+	receivers := m["receiver_thread_ids"]
+	if receivers == nil {
+		receivers = []any{}
+	}
+	return map[string]any{"type": "collabAgentToolCall", "id": id, "tool": tool, "status": m["status"],
+		"senderThreadId": m["sender_thread_id"], "receiverThreadIds": receivers, "prompt": m["prompt"],
+		"model": m["model"], "reasoningEffort": m["reasoning_effort"], "agentsStates": states}
 }

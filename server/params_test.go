@@ -87,7 +87,7 @@ func TestFeatureOverridesYieldToolLessRequest(t *testing.T) {
 	reqs := mm.ResponseRequests()
 	require.Len(t, reqs, 2)
 	require.Empty(t, toolNames(reqs[0].Body), "the title thread offers no tools")
-	require.Equal(t, []string{"exec_command", "write_stdin", "request_user_input", "view_image",
+	require.Equal(t, []string{"exec_command", "write_stdin", "request_user_input", "view_image", "multi_agent_v1",
 		"get_goal", "create_goal", "update_goal", "web_search"}, toolNames(reqs[1].Body), "overrides apply to their thread only")
 }
 
@@ -111,7 +111,8 @@ func TestFeatureOverridesPickTools(t *testing.T) {
 			mm.Enqueue(okReply("ok"))
 			c := apptest.Start(t, apptest.Options{Model: mm})
 			c.Initialize(false)
-			cfg := map[string]any{"features.view_image": false, "tools.experimental_request_user_input.enabled": false, "features.goals": false, "web_search": "disabled"}
+			cfg := map[string]any{"features.view_image": false, "tools.experimental_request_user_input.enabled": false, "features.goals": false, "web_search": "disabled",
+				"features.multi_agent": false}
 			for k, v := range tc.config {
 				cfg[k] = v
 			}

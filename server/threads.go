@@ -106,9 +106,7 @@ func (c *connection) originator() string {
 }
 
 // unknownModelWarning is the reference's warning for a turn on a model without catalogue metadata.
-func unknownModelWarning(mdl string) string {
-	return "Model metadata for `" + mdl + "` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."
-}
+func unknownModelWarning(mdl string) string { return model.UnknownModelWarning(mdl) }
 
 func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Request, p *protocol.TurnStartParams) (any, error) {
 	t, err := s.loadedThread(p.ThreadID)

@@ -92,6 +92,7 @@ func ThreadFromSummary(sum rollout.Summary, status protocol.ThreadStatus) protoc
 	if sum.ParentThreadID != "" {
 		th.ParentThreadID = ptr(sum.ParentThreadID)
 	}
+	spawnFields(&th)
 	if sum.Section != nil {
 		th.Section = SectionOf(*sum.Section)
 		th.SectionEnteredAt = ptr(sum.SectionEnteredAtMs / 1000)
@@ -511,6 +512,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		Environments:         []protocol.ThreadEnvironment{{EnvironmentID: "local", Cwd: protocol.LegacyAppPathString(s.Cwd), RuntimeWorkspaceRoots: []protocol.LegacyAppPathString{protocol.LegacyAppPathString(s.Cwd)}}},
 		CanAcceptDirectInput: ptr(true), Turns: []protocol.Turn{}, ReasoningEffort: s.Effort,
 	}
+	spawnFields(&t.meta)
 	if _, last, ok := rollout.ImportedSpan(created.Unix(), th.Turns); ok {
 		t.meta.RecencyAt = ptr(last) // an imported session's recency is its transcript's end, as in the reference
 	}

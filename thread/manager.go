@@ -433,7 +433,9 @@ func (m *Manager) register(t *Thread) error {
 
 // createRollout creates a thread's rollout with the reference's session_meta and indexes it.
 func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.Time) (*rollout.Recorder, error) {
-	meta.SessionID = meta.ID
+	if meta.SessionID == "" {
+		meta.SessionID = meta.ID // a sub-agent's names its root's session
+	}
 	meta.RuntimeWorkspaceRoots = []string{meta.Cwd}
 	if meta.BaseInstructions == nil {
 		meta.BaseInstructions = &rollout.BaseInstructions{Text: s.instructions()}
@@ -449,7 +451,8 @@ func (m *Manager) createRollout(meta rollout.SessionMeta, s Settings, now time.T
 	if st := m.openStore(); st != nil {
 		sum := rollout.Summary{ID: meta.ID, Path: rec.Path(), Cwd: meta.Cwd, CreatedAt: now.Unix(), CreatedAtMs: now.UnixMilli(),
 			ModelProvider: meta.ModelProvider, Model: s.Model, Source: rollout.SourceString(meta.Source), CLIVersion: meta.CLIVersion,
-			Originator: meta.Originator, ForkedFromID: meta.ForkedFromID, ThreadSource: meta.ThreadSource}
+			Originator: meta.Originator, ForkedFromID: meta.ForkedFromID, ThreadSource: meta.ThreadSource,
+			ParentThreadID: meta.ParentThreadID}
 		if s.Effort != nil {
 			sum.ReasoningEffort = string(*s.Effort)
 		}

@@ -7,11 +7,19 @@ import (
 
 // multiAgentRoleText tells the model, in our own words, its place among agents: the reference sends it in the
 // initial context of a thread started on a multi-agent v2 model, wrapped in <multi_agent_role> on the models
-// with collaboration-mode instructions (gpt-6.x) and bare on the others. appserver offers no tools to start
-// or message other agents (the reference's multi_agent_v1/v2 tools), so the text says so.
+// with collaboration-mode instructions (gpt-6.x) and bare on the others, and again when a turn switches to a
+// model of the other form. The catalogue's models get no agent tools from appserver (they reach agents
+// through code mode and the `collaboration` namespace, neither offered yet), so the text says so; a model
+// outside the catalogue (a v2 thread switched to one) is offered package subagent's multi_agent_v1 tools,
+// and the text names them.
 func multiAgentRoleText(s Settings) string {
-	const body = "You are `/root`, the primary agent of this session, working on the user's goals. No tools to start, " +
+	body := "You are `/root`, the primary agent of this session, working on the user's goals. No tools to start, " +
 		"message or wait for other agents are offered in this session: carry out the work yourself with the tools you have."
+	if agentToolsOffered(s) {
+		body = "You are `/root`, the primary agent of this session, working on the user's goals. The multi_agent_v1 " +
+			"tools let you start sub-agents, give them work, wait for them and close them; delegate only as the " +
+			"delegation mode allows."
+	}
 	if model.ModeInstructions(s.Model) {
 		return "<multi_agent_role>" + body + "</multi_agent_role>"
 	}
@@ -65,4 +73,22 @@ func modelChangeContext(prev string, s Settings, multiAgent bool) (mode string, 
 		agent = []string{multiAgentRoleText(s), multiAgentModeText(s)}
 	}
 	return mode, agent
+}
+
+// agentToolsOffered reports whether a turn with these settings is offered the multi_agent_v1 tools, as
+// package subagent decides it for a root thread (a model outside the catalogue, features.multi_agent on,
+// features.multi_agent_v2 off).
+func agentToolsOffered(s Settings) bool {
+	if _, known := model.LookupModel(s.Model); known {
+		return false
+	}
+	on := func(name string, def bool) bool {
+		if s.Config != nil {
+			if v, ok := s.Config.Features[name]; ok {
+				return v
+			}
+		}
+		return def
+	}
+	return on("multi_agent", true) && !on("multi_agent_v2", false)
 }

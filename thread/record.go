@@ -304,8 +304,12 @@ func (tn *Turn) recordStart(s Settings) {
 func (tn *Turn) recordTaskStarted(s Settings) {
 	t := tn.thread
 	t.record(func(r *rollout.Recorder) error {
-		return r.AppendEvent(rollout.TaskStarted{TurnID: tn.ID, RootTurnID: tn.ID, StartedAt: tn.startedAt.Unix(),
-			ModelContextWindow: ptr(model.ContextWindow(s.Model)), CollaborationModeKind: "default"})
+		ts := rollout.TaskStarted{TurnID: tn.ID, RootTurnID: tn.root(), StartedAt: tn.startedAt.Unix(),
+			ModelContextWindow: ptr(model.ContextWindow(s.Model)), CollaborationModeKind: "default"}
+		if p := tn.opts.ParentTurnID; p != "" {
+			ts.TurnAttribution = &rollout.TurnAttribution{TurnID: tn.ID, ParentTurnID: &p, RootTurnID: p}
+		}
+		return r.AppendEvent(ts)
 	})
 	t.appendHistory(t.mgr.takePendingContext(t.ID)...)
 }
@@ -314,7 +318,7 @@ func (tn *Turn) recordTaskStarted(s Settings) {
 // writes it) and thread_settings_applied when the settings changed.
 func (tn *Turn) recordTurnContext(s Settings) {
 	t := tn.thread
-	tc := rollout.TurnContext{TurnID: tn.ID, RootTurnID: tn.ID, Cwd: s.Cwd, ApprovalPolicy: approvalName(s.ApprovalPolicy),
+	tc := rollout.TurnContext{TurnID: tn.ID, RootTurnID: tn.root(), Cwd: s.Cwd, ApprovalPolicy: approvalName(s.ApprovalPolicy),
 		ApprovalsReviewer: string(s.ApprovalsReviewer), SandboxPolicy: sandboxCore(s.Sandbox), Model: s.Model,
 		CollaborationMode: map[string]any{"mode": "default", "settings": map[string]any{
 			"model": s.Model, "reasoning_effort": s.Effort, "developer_instructions": nil}},
@@ -405,7 +409,7 @@ func (tn *Turn) recordUsage(responseID string, u *model.Usage) {
 	threadUsage.TotalTokens += last.TotalTokens
 	t.record(func(r *rollout.Recorder) error {
 		return r.Append(rollout.TypeTokenUsageRecord, rollout.TokenUsageRecord{ThreadID: t.ID, TurnID: tn.ID, SessionID: t.ID,
-			RootTurnID: tn.ID, ResponseID: responseID, Usage: last, TurnTokenUsage: turnUsage, ThreadTokenUsage: threadUsage})
+			RootTurnID: tn.root(), ResponseID: responseID, Usage: last, TurnTokenUsage: turnUsage, ThreadTokenUsage: threadUsage})
 	})
 }
 
@@ -421,12 +425,12 @@ func (tn *Turn) recordEnd(status protocol.TurnStatus, turnErr *protocol.TurnErro
 	}
 	if status == protocol.TurnStatusInterrupted {
 		t.record(func(r *rollout.Recorder) error {
-			return r.AppendEvent(rollout.TurnAborted{TurnID: tn.ID, RootTurnID: tn.ID, Reason: "interrupted",
+			return r.AppendEvent(rollout.TurnAborted{TurnID: tn.ID, RootTurnID: tn.root(), Reason: "interrupted",
 				StartedAt: tn.startedAt.Unix(), CompletedAt: completedAt.Unix(), DurationMs: ptr(dur)})
 		})
 		return
 	}
-	tc := rollout.TaskComplete{TurnID: tn.ID, RootTurnID: tn.ID, LastAgentMessage: ptrIf(lastText), StartedAt: tn.startedAt.Unix(),
+	tc := rollout.TaskComplete{TurnID: tn.ID, RootTurnID: tn.root(), LastAgentMessage: ptrIf(lastText), StartedAt: tn.startedAt.Unix(),
 		CompletedAt: completedAt.Unix(), DurationMs: ptr(dur)}
 	if turnErr != nil {
 		tc.Error = &rollout.TurnError{Message: turnErr.Message}

@@ -75,7 +75,8 @@ type Thread struct {
 	settings    Settings
 	meta        protocol.Thread // the thread object without status/turns; kept current
 	history     []json.RawMessage
-	turns       []protocol.Turn // completed turns (full items) for thread/read
+	queued      []json.RawMessage // context for the history before the next model request (QueueUserContext)
+	turns       []protocol.Turn   // completed turns (full items) for thread/read
 	active      *Turn
 	subscribers map[Subscriber]struct{}
 	subWait     chan struct{} // closed and replaced when a subscriber joins

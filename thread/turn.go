@@ -158,7 +158,7 @@ func (tn *Turn) snapshot(full bool) protocol.Turn {
 		items = append(items, tn.items...)
 	}
 	return protocol.Turn{
-		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: items, ItemsView: ptr(protocol.TurnItemsViewFull),
+		ID: tn.ID, RootTurnID: ptr(tn.root()), Items: items, ItemsView: ptr(protocol.TurnItemsViewFull),
 		Status: protocol.TurnStatusInProgress, StartedAt: ptr(tn.startedAt.Unix()),
 	}
 }
@@ -173,7 +173,7 @@ func (tn *Turn) started() time.Time {
 // PendingTurn is the turn object of a turn/start response (before turn/started).
 func (tn *Turn) PendingTurn() protocol.Turn {
 	return protocol.Turn{
-		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: []protocol.ThreadItem{}, ItemsView: ptr(protocol.TurnItemsViewNotLoaded),
+		ID: tn.ID, RootTurnID: ptr(tn.root()), Items: []protocol.ThreadItem{}, ItemsView: ptr(protocol.TurnItemsViewNotLoaded),
 		Status: protocol.TurnStatusInProgress,
 	}
 }
@@ -187,6 +187,17 @@ type TurnOptions struct {
 	// ServiceTierForTurn is turn/start's serviceTierForTurn: this turn's tier ("default": standard speed), the
 	// thread's tier left as it is.
 	ServiceTierForTurn *string
+	// ParentTurnID is the parent's turn that gave a sub-agent this turn: the turn's root, as the reference
+	// attributes it ("": the turn is its own root).
+	ParentTurnID string
+}
+
+// root is the id of the turn this one descends from: the parent's turn for a sub-agent's, else itself.
+func (tn *Turn) root() string {
+	if tn.opts.ParentTurnID != "" {
+		return tn.opts.ParentTurnID
+	}
+	return tn.ID
 }
 
 // TurnOverrides are turn/start's settings overrides; they persist for later turns.
@@ -605,6 +616,13 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		for _, in := range pending {
 			tn.acceptInput(in.input, in.clientID)
 		}
+		t.mu.Lock()
+		queued := t.queued
+		t.queued = nil
+		t.mu.Unlock()
+		if len(queued) > 0 {
+			t.appendHistory(queued...)
+		}
 
 		s := t.Settings()
 		client, err := t.mgr.modelClient(s.EffectiveConfig(t.mgr.Config()), s.ModelProvider)
@@ -808,17 +826,27 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	reasoning, text := requestControls(s, tn.opts.OutputSchema)
 	meta := map[string]any{
 		"installation_id": t.mgr.deps.InstallationID(), "session_id": t.ID, "thread_id": t.ID, "turn_id": tn.ID,
-		"window_id": window, "request_kind": "turn", "root_turn_id": tn.ID, "model": s.Model,
+		"window_id": window, "request_kind": "turn", "root_turn_id": tn.root(), "model": s.Model,
 		"turn_started_at_unix_ms": tn.startedAt.UnixMilli(), "sandbox_mode": sandboxModeName(s.Sandbox),
+	}
+	session, parent := t.ID, ""
+	if sa := t.meta.Source.SubAgent; sa != nil && sa.ThreadSpawn != nil {
+		// A spawned sub-agent's requests name its parent and belong to its root's session, as the reference's.
+		parent = string(sa.ThreadSpawn.ParentThreadID)
+		session = firstNonEmpty(t.mgr.sessionOf(parent), parent)
+		meta["session_id"], meta["parent_thread_id"], meta["subagent_kind"], meta["thread_source"] = session, parent, "thread_spawn", "subagent"
+		if tn.opts.ParentTurnID != "" {
+			meta["parent_turn_id"] = tn.opts.ParentTurnID
+		}
 	}
 	metaJSON, _ := json.Marshal(meta)
 	originator := deref(t.meta.Originator)
-	return &model.Request{
+	req := &model.Request{
 		Refresh: inputNow, ServiceTier: requestServiceTier(s.Model, s.ServiceTier, tn.opts.ServiceTierForTurn),
 		Model: s.Model, Input: input, Tools: tools, NoTools: len(lead) > 0, ToolChoice: "auto", ParallelToolCalls: len(lead) == 0,
 		Reasoning: reasoning, Text: text, Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: t.ID,
 		ClientMetadata: map[string]string{
-			"x-codex-window-id": window, "turn_id": tn.ID, "root_turn_id": tn.ID, "session_id": t.ID, "thread_id": t.ID,
+			"x-codex-window-id": window, "turn_id": tn.ID, "root_turn_id": tn.root(), "session_id": t.ID, "thread_id": t.ID,
 			"x-codex-turn-metadata": string(metaJSON), "x-codex-installation-id": t.mgr.deps.InstallationID(),
 		},
 		Headers: map[string]string{
@@ -826,6 +854,12 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 			"x-codex-window-id": window, "x-codex-turn-metadata": string(metaJSON), "user-agent": t.mgr.deps.UserAgent(originator),
 		},
 	}
+	if parent != "" {
+		req.PromptCacheKey = session
+		req.ClientMetadata["session_id"], req.ClientMetadata["parent_thread_id"] = session, parent
+		req.Headers["session-id"], req.Headers["x-codex-parent-thread-id"], req.Headers["x-openai-subagent"] = session, parent, "collab_spawn"
+	}
+	return req
 }
 
 // leadItems are the input items the sets put before everything else (InputTools).
@@ -1055,7 +1089,7 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 		view = protocol.TurnItemsViewNotLoaded
 	}
 	turn := protocol.Turn{
-		ID: tn.ID, RootTurnID: ptr(tn.ID), Items: summary, ItemsView: ptr(view),
+		ID: tn.ID, RootTurnID: ptr(tn.root()), Items: summary, ItemsView: ptr(view),
 		Status: status, Error: turnErr, StartedAt: ptr(tn.startedAt.Unix()), CompletedAt: ptr(completedAt.Unix()), DurationMs: ptr(dur),
 	}
 	tn.recordEnd(status, turnErr, lastText, completedAt, dur)

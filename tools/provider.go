@@ -23,6 +23,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// SandboxSelf is the binary re-executed as the sandbox helper ("" = os.Executable()).
 	SandboxSelf string
+	// MultiAgent returns the sub-agent tools of a turn (nil: none), offered after view_image as the
+	// reference places its multi_agent_v1 namespace.
+	MultiAgent func(t *thread.Thread, s thread.Settings) thread.ToolSet
 	// Extra tool sets added to every turn (MCP, tests).
 	Extra func(t *thread.Thread, s thread.Settings) []thread.ToolSet
 }
@@ -65,6 +68,11 @@ func normalSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState, s
 	}
 	if sw.viewImage {
 		sets = append(sets, viewImageSet{})
+	}
+	if d.MultiAgent != nil {
+		if ma := d.MultiAgent(t, s); ma != nil {
+			sets = append(sets, ma)
+		}
 	}
 	if sw.goals {
 		sets = append(sets, goalSet{})

@@ -50,6 +50,7 @@ type Server struct {
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced whenever requests grow
 	queue     []Response
+	routed    []routed // responses for the requests a matcher picks, before the queue
 	requests  []Request
 	nResp     int // POST /responses seen
 	parsed    int // requests[:parsed] have Body filled
@@ -215,10 +216,36 @@ func parseBody(raw []byte) map[string]any {
 	return body
 }
 
-// nextSpec pops the next scripted response; ok is false when the fallback is served.
-func (s *Server) nextSpec() (spec Response, ok bool) {
+// routed is a response waiting for a request its matcher accepts.
+type routed struct {
+	match func(r Request) bool
+	resp  Response
+}
+
+// EnqueueFor queues responses for the requests match accepts (each answers one, in order); requests no
+// matcher accepts take the plain queue's (e.g. a sub-agent's requests, told by their headers).
+func (s *Server) EnqueueFor(match func(r Request) bool, resp ...Response) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, r := range resp {
+		s.routed = append(s.routed, routed{match: match, resp: r})
+	}
+}
+
+// SubAgentRequest reports whether a request is a spawned sub-agent's (it names its parent thread).
+func SubAgentRequest(r Request) bool { return r.Header.Get("x-codex-parent-thread-id") != "" }
+
+// nextSpec pops the next scripted response for req (a routed one first); ok is false when the fallback is
+// served.
+func (s *Server) nextSpec(req Request) (spec Response, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range s.routed {
+		if r.match(req) {
+			s.routed = append(s.routed[:i:i], s.routed[i+1:]...)
+			return r.resp, true
+		}
+	}
 	if len(s.queue) > 0 {
 		r := s.queue[0]
 		s.queue = s.queue[1:]
@@ -245,7 +272,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, models)
 	case seq >= 0:
-		spec, ok := s.nextSpec()
+		spec, ok := s.nextSpec(Request{Method: r.Method, Path: r.URL.Path, Header: r.Header, Raw: raw})
 		if !ok {
 			s.note("exhausted", seq)
 		}
