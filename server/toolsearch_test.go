@@ -226,3 +226,45 @@ func TestDeferredDynamicToolMustBeInANamespace(t *testing.T) {
 	require.Equal(t, -32600, m.Error.Code)
 	require.Equal(t, "deferred dynamic tool must include a namespace: hidden", m.Error.Message)
 }
+
+// A code-mode model gets no tool_search; its deferred dynamic tools are callable from exec and listed in
+// ALL_TOOLS, but exec's description leaves them out (the plain ones are described); the <tools> notice is
+// still sent and a tool_search_call is still answered — all as the reference.
+func TestToolSearchInCodeMode(t *testing.T) {
+	mm := mockmodel.New(t)
+	src := "text(ALL_TOOLS.map(t => t.name).join(\",\"));\nconst r = await tools.calendar__create_event({title: \"y\"});\ntext(JSON.stringify(r));"
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{mockmodel.CustomToolCall("exec", "call_js", src)}},
+		mockmodel.Response{Items: toolSearchCall("s1", map[string]any{"query": "calendar event"})},
+		okReply("done"),
+	)
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.6-sol"})
+	c.Initialize(true)
+	c.SetAnswerer(func(m apptest.Message) (any, int, string, bool) {
+		if m.Method != "item/tool/call" {
+			return nil, 0, "", false
+		}
+		return map[string]any{"success": true, "contentItems": []any{map[string]any{"type": "inputText", "text": "made"}}}, 0, "", true
+	})
+	tid := c.StartThread(map[string]any{"dynamicTools": searchDynamicTools()})
+	c.StartTurn(tid, "run it")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 3)
+
+	first, _ := json.Marshal(reqs[0].Body["input"])
+	require.NotContains(t, string(first), `"tool_search"`)
+	require.Contains(t, string(first), `- calendar: Calendar tools for events`)
+	additional := reqs[0].Body["input"].([]any)[0].(map[string]any)
+	require.Equal(t, "additional_tools", additional["type"])
+	desc, _ := json.Marshal(additional["tools"])
+	require.Contains(t, string(desc), "add_note")
+	require.NotContains(t, string(desc), "search_notes")
+	require.NotContains(t, string(desc), "create_event")
+
+	out, _ := json.Marshal(jsCallOutput(t, reqs[1].Body, "call_js"))
+	require.Contains(t, string(out), "calendar__create_event")
+	require.Contains(t, string(out), "notes__search_notes")
+	require.Contains(t, string(out), `\"made\"`)
+	require.Equal(t, []string{"calendar.list_events", "calendar.create_event"}, foundTools(t, searchOutput(t, reqs[2].Body, "s1")))
+}
