@@ -102,7 +102,7 @@ func TestToolSearchOffersDeferredDynamicTools(t *testing.T) {
 	c.WaitTurnCompleted()
 
 	reqs := mm.ResponseRequests()
-	require.Len(t, reqs, 3)
+	require.Equal(t, 3, len(reqs))
 	first := reqs[0].Body
 	names := toolNames(first)
 	// As the reference: the plain tools and the namespace's plain member are offered, then tool_search
@@ -195,7 +195,7 @@ func TestToolSearchMatchesAndLimits(t *testing.T) {
 	c.StartTurn(tid, "search")
 	c.WaitTurnCompleted()
 	reqs := mm.ResponseRequests()
-	require.Len(t, reqs, 2)
+	require.Equal(t, 2, len(reqs))
 	for i, s := range searches {
 		require.Equal(t, s.want, foundTools(t, searchOutput(t, reqs[1].Body, string(rune('a'+i)))), "%v", s.args)
 	}
@@ -250,7 +250,7 @@ func TestToolSearchInCodeMode(t *testing.T) {
 	c.StartTurn(tid, "run it")
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 	reqs := mm.ResponseRequests()
-	require.Len(t, reqs, 3)
+	require.Equal(t, 3, len(reqs))
 
 	first, _ := json.Marshal(reqs[0].Body["input"])
 	require.NotContains(t, string(first), `"tool_search"`)
