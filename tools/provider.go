@@ -14,6 +14,7 @@ import (
 	protocol "appserver/protocol/v2"
 	"appserver/sandbox"
 	"appserver/thread"
+	"appserver/toolsearch"
 )
 
 // Deps are what the tool sets need from the server.
@@ -218,9 +219,13 @@ func ForReviewer(sets []thread.ToolSet) []thread.ToolSet {
 			out = append(out, cm.Keep(func(n thread.ToolSet) bool { return len(ForReviewer([]thread.ToolSet{n})) == 1 }))
 			continue
 		}
-		switch s.(type) {
+		switch v := s.(type) {
 		case goalSet, webSearchSet, dynamicSet:
 			continue
+		case searchSet:
+			// Without the dynamic tools there is nothing left for its search to find.
+			v.index = toolsearch.New(nil)
+			s = v
 		}
 		out = append(out, s)
 	}
