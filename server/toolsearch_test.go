@@ -268,3 +268,20 @@ func TestToolSearchInCodeMode(t *testing.T) {
 	require.Contains(t, string(out), `\"made\"`)
 	require.Equal(t, []string{"calendar.list_events", "calendar.create_event"}, foundTools(t, searchOutput(t, reqs[2].Body, "s1")))
 }
+
+// As the reference, a catalogue model is offered tool_search only when some tool is deferred.
+func TestToolSearchOnlyWithDeferredTools(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("ok"))
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.5"})
+	c.Initialize(true)
+	tid := c.StartThread(map[string]any{"dynamicTools": []any{map[string]any{"type": "namespace", "name": "notes", "description": "Notes",
+		"tools": []any{map[string]any{"type": "function", "name": "add_note", "description": "Add", "inputSchema": map[string]any{"type": "object"}}}}}})
+	c.StartTurn(tid, "go")
+	c.WaitTurnCompleted()
+	body := mm.ResponseRequests()[0].Body
+	require.Contains(t, toolNames(body), "notes")
+	require.NotContains(t, toolNames(body), "tool_search")
+	b, _ := json.Marshal(body["input"])
+	require.NotContains(t, string(b), "<tools>")
+}

@@ -9,9 +9,9 @@ import (
 	"appserver/toolsearch"
 )
 
-// searchSet is the model's tool_search: offered (offer) to the catalogue models outside code mode, and
-// answering every tool_search_call, as the reference does even for a model it did not offer it to (with
-// nothing found when the model cannot search).
+// searchSet is the model's tool_search: offered (offer) to the catalogue models outside code mode that have
+// deferred tools, and answering every tool_search_call, as the reference does even for a model it did not
+// offer it to (with nothing found when the model cannot search).
 type searchSet struct {
 	offer bool
 	index *toolsearch.Index
@@ -28,7 +28,8 @@ func newSearchSet(s thread.Settings, codeMode bool) searchSet {
 	if ok {
 		found, _ = deferredDynamic(s.DynamicTools)
 	}
-	return searchSet{offer: ok && !codeMode, index: toolsearch.New(found)}
+	// As the reference, the tool is offered only when there is something to find.
+	return searchSet{offer: ok && !codeMode && len(found) > 0, index: toolsearch.New(found)}
 }
 
 func (ss searchSet) Specs() []json.RawMessage {
