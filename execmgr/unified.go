@@ -192,9 +192,6 @@ type ExecResult struct {
 	OriginalTokenCount int
 	Warning            string // non-empty at >= WarningSessions open sessions: record it as a model warning
 	Text               string // the function_call_output text for the model
-	// SandboxDenied marks a sandboxed command that failed with a denial within the StartupWindow: it was
-	// never announced (no Started, no Exited), the model just gets Text.
-	SandboxDenied bool
 }
 
 type session struct {
@@ -301,7 +298,7 @@ func tokensOr(v *uint64) int {
 // ExecCommand runs `exec_command`: spawn, collect until exit or the yield deadline (a stopwatch of the
 // caller's controller), then either report the exit or keep the process as a session.
 // Errors that the model should see are *ToolError; ctx errors are returned as is (the process is kept).
-// When the result has Exited (and not SandboxDenied), the observer's Exited call came before the return.
+// When the result has Exited, the observer's Exited call came before the return.
 func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (ExecResult, error) {
 	a := req.Args
 	base := req.Env
@@ -331,14 +328,7 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 		return ExecResult{}, createProcessError(serr)
 	}
 	s.proc = p
-	if waitStartup(ctx, p, req.Controller) && req.WrapArgv != nil && LikelySandboxDenial(p.ExitCode(), s.agg.String()) {
-		s.emitMu.Lock()
-		s.obs = nil // never announced: no item events at all
-		s.emitMu.Unlock()
-		res := x.respond(s, true, time.Now(), tokensOr(a.MaxOutputTokens), "")
-		res.SandboxDenied = true
-		return res, nil
-	}
+	waitStartup(ctx, p, req.Controller)
 	// the reference's wall time and yield deadline count from the announcement; later output streams
 	start := time.Now()
 	s.emitMu.Lock()
@@ -370,29 +360,8 @@ func (x *Sessions) ExecCommand(ctx context.Context, req ExecCommandRequest) (Exe
 	var warning string
 	if !exited {
 		warning = x.keep(s)
-	} else if req.WrapArgv != nil && x.withholdDenial(s) {
-		// Denied after the startup window (a slow machine, or a command that fails late): still a
-		// denial. The item stays open for the caller, which may retry unsandboxed under the same item.
-		res := x.respond(s, true, start, tokensOr(a.MaxOutputTokens), "")
-		res.SandboxDenied = true
-		return res, nil
 	}
 	return x.respond(s, exited, start, tokensOr(a.MaxOutputTokens), warning), nil
-}
-
-// withholdDenial reports whether the exited session looks refused by the sandbox and, if its end was
-// not reported yet, keeps it from being reported: the caller decides what the item becomes.
-func (x *Sessions) withholdDenial(s *session) bool {
-	if !LikelySandboxDenial(s.proc.ExitCode(), s.agg.String()) {
-		return false
-	}
-	s.emitMu.Lock()
-	defer s.emitMu.Unlock()
-	if s.finished {
-		return false
-	}
-	s.obs = nil
-	return true
 }
 
 // WriteStdin runs `write_stdin`: optionally write chars (then settle 100 ms) and collect like ExecCommand.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,58 +13,52 @@ import (
 	"appserver/internal/mockmodel"
 )
 
-// TestSandboxDenialAsksToRetryUnsandboxed: under on-request, a command the sandbox refuses leads to an
-// approval request; accepting reruns it outside the sandbox, declining leaves it refused.
-func TestSandboxDenialAsksToRetryUnsandboxed(t *testing.T) {
-	// The denial counts whenever the command exits within the call, not only inside the startup window:
-	// "late" fails well after it (a slow machine looks the same).
-	for _, tc := range []struct {
-		name, cmd, decision string
-		written             bool
-	}{
-		{"accept", "echo hi > made.txt", "accept", true},
-		{"decline", "echo hi > made.txt", "decline", false},
-		{"late/accept", "sleep 0.5; echo hi > made.txt", "accept", true},
-		{"late/decline", "sleep 0.5; echo hi > made.txt", "decline", false},
-	} {
-		// The early cases pause the thread until the retry is asked: the startup window cannot run out,
-		// so the denial falls inside it whatever the load. The late ones run unpaused with the longest
-		// yield, and the command's end comes after the window.
-		early := !strings.HasPrefix(tc.name, "late/")
-		t.Run(tc.name, func(t *testing.T) {
+// TestSandboxDenialIsAFailedItem: a command the sandbox refuses is shown as a failed commandExecution item
+// (started, then completed with its exit code and output) and goes back to the model; no approval to rerun
+// it unsandboxed is asked, under on-request as under never, as the reference's unified exec does.
+func TestSandboxDenialIsAFailedItem(t *testing.T) {
+	for _, policy := range []string{"on-request", "never"} {
+		t.Run(policy, func(t *testing.T) {
 			mm := mockmodel.New(t)
-			mm.Enqueue(execCall("call_w", map[string]any{"cmd": tc.cmd, "yield_time_ms": 30000}))
+			mm.Enqueue(execCall("call_w", map[string]any{"cmd": "echo hi > made.txt", "yield_time_ms": 30000}))
 			mm.Enqueue(finalMessage("done"))
-			c := startIsolated(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", SandboxMode: "read-only"})
-			var reasons []string
+			c := startIsolated(t, apptest.Options{Model: mm, ApprovalPolicy: policy, SandboxMode: "read-only"})
+			var asked []string
 			c.SetAnswerer(func(m apptest.Message) (any, int, string, bool) {
-				var p struct{ Reason *string }
-				_ = json.Unmarshal(m.Params, &p)
-				if p.Reason != nil {
-					reasons = append(reasons, *p.Reason)
-				}
-				return map[string]any{"decision": tc.decision}, 0, "", true
+				asked = append(asked, m.Method)
+				return map[string]any{"decision": "accept"}, 0, "", true
 			})
 			c.Initialize(true)
 			tid := c.StartThread(nil)
-			if early {
-				require.Equal(t, counterResult{1, true}, elicit(t, c, "thread/increment_elicitation", tid))
-			}
+			mark := c.Mark()
 			c.StartTurn(tid, "write a file")
-			if early {
-				c.WaitServerRequest(cmdApproval)
-				require.Equal(t, counterResult{0, false}, elicit(t, c, "thread/decrement_elicitation", tid))
-			}
 			require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
-			require.Equal(t, []string{"command failed; retry without sandbox?"}, reasons)
+			require.Empty(t, asked, "no approval is asked")
 			_, err := os.Stat(filepath.Join(c.Work, "made.txt"))
-			require.Equal(t, tc.written, err == nil)
+			require.True(t, os.IsNotExist(err), "nothing written")
 			out := callOutput(t, mm, "call_w")
-			if tc.written {
-				require.Equal(t, 0, execExitCode(t, out))
-			} else {
-				require.Contains(t, out, "rejected by user")
+			require.Equal(t, 1, execExitCode(t, out))
+			var events []string
+			for _, m := range c.Since(mark) {
+				if m.Method != "item/started" && m.Method != "item/completed" {
+					continue
+				}
+				var p struct {
+					Item struct {
+						ID, Status string
+						ExitCode   *int `json:"exitCode"`
+					}
+				}
+				require.NoError(t, json.Unmarshal(m.Params, &p))
+				if p.Item.ID == "call_w" {
+					ev := m.Method + " " + p.Item.Status
+					if p.Item.ExitCode != nil {
+						ev += " " + strconv.Itoa(*p.Item.ExitCode)
+					}
+					events = append(events, ev)
+				}
 			}
+			require.Equal(t, []string{"item/started inProgress", "item/completed failed 1"}, events)
 		})
 	}
 }

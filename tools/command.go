@@ -17,9 +17,6 @@ const (
 	approvalFailedOutput = `exec_command failed: CreateProcess { message: "Rejected(\"approval request failed\")" }`
 )
 
-// sandboxRetryReason is the approval question after a sandbox denial.
-const sandboxRetryReason = "command failed; retry without sandbox?"
-
 // commandArgs are the arguments exec_command and shell_command share.
 type commandArgs struct {
 	Script             string
@@ -124,14 +121,6 @@ func (st *threadState) askCommand(ctx context.Context, tc *thread.ToolContext, c
 	return d
 }
 
-// retriesDenials reports a policy under which a sandbox denial leads to an approval to rerun unsandboxed.
-func retriesDenials(p protocol.AskForApproval) bool {
-	if p.Granular != nil {
-		return p.Granular.SandboxApproval
-	}
-	return p.Name == protocol.AskForApprovalOnRequest
-}
-
 // granted reports a decision that lets the command run.
 func granted(d decision) bool {
 	return d == decisionAccept || d == decisionAcceptForSession || d == decisionAcceptWithAmendment
@@ -186,13 +175,6 @@ func (ci *commandItem) start() {
 	it := ci.item
 	ci.mu.Unlock()
 	ci.tc.ItemStarted(protocol.ThreadItem{Value: it})
-}
-
-// shown reports whether the item was announced.
-func (ci *commandItem) shown() bool {
-	ci.mu.Lock()
-	defer ci.mu.Unlock()
-	return ci.started
 }
 
 // complete finishes the item (once) with a status and, for runs, the exit code and output.

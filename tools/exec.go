@@ -105,14 +105,6 @@ func (e *execSet) execCommand(ctx context.Context, tc *thread.ToolContext, call 
 		Controller: tc.Thread.Controller(), Observer: ci.observer(), WrapArgv: wrap, ShellWrap: ShellWrap(tc.Thread),
 		ItemID: call.CallID}
 	res, err := e.st.sessions.ExecCommand(ctx, req)
-	if err == nil && res.SandboxDenied && wrap != nil && retriesDenials(tc.Settings.ApprovalPolicy) {
-		// The sandbox refused it: under on-request the user may let it run unsandboxed.
-		if out, refused := e.st.ask(ctx, tc, ci, c, sandboxRetryReason); refused {
-			return out
-		}
-		req.WrapArgv = nil
-		res, err = e.st.sessions.ExecCommand(ctx, req)
-	}
 	if err != nil {
 		var te *execmgr.ToolError
 		if errors.As(err, &te) {
@@ -128,10 +120,6 @@ func (e *execSet) execCommand(ctx context.Context, tc *thread.ToolContext, call 
 			return te.Msg
 		}
 		return fmt.Sprintf("exec_command failed: %v", err)
-	}
-	if res.SandboxDenied && ci.shown() {
-		// never announced by execmgr; an item already shown for an approval still gets its end
-		ci.exited(res.ExitCode, res.Output, res.WallTime)
 	}
 	// An exited process's item was completed (Observer.Exited) before ExecCommand returned, so the model
 	// hears the result after the item's end.
