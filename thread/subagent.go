@@ -25,6 +25,9 @@ type SubAgentOptions struct {
 	// ForkHistory starts the child with a copy of the parent's history (its calls still waiting for an
 	// output left out) instead of a fresh initial context.
 	ForkHistory bool
+	// AgentPath is the agent's task path (`/root/worker`) when the collaboration tools address it by
+	// path; recorded in its session source ("" = none, as multi_agent_v1's agents).
+	AgentPath string
 }
 
 // StartSubAgent creates and loads a child thread of parent with the parent's settings: a rollout of its own
@@ -42,7 +45,7 @@ func (m *Manager) StartSubAgent(parent *Thread, o SubAgentOptions) (*Thread, err
 	id := uuid.Must(uuid.NewV7()).String()
 	now := time.Now()
 	spawn := &protocol.SubAgentSourceThreadSpawn{ParentThreadID: protocol.ThreadId(parent.ID), Depth: int32(o.Depth),
-		AgentNickname: ptrIf(o.Nickname)}
+		AgentNickname: ptrIf(o.Nickname), AgentPath: ptrIf(o.AgentPath)}
 	t := m.newThread(id, s)
 	t.meta = protocol.Thread{
 		ID: id, SessionID: id, Preview: "", Ephemeral: pinfo.Ephemeral,
