@@ -136,9 +136,9 @@ func (s *Set) ToolsItem() json.RawMessage {
 	}
 	fns := s.functions()
 	item := struct {
-		Type  string      `json:"type"`
-		ID    string      `json:"id"`
-		Role  string      `json:"role"`
+		Type  string `json:"type"`
+		ID    string `json:"id"`
+		Role  string `json:"role"`
 		Tools []any  `json:"tools"`
 	}{"additional_tools", s.st.itemID, "developer", []any{namespace{Type: "namespace", Name: functionsNS, Description: "", Tools: fns}}}
 	if s.async {

@@ -57,7 +57,9 @@ func (*collabSet) Specs() []json.RawMessage { return []json.RawMessage{collabSpe
 
 var collabSpec = sync.OnceValue(func() json.RawMessage {
 	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
-	secret := func(d string) map[string]any { return map[string]any{"type": "string", "description": d, "encrypted": true} }
+	secret := func(d string) map[string]any {
+		return map[string]any{"type": "string", "description": d, "encrypted": true}
+	}
 	fn := func(name, desc string, props map[string]any, required []string) map[string]any {
 		params := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 		if required != nil {
