@@ -74,6 +74,7 @@ func TestCollaborationOffered(t *testing.T) {
 		{"multi_agent off", "gpt-6.1-sol", "[features]\nmulti_agent = false\n", []string{"functions", "clock"}, false},
 		{"mock model, multi_agent_v2", "", "[features]\nmulti_agent_v2 = true\n", nil, true},
 		{"mock model", "", "", nil, false},
+		{"gpt-5.5", "gpt-5.5", "[features]\nmulti_agent_v2 = true\n", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mm := mockmodel.New(t)
@@ -86,9 +87,17 @@ func TestCollaborationOffered(t *testing.T) {
 			ns := additionalNamespaces(t, body)
 			if tc.order != nil {
 				require.Equal(t, tc.order, ns[""])
-				if len(tc.order) > 0 && tc.order[len(tc.order)-1] == "collaboration" {
+				offered := tc.order[len(tc.order)-1] == "collaboration"
+				if offered {
 					require.Equal(t, collabNames, ns["collaboration"])
 				}
+				role := ""
+				for _, text := range developerTexts(body) {
+					if strings.Contains(text, "primary agent of this session") {
+						role = text
+					}
+				}
+				require.Equal(t, offered, strings.Contains(role, "The `collaboration` tools"), "the role text names the tools when offered: %s", role)
 				return
 			}
 			require.Nil(t, ns)
