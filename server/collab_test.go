@@ -258,3 +258,22 @@ func TestCollaborationInterruptEndsAWait(t *testing.T) {
 	m := c.WaitNotification("turn/completed", threadIDIs(tid))
 	require.Equal(t, "interrupted", params(t, m)["turn"].(map[string]any)["status"])
 }
+
+// wait_agent ends when the user steers new input into the waiting turn, as the reference's description says.
+func TestCollaborationWaitEndsOnSteer(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{coCall("wait_agent", "w1", map[string]any{"timeout_ms": 3600000})}},
+		okReply("done"),
+	)
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-6.1-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	turnID := c.StartTurn(tid, "wait for news")
+	c.WaitNotification("item/started", func(p json.RawMessage) bool { return strings.Contains(string(p), `"tool":"wait"`) })
+	c.Result("turn/steer", map[string]any{"threadId": tid, "expectedTurnId": turnID, "input": []any{map[string]any{"type": "text", "text": "stop waiting"}}}, nil)
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	out := jsonOutput(t, mm.ResponseRequests()[1].Body, "w1")
+	require.Equal(t, false, out["timed_out"])
+	require.Contains(t, out["message"], "user input")
+}
