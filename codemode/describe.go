@@ -16,11 +16,13 @@ type nestedTool struct {
 	custom      bool   // a freeform tool: takes the raw input text
 	description string
 	params      json.RawMessage // the JSON schema of a function tool's arguments
+	// deferLoading marks a tool its set offers only through tool search (a dynamic tool's deferLoading).
+	deferLoading bool
 }
 
 // deferred reports whether the tool is left out of exec's description (callable and in ALL_TOOLS all the
-// same): MCP servers' tools, as the reference defers them.
-func (t nestedTool) deferred() bool { return strings.HasPrefix(t.namespace, "mcp__") }
+// same): MCP servers' tools and the tools marked defer_loading, as the reference defers them.
+func (t nestedTool) deferred() bool { return t.deferLoading || strings.HasPrefix(t.namespace, "mcp__") }
 
 // nestedTools lists the tools of one spec (a namespace gives one per member); hosted tools (web_search)
 // have no JavaScript form.
@@ -31,13 +33,14 @@ func nestedTools(raw json.RawMessage) []nestedTool {
 		Description string            `json:"description"`
 		Parameters  json.RawMessage   `json:"parameters"`
 		Tools       []json.RawMessage `json:"tools"`
+		Defer       bool              `json:"defer_loading"`
 	}
 	if json.Unmarshal(raw, &spec) != nil {
 		return nil
 	}
 	switch spec.Type {
 	case "function", "custom":
-		return []nestedTool{{js: jsIdent(spec.Name), name: spec.Name, custom: spec.Type == "custom", description: spec.Description, params: spec.Parameters}}
+		return []nestedTool{{js: jsIdent(spec.Name), name: spec.Name, custom: spec.Type == "custom", description: spec.Description, params: spec.Parameters, deferLoading: spec.Defer}}
 	case "namespace":
 		var out []nestedTool
 		for _, m := range spec.Tools {

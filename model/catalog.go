@@ -276,6 +276,10 @@ func HasMultiAgentVersion(id string) bool {
 	return m != nil && m.MultiAgentVersion != nil
 }
 
+// SearchTool reports whether the model finds deferred tools through tool_search (the reference's
+// supports_search_tool: true for every catalogue entry, false for a model outside the catalogue).
+func SearchTool(id string) bool { return find(id) != nil }
+
 // UnknownModelWarning is the reference's warning for a turn on a model without catalogue metadata.
 func UnknownModelWarning(id string) string {
 	return "Model metadata for `" + id + "` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."

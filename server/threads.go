@@ -16,6 +16,7 @@ import (
 	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
+	"appserver/tools"
 )
 
 func (s *Server) addThreadRoutes(r map[string]route) {
@@ -48,6 +49,9 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 	}
 	if err := s.checkProject(ctx, p.ProjectID); err != nil {
 		return nil, err
+	}
+	if err := tools.ValidateDynamic(p.DynamicTools); err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "%v", err)
 	}
 	t, err := s.threads.Start(ctx, thread.StartOptions{Params: *p, Originator: c.originator(), Source: s.opts.SessionSource})
 	var cerr *thread.ConfigError

@@ -45,6 +45,9 @@ type Deps struct {
 	// SkillsPrompt renders the skills offered to the model for a working directory ("" = none); a new
 	// thread's context gets it as one developer message after the initial context.
 	SkillsPrompt func(cwd string) string
+	// ToolsNotice renders the `<tools>` note of a thread's initial context (the namespaces whose tools the
+	// model finds with tool_search; "" = none), the last part of its developer message.
+	ToolsNotice func(s Settings) string
 	// Broadcast sends a notification to every connection, subscribed or not (nil: to the thread's
 	// subscribers only). The server-wide thread notifications (ServerWide) go through it.
 	Broadcast func(method string, params any)
@@ -405,7 +408,11 @@ func (m *Manager) initialContext(s Settings, multiAgent bool) []json.RawMessage 
 	if m.deps.SkillsPrompt != nil {
 		skills = m.deps.SkillsPrompt(s.Cwd)
 	}
-	return initialContext(s, multiAgent, skills)
+	notice := ""
+	if m.deps.ToolsNotice != nil {
+		notice = m.deps.ToolsNotice(s)
+	}
+	return initialContext(s, multiAgent, skills, notice)
 }
 
 // register makes a thread loaded (closing it when the server is shutting down).

@@ -94,8 +94,9 @@ func encodeUUID(dst []byte, id uuid.UUID) {
 // initialContext is what a new thread's history starts with, in the reference's order and grouping: one
 // developer message of the developer instructions (if any), the skills (if any), the permissions commands run
 // under and the collaboration mode (see modeAndAgentContext), then, in a multi-agent v2 thread, the agent's
-// role and delegation mode (a developer message each), then the environment context.
-func initialContext(s Settings, multiAgent bool, skills string) []json.RawMessage {
+// role and delegation mode (a developer message each), then the environment context. The deferred tools'
+// `<tools>` note ends the developer message.
+func initialContext(s Settings, multiAgent bool, skills, toolsNotice string) []json.RawMessage {
 	var parts []string
 	if s.DeveloperInstructions != "" {
 		parts = append(parts, s.DeveloperInstructions)
@@ -107,6 +108,9 @@ func initialContext(s Settings, multiAgent bool, skills string) []json.RawMessag
 	mode, agent := modeAndAgentContext(s, multiAgent)
 	if mode != "" {
 		parts = append(parts, mode)
+	}
+	if toolsNotice != "" {
+		parts = append(parts, toolsNotice)
 	}
 	items := []json.RawMessage{developerMessage(parts...)}
 	for _, text := range agent {

@@ -13,7 +13,8 @@ import (
 
 // ToolCall is one call the model made: a function_call (Arguments) or a custom_tool_call (Input).
 type ToolCall struct {
-	// Type is "function_call" or "custom_tool_call".
+	// Type is "function_call", "custom_tool_call" or "tool_search_call" (Name "tool_search", Arguments the
+	// JSON text of its arguments object).
 	Type      string
 	CallID    string
 	Name      string

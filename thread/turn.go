@@ -1034,18 +1034,26 @@ func toolCalls(items []json.RawMessage) []ToolCall {
 	var calls []ToolCall
 	for _, raw := range items {
 		var it struct {
-			Type      string `json:"type"`
-			CallID    string `json:"call_id"`
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-			Arguments string `json:"arguments"`
-			Input     string `json:"input"`
+			Type      string          `json:"type"`
+			CallID    string          `json:"call_id"`
+			Name      string          `json:"name"`
+			Namespace string          `json:"namespace"`
+			Arguments json.RawMessage `json:"arguments"`
+			Input     string          `json:"input"`
 		}
 		if json.Unmarshal(raw, &it) != nil {
 			continue
 		}
-		if it.Type == "function_call" || it.Type == "custom_tool_call" {
-			calls = append(calls, ToolCall{Type: it.Type, CallID: it.CallID, Name: it.Name, Namespace: it.Namespace, Arguments: it.Arguments, Input: it.Input, Item: raw})
+		switch it.Type {
+		case "function_call", "custom_tool_call":
+			var args string
+			if len(it.Arguments) > 0 && json.Unmarshal(it.Arguments, &args) != nil {
+				continue
+			}
+			calls = append(calls, ToolCall{Type: it.Type, CallID: it.CallID, Name: it.Name, Namespace: it.Namespace, Arguments: args, Input: it.Input, Item: raw})
+		case "tool_search_call":
+			// Its arguments are a JSON object (query, limit), handed over as their JSON text.
+			calls = append(calls, ToolCall{Type: it.Type, CallID: it.CallID, Name: "tool_search", Arguments: string(it.Arguments), Item: raw})
 		}
 	}
 	return calls

@@ -3,15 +3,57 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
+	"appserver/toolsearch"
 )
 
 // dynamicSet offers the tools a client declared on thread/start (dynamicTools) and runs them by asking
-// that client (item/tool/call), reporting each call as a dynamicToolCall item.
-type dynamicSet struct{ specs []protocol.DynamicToolSpec }
+// that client (item/tool/call), reporting each call as a dynamicToolCall item. Members marked deferLoading
+// are left out of the request (tool_search finds them) but answered all the same; nested (inside code
+// mode's exec) lists them marked defer_loading, so that exec lets scripts call them without describing them.
+type dynamicSet struct {
+	specs  []protocol.DynamicToolSpec
+	nested bool
+}
+
+// ValidateDynamic checks thread/start's dynamicTools as the reference does: a deferred tool must sit in a
+// namespace.
+func ValidateDynamic(specs []protocol.DynamicToolSpec) error {
+	for _, sp := range specs {
+		if v, ok := sp.Value.(protocol.DynamicToolSpecFunction); ok && v.DeferLoading != nil && *v.DeferLoading {
+			return fmt.Errorf("deferred dynamic tool must include a namespace: %s", v.Name)
+		}
+	}
+	return nil
+}
+
+// deferredDynamic lists the namespaces' deferred members for tool search, and their namespaces.
+func deferredDynamic(specs []protocol.DynamicToolSpec) ([]toolsearch.Tool, []toolsearch.Namespace) {
+	var tools []toolsearch.Tool
+	var namespaces []toolsearch.Namespace
+	for _, sp := range specs {
+		v, ok := sp.Value.(protocol.DynamicToolSpecNamespace)
+		if !ok {
+			continue
+		}
+		found := false
+		for _, nt := range v.Tools {
+			if f, ok := nt.Value.(protocol.DynamicToolNamespaceToolFunction); ok && f.DeferLoading != nil && *f.DeferLoading {
+				tools = append(tools, toolsearch.Tool{Namespace: v.Name, NamespaceDescription: v.Description,
+					Name: f.Name, Description: f.Description, Parameters: f.InputSchema})
+				found = true
+			}
+		}
+		if found {
+			namespaces = append(namespaces, toolsearch.Namespace{Name: v.Name, Description: v.Description})
+		}
+	}
+	return tools, namespaces
+}
 
 func dynamicFunction(name, description string, schema json.RawMessage) map[string]any {
 	if len(schema) == 0 || string(schema) == "null" {
@@ -26,15 +68,25 @@ func (d dynamicSet) Specs() []json.RawMessage {
 		switch v := sp.Value.(type) {
 		case protocol.DynamicToolSpecFunction:
 			if v.DeferLoading != nil && *v.DeferLoading {
-				continue // deferred tools are only found through tool search, which we do not offer
+				continue // refused by thread/start (ValidateDynamic); a resumed old thread's is not offered
 			}
 			b, _ := json.Marshal(dynamicFunction(v.Name, v.Description, v.InputSchema))
 			out = append(out, b)
 		case protocol.DynamicToolSpecNamespace:
 			var tools []any
 			for _, nt := range v.Tools {
-				if f, ok := nt.Value.(protocol.DynamicToolNamespaceToolFunction); ok && (f.DeferLoading == nil || !*f.DeferLoading) {
+				f, ok := nt.Value.(protocol.DynamicToolNamespaceToolFunction)
+				if !ok {
+					continue
+				}
+				deferred := f.DeferLoading != nil && *f.DeferLoading
+				switch {
+				case !deferred:
 					tools = append(tools, dynamicFunction(f.Name, f.Description, f.InputSchema))
+				case d.nested:
+					fn := dynamicFunction(f.Name, f.Description, f.InputSchema)
+					fn["defer_loading"] = true
+					tools = append(tools, fn)
 				}
 			}
 			if len(tools) == 0 {

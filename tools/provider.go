@@ -14,6 +14,7 @@ import (
 	protocol "appserver/protocol/v2"
 	"appserver/sandbox"
 	"appserver/thread"
+	"appserver/toolsearch"
 )
 
 // Deps are what the tool sets need from the server.
@@ -83,6 +84,7 @@ func normalSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState, s
 	if len(s.DynamicTools) > 0 {
 		sets = append(sets, dynamicSet{specs: s.DynamicTools})
 	}
+	sets = append(sets, newSearchSet(s, false))
 	if sw.webSearch == "cached" || sw.webSearch == "live" {
 		sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
 	}
@@ -115,7 +117,7 @@ func codeModeSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState,
 		nested = append(nested, goalSet{})
 	}
 	if len(s.DynamicTools) > 0 {
-		nested = append(nested, dynamicSet{specs: s.DynamicTools})
+		nested = append(nested, dynamicSet{specs: s.DynamicTools, nested: true})
 	}
 	if d.Extra != nil {
 		nested = append(nested, d.Extra(t, s)...)
@@ -133,7 +135,8 @@ func codeModeSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState,
 			cm = cm.WithCollaboration(c)
 		}
 	}
-	sets := []thread.ToolSet{cm}
+	// Code mode offers no tool_search, yet a tool_search_call is answered as on the other models.
+	sets := []thread.ToolSet{cm, newSearchSet(s, true)}
 	if sw.webSearch == "cached" || sw.webSearch == "live" {
 		sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
 	}
@@ -224,9 +227,13 @@ func ForReviewer(sets []thread.ToolSet) []thread.ToolSet {
 			out = append(out, cm.Keep(func(n thread.ToolSet) bool { return len(ForReviewer([]thread.ToolSet{n})) == 1 }))
 			continue
 		}
-		switch s.(type) {
+		switch v := s.(type) {
 		case goalSet, webSearchSet, dynamicSet:
 			continue
+		case searchSet:
+			// Without the dynamic tools there is nothing left for its search to find.
+			v.index = toolsearch.New(nil)
+			s = v
 		}
 		out = append(out, s)
 	}
