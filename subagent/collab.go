@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"appserver/config"
 	"appserver/model"
 	protocol "appserver/protocol/v2"
@@ -213,10 +215,20 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 		}
 	}
 	mdl := firstNonEmpty(req.Model, s.Model)
-	_, err := cs.ctl.Spawn(req, func(ag *Agent, _ Status) {
-		activity(tc, call, protocol.SubAgentActivityKindStarted, ag, &mdl, effort)
+	// Announced before the child thread exists (before its idle status), as the reference orders them.
+	req.ID = uuid.Must(uuid.NewV7()).String()
+	now := time.Now().UnixMilli()
+	it := protocol.ThreadItemSubAgentActivity{ID: call.CallID, Kind: protocol.SubAgentActivityKindStarted, AgentThreadID: req.ID,
+		AgentPath: path, Model: &mdl, ReasoningEffort: effort, StartedAtMs: &now}
+	tc.ItemStarted(protocol.ThreadItem{Value: it})
+	_, err := cs.ctl.Spawn(req, func(*Agent, Status) {
+		it.CompletedAtMs = &now
+		tc.ItemCompleted(protocol.ThreadItem{Value: it})
 	})
 	if err != nil {
+		done := time.Now().UnixMilli() // the announced item is not left open
+		it.CompletedAtMs = &done
+		tc.ItemCompleted(protocol.ThreadItem{Value: it})
 		return "", fmt.Errorf("spawn_agent failed: %w", err)
 	}
 	return jsonText(map[string]string{"task_name": path}), nil

@@ -124,6 +124,8 @@ type SpawnRequest struct {
 	Fork bool
 	// Path is the agent's task path for the collaboration tools ("" for a multi_agent_v1 agent).
 	Path string
+	// ID is the agent's thread id, chosen ahead to announce the spawn before the thread exists ("": new).
+	ID string
 }
 
 // Spawn starts a child thread and then its first turn; announce (if not nil) runs in between with the
@@ -131,7 +133,7 @@ type SpawnRequest struct {
 func (c *Control) Spawn(req SpawnRequest, announce func(*Agent, Status)) (*Agent, error) {
 	nick := c.nickname()
 	child, err := c.opts.Manager.StartSubAgent(c.parent, thread.SubAgentOptions{Nickname: nick, Depth: c.depth + 1,
-		Model: req.Model, Effort: req.Effort, ForkHistory: req.Fork, AgentPath: req.Path})
+		Model: req.Model, Effort: req.Effort, ForkHistory: req.Fork, AgentPath: req.Path, ID: req.ID})
 	if err != nil {
 		return nil, err
 	}

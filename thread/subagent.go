@@ -28,6 +28,8 @@ type SubAgentOptions struct {
 	// AgentPath is the agent's task path (`/root/worker`) when the collaboration tools address it by
 	// path; recorded in its session source ("" = none, as multi_agent_v1's agents).
 	AgentPath string
+	// ID is the child's thread id, chosen by the caller to announce it before the thread exists ("" = a new one).
+	ID string
 }
 
 // StartSubAgent creates and loads a child thread of parent with the parent's settings: a rollout of its own
@@ -42,7 +44,10 @@ func (m *Manager) StartSubAgent(parent *Thread, o SubAgentOptions) (*Thread, err
 		s.Effort = o.Effort
 	}
 	pinfo := parent.Info()
-	id := uuid.Must(uuid.NewV7()).String()
+	id := o.ID
+	if id == "" {
+		id = uuid.Must(uuid.NewV7()).String()
+	}
 	now := time.Now()
 	spawn := &protocol.SubAgentSourceThreadSpawn{ParentThreadID: protocol.ThreadId(parent.ID), Depth: int32(o.Depth),
 		AgentNickname: ptrIf(o.Nickname), AgentPath: ptrIf(o.AgentPath)}
