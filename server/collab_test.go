@@ -277,3 +277,56 @@ func TestCollaborationWaitEndsOnSteer(t *testing.T) {
 	require.Equal(t, false, out["timed_out"])
 	require.Contains(t, out["message"], "user input")
 }
+
+// An agent starts its own agent: the grandchild's path is under its parent's, its answer goes to its
+// parent (not the root), and list_agents from the root shows the whole tree.
+func TestCollaborationNestedAgents(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{coCall("spawn_agent", "s1", map[string]any{"task_name": "worker", "message": "split the job", "fork_turns": "none"})}},
+		mockmodel.Response{Items: []mockmodel.Item{coCall("wait_agent", "w1", map[string]any{"timeout_ms": 3600000})}},
+		mockmodel.Response{Items: []mockmodel.Item{coCall("list_agents", "l1", map[string]any{})}},
+		okReply("root done"),
+	)
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-6.1-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	child := func(r mockmodel.Request) bool { return r.Header.Get("x-codex-parent-thread-id") == tid }
+	grandchild := func(r mockmodel.Request) bool {
+		p := r.Header.Get("x-codex-parent-thread-id")
+		return p != "" && p != tid
+	}
+	mm.EnqueueFor(child,
+		mockmodel.Response{Items: []mockmodel.Item{coCall("spawn_agent", "cs1", map[string]any{"task_name": "sub", "message": "half of it", "fork_turns": "none"})}},
+		mockmodel.Response{Items: []mockmodel.Item{coCall("wait_agent", "cw1", map[string]any{"timeout_ms": 3600000})}},
+		okReply("child done"),
+	)
+	mm.EnqueueFor(grandchild, okReply("grand done"))
+	c.StartTurn(tid, "delegate")
+	c.WaitNotification("turn/completed", threadIDIs(tid))
+
+	var root, kid, grand []map[string]any
+	for _, r := range mm.ResponseRequests() {
+		switch {
+		case child(r):
+			kid = append(kid, r.Body)
+		case grandchild(r):
+			grand = append(grand, r.Body)
+		default:
+			root = append(root, r.Body)
+		}
+	}
+	require.Len(t, root, 4)
+	require.Len(t, kid, 3)
+	require.Len(t, grand, 1)
+	require.Equal(t, `{"task_name":"/root/worker/sub"}`, fnOutput(t, kid[1], "cs1"))
+	texts := userTexts(grand[0])
+	require.Equal(t, "Message Type: NEW_TASK\nTask name: /root/worker/sub\nSender: /root/worker\nPayload:\nhalf of it", texts[len(texts)-1])
+	require.Contains(t, strings.Join(userTexts(kid[2]), "\n"), "Message Type: FINAL_ANSWER\nTask name: /root/worker\nSender: /root/worker/sub\nPayload:\ngrand done")
+	require.NotContains(t, strings.Join(userTexts(root[3]), "\n"), "grand done", "a grandchild answers its own parent")
+	require.Equal(t, map[string]any{"agents": []any{
+		map[string]any{"agent_name": "/root", "agent_status": "running"},
+		map[string]any{"agent_name": "/root/worker", "agent_status": map[string]any{"completed": "child done"}},
+		map[string]any{"agent_name": "/root/worker/sub", "agent_status": map[string]any{"completed": "grand done"}},
+	}}, jsonOutput(t, root[3], "l1"))
+}
