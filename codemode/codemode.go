@@ -45,7 +45,9 @@ type Set struct {
 
 	st *state
 	// async adds the gpt-6.x tools: request_user_input_async, the clock namespace, clock__curr_time.
-	async  bool
+	async bool
+	// collab is the `collaboration` namespace (multi-agent v2), offered after clock; nil: none.
+	collab thread.ToolSet
 	nested []thread.ToolSet
 	direct []thread.ToolSet
 	tools  []nestedTool // sorted by JS name
@@ -82,6 +84,14 @@ func (s *Set) WithAsyncTools() *Set {
 	return out
 }
 
+// WithCollaboration returns the set offering collab (a tool set whose one spec is the `collaboration`
+// namespace) in the additional_tools item after the clock namespace, its calls routed to it.
+func (s *Set) WithCollaboration(collab thread.ToolSet) *Set {
+	out := *s
+	out.collab = collab
+	return &out
+}
+
 // Keep returns a copy of the set whose nested tools are the sets keep accepts (a reviewer's tools).
 func (s *Set) Keep(keep func(thread.ToolSet) bool) *Set {
 	var nested []thread.ToolSet
@@ -91,7 +101,7 @@ func (s *Set) Keep(keep func(thread.ToolSet) bool) *Set {
 		}
 	}
 	out := newSet(s.st, nested, s.direct)
-	out.Plain, out.Undescribed, out.async = s.Plain, s.Undescribed, s.async
+	out.Plain, out.Undescribed, out.async, out.collab = s.Plain, s.Undescribed, s.async, s.collab
 	return out
 }
 
@@ -126,13 +136,18 @@ func (s *Set) ToolsItem() json.RawMessage {
 	}
 	fns := s.functions()
 	item := struct {
-		Type  string      `json:"type"`
-		ID    string      `json:"id"`
-		Role  string      `json:"role"`
-		Tools []namespace `json:"tools"`
-	}{"additional_tools", s.st.itemID, "developer", []namespace{{Type: "namespace", Name: functionsNS, Description: "", Tools: fns}}}
+		Type  string `json:"type"`
+		ID    string `json:"id"`
+		Role  string `json:"role"`
+		Tools []any  `json:"tools"`
+	}{"additional_tools", s.st.itemID, "developer", []any{namespace{Type: "namespace", Name: functionsNS, Description: "", Tools: fns}}}
 	if s.async {
 		item.Tools = append(item.Tools, clockNamespace())
+	}
+	if s.collab != nil {
+		for _, spec := range s.collab.Specs() {
+			item.Tools = append(item.Tools, spec)
+		}
 	}
 	b, _ := json.Marshal(item)
 	return b
@@ -149,6 +164,11 @@ type namespace struct {
 func (s *Set) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
 	if s.async && call.Namespace == clockNS && call.Name == sleepTool && call.Type == "function_call" {
 		return sleep(ctx, tc, call), true
+	}
+	if s.collab != nil && call.Namespace != "" && call.Namespace != functionsNS {
+		if out, ok := s.collab.Call(ctx, tc, call); ok {
+			return out, true
+		}
 	}
 	if call.Namespace != "" && call.Namespace != functionsNS {
 		return nil, false

@@ -74,7 +74,8 @@ func TestCodeModeFirstRequest(t *testing.T) {
 	}
 	b, _ := json.Marshal(first)
 	require.NoError(t, json.Unmarshal(b, &item))
-	require.Len(t, item.Tools, 2, "functions and (gpt-6.x) clock")
+	require.Len(t, item.Tools, 3, "functions, (gpt-6.x) clock and (multi-agent v2) collaboration")
+	require.Equal(t, "collaboration", item.Tools[2].Name)
 	require.Equal(t, "clock", item.Tools[1].Name)
 	require.Len(t, item.Tools[1].Tools, 1)
 	require.Equal(t, "sleep", item.Tools[1].Tools[0].Name)

@@ -128,7 +128,7 @@ func New(opts Options) *Server {
 	s.exec = execmgr.NewManager(execmgr.ManagerOptions{Logger: opts.Logger, Clock: opts.Clock})
 	var onLoad func(*thread.Thread)
 	if opts.Tools == nil {
-		td := tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools, MultiAgent: s.multiAgentTools}
+		td := tools.Deps{Config: opts.Config, Exec: s.exec, Logger: opts.Logger, Extra: s.extraTools, MultiAgent: s.multiAgentTools, Collaboration: s.collaborationTools}
 		opts.Tools = tools.Provider(td)
 		onLoad = tools.ThreadLoaded(td)
 	}

@@ -426,8 +426,9 @@ func TestMultiAgentForkContext(t *testing.T) {
 	require.NotContains(t, string(mustMarshal(t, child["input"])), "spawn_agent", "the running spawn call is left out")
 }
 
-// TestMultiAgentRoleNamesTheTools: a multi-agent v2 thread switched to a model outside the catalogue is told
-// its role again, and the text names the multi_agent_v1 tools that model is now offered (not "no tools").
+// TestMultiAgentRoleNamesTheTools: a multi-agent v2 thread is told its role naming the collaboration tools;
+// switched to a model outside the catalogue it is told its role again, naming the multi_agent_v1 tools that
+// model is now offered.
 func TestMultiAgentRoleNamesTheTools(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(okReply("one"), okReply("two"))
@@ -450,6 +451,6 @@ func TestMultiAgentRoleNamesTheTools(t *testing.T) {
 		}
 	}
 	require.Len(t, roles, 2, "the role at the start, and again at the switch")
-	require.Contains(t, roles[0], "No tools to start")
+	require.Contains(t, roles[0], "The `collaboration` tools", "gpt-6.1-sol is offered the collaboration namespace")
 	require.Contains(t, roles[1], "multi_agent_v1")
 }

@@ -56,11 +56,14 @@ type Options struct {
 type Agent struct {
 	ID       string
 	Nickname string
+	// Path is the agent's task path (`/root/worker`) when the collaboration tools started it, else "".
+	Path string
 
 	mu     sync.Mutex
 	child  *thread.Thread // nil once closed
 	turn   *thread.Turn   // the last turn started
 	told   bool           // the parent was told how the first task ended
+	notes  []string       // send_message notes for an idle agent, given with its next task
 	status Status
 }
 
@@ -82,6 +85,9 @@ type Control struct {
 	closed  map[string]*Agent // closed agents (resumable)
 	changed chan struct{}     // closed and replaced whenever an agent's status changes
 	names   []string          // nicknames not handed out yet
+	order   []*Agent          // open agents in the order they started
+	mail    uint64            // updates for the collaboration tools' wait_agent (finished turns, messages)
+	seen    uint64            // the updates a wait_agent has already reported
 }
 
 type controlKey struct{}
@@ -116,6 +122,10 @@ type SpawnRequest struct {
 	ParentTurnID string
 	// Fork starts the agent with a copy of the parent's conversation so far.
 	Fork bool
+	// Path is the agent's task path for the collaboration tools ("" for a multi_agent_v1 agent).
+	Path string
+	// ID is the agent's thread id, chosen ahead to announce the spawn before the thread exists ("": new).
+	ID string
 }
 
 // Spawn starts a child thread and then its first turn; announce (if not nil) runs in between with the
@@ -123,13 +133,14 @@ type SpawnRequest struct {
 func (c *Control) Spawn(req SpawnRequest, announce func(*Agent, Status)) (*Agent, error) {
 	nick := c.nickname()
 	child, err := c.opts.Manager.StartSubAgent(c.parent, thread.SubAgentOptions{Nickname: nick, Depth: c.depth + 1,
-		Model: req.Model, Effort: req.Effort, ForkHistory: req.Fork})
+		Model: req.Model, Effort: req.Effort, ForkHistory: req.Fork, AgentPath: req.Path, ID: req.ID})
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{ID: child.ID, Nickname: nick, child: child, status: Status{Kind: PendingInit}}
+	a := &Agent{ID: child.ID, Nickname: nick, Path: req.Path, child: child, status: Status{Kind: PendingInit}}
 	c.mu.Lock()
 	c.agents[a.ID] = a
+	c.order = append(c.order, a)
 	c.mu.Unlock()
 	warnUnknownModel(child)
 	if announce != nil {
@@ -200,11 +211,15 @@ func (c *Control) watch(a *Agent, child *thread.Thread, tn *thread.Turn) {
 	}
 	a.mu.Lock()
 	last := a.child == child && a.turn == tn
-	first := last && !a.told
+	first := last && !a.told && a.Path == ""
 	if first {
 		a.told = true
 	}
 	a.mu.Unlock()
+	if last && a.Path != "" {
+		c.reportFinished(a, tn, st)
+		return
+	}
 	if first {
 		// The parent hears how its agent's first task ended, before its next model request (as the
 		// reference tells it once); queued before a wait can see the status, so the request after the
@@ -250,11 +265,17 @@ func turnStatus(t protocol.Turn) Status {
 	}
 }
 
-func (c *Control) setStatus(a *Agent, st Status) {
+func (c *Control) setStatus(a *Agent, st Status) { c.setStatusMail(a, st, false) }
+
+// setStatusMail records an agent's status and wakes the waits; mail also counts an update for wait_agent.
+func (c *Control) setStatusMail(a *Agent, st Status, mail bool) {
 	a.mu.Lock()
 	a.status = st
 	a.mu.Unlock()
 	c.mu.Lock()
+	if mail {
+		c.mail++
+	}
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
@@ -340,6 +361,12 @@ func (c *Control) Close(id string) (Status, error) {
 	if ok {
 		delete(c.agents, id)
 		c.closed[id] = a
+		for i, o := range c.order {
+			if o == a {
+				c.order = append(c.order[:i:i], c.order[i+1:]...)
+				break
+			}
+		}
 	}
 	c.mu.Unlock()
 	if !ok {
@@ -375,6 +402,7 @@ func (c *Control) Resume(ctx context.Context, id string) (Status, error) {
 	c.mu.Lock()
 	delete(c.closed, id)
 	c.agents[id] = closedA
+	c.order = append(c.order, closedA)
 	c.mu.Unlock()
 	closedA.mu.Lock()
 	closedA.child = child

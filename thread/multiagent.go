@@ -8,14 +8,20 @@ import (
 // multiAgentRoleText tells the model, in our own words, its place among agents: the reference sends it in the
 // initial context of a thread started on a multi-agent v2 model, wrapped in <multi_agent_role> on the models
 // with collaboration-mode instructions (gpt-6.x) and bare on the others, and again when a turn switches to a
-// model of the other form. The catalogue's models get no agent tools from appserver (they reach agents
-// through code mode and the `collaboration` namespace, neither offered yet), so the text says so; a model
-// outside the catalogue (a v2 thread switched to one) is offered package subagent's multi_agent_v1 tools,
-// and the text names them.
+// model of the other form. The text names the agent tools the turn is offered: the `collaboration`
+// namespace (the catalogue's multi-agent v2 code-mode models, or features.multi_agent_v2), package
+// subagent's multi_agent_v1 tools (a model outside the catalogue), or none.
 func multiAgentRoleText(s Settings) string {
 	body := "You are `/root`, the primary agent of this session, working on the user's goals. No tools to start, " +
 		"message or wait for other agents are offered in this session: carry out the work yourself with the tools you have."
-	if agentToolsOffered(s) {
+	switch {
+	case collaborationOffered(s):
+		body = "You are `/root`, the primary agent of this session, working on the user's goals. The `collaboration` " +
+			"tools let you start agents on sub-tasks (each gets a task path under yours, such as `/root/fix_tests`, and " +
+			"can start agents of its own), pass them notes (send_message), give them further tasks (followup_task), " +
+			"wait for their news, stop them and list them. Their final answers and messages reach you as messages " +
+			"framed with their type, recipient and sender. Delegate only as the delegation mode allows."
+	case agentToolsOffered(s):
 		body = "You are `/root`, the primary agent of this session, working on the user's goals. The multi_agent_v1 " +
 			"tools let you start sub-agents, give them work, wait for them and close them; delegate only as the " +
 			"delegation mode allows."
@@ -91,4 +97,25 @@ func agentToolsOffered(s Settings) bool {
 		return def
 	}
 	return on("multi_agent", true) && !on("multi_agent_v2", false)
+}
+
+// collaborationOffered reports whether a turn with these settings is offered the `collaboration` namespace,
+// as package subagent decides it: features.multi_agent on and a multi-agent v2 code-mode catalogue model, or
+// a model outside the catalogue with features.multi_agent_v2 on.
+func collaborationOffered(s Settings) bool {
+	on := func(name string, def bool) bool {
+		if s.Config != nil {
+			if v, ok := s.Config.Features[name]; ok {
+				return v
+			}
+		}
+		return def
+	}
+	if !on("multi_agent", true) {
+		return false
+	}
+	if m, known := model.LookupModel(s.Model); known {
+		return m.CodeMode && model.MultiAgentV2(s.Model)
+	}
+	return on("multi_agent_v2", false)
 }

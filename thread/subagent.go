@@ -25,6 +25,11 @@ type SubAgentOptions struct {
 	// ForkHistory starts the child with a copy of the parent's history (its calls still waiting for an
 	// output left out) instead of a fresh initial context.
 	ForkHistory bool
+	// AgentPath is the agent's task path (`/root/worker`) when the collaboration tools address it by
+	// path; recorded in its session source ("" = none, as multi_agent_v1's agents).
+	AgentPath string
+	// ID is the child's thread id, chosen by the caller to announce it before the thread exists ("" = a new one).
+	ID string
 }
 
 // StartSubAgent creates and loads a child thread of parent with the parent's settings: a rollout of its own
@@ -39,10 +44,13 @@ func (m *Manager) StartSubAgent(parent *Thread, o SubAgentOptions) (*Thread, err
 		s.Effort = o.Effort
 	}
 	pinfo := parent.Info()
-	id := uuid.Must(uuid.NewV7()).String()
+	id := o.ID
+	if id == "" {
+		id = uuid.Must(uuid.NewV7()).String()
+	}
 	now := time.Now()
 	spawn := &protocol.SubAgentSourceThreadSpawn{ParentThreadID: protocol.ThreadId(parent.ID), Depth: int32(o.Depth),
-		AgentNickname: ptrIf(o.Nickname)}
+		AgentNickname: ptrIf(o.Nickname), AgentPath: ptrIf(o.AgentPath)}
 	t := m.newThread(id, s)
 	t.meta = protocol.Thread{
 		ID: id, SessionID: id, Preview: "", Ephemeral: pinfo.Ephemeral,

@@ -27,6 +27,9 @@ type Deps struct {
 	// MultiAgent returns the sub-agent tools of a turn (nil: none), offered after view_image as the
 	// reference places its multi_agent_v1 namespace.
 	MultiAgent func(t *thread.Thread, s thread.Settings) thread.ToolSet
+	// Collaboration returns the `collaboration` namespace a code-mode turn offers in its additional_tools
+	// item after clock (nil: none).
+	Collaboration func(t *thread.Thread, s thread.Settings) thread.ToolSet
 	// Extra tool sets added to every turn (MCP, tests).
 	Extra func(t *thread.Thread, s thread.Settings) []thread.ToolSet
 }
@@ -126,6 +129,11 @@ func codeModeSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState,
 	cm.Plain = sw.codeModePlain
 	if !cm.Plain && model.AsyncTools(s.Model) {
 		cm = cm.WithAsyncTools()
+	}
+	if !cm.Plain && d.Collaboration != nil {
+		if c := d.Collaboration(t, s); c != nil {
+			cm = cm.WithCollaboration(c)
+		}
 	}
 	// Code mode offers no tool_search, yet a tool_search_call is answered as on the other models.
 	sets := []thread.ToolSet{cm, newSearchSet(s, true)}

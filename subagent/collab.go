@@ -1,0 +1,380 @@
+package subagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"appserver/config"
+	"appserver/model"
+	protocol "appserver/protocol/v2"
+	"appserver/thread"
+)
+
+// CollabNamespace is the namespace of the reference's multi-agent v2 tools, which address agents by task
+// path (`/root/worker`) rather than by id.
+const CollabNamespace = "collaboration"
+
+// CollabMaxDepth bounds how deep collaboration agents nest: an agent at this depth cannot spawn.
+const CollabMaxDepth = 4
+
+// CollabOffered reports whether a thread's turn is offered the collaboration namespace: features.multi_agent
+// on and either a code-mode catalogue model of multi-agent v2 (codeMode: in its additional_tools item) or,
+// for a model outside the catalogue, features.multi_agent_v2 (in the plain tools, instead of multi_agent_v1).
+func CollabOffered(s thread.Settings, cfg *config.Config, codeMode bool) bool {
+	if !feature(cfg, "multi_agent", true) {
+		return false
+	}
+	if codeMode {
+		return model.MultiAgentV2(s.Model)
+	}
+	if _, known := model.LookupModel(s.Model); known {
+		return false // the catalogue's other models reach agents through tool search (not offered)
+	}
+	return feature(cfg, "multi_agent_v2", false)
+}
+
+// CollabTools returns the collaboration tool set of a thread's turn (codeMode: for a code-mode set's
+// additional_tools item), nil when it is not offered.
+func CollabTools(o Options, codeMode bool) func(t *thread.Thread, s thread.Settings) thread.ToolSet {
+	return func(t *thread.Thread, s thread.Settings) thread.ToolSet {
+		if !CollabOffered(s, s.EffectiveConfig(o.Manager.Config()), codeMode) {
+			return nil
+		}
+		return &collabSet{ctl: For(t, o)}
+	}
+}
+
+type collabSet struct{ ctl *Control }
+
+func (*collabSet) Specs() []json.RawMessage { return []json.RawMessage{collabSpec()} }
+
+var collabSpec = sync.OnceValue(func() json.RawMessage {
+	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+	secret := func(d string) map[string]any {
+		return map[string]any{"type": "string", "description": d, "encrypted": true}
+	}
+	fn := func(name, desc string, props map[string]any, required []string) map[string]any {
+		params := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+		if required != nil {
+			params["required"] = required
+		}
+		return map[string]any{"type": "function", "name": name, "description": desc, "strict": false, "parameters": params}
+	}
+	b, _ := json.Marshal(map[string]any{
+		"type": "namespace", "name": CollabNamespace,
+		"description": "Start agents that work alongside you and coordinate with them.",
+		"tools": []any{
+			fn("followup_task", "Give an agent you can reach (not the root) another task; an idle agent starts working on it at once, a busy one takes it in at its next step.",
+				map[string]any{
+					"message": secret("The task for the agent."),
+					"target":  str("The agent: its task path as spawn_agent returned it, or its id."),
+				}, []string{"target", "message"}),
+			fn("interrupt_agent", "Stop what an agent is doing right now and return the status it had; the agent stays available for messages and tasks.",
+				map[string]any{"target": str("The agent to stop: its task path or id.")}, []string{"target"}),
+			fn("list_agents", "List the live agents of this session's agent tree with their status, optionally only those under a task path.",
+				map[string]any{"path_prefix": str("Only agents at or under this task path (no trailing slash); leave out for all.")}, nil),
+			fn("send_message", "Pass a note to an agent without starting work for it: a busy agent reads it at its next step, an idle one with its next task.",
+				map[string]any{
+					"message": secret("The note for the agent; keep it readable, it may be shown to people."),
+					"target":  str("The agent: a task path relative to yours or from the root."),
+				}, []string{"target", "message"}),
+			fn("spawn_agent", "Start a new agent on a task. It gets your tools (including these), a task path under yours "+
+				"(task `fix_tests` started from `/root` is `/root/fix_tests`, reachable as `fix_tests` or by the full path), "+
+				"and by default a copy of this conversation. Its final answer comes back to you as a message. "+
+				"Start agents only when the user or the instructions that apply ask for sub-agents, delegation or parallel work.",
+				map[string]any{
+					"fork_turns":       str("How much of this conversation the agent gets: `all` (default) or `none`."),
+					"message":          secret("The agent's task, as plain text."),
+					"model":            str("Another model for the agent; leave out to keep yours."),
+					"reasoning_effort": str("Another reasoning effort for the agent; leave out to keep yours."),
+					"task_name":        str("A short name for the task: lowercase letters, digits and underscores."),
+				}, []string{"task_name", "message"}),
+			fn("wait_agent", "Wait until one of your agents has news (a finished task or a message), new user input arrives, or the timeout passes. "+
+				"It says only whether there is news; the news itself arrives as messages.",
+				map[string]any{
+					"timeout_ms": map[string]any{"type": "number", "description": "How long to wait, in milliseconds: 30000 by default, at least 10000 and at most 3600000."},
+				}, nil),
+		},
+	})
+	return b
+})
+
+var taskName = regexp.MustCompile(`^[a-z0-9_]+$`)
+
+// decodeStrict reads a call's arguments, refusing unknown fields (the parameters allow none).
+func decodeStrict(call thread.ToolCall, v any) error {
+	dec := json.NewDecoder(bytes.NewReader([]byte(call.Arguments)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("failed to parse function arguments: %v", err)
+	}
+	return nil
+}
+
+func (cs *collabSet) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
+	if call.Namespace != CollabNamespace || call.Type != "function_call" {
+		return nil, false
+	}
+	var out string
+	var err error
+	switch call.Name {
+	case "spawn_agent":
+		out, err = cs.spawn(tc, call)
+	case "send_message":
+		out, err = cs.message(tc, call)
+	case "followup_task":
+		out, err = cs.followup(ctx, tc, call)
+	case "wait_agent":
+		out, err = cs.wait(ctx, tc, call)
+	case "interrupt_agent":
+		out, err = cs.interrupt(ctx, tc, call)
+	case "list_agents":
+		out, err = cs.list(call)
+	default:
+		return nil, false
+	}
+	if err != nil {
+		return thread.FunctionOutput(call.CallID, err.Error()), true
+	}
+	return thread.FunctionOutput(call.CallID, out), true
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// activity announces a subAgentActivity item of the call (started and at once completed).
+func activity(tc *thread.ToolContext, call thread.ToolCall, kind protocol.SubAgentActivityKind, a *Agent, mdl *string, effort *protocol.ReasoningEffort) {
+	now := time.Now().UnixMilli()
+	it := protocol.ThreadItemSubAgentActivity{ID: call.CallID, Kind: kind, AgentThreadID: a.ID, AgentPath: a.Path,
+		Model: mdl, ReasoningEffort: effort, StartedAtMs: &now}
+	tc.ItemStarted(protocol.ThreadItem{Value: it})
+	it.CompletedAtMs = &now
+	tc.ItemCompleted(protocol.ThreadItem{Value: it})
+}
+
+func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string, error) {
+	var a struct {
+		TaskName        string  `json:"task_name"`
+		Message         *string `json:"message"`
+		ForkTurns       *string `json:"fork_turns"`
+		Model           *string `json:"model"`
+		ReasoningEffort *string `json:"reasoning_effort"`
+	}
+	if err := decodeStrict(call, &a); err != nil {
+		return "", err
+	}
+	if !taskName.MatchString(a.TaskName) {
+		return "", errors.New("task_name may hold only lowercase letters, digits and underscores")
+	}
+	if a.Message == nil || *a.Message == "" {
+		return "", errors.New("spawn_agent needs a non-empty `message`")
+	}
+	fork := true
+	if a.ForkTurns != nil {
+		switch *a.ForkTurns {
+		case "all":
+		case "none":
+			fork = false
+		default:
+			return "", fmt.Errorf("fork_turns %q is not supported: use `all` or `none`", *a.ForkTurns)
+		}
+	}
+	if cs.ctl.depth >= CollabMaxDepth {
+		return "", fmt.Errorf("agents nest at most %d deep: do this task yourself", CollabMaxDepth)
+	}
+	path := cs.ctl.Path() + "/" + a.TaskName
+	if _, taken := cs.ctl.Resolve(path); taken {
+		return "", fmt.Errorf("the task path `%s` is already in use", path)
+	}
+	s := tc.Settings
+	req := SpawnRequest{ParentTurnID: tc.TurnID(), Fork: fork, Path: path,
+		Input: []protocol.UserInput{{Value: protocol.UserInputText{Text: Envelope("NEW_TASK", path, cs.ctl.Path(), *a.Message), TextElements: []protocol.TextElement{}}}}}
+	if a.Model != nil {
+		req.Model = *a.Model
+	}
+	effort := s.Effort
+	if a.ReasoningEffort != nil && *a.ReasoningEffort != "" {
+		e := protocol.ReasoningEffort(*a.ReasoningEffort)
+		req.Effort, effort = &e, &e
+	}
+	if effort == nil {
+		if m, ok := model.LookupModel(firstNonEmpty(req.Model, s.Model)); ok {
+			e := m.DefaultReasoningEffort
+			effort = &e
+		}
+	}
+	mdl := firstNonEmpty(req.Model, s.Model)
+	// Announced before the child thread exists (before its idle status), as the reference orders them.
+	req.ID = uuid.Must(uuid.NewV7()).String()
+	now := time.Now().UnixMilli()
+	it := protocol.ThreadItemSubAgentActivity{ID: call.CallID, Kind: protocol.SubAgentActivityKindStarted, AgentThreadID: req.ID,
+		AgentPath: path, Model: &mdl, ReasoningEffort: effort, StartedAtMs: &now}
+	tc.ItemStarted(protocol.ThreadItem{Value: it})
+	_, err := cs.ctl.Spawn(req, func(*Agent, Status) {
+		it.CompletedAtMs = &now
+		tc.ItemCompleted(protocol.ThreadItem{Value: it})
+	})
+	if err != nil {
+		done := time.Now().UnixMilli() // the announced item is not left open
+		it.CompletedAtMs = &done
+		tc.ItemCompleted(protocol.ThreadItem{Value: it})
+		return "", fmt.Errorf("spawn_agent failed: %w", err)
+	}
+	return jsonText(map[string]string{"task_name": path}), nil
+}
+
+type targetArgs struct {
+	Target  string  `json:"target"`
+	Message *string `json:"message"`
+}
+
+func (cs *collabSet) locate(target string) (Located, error) {
+	if target == "" {
+		return Located{}, errors.New("`target` must name an agent")
+	}
+	l, ok := cs.ctl.Resolve(target)
+	if !ok {
+		path := target
+		if !strings.HasPrefix(path, "/") {
+			path = cs.ctl.Path() + "/" + target
+		}
+		return Located{}, fmt.Errorf("no live agent at `%s`", path)
+	}
+	return l, nil
+}
+
+func (cs *collabSet) message(tc *thread.ToolContext, call thread.ToolCall) (string, error) {
+	var a targetArgs
+	if err := decodeStrict(call, &a); err != nil {
+		return "", err
+	}
+	if a.Message == nil || *a.Message == "" {
+		return "", errors.New("send_message needs a non-empty `message`")
+	}
+	l, err := cs.locate(a.Target)
+	if err != nil {
+		return "", err
+	}
+	if err := l.Message(Envelope("MESSAGE", l.Path, cs.ctl.Path(), *a.Message)); err != nil {
+		return "", fmt.Errorf("no live agent at `%s`", l.Path)
+	}
+	if l.Agent != nil {
+		activity(tc, call, protocol.SubAgentActivityKindInteracted, l.Agent, nil, nil)
+	}
+	return "", nil
+}
+
+func (cs *collabSet) followup(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (string, error) {
+	var a targetArgs
+	if err := decodeStrict(call, &a); err != nil {
+		return "", err
+	}
+	if a.Message == nil || *a.Message == "" {
+		return "", errors.New("followup_task needs a non-empty `message`")
+	}
+	l, err := cs.locate(a.Target)
+	if err != nil {
+		return "", err
+	}
+	if l.Agent == nil {
+		return "", errors.New("followup_task cannot give the root agent a task")
+	}
+	var in []protocol.UserInput
+	for _, note := range l.Agent.takeNotes() {
+		in = append(in, protocol.UserInput{Value: protocol.UserInputText{Text: note, TextElements: []protocol.TextElement{}}})
+	}
+	in = append(in, protocol.UserInput{Value: protocol.UserInputText{Text: Envelope("NEW_TASK", l.Path, cs.ctl.Path(), *a.Message), TextElements: []protocol.TextElement{}}})
+	_, _, err = l.Owner.Send(ctx, l.Agent.ID, in, false, tc.TurnID(), func(Status) {
+		activity(tc, call, protocol.SubAgentActivityKindInteracted, l.Agent, nil, nil)
+	})
+	if err != nil {
+		return "", fmt.Errorf("no live agent at `%s`", l.Path)
+	}
+	return "", nil
+}
+
+func (cs *collabSet) wait(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (string, error) {
+	var a struct {
+		TimeoutMs *float64 `json:"timeout_ms"`
+	}
+	if err := decodeStrict(call, &a); err != nil {
+		return "", err
+	}
+	now := time.Now().UnixMilli()
+	it := protocol.ThreadItemCollabAgentToolCall{ID: call.CallID, Tool: protocol.CollabAgentToolWait, Status: protocol.CollabAgentToolCallStatusInProgress,
+		SenderThreadID: tc.ThreadID(), ReceiverThreadIds: []string{}, AgentsStates: map[string]protocol.CollabAgentState{}, StartedAtMs: &now}
+	steered := tc.InputArrived()
+	end, err := cs.ctl.WaitMail(ctx, waitTimeout(a.TimeoutMs), steered, func() { tc.ItemStarted(protocol.ThreadItem{Value: it}) })
+	if err != nil {
+		// The turn was interrupted: the item stays unfinished, as multi_agent_v1's wait.
+		return "", errors.New("wait_agent interrupted")
+	}
+	done := time.Now().UnixMilli()
+	it.Status, it.CompletedAtMs = protocol.CollabAgentToolCallStatusCompleted, &done
+	tc.ItemCompleted(protocol.ThreadItem{Value: it})
+	type result struct {
+		Message  string `json:"message"`
+		TimedOut bool   `json:"timed_out"`
+	}
+	switch end {
+	case MailTimedOut:
+		return jsonText(result{"No agent news before the timeout.", true}), nil
+	case MailSteered:
+		return jsonText(result{"Stopped waiting: new user input arrived.", false}), nil
+	}
+	return jsonText(result{"Agent news arrived.", false}), nil
+}
+
+func (cs *collabSet) interrupt(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (string, error) {
+	var a struct {
+		Target string `json:"target"`
+	}
+	if err := decodeStrict(call, &a); err != nil {
+		return "", err
+	}
+	l, err := cs.locate(a.Target)
+	if err != nil {
+		return "", err
+	}
+	if l.Agent == nil {
+		return "", errors.New("interrupt_agent cannot stop the root agent")
+	}
+	activity(tc, call, protocol.SubAgentActivityKindInterrupted, l.Agent, nil, nil)
+	before, err := l.Interrupt(ctx)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return "", fmt.Errorf("no live agent at `%s`", l.Path)
+		}
+		return "", fmt.Errorf("interrupt_agent: %w", err)
+	}
+	return jsonText(map[string]Status{"previous_status": before}), nil
+}
+
+func (cs *collabSet) list(call thread.ToolCall) (string, error) {
+	var a struct {
+		PathPrefix string `json:"path_prefix"`
+	}
+	if err := decodeStrict(call, &a); err != nil {
+		return "", err
+	}
+	type row struct {
+		Name   string `json:"agent_name"`
+		Status Status `json:"agent_status"`
+	}
+	rows := []row{}
+	for _, l := range cs.ctl.List(a.PathPrefix) {
+		rows = append(rows, row{l.Path, l.Status})
+	}
+	return jsonText(map[string]any{"agents": rows}), nil
+}
