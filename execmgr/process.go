@@ -549,6 +549,24 @@ func (p *Process) startReaders(rs map[Stream]*os.File) {
 	}
 }
 
+// Unread reports whether output still waits in the process's pipes (or PTY) to be read: a command that
+// exited while its last output sat in the pipe buffer is still being drained, however slowly its reader
+// runs on a loaded machine.
+func (p *Process) Unread() bool {
+	for _, f := range p.readers {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			continue
+		}
+		n := 0
+		_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *Process) readLoop(s Stream, f *os.File) {
 	defer func() {
 		if p.live.Add(-1) == 0 {

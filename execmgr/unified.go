@@ -457,8 +457,9 @@ func collect(ctx context.Context, p *Process, yield time.Duration, ctrl *stopwat
 			grace = graceTimer.C
 		case <-grace:
 			// The grace is for a pipe held open by a background child, not for output still being
-			// drained: while chunks keep arriving, wait on (the yield deadline still bounds it).
-			if seq := p.OutputSeq(); seq != seenSeq {
+			// drained: while chunks keep arriving or wait unread in the pipe, wait on (the yield
+			// deadline still bounds it).
+			if seq := p.OutputSeq(); seq != seenSeq || p.Unread() {
 				seenSeq = seq
 				graceTimer.Reset(exitWithoutCloseWait)
 				continue

@@ -651,3 +651,37 @@ func TestTerminatedSessionReportsExitCodeMinusOne(t *testing.T) {
 		require.False(t, x.Terminate(res.SessionID), "a terminated session is forgotten")
 	}
 }
+
+// TestUnreadSeesOutputLeftInThePipe: a command that exited while its output still sits in the pipe (its
+// reader is held up, as on a loaded machine) has Unread output until the reader drains it; collect waits
+// for it rather than cutting the output after the exit grace.
+func TestUnreadSeesOutputLeftInThePipe(t *testing.T) {
+	m := newTestManager(t)
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	first, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	// The reader takes "x" and is then held; only then is the rest written (it fits the pipe) and the
+	// command exits, so the rest is certainly unread.
+	p, err := m.Spawn(context.Background(), SpawnRequest{Owner: "t", Argv: []string{"sh", "-c", "printf x; read _ < " + fifo + "; head -c 30000 /dev/zero"},
+		OutputCap: -1, OnOutput: func(Stream, []byte) { once.Do(func() { close(first); <-release }) }})
+	require.NoError(t, err)
+	<-first
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, _ = f.WriteString("go\n")
+	require.NoError(t, f.Close())
+	select {
+	case <-p.Exited():
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the command did not exit")
+	}
+	require.True(t, p.Unread(), "output waits in the pipe behind the held reader")
+	close(release)
+	select {
+	case <-p.Done():
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the output was not drained")
+	}
+	require.False(t, p.Unread())
+}
