@@ -58,17 +58,11 @@ type collabSet struct{ ctl *Control }
 func (*collabSet) Specs() []json.RawMessage { return []json.RawMessage{collabSpec()} }
 
 var collabSpec = sync.OnceValue(func() json.RawMessage {
-	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+	str := strProp
 	secret := func(d string) map[string]any {
 		return map[string]any{"type": "string", "description": d, "encrypted": true}
 	}
-	fn := func(name, desc string, props map[string]any, required []string) map[string]any {
-		params := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-		if required != nil {
-			params["required"] = required
-		}
-		return map[string]any{"type": "function", "name": name, "description": desc, "strict": false, "parameters": params}
-	}
+	fn := functionSpec
 	b, _ := json.Marshal(map[string]any{
 		"type": "namespace", "name": CollabNamespace,
 		"description": "Start agents that work alongside you and coordinate with them.",

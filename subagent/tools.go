@@ -90,15 +90,21 @@ func inputItemSchema() map[string]any {
 	}
 }
 
-var namespaceSpec = sync.OnceValue(func() json.RawMessage {
-	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
-	fn := func(name, desc string, props map[string]any, required []string) map[string]any {
-		params := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-		if required != nil {
-			params["required"] = required
-		}
-		return map[string]any{"type": "function", "name": name, "description": desc, "strict": false, "parameters": params}
+// strProp is a string parameter of a tool spec.
+func strProp(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+
+// functionSpec is one function of a namespace tool spec (strict off, no extra properties).
+func functionSpec(name, desc string, props map[string]any, required []string) map[string]any {
+	params := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if required != nil {
+		params["required"] = required
 	}
+	return map[string]any{"type": "function", "name": name, "description": desc, "strict": false, "parameters": params}
+}
+
+var namespaceSpec = sync.OnceValue(func() json.RawMessage {
+	str := strProp
+	fn := functionSpec
 	b, _ := json.Marshal(map[string]any{
 		"type": "namespace", "name": Namespace,
 		"description": "Start sub-agents, give them work, wait for their results and shut them down.",
