@@ -13,8 +13,9 @@ var markers = []string{".git"}
 
 // OutsideRepo returns a new empty directory, removed at the end of the test, none of whose ancestors
 // holds a .git entry. os.TempDir() is tried first; a machine where /tmp itself sits in a repository
-// (the reference's sandbox leaves an empty /tmp/.git behind when /tmp is a writable root) falls back
-// to /dev/shm, /var/tmp and the user cache directory. The test is skipped, saying why, when none fits.
+// (a stray empty /tmp/.git is enough: one appeared on the CI machine, with .agents, .codex and .aws
+// beside it) falls back to /dev/shm, /var/tmp and the user cache directory. The test is skipped,
+// saying why, when none fits.
 func OutsideRepo(t testing.TB) string {
 	t.Helper()
 	bases := []string{os.TempDir(), "/dev/shm", "/var/tmp"}
