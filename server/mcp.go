@@ -288,23 +288,12 @@ func (s *Server) beforeThreadStart(ctx context.Context, t *thread.Thread) error 
 func (s *Server) afterThreadStart(t *thread.Thread, _ *connection) { s.releaseThreadMCP(t) }
 
 // extraTools are tool sets beyond exec and apply_patch offered on each turn (MCP servers). As the
-// reference, a turn's model request waits until each of the thread's servers finished starting (ready or
-// failed, so at most its startup_timeout_sec), or until the turn is interrupted.
+// reference, a request does not wait for servers still starting: it offers the tools of those that are
+// ready, and a later request those of the servers that became ready since.
 func (s *Server) extraTools(t *thread.Thread, _ thread.Settings) []thread.ToolSet {
 	tm := mcpOf(t)
-	if tm == nil {
+	if tm == nil || tm.manager() == nil {
 		return nil
-	}
-	m := tm.manager()
-	if m == nil {
-		return nil
-	}
-	ctx := t.Context()
-	if tn := t.ActiveTurn(); tn != nil {
-		ctx = tn.Context()
-	}
-	if err := m.WaitReady(ctx); err != nil {
-		return nil // the turn is over; its request is not sent
 	}
 	return []thread.ToolSet{tm.tools.ToolSet()}
 }

@@ -137,7 +137,6 @@ func New(opts Options) *Server {
 		InstallationID: s.installationID,
 		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil), OnResponseHeaders: s.rateLimits.Observe},
 		SkillsPrompt:   s.skillsPrompt,
-		ToolsNotice:    tools.ToolsNotice,
 		Broadcast:      s.broadcast,
 		UserAgent:      func(o string) string { return handshake.UserAgent(protocol.ClientInfo{Name: o, Version: Version}) },
 		OnLoad:         onLoad,

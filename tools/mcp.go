@@ -10,6 +10,7 @@ import (
 	"appserver/mcpconn"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
+	"appserver/toolsearch"
 )
 
 // Texts the reference sends the model (and puts in the item's error) when an MCP call is refused.
@@ -76,18 +77,34 @@ func (st *MCPState) track(callID string, emit func(string)) (untrack func()) {
 }
 
 // mcpSet is one turn's view of the MCP tools: the specs of the manager current when the turn's request
-// was built; calls go to the manager current when they run.
+// was built; calls go to the manager current when they run. Deferred (a model that searches for tools), it
+// offers the resource functions alone: the servers' tools are found with tool_search.
 type mcpSet struct {
-	st *MCPState
-	m  *mcpconn.Manager
+	st       *MCPState
+	m        *mcpconn.Manager
+	deferred bool
 }
 
 func (s *mcpSet) Specs() []json.RawMessage {
-	if s.m == nil {
+	switch {
+	case s.m == nil:
 		return nil
+	case s.deferred:
+		return s.m.ResourceTools()
 	}
 	return s.m.ModelTools()
 }
+
+// SearchTools lists the ready servers' tools for tool_search (Deferrable).
+func (s *mcpSet) SearchTools() ([]toolsearch.Tool, []toolsearch.Namespace) {
+	if s.m == nil {
+		return nil, nil
+	}
+	return s.m.SearchTools()
+}
+
+// Deferred is the set offering the resource functions alone (Deferrable).
+func (s *mcpSet) Deferred() thread.ToolSet { return &mcpSet{st: s.st, m: s.m, deferred: true} }
 
 func (s *mcpSet) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
 	if call.Type != "function_call" {
