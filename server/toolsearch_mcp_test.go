@@ -70,7 +70,7 @@ func TestToolSearchDefersMCPTools(t *testing.T) {
 
 	names := toolNames(reqs[0].Body)
 	require.NotContains(t, names, "mcp__tiny")
-	require.Contains(t, names, "list_mcp_resources")
+	require.Equal(t, []string{"exec_command", "write_stdin", "list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"}, names[:5])
 	require.Contains(t, names, "tool_search")
 	require.Contains(t, toolsNotice(t, reqs[0].Body), "\n- mcp__tiny: Test server tiny-mcp.\n")
 
@@ -164,4 +164,23 @@ func TestToolSearchDefersMultiAgentOnGPT55(t *testing.T) {
 	require.Equal(t, "multi_agent_v1.spawn_agent", found[0])
 	require.Len(t, found, 5)
 	require.Contains(t, fnOutput(t, reqs[2].Body, "f1"), "no agent with id "+unknown)
+}
+
+// Outside the catalogue the MCP tools are offered up front, in the reference's places: the resource
+// functions after the command tools, the servers' namespaces after the sub-agent tools.
+func TestMCPToolsTakeTheReferencePlaces(t *testing.T) {
+	pidDir := t.TempDir()
+	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("ok"))
+	c := apptest.Start(t, apptest.Options{Model: mm, Config: mcpServerTOML(t, "tiny", "", pidDir)})
+	c.Initialize(false)
+	tid := startReadyThread(t, c, "tiny")
+	c.StartTurn(tid, "go")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	body := mm.ResponseRequests()[0].Body
+	names := toolNames(body)
+	i := indexOf(names, "write_stdin")
+	require.Equal(t, []string{"list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"}, names[i+1:i+4])
+	require.Equal(t, "mcp__tiny", names[indexOf(names, "multi_agent_v1")+1])
+	require.Empty(t, toolsNotice(t, body))
 }

@@ -56,9 +56,25 @@ func Provider(d Deps) thread.ToolProvider {
 
 // normalSets are the tools in the plain tools array (no code mode).
 func normalSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState, sw toolSwitches) []thread.ToolSet {
-	var sets []thread.ToolSet
+	var sets, extra []thread.ToolSet
+	if d.Extra != nil {
+		extra = d.Extra(t, s)
+	}
+	// The MCP tools take the reference's places: the resource functions after the command tools, the servers'
+	// namespaces after the sub-agent tools.
+	var mcpResources, mcpNamespaces thread.ToolSet
+	for i, e := range extra {
+		if m, ok := e.(*mcpSet); ok {
+			mcpResources, mcpNamespaces = m.split()
+			extra = append(extra[:i:i], extra[i+1:]...)
+			break
+		}
+	}
 	if sw.commands {
 		sets = append(sets, &execSet{deps: d, st: st})
+	}
+	if mcpResources != nil {
+		sets = append(sets, mcpResources)
 	}
 	if sw.updatePlan {
 		sets = append(sets, planSet{})
@@ -77,6 +93,9 @@ func normalSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState, s
 			sets = append(sets, ma)
 		}
 	}
+	if mcpNamespaces != nil {
+		sets = append(sets, mcpNamespaces)
+	}
 	if sw.goals {
 		sets = append(sets, goalSet{})
 	}
@@ -87,9 +106,7 @@ func normalSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState, s
 	if sw.webSearch == "cached" || sw.webSearch == "live" {
 		sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
 	}
-	if d.Extra != nil {
-		sets = append(sets, d.Extra(t, s)...)
-	}
+	sets = append(sets, extra...)
 	sets = append(sets, diffSet{})
 	// tool_search follows the dynamic tools, as the reference places it.
 	search := deferTools(sets, s, false)
