@@ -24,8 +24,9 @@ func gatedServerTOML(t *testing.T, gate, pidDir string, extra ...string) string 
 	return cfg
 }
 
-// As the reference, a turn does not wait for the thread's MCP servers still starting: its request offers
-// the tools of the ready ones, and a later turn's those of the servers that became ready since.
+// As the reference, a turn does not wait for the thread's MCP servers still starting (the thread's first
+// request waits a second at most): its request offers the tools of the ready ones, and a later turn's
+// those of the servers that became ready since.
 func TestTurnDoesNotWaitForMCPServersToStart(t *testing.T) {
 	pidDir := t.TempDir()
 	gate := filepath.Join(t.TempDir(), "open")

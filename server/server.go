@@ -133,7 +133,7 @@ func New(opts Options) *Server {
 		onLoad = tools.ThreadLoaded(td)
 	}
 	s.threads = thread.NewManager(thread.Deps{
-		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion, Clock: opts.Clock,
+		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, AwaitTools: s.awaitMCP, Version: UserAgentVersion, Clock: opts.Clock,
 		InstallationID: s.installationID,
 		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil), OnResponseHeaders: s.rateLimits.Observe},
 		SkillsPrompt:   s.skillsPrompt,

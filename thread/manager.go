@@ -32,6 +32,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Tools builds the tool set offered to the model on one turn.
 	Tools ToolProvider
+	// AwaitTools runs before the tools of each model request of a turn are built (nil: nothing); it may
+	// wait, bounded and until ctx ends, for tools still being set up (the first request's MCP servers).
+	AwaitTools func(ctx context.Context, t *Thread)
 	// InstallationID is sent in model request metadata.
 	InstallationID func() string
 	// Version is the cliVersion written into threads and rollouts.

@@ -630,6 +630,9 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		if err != nil {
 			return tn.fail(&model.Error{Message: err.Error(), CodexErrorInfo: model.InfoString(model.InfoOther)})
 		}
+		if t.mgr.deps.AwaitTools != nil {
+			t.mgr.deps.AwaitTools(tn.ctx, t)
+		}
 		sets := t.toolSets(s)
 		t.noteDeferred(sets)
 		req := tn.buildRequest(s, sets)
