@@ -124,7 +124,7 @@ type Config struct {
 	SandboxWorkspaceWrite SandboxWorkspaceWrite
 	// IgnoreRules is exec's --ignore-rules: the command prefixes saved in $CODEX_HOME/rules are not read.
 	IgnoreRules bool
-	MCPServers            map[string]MCPServer
+	MCPServers  map[string]MCPServer
 	// Features holds the boolean `[features]` flags (non-booleans are
 	// ignored here and kept in Raw).
 	Features map[string]bool
