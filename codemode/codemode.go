@@ -188,6 +188,15 @@ func (s *Set) Call(ctx context.Context, tc *thread.ToolContext, call thread.Tool
 			return out, true
 		}
 	}
+	if call.Namespace == "" {
+		// A top-level call of a nested tool (exec_command, …) runs as it would outside code mode: the
+		// reference answers it although the model was offered only exec.
+		for _, set := range s.nested {
+			if out, ok := set.Call(ctx, tc, call); ok {
+				return out, true
+			}
+		}
+	}
 	return nil, false
 }
 

@@ -62,3 +62,51 @@ func (c *Config) PermissionWarnings() []string {
 	}
 	return out
 }
+
+// builtinProfileModes maps the built-in permission profiles to the sandbox mode each selects.
+var builtinProfileModes = map[string]string{":read-only": "read-only", ":workspace": "workspace-write", ":danger-full-access": "danger-full-access"}
+
+// BuiltinProfileMode returns the sandbox mode ("read-only", "workspace-write", "danger-full-access") a
+// built-in permission profile id selects; ok is false for any other id.
+func BuiltinProfileMode(id string) (mode string, ok bool) {
+	mode, ok = builtinProfileModes[id]
+	return mode, ok
+}
+
+// BuiltinProfileFor returns the built-in permission profile id that selects sandbox mode ("" reads as
+// read-only, the default).
+func BuiltinProfileFor(mode string) string {
+	for id, m := range builtinProfileModes {
+		if m == mode {
+			return id
+		}
+	}
+	return ":read-only"
+}
+
+// DefaultPermissions returns default_permissions, the permission profile the configuration selects ("" when unset).
+func (c *Config) DefaultPermissions() string {
+	name, _ := c.effective["default_permissions"].(string)
+	return name
+}
+
+// CheckPermissionProfile returns the reference's error for selecting permission profile id on this
+// configuration (thread/start's and thread/settings/update's `permissions`, checked as a
+// default_permissions would be), nil for a built-in profile. Named `[permissions]` profiles are not
+// supported: selecting a defined one fails too.
+func (c *Config) CheckPermissionProfile(id string) error {
+	if _, ok := builtinProfileModes[id]; ok {
+		return nil
+	}
+	profiles, hasTable := c.effective["permissions"].(tree)
+	switch {
+	case strings.HasPrefix(id, ":"):
+		return meaningError("default_permissions refers to unknown built-in profile `" + id + "`")
+	case !hasTable:
+		return meaningError("default_permissions requires a `[permissions]` table")
+	}
+	if _, ok := profiles[id]; !ok {
+		return meaningError("default_permissions refers to undefined profile `" + id + "`")
+	}
+	return meaningError("permission profile `" + id + "` is not supported by appserver: only the built-in profiles are")
+}

@@ -122,7 +122,9 @@ type Config struct {
 	// or "" when unset (the caller picks the default).
 	SandboxMode           string
 	SandboxWorkspaceWrite SandboxWorkspaceWrite
-	MCPServers            map[string]MCPServer
+	// IgnoreRules is exec's --ignore-rules: the command prefixes saved in $CODEX_HOME/rules are not read.
+	IgnoreRules bool
+	MCPServers  map[string]MCPServer
 	// Features holds the boolean `[features]` flags (non-booleans are
 	// ignored here and kept in Raw).
 	Features map[string]bool

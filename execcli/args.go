@@ -39,7 +39,7 @@ type options struct {
 	profile           string // -p: $CODEX_HOME/<profile>.config.toml layered on the user config
 	strictConfig      bool
 	ignoreUser        bool // --ignore-user-config
-	ignoreRules       bool // --ignore-rules: appserver loads no execpolicy .rules files anyway
+	ignoreRules       bool // --ignore-rules: the command prefixes saved in $CODEX_HOME/rules are not read
 	oss               bool
 	localProvider     string // --local-provider: ollama or lmstudio
 	help, version     bool
@@ -428,7 +428,7 @@ Options:
   -p, --profile <NAME>             Layer $CODEX_HOME/<NAME>.config.toml on top of config.toml
       --strict-config              Error out on config.toml fields this version does not recognize
       --ignore-user-config         Do not load $CODEX_HOME/config.toml (auth still uses CODEX_HOME)
-      --ignore-rules               Accepted: appserver loads no execpolicy .rules files
+      --ignore-rules               Do not read the command prefixes saved in $CODEX_HOME/rules
       --oss                        Use the local open-source provider (--local-provider or oss_provider)
       --local-provider <PROVIDER>  lmstudio | ollama
   -h, --help                       Print help

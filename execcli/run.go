@@ -169,6 +169,7 @@ func (r *runner) run(ctx context.Context) int {
 		r.out = newHumanPrinter(r.io.Stdout, r.io.Stderr, r.opts.color == "always")
 	}
 
+	r.cfg.IgnoreRules = r.opts.ignoreRules
 	srv := server.New(server.Options{Config: r.cfg, Logger: r.log, SessionSource: string(protocol.ThreadSourceKindExec),
 		ReloadConfig: func() (*config.Config, error) { return r.loadConfig(wd) }})
 	e := startEngine(ctx, srv, r.log)

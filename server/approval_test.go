@@ -183,6 +183,46 @@ func TestApprovalExecpolicyAmendmentRemembersPrefix(t *testing.T) {
 	require.True(t, strings.HasSuffix(callOutput(t, mm, "call_3"), "Output:\nx"))
 }
 
+// "Yes, and don't ask again for commands that start with …" saves the prefix to $CODEX_HOME/rules/default.rules,
+// where a later thread finds it, and tells the model after the call's output, as the reference does.
+func TestApprovalExecpolicyAmendmentIsSaved(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(
+		execCall("call_1", map[string]any{"cmd": "echo one"}),
+		finalMessage("done"),
+		execCall("call_2", map[string]any{"cmd": "echo again"}),
+		finalMessage("done again"),
+	)
+	c, tid := approvalClient(t, mm, apptest.Options{}, nil)
+	c.SetAnswerer(func(m apptest.Message) (any, int, string, bool) {
+		return map[string]any{"decision": map[string]any{"acceptWithExecpolicyAmendment": map[string]any{"execpolicy_amendment": []string{"echo"}}}}, 0, "", true
+	})
+	mark := c.Mark()
+	c.StartTurn(tid, "save it")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	require.Len(t, serverRequests(c.Since(mark), cmdApproval), 1)
+
+	rules, err := os.ReadFile(filepath.Join(c.Home, "rules", "default.rules"))
+	require.NoError(t, err)
+	require.Equal(t, "prefix_rule(pattern=[\"echo\"], decision=\"allow\")\n", string(rules))
+
+	input, ok := mm.ResponseRequests()[1].Body["input"].([]any)
+	require.True(t, ok)
+	require.GreaterOrEqual(t, len(input), 2)
+	out, note := input[len(input)-2].(map[string]any), input[len(input)-1].(map[string]any)
+	require.Equal(t, "function_call_output", out["type"])
+	require.Equal(t, "developer", note["role"])
+	require.Equal(t, []any{map[string]any{"type": "input_text", "text": "Approved command prefix saved:\n- [\"echo\"]"}}, note["content"])
+
+	// A new thread runs `echo …` without asking.
+	tid2 := c.StartThread(map[string]any{"approvalPolicy": "untrusted"})
+	mark = c.Mark()
+	c.StartTurn(tid2, "again")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	require.Empty(t, serverRequests(c.Since(mark), cmdApproval), "the saved prefix approves the command")
+	require.True(t, strings.HasSuffix(callOutput(t, mm, "call_2"), "Output:\nagain\n"))
+}
+
 func TestApprovalDecline(t *testing.T) {
 	mm := mockmodel.New(t)
 	mm.Enqueue(execCall("call_1", map[string]any{"cmd": "touch declined.txt"}), finalMessage("ok, not running it"))

@@ -369,3 +369,29 @@ func TestCodeModeSleepEndsOnSteer(t *testing.T) {
 	body := mm.ResponseRequests()[1].Body
 	require.Regexp(t, `^Wall time: \d+\.\d{4} seconds\nSleep interrupted by new input\.$`, jsCallOutput(t, body, "call_sleep"))
 }
+
+// A code-mode model that calls a nested tool directly (exec_command at the top level, not from exec's
+// JavaScript) gets it run as outside code mode, with its commandExecution item: the reference answers it
+// although it offered only exec (it used to be "unsupported call: exec_command").
+func TestCodeModeDirectNestedCall(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.FunctionCall("exec_command", "call_1", map[string]any{"cmd": "echo direct"})}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-6-luna", SandboxMode: "workspace-write"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	mark := c.Mark()
+	c.StartTurn(tid, "run it")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 2)
+	out, _ := jsCallOutput(t, reqs[1].Body, "call_1").(string)
+	require.True(t, strings.HasSuffix(out, "\ndirect\n"), out)
+	var started bool
+	for _, m := range c.Since(mark) {
+		if m.Method == "item/started" && strings.Contains(string(m.Params), `"type":"commandExecution"`) {
+			started = true
+		}
+	}
+	require.True(t, started, "the command has its item")
+}

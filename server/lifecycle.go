@@ -321,7 +321,7 @@ func startResponse(info protocol.Thread, st thread.Settings) protocol.ThreadStar
 		Thread: info, Model: st.Model, ModelProvider: st.ModelProvider, Cwd: protocol.AbsolutePathBuf(st.Cwd),
 		RuntimeWorkspaceRoots: []protocol.AbsolutePathBuf{protocol.AbsolutePathBuf(st.Cwd)},
 		ApprovalPolicy:        st.ApprovalPolicy, ApprovalsReviewer: st.ApprovalsReviewer, Sandbox: st.Sandbox,
-		ReasoningEffort: st.Effort, ServiceTier: thread.ReportedServiceTier(st), DisabledPluginIds: []string{}, InstructionSources: []protocol.LegacyAppPathString{},
+		ActivePermissionProfile: st.ActivePermissionProfile(), ReasoningEffort: st.Effort, ServiceTier: thread.ReportedServiceTier(st), DisabledPluginIds: []string{}, InstructionSources: []protocol.LegacyAppPathString{},
 		MultiAgentMode: &protocol.MultiAgentMode{Name: protocol.MultiAgentModeExplicitRequestOnly},
 	}
 }
@@ -332,7 +332,8 @@ func resumeResponse(info protocol.Thread, st thread.Settings) protocol.ThreadRes
 	return protocol.ThreadResumeResponse{
 		Thread: b.Thread, Model: b.Model, ModelProvider: b.ModelProvider, Cwd: b.Cwd,
 		RuntimeWorkspaceRoots: b.RuntimeWorkspaceRoots, ApprovalPolicy: b.ApprovalPolicy,
-		ApprovalsReviewer: b.ApprovalsReviewer, Sandbox: b.Sandbox, ReasoningEffort: b.ReasoningEffort, ServiceTier: b.ServiceTier,
+		ApprovalsReviewer: b.ApprovalsReviewer, Sandbox: b.Sandbox, ActivePermissionProfile: b.ActivePermissionProfile,
+		ReasoningEffort: b.ReasoningEffort, ServiceTier: b.ServiceTier,
 		DisabledPluginIds: b.DisabledPluginIds, InstructionSources: b.InstructionSources, MultiAgentMode: b.MultiAgentMode,
 		CollaborationMode: &protocol.CollaborationMode{Mode: protocol.ModeKindDefault, Settings: protocol.Settings{Model: st.Model, ReasoningEffort: st.Effort}},
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"appserver/configedit"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,6 +109,7 @@ func (s *Server) startThreadMCP(ctx context.Context, t *thread.Thread) error {
 	}
 	tm := &threadMCP{s: s, t: t}
 	tm.tools = tools.NewMCPState(tm.manager, s.cfg.ApprovalTimeout)
+	tm.tools.Always = s.mcpAlways()
 	t.Attach(mcpKey{}, tm)
 	t.OnClose(tm.close)
 	m := tm.start(cfgs)
@@ -534,4 +536,23 @@ func mcpRequestError(err error, server string) error {
 		msg = "unknown MCP server '" + server + "'"
 	}
 	return jsonrpc.Errorf(jsonrpc.CodeInternalError, "%s", msg)
+}
+
+// mcpAlways keeps an MCP tool approval answered "always allow" in config.toml, as the reference:
+// mcp_servers.<server>.tools.<tool>.approval_mode = "approve", which later calls (of any thread) read.
+func (s *Server) mcpAlways() tools.MCPAlways {
+	return tools.MCPAlways{
+		Approved: func(server, tool string) bool {
+			return s.currentConfig().Scalar("mcp_servers", server, "tools", tool, "approval_mode") == "approve"
+		},
+		Save: func(server, tool string) error {
+			_, err := s.userConfigFile().Write("", []configedit.Edit{{
+				Path: []string{"mcp_servers", server, "tools", tool, "approval_mode"}, Value: "approve", Strategy: configedit.Replace,
+			}})
+			if err == nil {
+				s.reloadAfterWrite()
+			}
+			return err
+		},
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -744,4 +745,37 @@ func TestMCPUnansweredApprovalIsBounded(t *testing.T) {
 	require.False(t, th.Controller().Paused())
 	_, completed := mcpItems(t, c, mark)
 	require.Equal(t, "user rejected MCP tool call", completed["c1"].Error.Message)
+}
+
+// "Always allow" on an MCP tool approval is saved to config.toml (mcp_servers.<server>.tools.<tool>.
+// approval_mode = "approve"), so a later thread runs the tool without asking, as the reference.
+func TestMCPApprovalAlwaysIsSaved(t *testing.T) {
+	pidDir := t.TempDir()
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{nsCall("good", "add", "c1", map[string]any{"a": 1, "b": 2})}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{nsCall("good", "add", "c2", map[string]any{"a": 3, "b": 4})}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm, ApprovalPolicy: "on-request", Config: mcpServerTOML(t, "good", "", pidDir)})
+	var asked atomic.Int32
+	c.SetAnswerer(elicitationAnswerer(func(p map[string]any) any {
+		asked.Add(1)
+		return map[string]any{"action": "accept", "_meta": map[string]any{"persist": "always"}}
+	}, nil))
+	c.Initialize(false)
+	tid := startReadyThread(t, c, "good")
+	c.StartTurn(tid, "add")
+	c.WaitTurnCompleted()
+	require.Equal(t, int32(1), asked.Load())
+	b, err := os.ReadFile(filepath.Join(c.Home, "config.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "[mcp_servers.good.tools.add]\napproval_mode = \"approve\"\n")
+
+	tid2 := startReadyThread(t, c, "good")
+	mark := c.Mark()
+	c.StartTurn(tid2, "add again")
+	c.WaitTurnCompleted()
+	require.Equal(t, int32(1), asked.Load(), "allowed for good: a new thread does not ask")
+	_, completed := mcpItems(t, c, mark)
+	require.Equal(t, "7", completed["c2"].Result.Content[0]["text"])
 }

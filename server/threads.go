@@ -53,6 +53,9 @@ func (s *Server) threadStart(ctx context.Context, c *connection, req *jsonrpc.Re
 	if err := tools.ValidateDynamic(p.DynamicTools); err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "%v", err)
 	}
+	if _, err := s.permissionProfile(p.Permissions, p.Sandbox != nil, "sandbox"); err != nil {
+		return nil, err
+	}
 	t, err := s.threads.Start(ctx, thread.StartOptions{Params: *p, Originator: c.originator(), Source: s.opts.SessionSource})
 	var cerr *thread.ConfigError
 	if errors.As(err, &cerr) {
@@ -126,7 +129,7 @@ func (s *Server) turnStart(_ context.Context, c *connection, req *jsonrpc.Reques
 		tier = ptr(thread.NormalizeServiceTier(*p.ServiceTier))
 	}
 	t.ApplyOverrides(thread.TurnOverrides{
-		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
+		Cwd: p.Cwd, ApprovalPolicy: p.ApprovalPolicy, Sandbox: thread.NormalizeSandbox(p.SandboxPolicy), Model: p.Model, Effort: p.Effort, Summary: p.Summary,
 		Collaboration: p.CollaborationMode, ServiceTier: tier, Personality: p.Personality,
 	})
 	mdl := t.Settings().Model

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"path/filepath"
 
+	"appserver/config"
+
 	"appserver/jsonrpc"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
@@ -23,16 +25,15 @@ func (s *Server) threadSettingsUpdate(_ context.Context, _ *connection, req *jso
 	if err != nil {
 		return nil, err
 	}
-	if p.Permissions != nil {
-		// The reference resolves a named permission profile from config.toml's [permissions] table; we have
-		// no permission profiles, which the reference reports this way on a home without that table.
-		return nil, jsonrpc.InvalidRequest("failed to load configuration: default_permissions requires a `[permissions]` table")
+	profile, err := s.permissionProfile(p.Permissions, p.SandboxPolicy != nil, "sandboxPolicy")
+	if err != nil {
+		return nil, err
 	}
 	if len(p.Environments) > 0 {
 		return nil, jsonrpc.InvalidRequest("environments are not supported by appserver's thread/settings/update")
 	}
 	o := thread.TurnOverrides{
-		ApprovalPolicy: p.ApprovalPolicy, Sandbox: p.SandboxPolicy, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
+		ApprovalPolicy: p.ApprovalPolicy, Sandbox: thread.NormalizeSandbox(p.SandboxPolicy), PermissionProfile: p.Permissions, Model: p.Model, Effort: p.Effort, Summary: p.Summary,
 		Collaboration: p.CollaborationMode, ApprovalsReviewer: p.ApprovalsReviewer, Personality: p.Personality,
 		DisabledPluginIDs: p.DisabledPluginIds, MultiAgentMode: p.MultiAgentMode,
 	}
@@ -56,8 +57,30 @@ func (s *Server) threadSettingsUpdate(_ context.Context, _ *connection, req *jso
 			o.ServiceTier = ptr(thread.ServiceTierDefault)
 		}
 	}
+	if profile != nil {
+		o.Sandbox = profile
+	}
 	t.ApplyOverrides(o)
 	return protocol.ThreadSettingsUpdateResponse{}, nil
+}
+
+// permissionProfile resolves a request's `permissions` (a built-in permission profile id) into the sandbox
+// policy it selects, nil when there is none; the errors are the reference's: with the request's own sandbox
+// field (named field) set too, or for an id its configuration does not define.
+func (s *Server) permissionProfile(id *string, withSandbox bool, field string) (*protocol.SandboxPolicy, error) {
+	if id == nil {
+		return nil, nil
+	}
+	if withSandbox {
+		return nil, jsonrpc.InvalidRequest("`permissions` cannot be combined with `" + field + "`")
+	}
+	cfg := s.currentConfig()
+	if err := cfg.CheckPermissionProfile(*id); err != nil {
+		return nil, jsonrpc.InvalidRequest("failed to load configuration: " + err.Error())
+	}
+	mode, _ := config.BuiltinProfileMode(*id)
+	policy := thread.SandboxFromMode(mode, cfg.SandboxWorkspaceWrite)
+	return &policy, nil
 }
 
 // turnSettingsUpdate changes the settings of a running turn's next model request. The reference gates it

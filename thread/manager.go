@@ -335,8 +335,20 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 		s.DeveloperInstructions = *p.DeveloperInstructions // the client's, even empty, replaces the configuration's
 	}
 	mode := cfg.SandboxMode
-	if p.Sandbox != nil {
+	switch dp := cfg.DefaultPermissions(); {
+	case p.Permissions != nil:
+		// The caller checked the id (config.CheckPermissionProfile): a built-in profile.
+		s.PermissionProfile = *p.Permissions
+		mode, _ = config.BuiltinProfileMode(*p.Permissions)
+	case p.Sandbox != nil:
 		mode = string(*p.Sandbox)
+	case dp != "":
+		if m, ok := config.BuiltinProfileMode(dp); ok {
+			s.PermissionProfile, mode = dp, m
+		}
+	case mode == "":
+		// No sandbox chosen anywhere: the reference reports the default as the built-in profile it is.
+		s.PermissionProfile = config.BuiltinProfileFor(mode)
 	}
 	s.Sandbox = SandboxFromMode(mode, cfg.SandboxWorkspaceWrite)
 	if e := cfg.ModelReasoningEffort; e != "" {
@@ -680,4 +692,31 @@ func firstNonEmpty(vals ...string) string {
 func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// NormalizeSandbox fills a client's sandbox policy with the defaults the reference reports for its absent
+// fields (no network, no extra writable roots, /tmp and $TMPDIR writable); nil stays nil.
+func NormalizeSandbox(p *protocol.SandboxPolicy) *protocol.SandboxPolicy {
+	if p == nil {
+		return nil
+	}
+	f := false
+	switch v := p.Value.(type) {
+	case protocol.SandboxPolicyReadOnly:
+		if v.NetworkAccess == nil {
+			v.NetworkAccess = &f
+		}
+		return &protocol.SandboxPolicy{Value: v}
+	case protocol.SandboxPolicyWorkspaceWrite:
+		if v.WritableRoots == nil {
+			v.WritableRoots = []protocol.AbsolutePathBuf{}
+		}
+		for _, b := range []**bool{&v.NetworkAccess, &v.ExcludeTmpdirEnvVar, &v.ExcludeSlashTmp} {
+			if *b == nil {
+				*b = ptr(false)
+			}
+		}
+		return &protocol.SandboxPolicy{Value: v}
+	}
+	return p
 }

@@ -189,6 +189,14 @@ func (t *Thread) QueueUserContext(text string) {
 	t.mu.Unlock()
 }
 
+// QueueDeveloperContext adds a developer message to the history before the thread's next model request
+// (after the outputs of the running tool calls), as QueueUserContext does a user message.
+func (t *Thread) QueueDeveloperContext(text string) {
+	t.mu.Lock()
+	t.queued = append(t.queued, messageItem("developer", text))
+	t.mu.Unlock()
+}
+
 // Warn sends a warning notification about the thread to its subscribers, in the thread's order.
 func (t *Thread) Warn(message string) {
 	t.emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID, Message: message})

@@ -27,12 +27,15 @@ var (
 
 // Settings are a thread's current turn settings; turn/start overrides persist for later turns.
 type Settings struct {
-	Model                 string
-	ModelProvider         string
-	Cwd                   string
-	ApprovalPolicy        protocol.AskForApproval
-	ApprovalsReviewer     protocol.ApprovalsReviewer
-	Sandbox               protocol.SandboxPolicy
+	Model             string
+	ModelProvider     string
+	Cwd               string
+	ApprovalPolicy    protocol.AskForApproval
+	ApprovalsReviewer protocol.ApprovalsReviewer
+	Sandbox           protocol.SandboxPolicy
+	// PermissionProfile is the built-in permission profile id (":workspace", ...) Sandbox came from,
+	// "" when it came from a sandbox mode or policy instead (the wire's activePermissionProfile).
+	PermissionProfile     string
 	Effort                *protocol.ReasoningEffort
 	Summary               *protocol.ReasoningSummary
 	ServiceTier           *string
@@ -52,6 +55,14 @@ type Settings struct {
 	// Config is the thread's effective configuration: the server's with thread/start's `config`
 	// overrides applied as -c would (features, tools, providers). Nil means the server's.
 	Config *config.Config
+}
+
+// ActivePermissionProfile is the wire form of the permission profile the sandbox came from (nil for none).
+func (s Settings) ActivePermissionProfile() *protocol.ActivePermissionProfile {
+	if s.PermissionProfile == "" {
+		return nil
+	}
+	return &protocol.ActivePermissionProfile{ID: s.PermissionProfile}
 }
 
 // EffectiveConfig returns the thread's effective configuration (the server's when it has none).

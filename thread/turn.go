@@ -205,9 +205,12 @@ type TurnOverrides struct {
 	Cwd            *string
 	ApprovalPolicy *protocol.AskForApproval
 	Sandbox        *protocol.SandboxPolicy
-	Model          *string
-	Effort         *protocol.ReasoningEffort
-	Summary        *protocol.ReasoningSummary
+	// PermissionProfile names the built-in profile Sandbox came from (thread/settings/update's
+	// `permissions`); nil with a Sandbox clears the active profile.
+	PermissionProfile *string
+	Model             *string
+	Effort            *protocol.ReasoningEffort
+	Summary           *protocol.ReasoningSummary
 	// Collaboration is turn/start's collaborationMode: its mode persists, and its settings override the
 	// model and effort as the reference applies them.
 	Collaboration *protocol.CollaborationMode
@@ -241,6 +244,7 @@ func (t *Thread) ApplyOverrides(o TurnOverrides) {
 	}
 	if o.Sandbox != nil {
 		s.Sandbox = *o.Sandbox
+		s.PermissionProfile = deref(o.PermissionProfile)
 	}
 	if o.ApprovalsReviewer != nil {
 		s.ApprovalsReviewer = *o.ApprovalsReviewer
@@ -321,7 +325,7 @@ func (t *Thread) threadSettingsLocked() protocol.ThreadSettings {
 	return protocol.ThreadSettings{
 		DisabledPluginIds: disabled, Cwd: protocol.AbsolutePathBuf(s.Cwd), Environments: t.meta.Environments,
 		ApprovalPolicy: s.ApprovalPolicy, ApprovalsReviewer: s.ApprovalsReviewer, SandboxPolicy: s.Sandbox,
-		Model: s.Model, ModelProvider: s.ModelProvider, Effort: s.Effort, Summary: s.Summary, CollaborationMode: cm,
+		ActivePermissionProfile: s.ActivePermissionProfile(), Model: s.Model, ModelProvider: s.ModelProvider, Effort: s.Effort, Summary: s.Summary, CollaborationMode: cm,
 		ServiceTier: s.ServiceTier, Personality: s.Personality,
 		MultiAgentMode: mam,
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"appserver/execmgr"
+	"appserver/execpolicy"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
 )
@@ -117,8 +118,22 @@ func (st *threadState) askCommand(ctx context.Context, tc *thread.ToolContext, c
 		st.approvals.approveCommand(c.display)
 	case decisionAcceptWithAmendment:
 		st.approvals.approvePrefix(amendment)
+		st.savePrefix(tc, amendment)
 	}
 	return d
+}
+
+// savePrefix saves a prefix the user approved for good to the rules file, where later threads find it, and
+// tells the model, as the reference does.
+func (st *threadState) savePrefix(tc *thread.ToolContext, prefix []string) {
+	if len(prefix) == 0 {
+		return
+	}
+	if err := execpolicy.Append(st.codexHome, prefix); err != nil {
+		tc.Log.Warn("could not save the approved command prefix", "error", err)
+		return
+	}
+	tc.Thread.QueueDeveloperContext("Approved command prefix saved:\n- " + execpolicy.List(prefix))
 }
 
 // granted reports a decision that lets the command run.

@@ -29,6 +29,15 @@ type MCPState struct {
 	mu       sync.Mutex
 	approved map[string]bool                 // "server\x00tool" approved for the session
 	calls    map[string]func(message string) // callID → progress emitter
+	// Always keeps the "always allow" answers; zero: they last the session only.
+	Always MCPAlways
+}
+
+// MCPAlways reads and saves the tools the user allowed for good (the reference's config.toml
+// mcp_servers.<server>.tools.<tool>.approval_mode = "approve").
+type MCPAlways struct {
+	Approved func(server, tool string) bool
+	Save     func(server, tool string) error
 }
 
 // NewMCPState builds the state of one thread; manager returns the thread's current MCP manager (nil
@@ -57,6 +66,10 @@ func (st *MCPState) isApproved(server, tool string) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.approved[approvalKey(server, tool)]
+}
+
+func (st *MCPState) alwaysApproved(server, tool string) bool {
+	return st.Always.Approved != nil && st.Always.Approved(server, tool)
 }
 
 func (st *MCPState) approve(server, tool string) {
@@ -253,7 +266,7 @@ func (st *MCPState) run(ctx context.Context, tc *thread.ToolContext, m *mcpconn.
 		return c.refuse(call.CallID, "failed to parse function arguments: invalid JSON")
 	}
 
-	if (ro == nil || !*ro) && !st.isApproved(server, tool) {
+	if (ro == nil || !*ro) && !st.isApproved(server, tool) && !st.alwaysApproved(server, tool) {
 		switch mcpApprovalMode(tc.Settings.ApprovalPolicy) {
 		case mcpNeverAsk:
 			return c.refuse(call.CallID, MCPNeverPolicyText)
@@ -449,6 +462,11 @@ func (st *MCPState) askApproval(ctx context.Context, tc *thread.ToolContext, ser
 	_ = json.Unmarshal(ans.Meta, &meta)
 	switch ans.Action {
 	case "accept":
+		if meta.Persist == "always" && st.Always.Save != nil {
+			if err := st.Always.Save(server, tool); err != nil {
+				tc.Log.Warn("could not save the MCP tool approval", "server", server, "tool", tool, "error", err)
+			}
+		}
 		if meta.Persist == "session" || meta.Persist == "always" {
 			return decisionAcceptForSession
 		}

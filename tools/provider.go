@@ -10,6 +10,7 @@ import (
 	"appserver/codemode"
 	"appserver/config"
 	"appserver/execmgr"
+	"appserver/execpolicy"
 	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/sandbox"
@@ -170,6 +171,7 @@ type stateKey struct{}
 type threadState struct {
 	sessions  *execmgr.Sessions
 	approvals *approvalCache
+	codexHome string // where approved prefixes are saved
 }
 
 func state(t *thread.Thread, d *Deps) *threadState {
@@ -178,6 +180,19 @@ func state(t *thread.Thread, d *Deps) *threadState {
 			sessions: execmgr.NewSessions(execmgr.SessionsOptions{Manager: d.Exec, MaxPollWait: d.Config.BackgroundTerminalMaxTimeout,
 				Owner: t.ID}),
 			approvals: newApprovalCache(),
+			codexHome: d.Config.CodexHome,
+		}
+		// The prefixes saved by earlier "don't ask again" approvals (the reference's rules files).
+		var prefixes [][]string
+		var err error
+		if !d.Config.IgnoreRules {
+			prefixes, err = execpolicy.AllowedPrefixes(d.Config.CodexHome)
+		}
+		if err != nil {
+			slog.Warn("could not read the command rules", "error", err)
+		}
+		for _, p := range prefixes {
+			st.approvals.approvePrefix(p)
 		}
 		t.OnClose(st.sessions.TerminateAll)
 		return st
