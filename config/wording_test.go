@@ -116,3 +116,35 @@ func TestArrayForStruct(t *testing.T) {
 		load(t, good)
 	}
 }
+
+// TestOpenStringInContainer: a one-line string left open inside an array or inline table, worded and
+// located as codex-cli 0.169.0 (the Rust toml crate) does: the next token is a value without a comma
+// before it; a closing bracket or comma there reports the string, the end of the file the container.
+func TestOpenStringInContainer(t *testing.T) {
+	for _, c := range []struct {
+		file      string
+		line, col int
+		msg       string
+	}{
+		{"x = [\"a\nb\"]\n", 2, 1, "missing comma between array elements, expected `,`"},
+		{"x = [\"a\n  b\"]\n", 2, 3, "missing comma between array elements, expected `,`"},
+		{"x = [\"a\n# c\nb]\n", 3, 1, "missing comma between array elements, expected `,`"},
+		{"x = ['a\nb']\n", 2, 1, "missing comma between array elements, expected `,`"},
+		{"x = [\"a\n]\n", 1, 8, "invalid basic string, expected `\"`"},
+		{"x = [\"a\n, \"b\"]\n", 1, 8, "invalid basic string, expected `\"`"},
+		{"x = ['a\n]\n", 1, 8, "invalid literal string, expected `'`"},
+		{"[t]\nx = [1,\n  \"a\n  ]\n", 3, 5, "invalid basic string, expected `\"`"},
+		{"x = [\"a\n", 1, 8, "unclosed array, expected `]`"},
+		{"x = {a = \"b\n", 1, 12, "unclosed inline table, expected `}`"},
+		{"x = [1, {a = \"b\nc\"}]\n", 2, 1, "missing comma between key-value pairs, expected `,`"},
+		{"x = {a = \"b\n  c = 1}\n", 2, 3, "missing comma between key-value pairs, expected `,`"},
+		{"x = {a = [\"b\n]}\n", 1, 13, "invalid basic string, expected `\"`"},
+		{"y = \"\"\"a\nb\"\"\"\nx = [\"c\nd\"]\n", 4, 1, "missing comma between array elements, expected `,`"},
+		{"x = 'a\nb'\n", 2, 3, "key with no value, expected `=`"},
+	} {
+		e := loadErr(t, c.file)
+		require.True(t, e.Syntax, c.file)
+		require.Equal(t, c.msg, e.Msg, c.file)
+		require.Equal(t, []int{c.line, c.col}, []int{e.Line, e.Column}, c.file)
+	}
+}
