@@ -148,3 +148,22 @@ func TestOpenStringInContainer(t *testing.T) {
 		require.Equal(t, []int{c.line, c.col}, []int{e.Line, e.Column}, c.file)
 	}
 }
+
+// TestStrictNestedTables: --strict-config (and the unknown-settings warning) check [tui], [otel] and an MCP
+// server's tools.<tool> tables as codex-cli 0.169.0 does.
+func TestStrictNestedTables(t *testing.T) {
+	for file, want := range map[string][]string{
+		"[tui]\nzzz = 1\nanimations = true\ntheme = \"x\"\nalternate_screen = \"auto\"\n":                                           {"tui.zzz"},
+		"[otel]\nzzz = 1\nexporter = \"none\"\ntracestate = {}\n":                                                                   {"otel.zzz"},
+		"[mcp_servers.s]\ncommand = \"x\"\n[mcp_servers.s.tools.t]\nzzz = 1\napproval_mode = \"approve\"\noutput_token_limit = 5\n": {"mcp_servers.s.tools.t.zzz"},
+		"[tui]\nscroll_events_per_tick = 1\nvim_mode = true\n":                                                                      {"tui.scroll_events_per_tick", "tui.vim_mode"},
+	} {
+		keys, err := UserConfigUnknownKeys(home(t, file))
+		require.NoError(t, err)
+		var got []string
+		for _, k := range keys {
+			got = append(got, k.Key)
+		}
+		require.Equal(t, want, got, file)
+	}
+}
