@@ -46,7 +46,16 @@ func DecodeParams(spec *MethodSpec, raw json.RawMessage, top func() (map[string]
 		if merr := checkMembers(spec, reflect.TypeOf(p).Elem(), trimmed, true, nil); merr != nil {
 			return nil, merr
 		}
-		return nil, paramsErrorf("%s", DescribeDecodeErrorIn(trimmed, err))
+		// Arrays given for structs that serde reads as their fields: decode the objects they stand for.
+		rewritten, changed := seqRewrite(reflect.TypeOf(p).Elem(), trimmed)
+		if !changed {
+			return nil, paramsErrorf("%s", DescribeDecodeErrorIn(trimmed, err))
+		}
+		p = spec.NewParams()
+		if err := json.Unmarshal(rewritten, p); err != nil {
+			return nil, paramsErrorf("%s", DescribeDecodeErrorIn(rewritten, err))
+		}
+		trimmed = rewritten
 	}
 	if err := checkMembers(spec, reflect.TypeOf(p).Elem(), trimmed, false, p); err != nil {
 		return nil, err
@@ -329,6 +338,16 @@ func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool, dec
 			return paramsErrorf("AbsolutePathBuf deserialized without a base path")
 		}
 		if decode {
+			// serde reads an array given for a struct as its fields (encoding/json refuses it outright).
+			if f, ok := memberType(t, key); ok {
+				if msg, found := seqAsStructError(f, val); found && msg != "" {
+					return paramsErrorf("%s", msg)
+				} else if found {
+					if sub, ch := seqRewrite(f, val); ch {
+						val = sub // checked as the object it stands for
+					}
+				}
+			}
 			one = append(AppendString(append(one[:0], '{'), key), ':')
 			one = append(append(one, val...), '}')
 			if err := json.Unmarshal(one, spec.NewParams()); err != nil {

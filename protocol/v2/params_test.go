@@ -154,3 +154,32 @@ func TestDecodeParamsSerdeWording(t *testing.T) {
 		require.Equal(t, tc.want, pe.Error(), tc.method+" "+tc.raw)
 	}
 }
+
+// TestDecodeParamsArrayForStruct: an array given for a struct member is read as the struct's fields in
+// the reference's declaration order (serde's visit_seq), with its wording (each seen on codex-cli 0.169.0):
+// too short, too long, an element of the wrong type; a well-formed one is accepted.
+func TestDecodeParamsArrayForStruct(t *testing.T) {
+	spec, ok := protocol.LookupClientRequest(protocol.MethodInitialize)
+	require.True(t, ok)
+	for raw, want := range map[string]string{
+		`{"clientInfo":[]}`:                                "invalid length 0, expected struct ClientInfo with 3 elements",
+		`{"clientInfo":["a"]}`:                             "invalid length 1, expected struct ClientInfo with 3 elements",
+		`{"clientInfo":[1]}`:                               "invalid type: integer `1`, expected a string",
+		`{"clientInfo":["a","b"]}`:                         "invalid length 2, expected struct ClientInfo with 3 elements",
+		`{"clientInfo":["a","b","c","d"]}`:                 "invalid length 4, expected 3 elements in sequence",
+		`{"clientInfo":["a",null,"c"],"capabilities":[]}`:  "invalid length 5, expected struct InitializeCapabilities with 7 elements",
+		`{"clientInfo":["a",null,"c"],"capabilities":[1]}`: "invalid type: integer `1`, expected a boolean",
+		`{"clientInfo":["a",null,"c"],"capabilities":[true,true,true,true,true,null]}`:       "invalid length 6, expected struct InitializeCapabilities with 7 elements",
+		`{"clientInfo":["a",null,"c"],"capabilities":[true,true,true,true,true,["x"],{},1]}`: "invalid length 8, expected 7 elements in sequence",
+	} {
+		_, err := protocol.DecodeParams(spec, json.RawMessage(raw), nil)
+		var pe *protocol.ParamsError
+		require.ErrorAs(t, err, &pe, raw)
+		require.Equal(t, want, pe.Error(), raw)
+	}
+	p, err := protocol.DecodeParams(spec, json.RawMessage(`{"clientInfo":["n",null,"1"],"capabilities":[false,false,true,false,false,null,null]}`), nil)
+	require.NoError(t, err)
+	ip := p.(*protocol.InitializeParams)
+	require.Equal(t, protocol.ClientInfo{Name: "n", Version: "1"}, ip.ClientInfo)
+	require.True(t, *ip.Capabilities.ExperimentalAPI) // the third field declared
+}
