@@ -199,13 +199,16 @@ func literalBefore(raw []byte, end int, kind string) string {
 // pathBufFields are the members ("Type.jsonName") the reference types PathBuf although the schema says only
 // string: serde expects a "path string" there.
 var pathBufFields = map[string]bool{
-	"ThreadResumeParams.path":        true,
-	"ThreadForkParams.path":          true,
-	"ThreadSettingsUpdateParams.cwd": true,
-	"TurnStartParams.cwd":            true,
-	"CommandExecParams.cwd":          true,
-	"SkillsListParams.cwds":          true,
-	"HooksListParams.cwds":           true,
+	"ThreadResumeParams.path":              true,
+	"ThreadForkParams.path":                true,
+	"ThreadSettingsUpdateParams.cwd":       true,
+	"TurnStartParams.cwd":                  true,
+	"CommandExecParams.cwd":                true,
+	"SkillsListParams.cwds":                true,
+	"HooksListParams.cwds":                 true,
+	"ExternalAgentConfigDetectParams.cwds": true,
+	"FeedbackSaveParams.extraLogFiles":     true,
+	"FeedbackUploadParams.extraLogFiles":   true,
 }
 
 // usizeFields are the members ("Type.jsonName") the reference types usize (the schema's uint, u64 here).
@@ -241,6 +244,25 @@ func serdeExpected(e *json.UnmarshalTypeError) string {
 		return "string or map"
 	}
 	return rustTypeName(e.Type)
+}
+
+// serdeTypeName is what serde expects of the member key ("Type.jsonName") of Go type t, as serdeExpected
+// words it ("" for a member kept raw or of an interface type, whose wording is not known).
+func serdeTypeName(key string, t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == rawMessageType || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(jsonUnmarshalerType):
+		return ""
+	case (pathBufFields[key] || isAbsolutePathField(key)) && t.Kind() != reflect.Slice:
+		return "path string"
+	case usizeFields[key]:
+		return "usize"
+	case t.Kind() == reflect.String && t.Name() != "string" && t.PkgPath() == protocolPkg:
+		return "string or map"
+	}
+	return rustTypeName(t)
 }
 
 func rustTypeName(t reflect.Type) string {
@@ -282,6 +304,14 @@ func nonNullableOf(t reflect.Type) map[string]string {
 	}
 	m := map[string]string{}
 	if t.Kind() == reflect.Struct {
+		// A required member may not be null either (serde has no default for it).
+		for _, name := range requiredOf(t.Name()) {
+			if ft, ok := memberType(t, name); ok {
+				if want := serdeTypeName(t.Name()+"."+name, ft); want != "" {
+					m[name] = want
+				}
+			}
+		}
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")

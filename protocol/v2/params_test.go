@@ -183,3 +183,40 @@ func TestDecodeParamsArrayForStruct(t *testing.T) {
 	require.Equal(t, protocol.ClientInfo{Name: "n", Version: "1"}, ip.ClientInfo)
 	require.True(t, *ip.Capabilities.ExperimentalAPI) // the third field declared
 }
+
+// TestDecodeParamsSerdeReadings pins, as codex-cli 0.169.0 answers them (found by a sweep of wrong-typed
+// params over sampled methods): null for a required member, an object for a string enum (serde's
+// externally tagged variant) and a PathBuf list's items.
+func TestDecodeParamsSerdeReadings(t *testing.T) {
+	for _, tc := range []struct {
+		method, raw, want string // want "": accepted
+	}{
+		{protocol.MethodFuzzyFileSearch, `{"query":null,"roots":[]}`, "invalid type: null, expected a string"},
+		{protocol.MethodFuzzyFileSearch, `{"query":"x","roots":null}`, "invalid type: null, expected a sequence"},
+		{protocol.MethodCommandExec, `{"command":null}`, "invalid type: null, expected a sequence"},
+		{protocol.MethodConfigValueWrite, `{"keyPath":"x","mergeStrategy":null,"value":null}`, "invalid type: null, expected string or map"},
+		{protocol.MethodThreadNameSet, `{"name":"x","threadId":null}`, "invalid type: null, expected a string"},
+		{protocol.MethodThreadList, `{"sourceKinds":[{"x":1}]}`, "unknown variant `x`, expected one of `cli`, `vscode`, `exec`, `appServer`, `subAgent`, `subAgentReview`, `subAgentCompact`, `subAgentThreadSpawn`, `subAgentOther`, `unknown`"},
+		{protocol.MethodThreadList, `{"sourceKinds":[{"cli":1}]}`, "invalid type: integer `1`, expected unit"},
+		{protocol.MethodThreadList, `{"sourceKinds":[{}]}`, "invalid value: map, expected map with a single key"},
+		{protocol.MethodThreadList, `{"sortDirection":{"asc":[]}}`, "invalid type: sequence, expected unit"},
+		{protocol.MethodThreadList, `{"sortDirection":{"x":1}}`, "unknown variant `x`, expected `asc` or `desc`"},
+		{protocol.MethodThreadList, `{"sourceKinds":[{"cli":null}],"sortDirection":{"asc":{}}}`, ""},
+		{protocol.MethodExternalAgentConfigDetect, `{"cwds":[{"x":1}]}`, "invalid type: map, expected path string"},
+		{protocol.MethodFeedbackUpload, `{"classification":"x","extraLogFiles":[1]}`, "invalid type: integer `1`, expected path string"},
+	} {
+		spec, ok := protocol.LookupClientRequest(tc.method)
+		require.True(t, ok, tc.method)
+		p, err := protocol.DecodeParams(spec, json.RawMessage(tc.raw), nil)
+		if tc.want == "" {
+			require.NoError(t, err, tc.raw)
+			if lp, ok := p.(*protocol.ThreadListParams); ok {
+				require.Equal(t, protocol.SortDirection("asc"), *lp.SortDirection)
+			}
+			continue
+		}
+		var pe *protocol.ParamsError
+		require.ErrorAs(t, err, &pe, tc.raw)
+		require.Equal(t, tc.want, pe.Error(), tc.raw)
+	}
+}

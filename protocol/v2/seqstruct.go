@@ -27,6 +27,8 @@ func seqAsStructError(t reflect.Type, val []byte) (msg string, found bool) {
 		return "", false
 	}
 	switch {
+	case isProtocolEnum(t) && val[0] == '{':
+		return mapEnumError(t, val), true
 	case t.Kind() == reflect.Struct && val[0] == '[':
 		var items []json.RawMessage
 		if json.Unmarshal(val, &items) != nil {
@@ -112,6 +114,14 @@ func seqRewrite(t reflect.Type, val []byte) (out []byte, changed bool) {
 		return val, false
 	}
 	switch {
+	case isProtocolEnum(t) && val[0] == '{':
+		var m map[string]json.RawMessage
+		if json.Unmarshal(val, &m) != nil || len(m) != 1 {
+			return val, false
+		}
+		for k := range m {
+			return AppendString(nil, k), true
+		}
 	case t.Kind() == reflect.Struct && val[0] == '[':
 		var items []json.RawMessage
 		if json.Unmarshal(val, &items) != nil {
@@ -187,6 +197,35 @@ func seqRewrite(t reflect.Type, val []byte) (out []byte, changed bool) {
 		return b, true
 	}
 	return val, false
+}
+
+// isProtocolEnum reports whether t is one of the schema's string enums (serde's unit-variant enums).
+func isProtocolEnum(t reflect.Type) bool {
+	return t.Kind() == reflect.String && t.Name() != "string" && t.PkgPath() == protocolPkg
+}
+
+// mapEnumError is serde's error for the object val given for the string enum t: an externally tagged
+// variant, so one member named by a variant, whose value (a unit's) must be null or an empty object
+// ("" when it reads).
+func mapEnumError(t reflect.Type, val []byte) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(val, &m) != nil {
+		return ""
+	}
+	if len(m) != 1 {
+		return "invalid value: map, expected map with a single key"
+	}
+	for k, v := range m {
+		if msg := unknownEnumValue(t, AppendString(nil, k)); msg != "" {
+			return msg
+		}
+		v = bytes.TrimSpace(v)
+		if string(v) == "null" || len(v) > 0 && v[0] == '{' && bytes.Equal(bytes.Join(bytes.Fields(v), nil), []byte("{}")) {
+			return ""
+		}
+		return "invalid type: " + serdeValue(v) + ", expected unit"
+	}
+	return ""
 }
 
 // seqStruct is serde's error for items read as the fields of struct t ("" when they read).
