@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -343,7 +344,9 @@ func nonNullableOf(t reflect.Type) map[string]string {
 // untagged raw member of another type), so a request without any costs no second tokenizing.
 func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool, decoded any) *ParamsError {
 	fields := nonNullableOf(t)
-	if !decode && !worthScanning(t, fields, obj, decoded) {
+	nestedIdx := nestedRequiredFields(t)
+	nested := !decode && nestedWorthWalking(t, nestedIdx, decoded)
+	if !decode && !nested && !worthScanning(t, fields, obj, decoded) {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(obj))
@@ -361,11 +364,21 @@ func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool, dec
 			return nil //nolint:nilerr
 		}
 		key, _ := tok.(string)
+		if want, ok := fields[key]; ok && string(val) == "null" {
+			return paramsErrorf("invalid type: null, expected %s", want)
+		}
 		if union, ok := untaggedRawMembers[t.Name()+"."+key]; ok && !fitsStringOrObject(val) {
 			return paramsErrorf("%v", untaggedMismatch(union))
 		}
 		if f, ok := memberType(t, key); ok && relativePathIn(t.Name()+"."+key, f, val) {
 			return paramsErrorf("AbsolutePathBuf deserialized without a base path")
+		}
+		if nested {
+			if i, ok := memberIndex(t, key); ok && slices.Contains(nestedIdx, i) {
+				if msg, found := seqAsStructError(t.Field(i).Type, val); found && msg != "" {
+					return paramsErrorf("%s", msg)
+				}
+			}
 		}
 		if decode {
 			// serde reads an array given for a struct as its fields (encoding/json refuses it outright).
@@ -390,9 +403,6 @@ func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool, dec
 					return paramsErrorf("%s", msg)
 				}
 			}
-		}
-		if want, ok := fields[key]; ok && string(val) == "null" {
-			return paramsErrorf("invalid type: null, expected %s", want)
 		}
 	}
 	return nil
@@ -566,6 +576,16 @@ func unknownEnumValue(t reflect.Type, val json.RawMessage) string {
 }
 
 // memberType returns the Go type of the member of struct type t with JSON name key.
+// memberIndex is the index of struct t's field whose JSON name is key.
+func memberIndex(t reflect.Type, key string) (int, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == key {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
 func memberType(t reflect.Type, key string) (reflect.Type, bool) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)

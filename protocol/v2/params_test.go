@@ -204,6 +204,15 @@ func TestDecodeParamsSerdeReadings(t *testing.T) {
 		{protocol.MethodThreadList, `{"sourceKinds":[{"cli":null}],"sortDirection":{"asc":{}}}`, ""},
 		{protocol.MethodExternalAgentConfigDetect, `{"cwds":[{"x":1}]}`, "invalid type: map, expected path string"},
 		{protocol.MethodFeedbackUpload, `{"classification":"x","extraLogFiles":[1]}`, "invalid type: integer `1`, expected path string"},
+		// null for a required AbsolutePathBuf is a type error before it is a path.
+		{protocol.MethodFsWriteFile, `{"dataBase64":"x","path":null}`, "invalid type: null, expected path string"},
+		// A nested object's missing member, in document order and the reference's declaration order.
+		{protocol.MethodThreadStart, `{"environments":[{"x":1},5]}`, "missing field `environmentId`"},
+		{protocol.MethodThreadStart, `{"environments":[{}]}`, "missing field `environmentId`"},
+		{protocol.MethodProjectUpdate, `{"projectId":"x","roots":[{"x":1},5]}`, "missing field `path`"},
+		{protocol.MethodThreadStart, `{"selectedCapabilityRoots":[{"x":1},5]}`, "missing field `id`"},
+		// The top level's missing members in declaration order too.
+		{protocol.MethodFsWriteFile, `{}`, "missing field `path`"},
 	} {
 		spec, ok := protocol.LookupClientRequest(tc.method)
 		require.True(t, ok, tc.method)

@@ -7,12 +7,15 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 )
 
 var jsonUnmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
 
-// seqAsStructError is serde's error for the JSON value val decoded as Go type t where serde reads an array
-// given for a struct as the struct's fields in declaration order (its visit_seq): a short array is
+// seqAsStructError is serde's error for the JSON value val decoded as Go type t where serde reads it
+// otherwise than encoding/json: a nested object missing a required member ("missing field `x`", once the
+// object is read); an object given for a string enum (mapEnumError); an array given for a struct, read as
+// the struct's fields in declaration order (its visit_seq): a short array is
 // "invalid length i, expected struct X with N elements" (a field with a serde default may be left out), a
 // long one "invalid length n, expected N elements in sequence", an element of the wrong type that
 // field's error. It walks val through objects, arrays and pointers in document order and stops at the
@@ -40,6 +43,7 @@ func seqAsStructError(t reflect.Type, val []byte) (msg string, found bool) {
 		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 			return "", false
 		}
+		var present []string
 		for dec.More() {
 			tok, err := dec.Token()
 			if err != nil {
@@ -52,6 +56,7 @@ func seqAsStructError(t reflect.Type, val []byte) (msg string, found bool) {
 			key, _ := tok.(string)
 			ft, ok := memberType(t, key)
 			if !ok {
+				present = append(present, key)
 				continue
 			}
 			if msg, found := seqAsStructError(ft, mv); found {
@@ -59,6 +64,17 @@ func seqAsStructError(t reflect.Type, val []byte) (msg string, found bool) {
 			}
 			if json.Unmarshal(mv, reflect.New(ft).Interface()) != nil {
 				return "", false // this member's own error comes first
+			}
+			present = append(present, key)
+		}
+		// serde reports a nested object's missing field once it has read the object.
+		for _, name := range requiredOf(t.Name()) {
+			found := false
+			for _, k := range present {
+				found = found || k == name
+			}
+			if !found {
+				return "missing field `" + name + "`", true
 			}
 		}
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && val[0] == '[':
@@ -272,4 +288,58 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// nestedRequired caches, per struct type, the indexes of its fields through which a struct with required
+// members can be reached (plain structs, pointers, lists and maps; not types decoding themselves).
+var nestedRequired sync.Map // reflect.Type -> []int
+
+// nestedRequiredFields returns the indexes of struct t's fields through which seqAsStructError's walk can
+// find a nested object's missing member.
+func nestedRequiredFields(t reflect.Type) []int {
+	if v, ok := nestedRequired.Load(t); ok {
+		return v.([]int)
+	}
+	var reach func(ft reflect.Type, seen map[reflect.Type]bool) bool
+	reach = func(ft reflect.Type, seen map[reflect.Type]bool) bool {
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array || ft.Kind() == reflect.Map {
+			ft = ft.Elem()
+		}
+		if ft.Kind() != reflect.Struct || seen[ft] || reflect.PointerTo(ft).Implements(jsonUnmarshalerType) {
+			return false
+		}
+		seen[ft] = true
+		if HasRequired(ft.Name()) {
+			return true
+		}
+		for i := 0; i < ft.NumField(); i++ {
+			if f := ft.Field(i); f.IsExported() && reach(f.Type, seen) {
+				return true
+			}
+		}
+		return false
+	}
+	var idx []int
+	for i := 0; i < t.NumField(); i++ {
+		if f := t.Field(i); f.IsExported() && reach(f.Type, map[reflect.Type]bool{t: true}) {
+			idx = append(idx, i)
+		}
+	}
+	nestedRequired.Store(t, idx)
+	return idx
+}
+
+// nestedWorthWalking reports whether decoded (a pointer to struct type t, decoded without error) sets one
+// of the fields of idx, so that a nested object may miss a required member.
+func nestedWorthWalking(t reflect.Type, idx []int, decoded any) bool {
+	v := reflect.ValueOf(decoded)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Type() != t {
+		return len(idx) > 0
+	}
+	for _, i := range idx {
+		if !v.Elem().Field(i).IsZero() {
+			return true
+		}
+	}
+	return false
 }
