@@ -309,10 +309,13 @@ func checkTopKeyTypes(r *reader, t tree) {
 						continue
 					}
 					if msg := checkValue(kt.entries, entries[ek]); msg != "" {
-						if kt.entryKey {
+						switch {
+						case kt.entryKey:
 							r.failMsg(child(path, ek), msg)
-						} else {
+						case kt.tablesOK: // features: its own fields, located at the value
 							r.failMsgNamed(child(path, ek), path, msg)
+						default: // a flattened map's entry: serde's buffered content has no span, the table does
+							r.failMsg(path, msg)
 						}
 						break
 					}

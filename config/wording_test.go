@@ -167,3 +167,21 @@ func TestStrictNestedTables(t *testing.T) {
 		require.Equal(t, want, got, file)
 	}
 }
+
+// TestFlattenedEntryLocation: a wrong entry of a table whose entries serde reads from buffered content
+// (agents, apps, plugins) is located at the table, as codex-cli 0.169.0 locates it; features' at the value.
+func TestFlattenedEntryLocation(t *testing.T) {
+	for _, tc := range []struct {
+		file, msg       string
+		line, col, end int
+	}{
+		{"[agents]\nzzz = 1\n", "invalid type: integer `1`, expected struct AgentRoleToml", 1, 1, 8},
+		{"[apps]\nzzz = 1\n", "invalid type: integer `1`, expected struct AppConfig", 1, 1, 6},
+		{"[plugins]\nzzz = 1\n", "invalid type: integer `1`, expected struct PluginConfig", 1, 1, 9},
+		{"model = \"x\"\n[features]\nx = 1\n", "invalid type: integer `1`, expected a boolean", 3, 5, 5},
+	} {
+		e := loadErr(t, tc.file)
+		require.Equal(t, tc.msg, e.Msg, tc.file)
+		require.Equal(t, []int{tc.line, tc.col, tc.line, tc.end}, []int{e.Line, e.Column, e.EndLine, e.EndColumn}, tc.file)
+	}
+}
