@@ -172,7 +172,7 @@ func TestStrictNestedTables(t *testing.T) {
 // (agents, apps, plugins) is located at the table, as codex-cli 0.169.0 locates it; features' at the value.
 func TestFlattenedEntryLocation(t *testing.T) {
 	for _, tc := range []struct {
-		file, msg       string
+		file, msg      string
 		line, col, end int
 	}{
 		{"[agents]\nzzz = 1\n", "invalid type: integer `1`, expected struct AgentRoleToml", 1, 1, 8},
