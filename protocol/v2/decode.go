@@ -130,6 +130,10 @@ func checkEnums(v reflect.Value) error {
 		if v.String() == "" {
 			return nil
 		}
+		if to, ok := enumAliases[v.Type().Name()][v.String()]; ok && v.CanSet() && v.Type().PkgPath() == protocolPkg {
+			v.SetString(to) // a legacy name, read as the value it stands for
+			return nil
+		}
 		b, _ := json.Marshal(v.String())
 		if msg := unknownEnumValue(v.Type(), b); msg != "" {
 			return &ParamsError{Msg: msg}

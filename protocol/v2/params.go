@@ -562,6 +562,12 @@ func unknownEnumValue(t reflect.Type, val json.RawMessage) string {
 			return ""
 		}
 	}
+	if _, ok := enumAliases[t.Name()][s]; ok {
+		return ""
+	}
+	if w, ok := enumWording[t.Name()]; ok {
+		values = w
+	}
 	quoted := make([]string, len(values))
 	for i, v := range values {
 		quoted[i] = "`" + v + "`"

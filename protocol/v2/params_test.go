@@ -229,3 +229,19 @@ func TestDecodeParamsSerdeReadings(t *testing.T) {
 		require.Equal(t, tc.want, pe.Error(), tc.raw)
 	}
 }
+
+// TestDecodeParamsModeKindAliases: the reference takes the legacy collaboration mode names as `default` and
+// lists them in its unknown-variant error (codex-cli 0.169.0, thread/settings/update).
+func TestDecodeParamsModeKindAliases(t *testing.T) {
+	spec, ok := protocol.LookupClientRequest(protocol.MethodThreadSettingsUpdate)
+	require.True(t, ok)
+	for _, alias := range []string{"code", "custom", "execute", "pair_programming"} {
+		p, err := protocol.DecodeParams(spec, json.RawMessage(`{"threadId":"x","collaborationMode":{"mode":"`+alias+`","settings":{"model":"m"}}}`), nil)
+		require.NoError(t, err, alias)
+		require.Equal(t, protocol.ModeKindDefault, p.(*protocol.ThreadSettingsUpdateParams).CollaborationMode.Mode, alias)
+	}
+	_, err := protocol.DecodeParams(spec, json.RawMessage(`{"threadId":"x","collaborationMode":{"mode":"bogus","settings":{"model":"m"}}}`), nil)
+	var pe *protocol.ParamsError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "unknown variant `bogus`, expected one of `plan`, `code`, `custom`, `default`, `execute`, `pair_programming`", pe.Error())
+}
