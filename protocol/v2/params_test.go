@@ -211,6 +211,11 @@ func TestDecodeParamsSerdeReadings(t *testing.T) {
 		{protocol.MethodThreadStart, `{"environments":[{}]}`, "missing field `environmentId`"},
 		{protocol.MethodProjectUpdate, `{"projectId":"x","roots":[{"x":1},5]}`, "missing field `path`"},
 		{protocol.MethodThreadStart, `{"selectedCapabilityRoots":[{"x":1},5]}`, "missing field `id`"},
+		// A struct whose fields all default may be given a short array.
+		{protocol.MethodThreadMetadataUpdate, `{"threadId":"x","gitInfo":[]}`, ""},
+		{protocol.MethodThreadMetadataUpdate, `{"threadId":"x","gitInfo":["a"]}`, ""},
+		{protocol.MethodThreadMetadataUpdate, `{"threadId":"x","gitInfo":[1]}`, "invalid type: integer `1`, expected a string"},
+		{protocol.MethodThreadMetadataUpdate, `{"threadId":"x","gitInfo":["a","b","c","d"]}`, "invalid length 4, expected 3 elements in sequence"},
 		// The top level's missing members in declaration order too.
 		{protocol.MethodFsWriteFile, `{}`, "missing field `path`"},
 	} {

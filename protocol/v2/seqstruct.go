@@ -215,6 +215,10 @@ func seqRewrite(t reflect.Type, val []byte) (out []byte, changed bool) {
 	return val, false
 }
 
+// seqDefaulted are the structs whose fields all have serde defaults though the schema does not say so
+// (double options: absent, null or a value), so that an array given for one may be short.
+var seqDefaulted = map[string]bool{"ThreadMetadataGitInfoUpdateParams": true}
+
 // isProtocolEnum reports whether t is one of the schema's string enums (serde's unit-variant enums).
 func isProtocolEnum(t reflect.Type) bool {
 	return t.Kind() == reflect.String && t.Name() != "string" && t.PkgPath() == protocolPkg
@@ -250,7 +254,7 @@ func seqStruct(t reflect.Type, items []json.RawMessage) string {
 	for i, f := range fields {
 		if i >= len(items) {
 			_, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if strings.Contains(","+opts+",", ",omitzero,") {
+			if strings.Contains(","+opts+",", ",omitzero,") || seqDefaulted[t.Name()] {
 				continue // a serde default
 			}
 			return fmt.Sprintf("invalid length %d, expected struct %s with %d element%s", i, t.Name(), len(fields), plural(len(fields)))
