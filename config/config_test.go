@@ -307,7 +307,7 @@ func TestWrongTypes(t *testing.T) {
 		msg             string
 	}{
 		{"string", "# c\nmodel = 5\n", "model", 2, "integer `5`, expected a string"},
-		{"nested", "[model_providers.m]\nname = \"x\"\nrequest_max_retries = \"many\"\n", "model_providers.m.request_max_retries", 3, "expected a non-negative integer"},
+		{"nested", "[model_providers.m]\nname = \"x\"\nrequest_max_retries = \"many\"\n", "model_providers.m.request_max_retries", 3, "invalid type: string \"many\", expected u64"},
 		{"negative", "thread_unload_delay_secs = -1\n", "thread_unload_delay_secs", 1, "invalid value: integer `-1`, expected u64"},
 		{"bool", "[sandbox_workspace_write]\nnetwork_access = \"yes\"\n", "sandbox_workspace_write.network_access", 2, "expected a boolean"},
 		{"array elem", "[mcp_servers.s]\ncommand = \"c\"\nargs = [\"a\", 1]\n", "mcp_servers.s.args.1", 3, "expected a string"},

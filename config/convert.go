@@ -14,6 +14,9 @@ type convError struct {
 	path []string
 	msg  string
 	key  []string // the key the error names when not path (a flattened map's entry is named by its map)
+	// spanless is set for an error the reference reports without a position (its text then ends with
+	// "in `key`").
+	spanless bool
 }
 
 func (e *convError) Error() string { return joinKey(e.path) + ": " + e.msg }
@@ -62,6 +65,13 @@ func (r *reader) failMsgNamed(path, key []string, msg string) {
 	}
 }
 
+// failSeq records an array's error read as a struct (seqStruct.check), named by the array's key.
+func (r *reader) failSeq(path []string, e *seqError) {
+	if r.err == nil {
+		r.err = &convError{path: append(append([]string{}, path...), e.at...), msg: e.msg, key: append([]string{}, path...), spanless: e.spanless}
+	}
+}
+
 func child(path []string, k string) []string {
 	return append(path[:len(path):len(path)], k)
 }
@@ -92,49 +102,46 @@ func (r *reader) boolean(t tree, path []string, k string, def bool) bool {
 	return b
 }
 
-// integer reads a non-negative integer (whole floats accepted).
+// integer reads a u64 as serde does: a negative integer is an invalid value, anything but an integer
+// (a whole float included) an invalid type.
 func (r *reader) integer(t tree, path []string, k string, def int64) int64 {
 	v, ok := t[k]
 	if !ok {
 		return def
 	}
-	switch x := v.(type) {
-	case int64:
-		if x >= 0 {
-			return x
-		}
-	case float64:
-		if x >= 0 && x == math.Trunc(x) && x < 1<<62 {
-			return int64(x)
-		}
+	if msg := checkValue("u64", v); msg != "" {
+		r.failMsg(child(path, k), msg)
+		return def
 	}
-	r.fail(child(path, k), v, "a non-negative integer")
-	return def
+	return v.(int64)
 }
 
-// number reads a non-negative number (integer or float).
-func (r *reader) number(t tree, path []string, k string) (float64, bool) {
+// number reads seconds given as a number (integer or float), as the reference's duration fields do: a
+// negative one cannot become a Duration (the error names negPath), anything else is not an f64.
+func (r *reader) number(t tree, path []string, k string, negPath []string) (float64, bool) {
 	v, ok := t[k]
 	if !ok {
 		return 0, false
 	}
+	var f float64
 	switch x := v.(type) {
 	case int64:
-		if x >= 0 {
-			return float64(x), true
-		}
+		f = float64(x)
 	case float64:
-		if x >= 0 && !math.IsInf(x, 0) && !math.IsNaN(x) {
-			return x, true
-		}
-	}
-	switch v.(type) {
-	case int64, float64:
-		r.fail(child(path, k), v, "a non-negative number")
+		f = x
 	default:
 		r.fail(child(path, k), v, "f64") // serde's words for a value that is not a number
+		return 0, false
 	}
-	return 0, false
+	if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		msg := "cannot convert float seconds to Duration: value is negative"
+		if !(f < 0) {
+			msg = "cannot convert float seconds to Duration: value is either too big or NaN"
+		}
+		r.failMsg(negPath, msg)
+		return 0, false
+	}
+	return f, true
 }
 
 func (r *reader) strings(t tree, path []string, k string) []string {
@@ -356,7 +363,23 @@ func retries(r *reader, t tree, path []string, k string, def int64) int {
 	return int(n)
 }
 
+// providerFields are the types of a model provider's fields the reference checks (codex-cli 0.169.0's
+// words); readProvider reads the ones appserver uses.
+var providerFields = fieldsCheck(map[string]keyType{
+	"name": {want: "a string"}, "base_url": {want: "a string"}, "env_key": {want: "a string"},
+	"env_key_instructions": {want: "a string"}, "experimental_bearer_token": {want: "a string"},
+	"model_catalog_url": {want: "a string"}, "project_id": {want: "a string"}, "location": {want: "a string"},
+	"credential_file": {want: "path string"}, "auth": {want: "struct ModelProviderAuthInfo"},
+	"aws": {want: "struct ModelProviderAwsAuthInfo"}, "capabilities": {want: "struct ModelProviderCapabilities"},
+	"request_max_retries": {want: "u64"}, "stream_max_retries": {want: "u64"},
+	"stream_idle_timeout_ms": {want: "u64"}, "websocket_connect_timeout_ms": {want: "u64"},
+	"requires_openai_auth": {want: "a boolean"}, "supports_websockets": {want: "a boolean"},
+	"supports_standalone_web_search": {want: "a boolean"}, "wire_api": {want: "a string"},
+	"query_params": {want: "a map"}, "http_headers": {want: "a map"}, "env_http_headers": {want: "a map"},
+})
+
 func readProvider(r *reader, p []string, id string, t tree) ModelProvider {
+	providerFields(r, p, t)
 	return ModelProvider{
 		ID:                      id,
 		Name:                    r.str(t, p, "name", id),
@@ -419,12 +442,14 @@ func readMCPServer(r *reader, p []string, name string, t tree) MCPServer {
 		EnabledTools:      r.strings(t, p, "enabled_tools"),
 		DisabledTools:     r.strings(t, p, "disabled_tools"),
 	}
-	if secs, ok := r.number(t, p, "startup_timeout_sec"); ok {
+	// The reference names the server for a negative startup_timeout_sec, the key for tool_timeout_sec.
+	startupMs := r.integer(t, p, "startup_timeout_ms", -1)
+	if secs, ok := r.number(t, p, "startup_timeout_sec", p); ok {
 		s.StartupTimeout = time.Duration(secs * float64(time.Second))
-	} else if _, has := t["startup_timeout_ms"]; has {
-		s.StartupTimeout = time.Duration(r.integer(t, p, "startup_timeout_ms", 0)) * time.Millisecond
+	} else if startupMs >= 0 {
+		s.StartupTimeout = time.Duration(startupMs) * time.Millisecond
 	}
-	if secs, ok := r.number(t, p, "tool_timeout_sec"); ok {
+	if secs, ok := r.number(t, p, "tool_timeout_sec", child(p, "tool_timeout_sec")); ok {
 		s.ToolTimeout = time.Duration(secs * float64(time.Second))
 	}
 	switch {

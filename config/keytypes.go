@@ -279,6 +279,14 @@ func checkTopKeyTypes(r *reader, t tree) {
 				r.failMsg(path, "data did not match any variant of untagged enum "+kt.want)
 			}
 		default:
+			if items, isSeq := v.([]any); isSeq {
+				if ss, ok := seqStructs[k]; ok {
+					if e := ss.check(items); e != nil {
+						r.failSeq(path, e)
+					}
+					continue
+				}
+			}
 			if msg := checkValue(kt.want, v); msg != "" {
 				r.failMsg(path, msg)
 				continue
@@ -301,10 +309,13 @@ func checkTopKeyTypes(r *reader, t tree) {
 						continue
 					}
 					if msg := checkValue(kt.entries, entries[ek]); msg != "" {
-						if kt.entryKey {
+						switch {
+						case kt.entryKey:
 							r.failMsg(child(path, ek), msg)
-						} else {
+						case kt.tablesOK: // features: its own fields, located at the value
 							r.failMsgNamed(child(path, ek), path, msg)
+						default: // a flattened map's entry: serde's buffered content has no span, the table does
+							r.failMsg(path, msg)
 						}
 						break
 					}
@@ -334,6 +345,8 @@ var structChecks = map[string]func(r *reader, path []string, t tree){
 	"history":                     fieldsCheck(map[string]keyType{"max_bytes": {want: "usize"}}),
 	"shell_environment_policy":    fieldsCheck(map[string]keyType{"inherit": {enum: []string{"core", "all", "none"}}}),
 	"tools":                       checkTools,
+	"tui":                         checkTui,
+	"permissions":                 checkPermissionTypes,
 }
 
 // fieldsCheck checks a table's fields named in fields (in key order) as the reference's serde types word

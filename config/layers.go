@@ -43,10 +43,16 @@ type Error struct {
 	// Meaning is set when the values type-check but one is refused on its meaning (checkMeaning); such an
 	// error has no file or position.
 	Meaning bool
+	// Spanless is set for a value error the reference reports without a position: its text is the message
+	// and "in `key`", without the file.
+	Spanless bool
 }
 
 // Error renders "file:line:col: msg", or "file: msg (key `k`)" when the position is unknown.
 func (e *Error) Error() string {
+	if e.Spanless {
+		return e.Msg + "\nin `" + e.Key + "`\n"
+	}
 	var b strings.Builder
 	if e.File != "" {
 		b.WriteString(e.File)
@@ -210,13 +216,14 @@ func indexPositions(data []byte) map[string]position {
 		}
 		return parts
 	}
+	keySpans := func(it unstable.Iterator) []position { return keyPartSpans(&p, it) }
 	for p.NextExpression() {
 		n := p.Expression()
 		switch n.Kind {
 		case unstable.Table:
 			prefix = keyOf(n.Key())
 			sh := p.Shape(n.Child().Raw)
-			record(out, prefix, headerPosition(lines, sh.Start.Line, sh.Start.Column, "]"))
+			record(out, prefix, headerPosition(lines, sh.Start.Line, sh.Start.Column, "]"), keySpans(n.Key()))
 		case unstable.ArrayTable:
 			k := keyOf(n.Key())
 			jk := joinKey(k)
@@ -224,7 +231,7 @@ func indexPositions(data []byte) map[string]position {
 			arrayCounts[jk] = idx + 1
 			prefix = append(k, fmt.Sprint(idx))
 			sh := p.Shape(n.Child().Raw)
-			record(out, prefix, headerPosition(lines, sh.Start.Line, sh.Start.Column, "]]"))
+			record(out, prefix, headerPosition(lines, sh.Start.Line, sh.Start.Column, "]]"), keySpans(n.Key()))
 		case unstable.KeyValue:
 			indexKeyValue(&p, n, prefix, out)
 		}
@@ -266,14 +273,14 @@ func indexKeyValue(p *unstable.Parser, n *unstable.Node, prefix []string, out ma
 			pos.valLine, pos.valCol, pos.valEnd = vs.Start.Line, vs.Start.Column, vs.End.Column-1
 		}
 	}
-	record(out, k, pos)
+	record(out, k, pos, append(make([]position, len(prefix)), keyPartSpans(p, n.Key())...))
 	if v != nil {
 		indexValue(p, v, k, out)
 	}
 }
 
 // indexValue records where the members of the container v at path k are: an inline table's key-values
-// and an array's scalar elements (by index).
+// and an array's scalar elements and inline tables (by index).
 func indexValue(p *unstable.Parser, v *unstable.Node, k []string, out map[string]position) {
 	switch v.Kind {
 	case unstable.InlineTable:
@@ -288,6 +295,15 @@ func indexValue(p *unstable.Parser, v *unstable.Node, k []string, out map[string
 			c := it.Node()
 			ek := append(k[:len(k):len(k)], fmt.Sprint(i))
 			if c.Kind == unstable.InlineTable {
+				// Spanned from its opening brace to its closing one, when on one line.
+				start := int(c.Raw.Offset)
+				if end := closingBracket(p.Data(), start); c.Raw.Length > 0 && end > start {
+					vs := p.Shape(unstable.Range{Offset: uint32(start), Length: uint32(end - start + 1)})
+					if vs.End.Line == vs.Start.Line {
+						out[joinKey(ek)] = position{line: vs.Start.Line, col: vs.Start.Column,
+							valLine: vs.Start.Line, valCol: vs.Start.Column, valEnd: vs.End.Column - 1}
+					}
+				}
 				indexValue(p, c, ek, out)
 				continue
 			}
@@ -335,17 +351,43 @@ func headerPosition(lines []string, line, col int, closing string) position {
 	return position{line: line, col: open + 1, valLine: line, valCol: open + 1, valEnd: end}
 }
 
-// record stores pos for path and for any of its prefixes not yet seen, so
-// that lookups of implicitly created tables find their first definition.
-func record(out map[string]position, path []string, pos position) {
+// record stores pos for path and for any of its prefixes not yet seen, so that lookups of implicitly
+// created tables find their first definition: a prefix is spanned by its key's part in spans (as the
+// reference spans a table a dotted key creates), else at pos without a value.
+func record(out map[string]position, path []string, pos position, spans []position) {
 	for n := len(path); n > 0; n-- {
 		k := joinKey(path[:n])
 		if _, ok := out[k]; ok && n < len(path) {
 			return
 		}
+		if n < len(path) && n-1 < len(spans) && spans[n-1].line > 0 {
+			out[k] = spans[n-1]
+			continue
+		}
 		out[k] = pos
 		pos = position{line: pos.line, col: pos.col} // a prefix has no value of its own
 	}
+}
+
+// keyPartSpans are the spans of a key's parts (as positions whose value is the part itself); a part
+// without a span in the source is left zero.
+func keyPartSpans(p *unstable.Parser, it unstable.Iterator) []position {
+	var out []position
+	for it.Next() {
+		r := it.Node().Raw
+		if r.Length == 0 {
+			out = append(out, position{})
+			continue
+		}
+		sh := p.Shape(r)
+		end := sh.End.Column - 1
+		if sh.End.Line != sh.Start.Line || end < sh.Start.Column {
+			out = append(out, position{})
+			continue
+		}
+		out = append(out, position{line: sh.Start.Line, col: sh.Start.Column, valLine: sh.Start.Line, valCol: sh.Start.Column, valEnd: end})
+	}
+	return out
 }
 
 // jsonReady converts TOML-specific values into JSON-friendly ones.

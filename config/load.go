@@ -192,6 +192,9 @@ func attribute(layers []*layer, ce *convError) error {
 	if ce.key != nil {
 		e.Key = joinKey(ce.key)
 	}
+	if ce.spanless {
+		e.Line, e.Column, e.EndLine, e.EndColumn, e.Spanless = 0, 0, 0, 0, true
+	}
 	return e
 }
 

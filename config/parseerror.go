@@ -95,11 +95,18 @@ func rustTOMLError(data []byte, line, col int, msg string) (int, int, string) {
 			col += m
 		}
 		return line, col, "extra assignment between key-value pairs, expected `,`"
-	case msg == "basic strings cannot have new lines":
-		if t := strings.TrimLeft(text, " \t"); strings.HasPrefix(t, `"`) && !strings.Contains(t[1:], `"`) {
+	case msg == "basic strings cannot have new lines" || msg == "literal strings cannot have new lines":
+		if l, c, m, ok := openStringInContainer(data, line, col, msg[0] == 'b'); ok {
+			return l, c, m
+		}
+		q, invalid := "\"", "invalid basic string, expected `\"`"
+		if msg[0] == 'l' {
+			q, invalid = "'", "invalid literal string, expected `'`"
+		}
+		if t := strings.TrimLeft(text, " \t"); strings.HasPrefix(t, q) && !strings.Contains(t[1:], q) {
 			return line, col, "key with no value, expected `=`" // a quoted key left open
 		}
-		if v := valueStart(); v > 0 && at(v) == '"' {
+		if v := valueStart(); v > 0 && at(v) == q[0] {
 			// A value's string left open with more lines after it: the Rust parser reports the next
 			// non-blank line, when it holds no "=", as a key without a value (at its end).
 			for n := line; n < len(lines); n++ {
@@ -117,9 +124,7 @@ func rustTOMLError(data []byte, line, col int, msg string) (int, int, string) {
 				break
 			}
 		}
-		return line, col, "invalid basic string, expected `\"`"
-	case msg == "literal strings cannot have new lines":
-		return line, col, "invalid literal string, expected `'`"
+		return line, col, invalid
 	case strings.HasPrefix(msg, "multiline basic string not terminated"):
 		return line, col + 1, "invalid multi-line basic string, expected `\"`"
 	case strings.HasPrefix(msg, "multiline literal string not terminated"):
@@ -465,4 +470,132 @@ func FileSyntaxErrorText(path string) string {
 		return TOMLErrorText(data, err)
 	}
 	return ""
+}
+
+// openStringInContainer words a one-line string left open at the end of line (the newline at column col)
+// inside an array or inline table as the Rust parser does: it reads on past blanks, newlines and comments
+// and reports the next token as a value without a comma before it; a closing bracket or comma there (or
+// the end of the file) makes it report the string (or the container) itself, at the newline. ok is false
+// when the string is not inside a container.
+func openStringInContainer(data []byte, line, col int, basic bool) (int, int, string, bool) {
+	off := offsetOf(data, line, col)
+	if off < 0 {
+		return 0, 0, "", false
+	}
+	stack := openContainers(data[:off])
+	if len(stack) == 0 {
+		return 0, 0, "", false
+	}
+	inner := stack[len(stack)-1]
+	i := off
+	for i < len(data) {
+		switch c := data[i]; {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			i++
+			continue
+		case c == '#':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			continue
+		}
+		break
+	}
+	switch {
+	case i >= len(data) && inner == '[':
+		return line, col, "unclosed array, expected `]`", true
+	case i >= len(data):
+		return line, col, "unclosed inline table, expected `}`", true
+	case data[i] == ']' || data[i] == '}' || data[i] == ',':
+		if basic {
+			return line, col, "invalid basic string, expected `\"`", true
+		}
+		return line, col, "invalid literal string, expected `'`", true
+	}
+	l, c := lineCol(data, i+1) // the byte at i
+	if inner == '[' {
+		return l, c, "missing comma between array elements, expected `,`", true
+	}
+	return l, c, "missing comma between key-value pairs, expected `,`", true
+}
+
+// offsetOf is the byte offset of 1-based line and column in data (-1 when out of range).
+func offsetOf(data []byte, line, col int) int {
+	l, start := 1, 0
+	for i := 0; i < len(data) && l < line; i++ {
+		if data[i] == '\n' {
+			l++
+			start = i + 1
+		}
+	}
+	if l != line || start+col-1 > len(data) {
+		return -1
+	}
+	return start + col - 1
+}
+
+// openContainers is the stack of arrays ('[') and inline tables ('{') open at the end of data, a TOML
+// document's prefix: strings and comments are skipped, and a '[' that starts a line outside any value
+// opens a table header, not an array.
+func openContainers(data []byte) []byte {
+	var stack []byte
+	lineStart := true
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case c == '\n':
+			lineStart = true
+			continue
+		case c == ' ' || c == '\t' || c == '\r':
+			continue
+		case c == '#':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			i--
+			continue
+		case c == '"' || c == '\'':
+			i = skipString(data, i)
+		case c == '[' && lineStart && len(stack) == 0:
+			for i < len(data) && data[i] != '\n' { // a table header
+				i++
+			}
+			i--
+		case c == '[' || c == '{':
+			stack = append(stack, c)
+		case (c == ']' || c == '}') && len(stack) > 0:
+			stack = stack[:len(stack)-1]
+		}
+		lineStart = false
+	}
+	return stack
+}
+
+// skipString returns the offset of the last byte of the string starting at data[i] (a quote): its
+// closing quote, the end of its line for a one-line string left open, or the end of data.
+func skipString(data []byte, i int) int {
+	q := data[i]
+	if i+2 < len(data) && data[i+1] == q && data[i+2] == q { // multi-line
+		for j := i + 3; j+2 < len(data); j++ {
+			if q == '"' && data[j] == '\\' {
+				j++
+				continue
+			}
+			if data[j] == q && data[j+1] == q && data[j+2] == q {
+				return j + 2
+			}
+		}
+		return len(data) - 1
+	}
+	for j := i + 1; j < len(data); j++ {
+		switch {
+		case q == '"' && data[j] == '\\':
+			j++
+		case data[j] == q:
+			return j
+		case data[j] == '\n':
+			return j - 1
+		}
+	}
+	return len(data) - 1
 }

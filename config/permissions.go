@@ -22,7 +22,7 @@ func defaultProfile(eff tree) (string, tree) {
 
 // checkPermissions is the reference's check of the permissions profiles: defined profiles need
 // default_permissions, and the selected profile's filesystem paths must be absolute, under `~/` or
-// special (`:name`), met in sorted order.
+// special (`:name`), met in sorted order, and its glob_scan_max_depth at least 1.
 func checkPermissions(eff tree) error {
 	if _, set := eff["default_permissions"]; !set {
 		if profiles, ok := eff["permissions"].(tree); ok && len(profiles) > 0 {
@@ -33,9 +33,15 @@ func checkPermissions(eff tree) error {
 	_, profile := defaultProfile(eff)
 	fs, _ := profile["filesystem"].(tree)
 	for _, p := range sortedKeys(fs) {
+		if p == "glob_scan_max_depth" {
+			continue
+		}
 		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, ":") && p != "~" && !strings.HasPrefix(p, "~/") {
 			return meaningError("filesystem path `" + p + "` must be absolute, use `~/...`, or start with `:`")
 		}
+	}
+	if d, ok := fs["glob_scan_max_depth"].(int64); ok && d < 1 {
+		return meaningError("glob_scan_max_depth must be at least 1")
 	}
 	return nil
 }
@@ -49,7 +55,11 @@ func (c *Config) PermissionWarnings() []string {
 		return nil
 	}
 	fs, _ := profile["filesystem"].(tree)
-	if len(fs) == 0 {
+	entries := len(fs)
+	if _, ok := fs["glob_scan_max_depth"]; ok {
+		entries-- // a setting, not an entry
+	}
+	if entries == 0 {
 		return []string{"Permissions profile `" + name + "` does not define any recognized filesystem entries for this version of Codex. " +
 			"Filesystem access will remain restricted. Upgrade Codex if this profile expects filesystem permissions."}
 	}

@@ -19,7 +19,7 @@ func TestRefusedOnMeaning(t *testing.T) {
 		return p
 	}
 	ok, empty, blank := write("ok.md", "hi\n"), write("empty.md", ""), write("blank.md", " \n")
-	badJSON, noModels, catalog := write("bad.json", "not json\n"), write("nomodels.json", "{}\n"), write("catalog.json", "{\"models\": [{\"slug\": \"m\"}]}\n")
+	badJSON, noModels, catalog := write("bad.json", "not json\n"), write("nomodels.json", "{}\n"), write("catalog.json", validCatalog)
 	const missing = "/nonexistent/file"
 	cases := []struct{ name, file, want string }{
 		{"endpoint", "experimental_thread_store_endpoint = \"http://x\"\n", "`experimental_thread_store_endpoint` is no longer supported; remove it from config.toml"},
@@ -158,3 +158,8 @@ func TestStructFieldErrors(t *testing.T) {
 		load(t, good)
 	}
 }
+
+// validCatalog is a model catalogue codex-cli 0.169.0 reads: one model with every required field.
+const validCatalog = `{"models":[{"slug":"m","display_name":"M","supported_reasoning_levels":[],"shell_type":"default",` +
+	`"visibility":"list","supported_in_api":true,"priority":1,"support_verbosity":false,` +
+	`"truncation_policy":{"mode":"bytes","limit":1},"experimental_supported_tools":[],"base_instructions":"x"}]}`

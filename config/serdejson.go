@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // serdeJSONError is where and why serde_json (the reference's JSON parser) refuses data: its message and
@@ -326,7 +327,7 @@ func modelCatalogError(data []byte) (string, int) {
 		if len(doc.vals[0].vals) == 0 {
 			return errNoModels, 0
 		}
-		return "", 0
+		return instructionsError(data, doc.vals[0]), doc.end
 	case 'o':
 	default:
 		what, n := serdeUnexpectedJSON(data, doc)
@@ -351,7 +352,33 @@ func modelCatalogError(data []byte) (string, int) {
 	if len(models.vals) == 0 {
 		return errNoModels, 0
 	}
-	return "", 0
+	return instructionsError(data, models), doc.end
+}
+
+// instructionsError is the reference's refusal of the first model (of the list models) that has neither
+// base_instructions nor model_messages.instructions_template, raised once the catalogue has read ("" when
+// there is none).
+func instructionsError(data []byte, models *jsonNode) string {
+	for _, m := range models.vals {
+		var slug string
+		has := false
+		for i, k := range m.keys {
+			switch v := m.vals[i]; k {
+			case "slug":
+				_ = json.Unmarshal(data[v.start:v.end], &slug)
+			case "base_instructions":
+				has = has || v.kind == 's'
+			case "model_messages":
+				for j, mk := range v.keys {
+					has = has || mk == "instructions_template" && v.vals[j].kind == 's'
+				}
+			}
+		}
+		if !has {
+			return "model `" + slug + "` is missing both `base_instructions` and `model_messages.instructions_template`"
+		}
+	}
+	return ""
 }
 
 // errNoModels stands for the reference's refusal of a catalogue that reads but lists no model.
@@ -367,15 +394,140 @@ func modelsListError(data []byte, models *jsonNode) (string, int) {
 			what, n := serdeUnexpectedJSON(data, m)
 			return "invalid type: " + what + ", expected struct ModelInfoWithLegacyBaseInstructions", n
 		}
-		hasSlug := false
-		for _, k := range m.keys {
-			hasSlug = hasSlug || k == "slug"
-		}
-		if !hasSlug {
-			return "missing field `slug`", m.end
+		// The model is read from serde's buffered content (it has a flattened part): every error about
+		// it is located at its end.
+		if msg := contentObjectError(data, m, modelInfoFields); msg != "" {
+			return msg, m.end
 		}
 	}
 	return "", 0
+}
+
+// jsonField is a field of a struct read from JSON: its name, its kind (see contentValueError) and whether
+// it may be left out.
+type jsonField struct {
+	name, kind string
+	optional   bool
+}
+
+// modelInfoFields are a model catalogue entry's fields codex-cli 0.169.0 types, in its declaration order
+// (which orders its missing-field errors).
+var modelInfoFields = []jsonField{
+	{name: "slug", kind: "a string"},
+	{name: "display_name", kind: "a string"},
+	{name: "supported_reasoning_levels", kind: "seq:struct ReasoningEffortPreset"},
+	{name: "shell_type", kind: "enum:default,local,shell_command,unified_exec,disabled"},
+	{name: "visibility", kind: "enum:list,hide,none"},
+	{name: "supported_in_api", kind: "a boolean"},
+	{name: "priority", kind: "i32"},
+	{name: "support_verbosity", kind: "a boolean"},
+	{name: "truncation_policy", kind: "struct TruncationPolicyConfig"},
+	{name: "experimental_supported_tools", kind: "seq:a string"},
+	{name: "context_window", kind: "i64", optional: true},
+	{name: "base_instructions", kind: "a string", optional: true},
+	{name: "input_modalities", kind: "seq:enum:text,image,audio", optional: true},
+}
+
+// jsonStructs are the fields of the structs modelInfoFields name.
+var jsonStructs = map[string][]jsonField{
+	"ReasoningEffortPreset":  {{name: "effort", kind: "a string"}, {name: "description", kind: "a string"}},
+	"TruncationPolicyConfig": {{name: "mode", kind: "enum:bytes,tokens"}, {name: "limit", kind: "i64"}},
+}
+
+// contentObjectError is serde's error for the object o read from buffered content as a struct of fields:
+// the first field of the wrong type in the object's order, then the first one missing in declaration
+// order ("" when it reads).
+func contentObjectError(data []byte, o *jsonNode, fields []jsonField) string {
+	for i, k := range o.keys {
+		for _, f := range fields {
+			if f.name == k {
+				if msg := contentValueError(data, o.vals[i], f.kind); msg != "" {
+					return msg
+				}
+			}
+		}
+	}
+	for _, f := range fields {
+		if f.optional {
+			continue
+		}
+		found := false
+		for _, k := range o.keys {
+			found = found || k == f.name
+		}
+		if !found {
+			return "missing field `" + f.name + "`"
+		}
+	}
+	return ""
+}
+
+// contentValueError is serde's error for v read from buffered content as kind: a type ("a string", "a
+// boolean", "i32", "i64"), "struct X" (of jsonStructs), "seq:<item kind>" or "enum:v1,v2" (unit variants).
+func contentValueError(data []byte, v *jsonNode, kind string) string {
+	bad := func(want string) string { return "invalid type: " + contentDescribe(data, v) + ", expected " + want }
+	switch {
+	case kind == "a string":
+		if v.kind != 's' {
+			return bad(kind)
+		}
+	case kind == "a boolean":
+		if v.kind != 'b' {
+			return bad(kind)
+		}
+	case kind == "i32" || kind == "i64":
+		n, err := strconv.ParseInt(string(data[v.start:v.end]), 10, 64)
+		if v.kind != 'n' || err != nil && strings.ContainsAny(string(data[v.start:v.end]), ".eE") {
+			return bad(kind)
+		}
+		if lo, hi, _ := intRange(kind); err != nil || float64(n) < lo || float64(n) > hi {
+			return "invalid value: " + contentDescribe(data, v) + ", expected " + kind
+		}
+	case strings.HasPrefix(kind, "struct "):
+		if v.kind != 'o' {
+			return bad(kind)
+		}
+		return contentObjectError(data, v, jsonStructs[strings.TrimPrefix(kind, "struct ")])
+	case strings.HasPrefix(kind, "seq:"):
+		if v.kind != 'a' {
+			return bad("a sequence")
+		}
+		for _, it := range v.vals {
+			if msg := contentValueError(data, it, kind[len("seq:"):]); msg != "" {
+				return msg
+			}
+		}
+	case strings.HasPrefix(kind, "enum:"):
+		variants := strings.Split(kind[len("enum:"):], ",")
+		name := ""
+		switch {
+		case v.kind == 's':
+			_ = json.Unmarshal(data[v.start:v.end], &name)
+		case v.kind == 'o' && len(v.keys) == 1:
+			name = v.keys[0]
+		case v.kind == 'o':
+			return "invalid value: map, expected map with a single key"
+		default:
+			return bad("string or map")
+		}
+		for _, e := range variants {
+			if e == name {
+				return ""
+			}
+		}
+		return "unknown variant `" + name + "`, expected " + variantList(variants)
+	}
+	return ""
+}
+
+// contentDescribe names v as serde does from buffered content: as serdeUnexpectedJSON, except that a
+// number that is not an integer is a map (serde_json's arbitrary-precision numbers are buffered so).
+func contentDescribe(data []byte, v *jsonNode) string {
+	what, _ := serdeUnexpectedJSON(data, v)
+	if strings.HasPrefix(what, "floating point") {
+		return "map"
+	}
+	return what
 }
 
 // serdePosition renders "at line L column C" for n bytes read of data.

@@ -46,3 +46,38 @@ func TestModelCatalogSerdeWording(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"models": []}`), 0o600))
 	require.EqualError(t, checkModelCatalog(path), "model_catalog_json path `"+path+"` must contain at least one model")
 }
+
+// TestModelCatalogEntryWording pins codex-cli 0.169.0's refusal of a catalogue entry that does not read as
+// its ModelInfo (required fields in declaration order, types, enums; all located at the entry's end), and
+// of a model with neither base_instructions nor an instructions template (at the catalogue's end).
+func TestModelCatalogEntryWording(t *testing.T) {
+	for _, tc := range []struct{ content, want string }{
+		{`{"models":[{"slug":"m"}]}`, "missing field `display_name` at line 1 column 23"},
+		{`{"models":[{"slug":"m","display_name":"M"}]}`, "missing field `supported_reasoning_levels` at line 1 column 42"},
+		{`{"models":[{"slug":"m","display_name":"M","supported_reasoning_levels":[],"shell_type":"default","visibility":"list","supported_in_api":true,"priority":1,"support_verbosity":false,"truncation_policy":{"mode":"bytes","limit":1},"experimental_supported_tools":[]}]}`, "model `m` is missing both `base_instructions` and `model_messages.instructions_template` at line 1 column 263"},
+		{`{"models":[{"slug":"m","display_name":"M","supported_reasoning_levels":[],"shell_type":"default","visibility":"list","supported_in_api":true,"priority":1,"support_verbosity":false,"truncation_policy":{"mode":"bytes","limit":1},"experimental_supported_tools":[],"base_instructions":"x"},{"slug":"n","display_name":"M","supported_reasoning_levels":[],"shell_type":"default","visibility":"list","supported_in_api":true,"priority":1,"support_verbosity":false,"truncation_policy":{"mode":"bytes","limit":1},"experimental_supported_tools":[]}]}`, "model `n` is missing both `base_instructions` and `model_messages.instructions_template` at line 1 column 538"},
+		{`{"models":[{"slug":1}]}`, "invalid type: integer `1`, expected a string at line 1 column 21"},
+		{`{"models":[{"display_name":1.5,"slug":"m"}]}`, "invalid type: map, expected a string at line 1 column 42"},
+		{`{"models":[{"priority":3000000000}]}`, "invalid value: integer `3000000000`, expected i32 at line 1 column 34"},
+		{`{"models":[{"visibility":"x"}]}`, "unknown variant `x`, expected one of `list`, `hide`, `none` at line 1 column 29"},
+		{`{"models":[{"shell_type":1}]}`, "invalid type: integer `1`, expected string or map at line 1 column 27"},
+		{`{"models":[{"shell_type":{}}]}`, "invalid value: map, expected map with a single key at line 1 column 28"},
+		{`{"models":[{"truncation_policy":{"mode":"bytes"}}]}`, "missing field `limit` at line 1 column 49"},
+		{`{"models":[{"supported_reasoning_levels":[{"effort":"low"}]}]}`, "missing field `description` at line 1 column 60"},
+		{`{"models":[{"input_modalities":["x"]}]}`, "unknown variant `x`, expected one of `text`, `image`, `audio` at line 1 column 37"},
+		{`{"models":[{"experimental_supported_tools":[1]}]}`, "invalid type: integer `1`, expected a string at line 1 column 47"},
+		{`[[{"slug":"m","display_name":"M","supported_reasoning_levels":[],"shell_type":"default","visibility":"list","supported_in_api":true,"priority":1,"support_verbosity":false,"truncation_policy":{"mode":"bytes","limit":1},"experimental_supported_tools":[]}]]`, "model `m` is missing both `base_instructions` and `model_messages.instructions_template` at line 1 column 254"},
+	} {
+		path := filepath.Join(t.TempDir(), "cat.json")
+		require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o600))
+		require.EqualError(t, checkModelCatalog(path), "failed to parse model_catalog_json path `"+path+"` as JSON: "+tc.want, tc.content)
+	}
+	for _, good := range []string{
+		`{"models":[{"slug":"m","display_name":"M","supported_reasoning_levels":[],"shell_type":"default","visibility":"list","supported_in_api":true,"priority":1,"support_verbosity":false,"truncation_policy":{"mode":"bytes","limit":1},"experimental_supported_tools":[],"base_instructions":"x"}]}`,
+		`{"models":[{"slug":"m","display_name":"M","supported_reasoning_levels":[],"shell_type":"default","visibility":"list","supported_in_api":true,"priority":1,"support_verbosity":false,"truncation_policy":{"mode":"bytes","limit":1},"experimental_supported_tools":[],"model_messages":{"instructions_template":"x"}}]}`,
+	} {
+		path := filepath.Join(t.TempDir(), "cat.json")
+		require.NoError(t, os.WriteFile(path, []byte(good), 0o600))
+		require.NoError(t, checkModelCatalog(path), good)
+	}
+}

@@ -87,7 +87,7 @@ var strictSchema = sync.OnceValue(func() *keySet {
 		env_http_headers enabled required startup_timeout_sec startup_timeout_ms tool_timeout_sec enabled_tools
 		disabled_tools tools environment_id oauth_resource scopes oauth supports_parallel_tool_calls
 		default_tools_approval_mode startup_readiness tool_input_schema_max_bytes experimental_environment
-		transport name auth`, nil)
+		transport name auth`, map[string]*keySet{"tools": {entries: names("approval_mode output_token_limit", nil)}})
 	provider := names(`name base_url model_catalog_url env_key env_key_instructions experimental_bearer_token
 		auth gateway_oauth aws project_id location credential_file wire_api capabilities query_params
 		http_headers env_http_headers request_max_retries stream_max_retries stream_idle_timeout_ms
@@ -101,6 +101,14 @@ var strictSchema = sync.OnceValue(func() *keySet {
 		"sandbox_workspace_write":  names("writable_roots network_access exclude_tmpdir_env_var exclude_slash_tmp", nil),
 		"shell_environment_policy": names("inherit ignore_default_excludes exclude set include_only experimental_use_profile", nil),
 		"projects":                 {entries: names("trust_level", nil)},
+		"tui": names(`notifications notification_method notification_condition animations screen_reader_detection_done
+			effects rendering show_tooltips show_server_version_notice auto_recap disable_paste_burst question_esc_back
+			raw_output_mode fullscreen_transcript collapse_turn_details sidebar_width_percent mouse_scroll_speed
+			copy_on_select copy_on_select_clear_selection right_click_paste status_line status_line_use_colors
+			terminal_title theme pet pet_anchor session_picker_view agents_overview_grouping resume_cwd keymap presets
+			model_availability_nux terminal_resize_reflow_max_rows alternate_screen`, nil),
+		"otel": names(`tool_result log_sse_deltas log_user_prompt log_agent_responses log_guardian_assessments
+			environment exporter trace_exporter metrics_exporter span_attributes tracestate`, nil),
 	}
 	top := &keySet{keys: map[string]*keySet{}}
 	for _, k := range strings.Fields(knownTopLevelKeys + " " + ownTopLevelKeys) {
@@ -112,9 +120,9 @@ var strictSchema = sync.OnceValue(func() *keySet {
 })
 
 // UnknownKeys lists the unrecognized keys of a config.toml file (missing file: none), in file order:
-// top-level keys, and nested keys of the tables the reference checks (features, mcp_servers.<name>,
-// model_providers.<name>, history, sandbox_workspace_write, shell_environment_policy, projects.<path>,
-// profiles.<name>).
+// top-level keys, and nested keys of the tables the reference checks (features, mcp_servers.<name> and
+// its tools.<tool>, model_providers.<name>, history, sandbox_workspace_write, shell_environment_policy,
+// projects.<path>, profiles.<name>, tui, otel).
 func UnknownKeys(file string) ([]UnknownKey, error) {
 	data, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"sync"
 )
 
 // requiredEntry is one row of the generated requiredFields table.
@@ -14,13 +15,37 @@ type requiredEntry struct {
 	fields   []string
 }
 
-// requiredOf returns the required non-null properties of the named generated type.
+// requiredOf returns the required non-null properties of the named generated type, in the reference's
+// declaration order (which orders serde's "missing field" errors).
 func requiredOf(typeName string) []string {
 	i := sort.Search(len(requiredFields), func(i int) bool { return requiredFields[i].typeName >= typeName })
 	if i < len(requiredFields) && requiredFields[i].typeName == typeName {
-		return requiredFields[i].fields
+		return declaredOrder(typeName, requiredFields[i].fields)
 	}
 	return nil
+}
+
+// declaredOrderCache holds requiredOf's lists reordered by fieldOrder.
+var declaredOrderCache sync.Map // string -> []string
+
+// declaredOrder returns names (fields of typeName) in the reference's declaration order when fieldOrder
+// knows it.
+func declaredOrder(typeName string, names []string) []string {
+	order, ok := fieldOrder[typeName]
+	if !ok || len(names) < 2 {
+		return names
+	}
+	if v, ok := declaredOrderCache.Load(typeName); ok {
+		return v.([]string)
+	}
+	rank := make(map[string]int, len(order))
+	for i, n := range order {
+		rank[n] = i
+	}
+	out := append([]string(nil), names...)
+	sort.SliceStable(out, func(i, j int) bool { return rank[out[i]] < rank[out[j]] })
+	declaredOrderCache.Store(typeName, out)
+	return out
 }
 
 // Decode unmarshals raw into v (a pointer to a generated type) and then checks that raw's top-level object
@@ -103,6 +128,10 @@ func checkEnums(v reflect.Value) error {
 		}
 	case reflect.String:
 		if v.String() == "" {
+			return nil
+		}
+		if to, ok := enumAliases[v.Type().Name()][v.String()]; ok && v.CanSet() && v.Type().PkgPath() == protocolPkg {
+			v.SetString(to) // a legacy name, read as the value it stands for
 			return nil
 		}
 		b, _ := json.Marshal(v.String())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,7 +47,16 @@ func DecodeParams(spec *MethodSpec, raw json.RawMessage, top func() (map[string]
 		if merr := checkMembers(spec, reflect.TypeOf(p).Elem(), trimmed, true, nil); merr != nil {
 			return nil, merr
 		}
-		return nil, paramsErrorf("%s", DescribeDecodeErrorIn(trimmed, err))
+		// Arrays given for structs that serde reads as their fields: decode the objects they stand for.
+		rewritten, changed := seqRewrite(reflect.TypeOf(p).Elem(), trimmed)
+		if !changed {
+			return nil, paramsErrorf("%s", DescribeDecodeErrorIn(trimmed, err))
+		}
+		p = spec.NewParams()
+		if err := json.Unmarshal(rewritten, p); err != nil {
+			return nil, paramsErrorf("%s", DescribeDecodeErrorIn(rewritten, err))
+		}
+		trimmed = rewritten
 	}
 	if err := checkMembers(spec, reflect.TypeOf(p).Elem(), trimmed, false, p); err != nil {
 		return nil, err
@@ -190,13 +200,16 @@ func literalBefore(raw []byte, end int, kind string) string {
 // pathBufFields are the members ("Type.jsonName") the reference types PathBuf although the schema says only
 // string: serde expects a "path string" there.
 var pathBufFields = map[string]bool{
-	"ThreadResumeParams.path":        true,
-	"ThreadForkParams.path":          true,
-	"ThreadSettingsUpdateParams.cwd": true,
-	"TurnStartParams.cwd":            true,
-	"CommandExecParams.cwd":          true,
-	"SkillsListParams.cwds":          true,
-	"HooksListParams.cwds":           true,
+	"ThreadResumeParams.path":              true,
+	"ThreadForkParams.path":                true,
+	"ThreadSettingsUpdateParams.cwd":       true,
+	"TurnStartParams.cwd":                  true,
+	"CommandExecParams.cwd":                true,
+	"SkillsListParams.cwds":                true,
+	"HooksListParams.cwds":                 true,
+	"ExternalAgentConfigDetectParams.cwds": true,
+	"FeedbackSaveParams.extraLogFiles":     true,
+	"FeedbackUploadParams.extraLogFiles":   true,
 }
 
 // usizeFields are the members ("Type.jsonName") the reference types usize (the schema's uint, u64 here).
@@ -232,6 +245,25 @@ func serdeExpected(e *json.UnmarshalTypeError) string {
 		return "string or map"
 	}
 	return rustTypeName(e.Type)
+}
+
+// serdeTypeName is what serde expects of the member key ("Type.jsonName") of Go type t, as serdeExpected
+// words it ("" for a member kept raw or of an interface type, whose wording is not known).
+func serdeTypeName(key string, t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == rawMessageType || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(jsonUnmarshalerType):
+		return ""
+	case (pathBufFields[key] || isAbsolutePathField(key)) && t.Kind() != reflect.Slice:
+		return "path string"
+	case usizeFields[key]:
+		return "usize"
+	case t.Kind() == reflect.String && t.Name() != "string" && t.PkgPath() == protocolPkg:
+		return "string or map"
+	}
+	return rustTypeName(t)
 }
 
 func rustTypeName(t reflect.Type) string {
@@ -273,6 +305,14 @@ func nonNullableOf(t reflect.Type) map[string]string {
 	}
 	m := map[string]string{}
 	if t.Kind() == reflect.Struct {
+		// A required member may not be null either (serde has no default for it).
+		for _, name := range requiredOf(t.Name()) {
+			if ft, ok := memberType(t, name); ok {
+				if want := serdeTypeName(t.Name()+"."+name, ft); want != "" {
+					m[name] = want
+				}
+			}
+		}
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -304,7 +344,9 @@ func nonNullableOf(t reflect.Type) map[string]string {
 // untagged raw member of another type), so a request without any costs no second tokenizing.
 func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool, decoded any) *ParamsError {
 	fields := nonNullableOf(t)
-	if !decode && !worthScanning(t, fields, obj, decoded) {
+	nestedIdx := nestedRequiredFields(t)
+	nested := !decode && nestedWorthWalking(t, nestedIdx, decoded)
+	if !decode && !nested && !worthScanning(t, fields, obj, decoded) {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(obj))
@@ -322,13 +364,33 @@ func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool, dec
 			return nil //nolint:nilerr
 		}
 		key, _ := tok.(string)
+		if want, ok := fields[key]; ok && string(val) == "null" {
+			return paramsErrorf("invalid type: null, expected %s", want)
+		}
 		if union, ok := untaggedRawMembers[t.Name()+"."+key]; ok && !fitsStringOrObject(val) {
 			return paramsErrorf("%v", untaggedMismatch(union))
 		}
 		if f, ok := memberType(t, key); ok && relativePathIn(t.Name()+"."+key, f, val) {
 			return paramsErrorf("AbsolutePathBuf deserialized without a base path")
 		}
+		if nested {
+			if i, ok := memberIndex(t, key); ok && slices.Contains(nestedIdx, i) {
+				if msg, found := seqAsStructError(t.Field(i).Type, val); found && msg != "" {
+					return paramsErrorf("%s", msg)
+				}
+			}
+		}
 		if decode {
+			// serde reads an array given for a struct as its fields (encoding/json refuses it outright).
+			if f, ok := memberType(t, key); ok {
+				if msg, found := seqAsStructError(f, val); found && msg != "" {
+					return paramsErrorf("%s", msg)
+				} else if found {
+					if sub, ch := seqRewrite(f, val); ch {
+						val = sub // checked as the object it stands for
+					}
+				}
+			}
 			one = append(AppendString(append(one[:0], '{'), key), ':')
 			one = append(append(one, val...), '}')
 			if err := json.Unmarshal(one, spec.NewParams()); err != nil {
@@ -341,9 +403,6 @@ func checkMembers(spec *MethodSpec, t reflect.Type, obj []byte, decode bool, dec
 					return paramsErrorf("%s", msg)
 				}
 			}
-		}
-		if want, ok := fields[key]; ok && string(val) == "null" {
-			return paramsErrorf("invalid type: null, expected %s", want)
 		}
 	}
 	return nil
@@ -503,6 +562,12 @@ func unknownEnumValue(t reflect.Type, val json.RawMessage) string {
 			return ""
 		}
 	}
+	if _, ok := enumAliases[t.Name()][s]; ok {
+		return ""
+	}
+	if w, ok := enumWording[t.Name()]; ok {
+		values = w
+	}
 	quoted := make([]string, len(values))
 	for i, v := range values {
 		quoted[i] = "`" + v + "`"
@@ -517,6 +582,16 @@ func unknownEnumValue(t reflect.Type, val json.RawMessage) string {
 }
 
 // memberType returns the Go type of the member of struct type t with JSON name key.
+// memberIndex is the index of struct t's field whose JSON name is key.
+func memberIndex(t reflect.Type, key string) (int, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == key {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
 func memberType(t reflect.Type, key string) (reflect.Type, bool) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)

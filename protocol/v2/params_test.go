@@ -154,3 +154,99 @@ func TestDecodeParamsSerdeWording(t *testing.T) {
 		require.Equal(t, tc.want, pe.Error(), tc.method+" "+tc.raw)
 	}
 }
+
+// TestDecodeParamsArrayForStruct: an array given for a struct member is read as the struct's fields in
+// the reference's declaration order (serde's visit_seq), with its wording (each seen on codex-cli 0.169.0):
+// too short, too long, an element of the wrong type; a well-formed one is accepted.
+func TestDecodeParamsArrayForStruct(t *testing.T) {
+	spec, ok := protocol.LookupClientRequest(protocol.MethodInitialize)
+	require.True(t, ok)
+	for raw, want := range map[string]string{
+		`{"clientInfo":[]}`:                                "invalid length 0, expected struct ClientInfo with 3 elements",
+		`{"clientInfo":["a"]}`:                             "invalid length 1, expected struct ClientInfo with 3 elements",
+		`{"clientInfo":[1]}`:                               "invalid type: integer `1`, expected a string",
+		`{"clientInfo":["a","b"]}`:                         "invalid length 2, expected struct ClientInfo with 3 elements",
+		`{"clientInfo":["a","b","c","d"]}`:                 "invalid length 4, expected 3 elements in sequence",
+		`{"clientInfo":["a",null,"c"],"capabilities":[]}`:  "invalid length 5, expected struct InitializeCapabilities with 7 elements",
+		`{"clientInfo":["a",null,"c"],"capabilities":[1]}`: "invalid type: integer `1`, expected a boolean",
+		`{"clientInfo":["a",null,"c"],"capabilities":[true,true,true,true,true,null]}`:       "invalid length 6, expected struct InitializeCapabilities with 7 elements",
+		`{"clientInfo":["a",null,"c"],"capabilities":[true,true,true,true,true,["x"],{},1]}`: "invalid length 8, expected 7 elements in sequence",
+	} {
+		_, err := protocol.DecodeParams(spec, json.RawMessage(raw), nil)
+		var pe *protocol.ParamsError
+		require.ErrorAs(t, err, &pe, raw)
+		require.Equal(t, want, pe.Error(), raw)
+	}
+	p, err := protocol.DecodeParams(spec, json.RawMessage(`{"clientInfo":["n",null,"1"],"capabilities":[false,false,true,false,false,null,null]}`), nil)
+	require.NoError(t, err)
+	ip := p.(*protocol.InitializeParams)
+	require.Equal(t, protocol.ClientInfo{Name: "n", Version: "1"}, ip.ClientInfo)
+	require.True(t, *ip.Capabilities.ExperimentalAPI) // the third field declared
+}
+
+// TestDecodeParamsSerdeReadings pins, as codex-cli 0.169.0 answers them (found by a sweep of wrong-typed
+// params over sampled methods): null for a required member, an object for a string enum (serde's
+// externally tagged variant) and a PathBuf list's items.
+func TestDecodeParamsSerdeReadings(t *testing.T) {
+	for _, tc := range []struct {
+		method, raw, want string // want "": accepted
+	}{
+		{protocol.MethodFuzzyFileSearch, `{"query":null,"roots":[]}`, "invalid type: null, expected a string"},
+		{protocol.MethodFuzzyFileSearch, `{"query":"x","roots":null}`, "invalid type: null, expected a sequence"},
+		{protocol.MethodCommandExec, `{"command":null}`, "invalid type: null, expected a sequence"},
+		{protocol.MethodConfigValueWrite, `{"keyPath":"x","mergeStrategy":null,"value":null}`, "invalid type: null, expected string or map"},
+		{protocol.MethodThreadNameSet, `{"name":"x","threadId":null}`, "invalid type: null, expected a string"},
+		{protocol.MethodThreadList, `{"sourceKinds":[{"x":1}]}`, "unknown variant `x`, expected one of `cli`, `vscode`, `exec`, `appServer`, `subAgent`, `subAgentReview`, `subAgentCompact`, `subAgentThreadSpawn`, `subAgentOther`, `unknown`"},
+		{protocol.MethodThreadList, `{"sourceKinds":[{"cli":1}]}`, "invalid type: integer `1`, expected unit"},
+		{protocol.MethodThreadList, `{"sourceKinds":[{}]}`, "invalid value: map, expected map with a single key"},
+		{protocol.MethodThreadList, `{"sortDirection":{"asc":[]}}`, "invalid type: sequence, expected unit"},
+		{protocol.MethodThreadList, `{"sortDirection":{"x":1}}`, "unknown variant `x`, expected `asc` or `desc`"},
+		{protocol.MethodThreadList, `{"sourceKinds":[{"cli":null}],"sortDirection":{"asc":{}}}`, ""},
+		{protocol.MethodExternalAgentConfigDetect, `{"cwds":[{"x":1}]}`, "invalid type: map, expected path string"},
+		{protocol.MethodFeedbackUpload, `{"classification":"x","extraLogFiles":[1]}`, "invalid type: integer `1`, expected path string"},
+		// null for a required AbsolutePathBuf is a type error before it is a path.
+		{protocol.MethodFsWriteFile, `{"dataBase64":"x","path":null}`, "invalid type: null, expected path string"},
+		// A nested object's missing member, in document order and the reference's declaration order.
+		{protocol.MethodThreadStart, `{"environments":[{"x":1},5]}`, "missing field `environmentId`"},
+		{protocol.MethodThreadStart, `{"environments":[{}]}`, "missing field `environmentId`"},
+		{protocol.MethodProjectUpdate, `{"projectId":"x","roots":[{"x":1},5]}`, "missing field `path`"},
+		{protocol.MethodThreadStart, `{"selectedCapabilityRoots":[{"x":1},5]}`, "missing field `id`"},
+		// A struct whose fields all default may be given a short array.
+		{protocol.MethodThreadMetadataUpdate, `{"threadId":"x","gitInfo":[]}`, ""},
+		{protocol.MethodThreadMetadataUpdate, `{"threadId":"x","gitInfo":["a"]}`, ""},
+		{protocol.MethodThreadMetadataUpdate, `{"threadId":"x","gitInfo":[1]}`, "invalid type: integer `1`, expected a string"},
+		{protocol.MethodThreadMetadataUpdate, `{"threadId":"x","gitInfo":["a","b","c","d"]}`, "invalid length 4, expected 3 elements in sequence"},
+		// The top level's missing members in declaration order too.
+		{protocol.MethodFsWriteFile, `{}`, "missing field `path`"},
+	} {
+		spec, ok := protocol.LookupClientRequest(tc.method)
+		require.True(t, ok, tc.method)
+		p, err := protocol.DecodeParams(spec, json.RawMessage(tc.raw), nil)
+		if tc.want == "" {
+			require.NoError(t, err, tc.raw)
+			if lp, ok := p.(*protocol.ThreadListParams); ok {
+				require.Equal(t, protocol.SortDirection("asc"), *lp.SortDirection)
+			}
+			continue
+		}
+		var pe *protocol.ParamsError
+		require.ErrorAs(t, err, &pe, tc.raw)
+		require.Equal(t, tc.want, pe.Error(), tc.raw)
+	}
+}
+
+// TestDecodeParamsModeKindAliases: the reference takes the legacy collaboration mode names as `default` and
+// lists them in its unknown-variant error (codex-cli 0.169.0, thread/settings/update).
+func TestDecodeParamsModeKindAliases(t *testing.T) {
+	spec, ok := protocol.LookupClientRequest(protocol.MethodThreadSettingsUpdate)
+	require.True(t, ok)
+	for _, alias := range []string{"code", "custom", "execute", "pair_programming"} {
+		p, err := protocol.DecodeParams(spec, json.RawMessage(`{"threadId":"x","collaborationMode":{"mode":"`+alias+`","settings":{"model":"m"}}}`), nil)
+		require.NoError(t, err, alias)
+		require.Equal(t, protocol.ModeKindDefault, p.(*protocol.ThreadSettingsUpdateParams).CollaborationMode.Mode, alias)
+	}
+	_, err := protocol.DecodeParams(spec, json.RawMessage(`{"threadId":"x","collaborationMode":{"mode":"bogus","settings":{"model":"m"}}}`), nil)
+	var pe *protocol.ParamsError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "unknown variant `bogus`, expected one of `plan`, `code`, `custom`, `default`, `execute`, `pair_programming`", pe.Error())
+}
