@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -25,6 +26,8 @@ const (
 	cellCompleted
 	cellFailed
 	cellTerminated
+	// cellLost: stopped by the memory cap with the rest of its thread's code-mode state.
+	cellLost
 )
 
 // exitSignal is the interrupt value of exit(); terminateSignal that of wait's terminate and turn ends.
@@ -33,6 +36,14 @@ type signal string
 const (
 	exitSignal      signal = "exit"
 	terminateSignal signal = "terminate"
+	memorySignal    signal = "memory"
+)
+
+// What the model reads after a script exceeded the memory cap, as from the reference whose script host
+// died: the call that waited for a script, then the thread's next exec or wait call.
+const (
+	lostText     = "gRPC code-mode session closed"
+	replacedText = "The exec runtime was replaced. Stored values and running cells were lost. Prior external tool operations may have completed; inspect their results before retrying. You may continue with a fresh exec call."
 )
 
 // maxCallStack bounds a script's JavaScript call depth.
@@ -61,6 +72,7 @@ type cell struct {
 	lines     int // the source's line count
 
 	callID string // the exec call that started the cell
+	lost   atomic.Bool
 
 	mu      sync.Mutex
 	items   []json.RawMessage // output not yet returned to the model
@@ -74,6 +86,10 @@ func (s *Set) exec(ctx context.Context, tc *thread.ToolContext, call thread.Tool
 	started := time.Now()
 	src, yield, maxTokens, perr := parsePragma(call.Input)
 	st := s.st
+	if st.takeReplaced() {
+		b, _ := json.Marshal(replacedText)
+		return thread.CustomOutputRaw(call.CallID, b)
+	}
 	st.mu.Lock()
 	st.next++
 	id := strconv.Itoa(st.next)
@@ -89,6 +105,7 @@ func (s *Set) exec(ctx context.Context, tc *thread.ToolContext, call thread.Tool
 	st.mu.Lock()
 	st.cells[id] = c
 	st.mu.Unlock()
+	watcher.started()
 	go c.run(src)
 	status, items := c.await(ctx, yield)
 	return c.withNotes(thread.CustomOutputRaw(call.CallID, render(status, id, time.Since(started), items, maxTokens)))
@@ -139,6 +156,10 @@ func (s *Set) wait(ctx context.Context, call thread.ToolCall) json.RawMessage {
 	if args.YieldTimeMs != nil && *args.YieldTimeMs >= 0 {
 		yield = time.Duration(*args.YieldTimeMs) * time.Millisecond
 	}
+	if s.st.takeReplaced() {
+		b, _ := json.Marshal(replacedText)
+		return thread.FunctionOutputRaw(call.CallID, b)
+	}
 	c := s.st.cell(args.CellID)
 	if c == nil {
 		return thread.FunctionOutputRaw(call.CallID, render(cellFailed, "", time.Since(started),
@@ -146,7 +167,7 @@ func (s *Set) wait(ctx context.Context, call thread.ToolCall) json.RawMessage {
 	}
 	if args.Terminate {
 		c.terminate()
-		s.st.drop(c.id)
+		s.st.drop(c)
 		return c.withNotes(thread.FunctionOutputRaw(call.CallID, render(cellTerminated, c.id, time.Since(started), c.take(), maxTokens)))
 	}
 	status, items := c.await(ctx, yield)
@@ -169,7 +190,7 @@ func (c *cell) await(ctx context.Context, yield time.Duration) (cellStatus, []js
 	status := c.status
 	c.mu.Unlock()
 	if status != cellRunning {
-		c.set.st.drop(c.id)
+		c.set.st.drop(c)
 	}
 	return status, c.take()
 }
@@ -194,6 +215,9 @@ func (c *cell) terminate() {
 }
 
 func (c *cell) finish(status cellStatus, errText string) {
+	if c.lost.Load() {
+		status, errText = cellLost, ""
+	}
 	c.mu.Lock()
 	if c.status == cellRunning {
 		c.status = status
@@ -216,6 +240,7 @@ func (c *cell) post(job func() error) {
 // is stopped.
 func (c *cell) run(src string) {
 	defer close(c.done)
+	defer watcher.ended(c)
 	defer c.cancel()
 	defer func() {
 		for _, t := range c.timers {
@@ -237,7 +262,9 @@ func (c *cell) run(src string) {
 		c.finish(cellFailed, syntaxText(err))
 		return
 	}
+	leave := watcher.enter(c)
 	v, err := c.vm.RunProgram(prog)
+	leave()
 	if err != nil {
 		c.fail(err)
 		return
@@ -258,7 +285,10 @@ func (c *cell) run(src string) {
 		}
 		select {
 		case job := <-c.jobs:
-			if err := job(); err != nil {
+			leave := watcher.enter(c)
+			err := job()
+			leave()
+			if err != nil {
 				c.fail(err)
 				return
 			}
@@ -269,11 +299,24 @@ func (c *cell) run(src string) {
 	}
 }
 
+// outOfMemory stops the cell as a runaway (from any goroutine, without waiting): its thread loses its
+// code-mode state as the reference's threads did when their script host died.
+func (c *cell) outOfMemory() {
+	if !c.lost.CompareAndSwap(false, true) {
+		return
+	}
+	c.vm.Interrupt(memorySignal)
+	c.cancel()
+	c.set.st.lose(c)
+}
+
 // fail ends the cell for an error out of the engine: an interruption (exit, terminate) or a throw.
 func (c *cell) fail(err error) {
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
-		if ie.Value() == exitSignal {
+		if ie.Value() == memorySignal {
+			c.finish(cellLost, "")
+		} else if ie.Value() == exitSignal {
 			c.finish(cellCompleted, "")
 		} else {
 			c.finish(cellTerminated, "")
@@ -377,6 +420,10 @@ func parsePragma(input string) (src string, yield time.Duration, maxTokens int, 
 // render is an exec or wait output: a header ("Script completed" …, wall time) alone as a string, or
 // followed by the output items as a content list.
 func render(status cellStatus, id string, wall time.Duration, items []json.RawMessage, maxTokens int) json.RawMessage {
+	if status == cellLost {
+		b, _ := json.Marshal(lostText)
+		return b
+	}
 	head := map[cellStatus]string{cellCompleted: "Script completed", cellFailed: "Script failed", cellTerminated: "Script terminated"}[status]
 	if status == cellRunning {
 		head = "Script running with cell ID " + id

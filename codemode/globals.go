@@ -18,6 +18,7 @@ import (
 // install defines the script's globals (on the loop goroutine).
 func (c *cell) install() {
 	vm := c.vm
+	c.installGuards()
 	tools := vm.NewObject()
 	all := make([]any, 0, len(c.set.tools))
 	for _, t := range c.set.tools {
