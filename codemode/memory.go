@@ -39,13 +39,13 @@ const objectsFactor = 4
 type memWatch struct {
 	// override replaces the cap when not 0 (tests set a small one).
 	override atomic.Uint64
-	mu      sync.Mutex
-	alive   int                // cells whose loop has not ended
-	base    uint64             // the live heap when the first of the alive cells started
-	busy    map[*cell]int      // cells running JavaScript now (nesting count)
-	dirty   map[*cell]struct{} // cells that ran JavaScript since the last look
-	polling bool
-	cycles  uint64 // GC cycles at the last look
+	mu       sync.Mutex
+	alive    int                // cells whose loop has not ended
+	base     uint64             // the live heap when the first of the alive cells started
+	busy     map[*cell]int      // cells running JavaScript now (nesting count)
+	dirty    map[*cell]struct{} // cells that ran JavaScript since the last look
+	polling  bool
+	cycles   uint64 // GC cycles at the last look
 }
 
 var watcher = &memWatch{busy: map[*cell]int{}, dirty: map[*cell]struct{}{}}
