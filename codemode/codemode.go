@@ -208,7 +208,11 @@ type stateKey struct{}
 
 func stateOf(t *thread.Thread) *state {
 	return t.AttachOnce(stateKey{}, func() any {
-		st := &state{itemID: "at_" + uuid.Must(uuid.NewV7()).String(), cells: map[string]*cell{}, stored: map[string]string{}}
+		id := t.RecordedToolsItemID()
+		if id == "" {
+			id = "at_" + uuid.Must(uuid.NewV7()).String()
+		}
+		st := &state{itemID: id, cells: map[string]*cell{}, stored: map[string]string{}}
 		t.OnClose(st.terminateAll)
 		return st
 	}).(*state)

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -368,4 +369,55 @@ func TestCodeModeSleepEndsOnSteer(t *testing.T) {
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
 	body := mm.ResponseRequests()[1].Body
 	require.Regexp(t, `^Wall time: \d+\.\d{4} seconds\nSleep interrupted by new input\.$`, jsCallOutput(t, body, "call_sleep"))
+}
+
+// As the reference, a code-mode thread's rollout opens its initial context with the additional_tools item
+// (sent as the first request's); a resumed thread and a fork lead with it under the same id, once.
+func TestCodeModeToolsItemRecorded(t *testing.T) {
+	mm := mockmodel.New(t)
+	for _, a := range []string{"one", "two", "three"} {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(a, 1)}})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.6-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "one")
+	c.WaitTurnCompleted()
+	first := mm.ResponseRequests()[0].Body["input"].([]any)[0].(map[string]any)
+	require.Equal(t, "additional_tools", first["type"])
+	kinds := recordKinds(t, rolloutFile(t, c.Home, tid))
+	require.Equal(t, []string{"session_meta", "event_msg:task_started", "response_item:additional_tools:developer", "response_item:message:developer"}, kinds[:4])
+	require.Contains(t, string(mustRead(t, rolloutFile(t, c.Home, tid))), `"id":"`+first["id"].(string)+`"`)
+
+	c.Close()
+	c2 := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.6-sol", Home: c.Home})
+	c2.Initialize(false)
+	c2.Result("thread/resume", map[string]any{"threadId": tid}, nil)
+	c2.StartTurn(tid, "two")
+	c2.WaitTurnCompleted()
+	var fork struct {
+		Thread struct{ ID string }
+	}
+	c2.Result("thread/fork", map[string]any{"threadId": tid}, &fork)
+	c2.StartTurn(fork.Thread.ID, "three")
+	c2.WaitTurnCompleted()
+	for _, r := range mm.ResponseRequests()[1:] {
+		var lead []any
+		for _, it := range r.Body["input"].([]any) {
+			if it.(map[string]any)["type"] == "additional_tools" {
+				lead = append(lead, it)
+			}
+		}
+		require.Len(t, lead, 1)
+		require.Equal(t, first["id"], lead[0].(map[string]any)["id"])
+		require.Equal(t, first, r.Body["input"].([]any)[0])
+	}
+	require.Equal(t, 1, strings.Count(string(mustRead(t, rolloutFile(t, c.Home, tid))), `"type":"additional_tools"`), "recorded once")
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
 }
