@@ -76,7 +76,7 @@ type cell struct {
 
 	mu      sync.Mutex
 	items   []json.RawMessage // output not yet returned to the model
-	notes   []string          // notify() texts not yet returned
+	notes   []string          // notify() texts not yet returned (a cell without a thread)
 	status  cellStatus
 	errText string
 }
@@ -111,8 +111,21 @@ func (s *Set) exec(ctx context.Context, tc *thread.ToolContext, call thread.Tool
 	return c.withNotes(thread.CustomOutputRaw(call.CallID, render(status, id, time.Since(started), items, maxTokens)))
 }
 
-// withNotes appends the pending notify() texts to an exec or wait output, each a custom_tool_call_output
-// of the exec call named "exec", as the reference injects them (see thread.ToolSet.Call).
+// noteItem is a notify() text as the model reads it: a custom_tool_call_output of the exec call that
+// started the cell, named "exec".
+func (c *cell) noteItem(text string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Type   string `json:"type"`
+		ID     string `json:"id"`
+		CallID string `json:"call_id"`
+		Name   string `json:"name"`
+		Output string `json:"output"`
+	}{"custom_tool_call_output", "ctco_" + uuid.Must(uuid.NewV7()).String(), c.callID, ExecTool, text})
+	return b
+}
+
+// withNotes appends the notify() texts not sent yet (a cell without a thread: tests) to an exec or wait
+// output (see thread.ToolSet.Call).
 func (c *cell) withNotes(out json.RawMessage) json.RawMessage {
 	c.mu.Lock()
 	notes := c.notes
@@ -123,14 +136,7 @@ func (c *cell) withNotes(out json.RawMessage) json.RawMessage {
 	}
 	items := []json.RawMessage{out}
 	for _, n := range notes {
-		b, _ := json.Marshal(struct {
-			Type   string `json:"type"`
-			ID     string `json:"id"`
-			CallID string `json:"call_id"`
-			Name   string `json:"name"`
-			Output string `json:"output"`
-		}{"custom_tool_call_output", "ctco_" + uuid.Must(uuid.NewV7()).String(), c.callID, ExecTool, n})
-		items = append(items, b)
+		items = append(items, c.noteItem(n))
 	}
 	b, _ := json.Marshal(items)
 	return b

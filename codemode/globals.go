@@ -46,6 +46,12 @@ func (c *cell) install() {
 	_ = vm.Set("exit", func() { vm.Interrupt(exitSignal) })
 	_ = vm.Set("notify", func(v goja.Value) {
 		text := c.stringify(v)
+		if c.tc != nil && c.tc.Thread != nil {
+			// At once, as the reference: the running turn (whichever it is by now) sends it with its next
+			// request, after the outputs of the calls in progress.
+			c.tc.Thread.QueueItems(c.noteItem(text))
+			return
+		}
 		c.mu.Lock()
 		c.notes = append(c.notes, text)
 		c.mu.Unlock()

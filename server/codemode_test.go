@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -420,4 +422,38 @@ func mustRead(t *testing.T, path string) []byte {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return b
+}
+
+// notify() reaches the model at once, as the reference's: a note from a script still running after its
+// exec returned joins the running turn, which makes one more request after the model's final answer.
+func TestCodeModeLateNotify(t *testing.T) {
+	mm := mockmodel.New(t)
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.6-sol", SandboxMode: "danger-full-access"})
+	ready := filepath.Join(t.TempDir(), "ready")
+	src := "yield_control();\n" +
+		"await tools.exec_command({cmd: \"until [ -e '" + ready + "' ]; do sleep 0.02; done\", login: false, yield_time_ms: 30000});\n" +
+		"notify(\"late\");\n" +
+		"await tools.exec_command({cmd: \"echo second\", login: false});"
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.CustomToolCall("exec", "call_js", src)}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1), mockmodel.Hang(120)}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("fine", 1)}})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "run it")
+	require.NoError(t, mm.WaitRequests(context.Background(), 2))
+	require.NoError(t, os.WriteFile(ready, nil, 0o644))
+	// The second command starts after notify() returned.
+	c.WaitNotification("item/started", func(p json.RawMessage) bool { return strings.Contains(string(p), "echo second") })
+	mm.Release()
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 3)
+	input := reqs[2].Body["input"].([]any)
+	n := len(input)
+	require.Equal(t, "assistant", input[n-2].(map[string]any)["role"], "after the final answer")
+	note := input[n-1].(map[string]any)
+	require.Equal(t, "custom_tool_call_output", note["type"])
+	require.Equal(t, "call_js", note["call_id"])
+	require.Equal(t, "exec", note["name"])
+	require.Equal(t, "late", note["output"])
 }
