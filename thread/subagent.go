@@ -81,15 +81,15 @@ func (m *Manager) StartSubAgent(parent *Thread, o SubAgentOptions) (*Thread, err
 		path := rec.Path()
 		t.meta.Path = &path
 	}
-	var initial []json.RawMessage
+	var initial pendingStart
 	if o.ForkHistory {
 		parent.mu.Lock()
 		hist := append([]json.RawMessage(nil), parent.history...)
 		parent.mu.Unlock()
-		initial = answeredOnly(hist)
+		initial.items = answeredOnly(hist)
 	}
-	if len(initial) == 0 {
-		initial = m.initialContext(s, t.multiAgentV2)
+	if len(initial.items) == 0 {
+		initial = m.freshContext(s, t.multiAgentV2)
 	}
 	t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 	if err := m.register(t); err != nil {

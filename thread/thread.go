@@ -90,6 +90,9 @@ type Thread struct {
 	told        string // the base instructions the model was last given (base, or a later replacement)
 	// multiAgentV2 is set in a thread started on a multi-agent v2 model: its context tells the agent's role.
 	multiAgentV2 bool
+	// deferredSeen are the namespaces of tool_search-deferred tools the model had in its last request or was
+	// last told of (nil: unknown, a resumed thread's), so that a turn tells it of those added since.
+	deferredSeen map[string]bool
 	// namesModel is set in a thread started on a catalogue model with a multi-agent version (a resumed thread:
 	// on its recorded model): a switch to a catalogue model names it in <model_instructions>.
 	namesModel  bool
