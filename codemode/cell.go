@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -26,6 +27,8 @@ const (
 	cellCompleted
 	cellFailed
 	cellTerminated
+	// cellLost: stopped by the memory cap with the rest of its thread's code-mode state.
+	cellLost
 )
 
 // exitSignal is the interrupt value of exit(); terminateSignal that of wait's terminate and turn ends.
@@ -34,6 +37,14 @@ type signal string
 const (
 	exitSignal      signal = "exit"
 	terminateSignal signal = "terminate"
+	memorySignal    signal = "memory"
+)
+
+// What the model reads after a script exceeded the memory cap, as from the reference whose script host
+// died: the call that waited for a script, then the thread's next exec or wait call.
+const (
+	lostText     = "gRPC code-mode session closed"
+	replacedText = "The exec runtime was replaced. Stored values and running cells were lost. Prior external tool operations may have completed; inspect their results before retrying. You may continue with a fresh exec call."
 )
 
 // maxCallStack bounds a script's JavaScript call depth.
@@ -62,11 +73,12 @@ type cell struct {
 	lines     int // the source's line count
 
 	callID string // the exec call that started the cell
+	lost   atomic.Bool
 
 	mu      sync.Mutex
 	items   []json.RawMessage // output not yet returned to the model
 	taken   int               // output items returned so far
-	notes   []string          // notify() texts not yet returned
+	notes   []string          // notify() texts not yet returned (a cell without a thread)
 	status  cellStatus
 	errText string
 }
@@ -76,6 +88,10 @@ func (s *Set) exec(ctx context.Context, tc *thread.ToolContext, call thread.Tool
 	started := time.Now()
 	src, yield, maxTokens, perr := parsePragma(call.Input)
 	st := s.st
+	if st.takeReplaced() {
+		b, _ := json.Marshal(replacedText)
+		return thread.CustomOutputRaw(call.CallID, b)
+	}
 	st.mu.Lock()
 	st.next++
 	id := strconv.Itoa(st.next)
@@ -91,13 +107,27 @@ func (s *Set) exec(ctx context.Context, tc *thread.ToolContext, call thread.Tool
 	st.mu.Lock()
 	st.cells[id] = c
 	st.mu.Unlock()
+	watcher.started()
 	go c.run(src)
 	status, items := c.await(ctx, yield)
 	return c.withNotes(thread.CustomOutputRaw(call.CallID, render(status, id, time.Since(started), items, maxTokens)))
 }
 
-// withNotes appends the pending notify() texts to an exec or wait output, each a custom_tool_call_output
-// of the exec call named "exec", as the reference injects them (see thread.ToolSet.Call).
+// noteItem is a notify() text as the model reads it: a custom_tool_call_output of the exec call that
+// started the cell, named "exec".
+func (c *cell) noteItem(text string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Type   string `json:"type"`
+		ID     string `json:"id"`
+		CallID string `json:"call_id"`
+		Name   string `json:"name"`
+		Output string `json:"output"`
+	}{"custom_tool_call_output", "ctco_" + uuid.Must(uuid.NewV7()).String(), c.callID, ExecTool, text})
+	return b
+}
+
+// withNotes appends the notify() texts not sent yet (a cell without a thread: tests) to an exec or wait
+// output (see thread.ToolSet.Call).
 func (c *cell) withNotes(out json.RawMessage) json.RawMessage {
 	c.mu.Lock()
 	notes := c.notes
@@ -108,14 +138,7 @@ func (c *cell) withNotes(out json.RawMessage) json.RawMessage {
 	}
 	items := []json.RawMessage{out}
 	for _, n := range notes {
-		b, _ := json.Marshal(struct {
-			Type   string `json:"type"`
-			ID     string `json:"id"`
-			CallID string `json:"call_id"`
-			Name   string `json:"name"`
-			Output string `json:"output"`
-		}{"custom_tool_call_output", "ctco_" + uuid.Must(uuid.NewV7()).String(), c.callID, ExecTool, n})
-		items = append(items, b)
+		items = append(items, c.noteItem(n))
 	}
 	b, _ := json.Marshal(items)
 	return b
@@ -141,6 +164,10 @@ func (s *Set) wait(ctx context.Context, call thread.ToolCall) json.RawMessage {
 	if args.YieldTimeMs != nil && *args.YieldTimeMs >= 0 {
 		yield = time.Duration(*args.YieldTimeMs) * time.Millisecond
 	}
+	if s.st.takeReplaced() {
+		b, _ := json.Marshal(replacedText)
+		return thread.FunctionOutputRaw(call.CallID, b)
+	}
 	c := s.st.cell(args.CellID)
 	if c == nil {
 		return thread.FunctionOutputRaw(call.CallID, render(cellFailed, "", time.Since(started),
@@ -148,7 +175,7 @@ func (s *Set) wait(ctx context.Context, call thread.ToolCall) json.RawMessage {
 	}
 	if args.Terminate {
 		c.terminate()
-		s.st.drop(c.id)
+		s.st.drop(c)
 		return c.withNotes(thread.FunctionOutputRaw(call.CallID, render(cellTerminated, c.id, time.Since(started), c.take(), maxTokens)))
 	}
 	status, items := c.await(ctx, yield)
@@ -185,7 +212,7 @@ func (c *cell) settle() (cellStatus, []json.RawMessage) {
 	status := c.status
 	c.mu.Unlock()
 	if status != cellRunning {
-		c.set.st.drop(c.id)
+		c.set.st.drop(c)
 	}
 	return status, c.take()
 }
@@ -222,6 +249,9 @@ func (c *cell) terminate() {
 }
 
 func (c *cell) finish(status cellStatus, errText string) {
+	if c.lost.Load() {
+		status, errText = cellLost, ""
+	}
 	c.mu.Lock()
 	if c.status == cellRunning {
 		c.status = status
@@ -244,6 +274,7 @@ func (c *cell) post(job func() error) {
 // is stopped.
 func (c *cell) run(src string) {
 	defer close(c.done)
+	defer watcher.ended(c)
 	defer c.cancel()
 	defer func() {
 		for _, t := range c.timers {
@@ -265,7 +296,9 @@ func (c *cell) run(src string) {
 		c.finish(cellFailed, syntaxText(err))
 		return
 	}
+	leave := watcher.enter(c)
 	v, err := c.vm.RunProgram(prog)
+	leave()
 	if err != nil {
 		c.fail(err)
 		return
@@ -286,7 +319,10 @@ func (c *cell) run(src string) {
 		}
 		select {
 		case job := <-c.jobs:
-			if err := job(); err != nil {
+			leave := watcher.enter(c)
+			err := job()
+			leave()
+			if err != nil {
 				c.fail(err)
 				return
 			}
@@ -297,11 +333,24 @@ func (c *cell) run(src string) {
 	}
 }
 
+// outOfMemory stops the cell as a runaway (from any goroutine, without waiting): its thread loses its
+// code-mode state as the reference's threads did when their script host died.
+func (c *cell) outOfMemory() {
+	if !c.lost.CompareAndSwap(false, true) {
+		return
+	}
+	c.vm.Interrupt(memorySignal)
+	c.cancel()
+	c.set.st.lose(c)
+}
+
 // fail ends the cell for an error out of the engine: an interruption (exit, terminate) or a throw.
 func (c *cell) fail(err error) {
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
-		if ie.Value() == exitSignal {
+		if ie.Value() == memorySignal {
+			c.finish(cellLost, "")
+		} else if ie.Value() == exitSignal {
 			c.finish(cellCompleted, "")
 		} else {
 			c.finish(cellTerminated, "")
@@ -405,6 +454,10 @@ func parsePragma(input string) (src string, yield time.Duration, maxTokens int, 
 // render is an exec or wait output: a header ("Script completed" …, wall time) alone as a string, or
 // followed by the output items as a content list.
 func render(status cellStatus, id string, wall time.Duration, items []json.RawMessage, maxTokens int) json.RawMessage {
+	if status == cellLost {
+		b, _ := json.Marshal(lostText)
+		return b
+	}
 	head := map[cellStatus]string{cellCompleted: "Script completed", cellFailed: "Script failed", cellTerminated: "Script terminated"}[status]
 	if status == cellRunning {
 		head = "Script running with cell ID " + id

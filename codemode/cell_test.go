@@ -130,3 +130,37 @@ func TestBusyLoopStops(t *testing.T) {
 	}
 	s.st.terminateAll()
 }
+
+// audio() and generatedImage() as the reference's (probe10.py): the models take no audio, so a clip
+// becomes a note; a generated image is an image item and its hint; bad arguments throw the bare text.
+func TestAudioAndGeneratedImage(t *testing.T) {
+	const png = "data:image/png;base64,iVBORw0KGgo="
+	for _, tc := range []struct {
+		name, src, status string
+		items             []string
+	}{
+		{"audio forms", `audio("data:audio/wav;base64,UklGRg=="); audio({audio_url: "data:audio/mp3;base64,AAAA"}); audio({type: "audio", data: "UklGRg==", mimeType: "audio/wav"}); audio("data:text/plain;base64,AAAA");`, "Script completed",
+			[]string{`"audio content omitted because you do not support audio input"`, `"audio content omitted because you do not support audio input"`, `"audio content omitted because you do not support audio input"`, `"audio content omitted because its format is not supported; use wav, mp3, m4a, webm, or ogg"`}},
+		{"audio remote", `audio({audio_url: "https://x/a.wav"});`, "Script failed", []string{`"Script error:\nTool call failed: invalid audio output. Pass a base64 data URI instead"`}},
+		{"audio bad", `audio(5);`, "Script failed", []string{`"Script error:\naudio expects a non-empty audio URL string, an object with audio_url, or a raw MCP audio block"`}},
+		{"generated image", `generatedImage({image_url: "` + png + `", output_hint: "a hint"}); generatedImage({image_url: "` + png + `"});`, "Script completed",
+			[]string{`"image_url":"` + png + `"`, `"a hint"`, `"image_url":"` + png + `"`}},
+		{"generated image remote", `generatedImage({image_url: "https://example.com/a.png"});`, "Script failed", []string{`"Script error:\nTool call failed: remote image URLs are not supported in tool outputs. Pass a base64 data URI instead"`}},
+		{"generated image not an object", `generatedImage("` + png + `");`, "Script failed", []string{`"Script error:\ngeneratedImage expects an image generation result object"`}},
+		{"generated image bad hint", `generatedImage({image_url: "` + png + `", output_hint: 5});`, "Script failed", []string{`"Script error:\ngeneratedImage output_hint must be a string when provided"`}},
+		{"generated image without url", `generatedImage({});`, "Script failed", []string{`"Script error:\nimage expects a non-empty image URL string, an object with image_url and optional detail, or a raw MCP image block"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := newTestSet().exec(context.Background(), nil, thread.ToolCall{Type: "custom_tool_call", CallID: "c", Name: ExecTool, Input: tc.src})
+			var item struct {
+				Output []json.RawMessage `json:"output"`
+			}
+			require.NoError(t, json.Unmarshal(out, &item))
+			require.Contains(t, string(item.Output[0]), tc.status)
+			require.Len(t, item.Output, len(tc.items)+1)
+			for i, want := range tc.items {
+				require.Contains(t, string(item.Output[i+1]), want)
+			}
+		})
+	}
+}

@@ -209,13 +209,19 @@ type state struct {
 	next   int
 	cells  map[string]*cell
 	stored map[string]string // key → JSON
+	// replaced: a script exceeded the memory cap; the next exec or wait answers replacedText.
+	replaced bool
 }
 
 type stateKey struct{}
 
 func stateOf(t *thread.Thread) *state {
 	return t.AttachOnce(stateKey{}, func() any {
-		st := &state{itemID: "at_" + uuid.Must(uuid.NewV7()).String(), cells: map[string]*cell{}, stored: map[string]string{}}
+		id := t.RecordedToolsItemID()
+		if id == "" {
+			id = "at_" + uuid.Must(uuid.NewV7()).String()
+		}
+		st := &state{itemID: id, cells: map[string]*cell{}, stored: map[string]string{}}
 		t.OnClose(st.terminateAll)
 		return st
 	}).(*state)
@@ -240,8 +246,36 @@ func (st *state) cell(id string) *cell {
 	return st.cells[strings.TrimSpace(id)]
 }
 
-func (st *state) drop(id string) {
+func (st *state) drop(c *cell) {
 	st.mu.Lock()
-	delete(st.cells, id)
+	if st.cells[c.id] == c {
+		delete(st.cells, c.id)
+	}
 	st.mu.Unlock()
+}
+
+// lose drops the thread's cells (stopping them without waiting) and stored values after culprit
+// exceeded the memory cap; the next exec or wait call says so.
+func (st *state) lose(culprit *cell) {
+	st.mu.Lock()
+	cells := st.cells
+	st.cells = map[string]*cell{}
+	st.stored = map[string]string{}
+	st.replaced = true
+	st.mu.Unlock()
+	for _, c := range cells {
+		if c != culprit && c.lost.CompareAndSwap(false, true) {
+			c.vm.Interrupt(memorySignal)
+			c.cancel()
+		}
+	}
+}
+
+// takeReplaced reports (once) that the thread's state was lost to the memory cap.
+func (st *state) takeReplaced() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r := st.replaced
+	st.replaced = false
+	return r
 }

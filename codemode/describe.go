@@ -96,6 +96,8 @@ const execIntro = `Runs JavaScript that calls other tools and combines their res
 Globals:
 - ` + "`text(value)`" + `: adds a text item to the output (non-strings go through JSON.stringify).
 - ` + "`image(urlOrItem)`" + `: adds an image item; a base64 ` + "`data:`" + ` URL, ` + "`{image_url}`" + ` or an MCP ImageContent block.
+- ` + "`audio(urlOrItem)`" + `: adds an audio item; a base64 ` + "`data:`" + ` URL, ` + "`{audio_url}`" + ` or an MCP AudioContent block.
+- ` + "`generatedImage({image_url, output_hint?})`" + `: adds an image generation result (a base64 ` + "`data:`" + ` URL, not HTTP) and its optional hint.
 - ` + "`exit()`" + `: ends the script successfully at once.
 - ` + "`notify(value)`" + `: sends the model a separate short message for this exec call (stringified like ` + "`text`" + `).
 - ` + "`store(key, value)`" + ` / ` + "`load(key)`" + `: keep a JSON-serialisable value for later exec calls of this thread (` + "`undefined`" + ` when missing).

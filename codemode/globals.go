@@ -18,6 +18,7 @@ import (
 // install defines the script's globals (on the loop goroutine).
 func (c *cell) install() {
 	vm := c.vm
+	c.installGuards()
 	tools := vm.NewObject()
 	all := make([]any, 0, len(c.set.tools))
 	for _, t := range c.set.tools {
@@ -34,9 +35,23 @@ func (c *cell) install() {
 		}
 		c.emit(imageItem(url))
 	})
+	_ = vm.Set("audio", func(v goja.Value) { c.emit(textItem(audioText(vm, v))) })
+	_ = vm.Set("generatedImage", func(v goja.Value) {
+		url, hint := generatedImage(vm, v)
+		c.emit(imageItem(url))
+		if hint != "" {
+			c.emit(textItem(hint))
+		}
+	})
 	_ = vm.Set("exit", func() { vm.Interrupt(exitSignal) })
 	_ = vm.Set("notify", func(v goja.Value) {
 		text := c.stringify(v)
+		if c.tc != nil && c.tc.Thread != nil {
+			// At once, as the reference: the running turn (whichever it is by now) sends it with its next
+			// request, after the outputs of the calls in progress.
+			c.tc.Thread.QueueItems(c.noteItem(text))
+			return
+		}
 		c.mu.Lock()
 		c.notes = append(c.notes, text)
 		c.mu.Unlock()
@@ -122,6 +137,74 @@ func (c *cell) stringify(v goja.Value) string {
 		}
 	}
 	return v.String()
+}
+
+// throwText throws text itself (not an Error), as the reference's helpers fail: the model reads it bare.
+func throwText(vm *goja.Runtime, text string) {
+	panic(vm.ToValue(text))
+}
+
+// audioText is what audio() adds: the catalogue's models take no audio input, so, as the reference's
+// output for them, a note in place of the clip (or of a clip in another format).
+func audioText(vm *goja.Runtime, v goja.Value) string {
+	url := ""
+	if v != nil && !goja.IsUndefined(v) && !goja.IsNull(v) {
+		switch x := v.Export().(type) {
+		case string:
+			url = x
+		case map[string]any:
+			if u, ok := x["audio_url"].(string); ok {
+				url = u
+			} else if x["type"] == "audio" {
+				data, _ := x["data"].(string)
+				mt, _ := x["mimeType"].(string)
+				if data != "" && mt != "" {
+					url = "data:" + mt + ";base64," + data
+				}
+			}
+		}
+	}
+	if url == "" {
+		throwText(vm, "audio expects a non-empty audio URL string, an object with audio_url, or a raw MCP audio block")
+	}
+	mime, ok := strings.CutPrefix(url, "data:")
+	if !ok {
+		throwText(vm, "Tool call failed: invalid audio output. Pass a base64 data URI instead")
+	}
+	mime, _, _ = strings.Cut(mime, ";")
+	mime, _, _ = strings.Cut(mime, ",")
+	switch strings.ToLower(mime) {
+	case "audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave", "audio/mpeg", "audio/mp3", "audio/mp4", "audio/m4a",
+		"audio/x-m4a", "audio/webm", "audio/ogg":
+		return "audio content omitted because you do not support audio input"
+	}
+	return "audio content omitted because its format is not supported; use wav, mp3, m4a, webm, or ogg"
+}
+
+// generatedImage checks generatedImage()'s argument, an image generation result: its image (a data:
+// URL) and optional output hint.
+func generatedImage(vm *goja.Runtime, v goja.Value) (url, hint string) {
+	obj, ok := v.(*goja.Object)
+	if !ok || obj.ClassName() == "Array" || obj.ClassName() == "Function" {
+		throwText(vm, "generatedImage expects an image generation result object")
+	}
+	if h := obj.Get("output_hint"); h != nil && !goja.IsUndefined(h) && !goja.IsNull(h) {
+		s, ok := h.Export().(string)
+		if !ok {
+			throwText(vm, "generatedImage output_hint must be a string when provided")
+		}
+		hint = s
+	}
+	if u := obj.Get("image_url"); u != nil {
+		url, _ = u.Export().(string)
+	}
+	if url == "" {
+		throwText(vm, "image expects a non-empty image URL string, an object with image_url and optional detail, or a raw MCP image block")
+	}
+	if lower := strings.ToLower(url); strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") {
+		throwText(vm, "Tool call failed: remote image URLs are not supported in tool outputs. Pass a base64 data URI instead")
+	}
+	return url, hint
 }
 
 func imageURL(v goja.Value) string {

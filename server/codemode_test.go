@@ -1,7 +1,10 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -394,4 +397,89 @@ func TestCodeModeDirectNestedCall(t *testing.T) {
 		}
 	}
 	require.True(t, started, "the command has its item")
+}
+
+// As the reference, a code-mode thread's rollout opens its initial context with the additional_tools item
+// (sent as the first request's); a resumed thread and a fork lead with it under the same id, once.
+func TestCodeModeToolsItemRecorded(t *testing.T) {
+	mm := mockmodel.New(t)
+	for _, a := range []string{"one", "two", "three"} {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(a, 1)}})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.6-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "one")
+	c.WaitTurnCompleted()
+	first := mm.ResponseRequests()[0].Body["input"].([]any)[0].(map[string]any)
+	require.Equal(t, "additional_tools", first["type"])
+	kinds := recordKinds(t, rolloutFile(t, c.Home, tid))
+	require.Equal(t, []string{"session_meta", "event_msg:task_started", "response_item:additional_tools:developer", "response_item:message:developer"}, kinds[:4])
+	require.Contains(t, string(mustRead(t, rolloutFile(t, c.Home, tid))), `"id":"`+first["id"].(string)+`"`)
+
+	c.Close()
+	c2 := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.6-sol", Home: c.Home})
+	c2.Initialize(false)
+	c2.Result("thread/resume", map[string]any{"threadId": tid}, nil)
+	c2.StartTurn(tid, "two")
+	c2.WaitTurnCompleted()
+	var fork struct {
+		Thread struct{ ID string }
+	}
+	c2.Result("thread/fork", map[string]any{"threadId": tid}, &fork)
+	c2.StartTurn(fork.Thread.ID, "three")
+	c2.WaitTurnCompleted()
+	for _, r := range mm.ResponseRequests()[1:] {
+		var lead []any
+		for _, it := range r.Body["input"].([]any) {
+			if it.(map[string]any)["type"] == "additional_tools" {
+				lead = append(lead, it)
+			}
+		}
+		require.Len(t, lead, 1)
+		require.Equal(t, first["id"], lead[0].(map[string]any)["id"])
+		require.Equal(t, first, r.Body["input"].([]any)[0])
+	}
+	require.Equal(t, 1, strings.Count(string(mustRead(t, rolloutFile(t, c.Home, tid))), `"type":"additional_tools"`), "recorded once")
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
+// notify() reaches the model at once, as the reference's: a note from a script still running after its
+// exec returned joins the running turn, which makes one more request after the model's final answer.
+func TestCodeModeLateNotify(t *testing.T) {
+	mm := mockmodel.New(t)
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-5.6-sol", SandboxMode: "danger-full-access"})
+	ready := filepath.Join(t.TempDir(), "ready")
+	src := "yield_control();\n" +
+		"await tools.exec_command({cmd: \"until [ -e '" + ready + "' ]; do sleep 0.02; done\", login: false, yield_time_ms: 30000});\n" +
+		"notify(\"late\");\n" +
+		"await tools.exec_command({cmd: \"echo second\", login: false});"
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.CustomToolCall("exec", "call_js", src)}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1), mockmodel.Hang(120)}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("fine", 1)}})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "run it")
+	require.NoError(t, mm.WaitRequests(context.Background(), 2))
+	require.NoError(t, os.WriteFile(ready, nil, 0o644))
+	// The second command starts after notify() returned.
+	c.WaitNotification("item/started", func(p json.RawMessage) bool { return strings.Contains(string(p), "echo second") })
+	mm.Release()
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 3)
+	input := reqs[2].Body["input"].([]any)
+	n := len(input)
+	require.Equal(t, "assistant", input[n-2].(map[string]any)["role"], "after the final answer")
+	note := input[n-1].(map[string]any)
+	require.Equal(t, "custom_tool_call_output", note["type"])
+	require.Equal(t, "call_js", note["call_id"])
+	require.Equal(t, "exec", note["name"])
+	require.Equal(t, "late", note["output"])
 }

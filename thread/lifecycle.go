@@ -545,7 +545,15 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 	if name != "" {
 		t.meta.Name = ptr(name)
 	}
-	t.history = append(t.history, th.ResponseItems...)
+	for _, it := range th.ResponseItems {
+		// The recorded additional_tools item leaves the history: requests lead with the turn's own, under
+		// the recorded id.
+		if id, ok := toolsItemID(it); ok {
+			t.toolsItemID = id
+			continue
+		}
+		t.history = append(t.history, it)
+	}
 	// The multi-agent version was fixed when the thread started (the rollout's, else its recorded model's).
 	switch tc.MultiAgent {
 	case "v2":

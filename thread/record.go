@@ -315,6 +315,15 @@ func (tn *Turn) recordTaskStarted(s Settings) {
 		var items []json.RawMessage
 		if p.initial != nil {
 			items = p.initial(t.openingToolsNotice(s))
+			if t.mgr.deps.Tools != nil {
+				// A code-mode thread's additional_tools item opens its recorded context, as the
+				// reference's (a thread switching to code mode later records none). It stays out of the
+				// history: every request leads with the turn's own (under the same id,
+				// RecordedToolsItemID after a resume or fork).
+				for _, it := range leadItems(t.mgr.deps.Tools(t, s)) {
+					t.record(func(r *rollout.Recorder) error { return r.AppendResponseItem(it) })
+				}
+			}
 		}
 		t.appendHistory(append(items, p.items...)...)
 	}

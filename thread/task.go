@@ -103,9 +103,7 @@ func (tn *Turn) RunTaskWith(o TaskOptions, body TaskBody) {
 		pending := tn.pending
 		tn.pending = nil
 		tn.mu.Unlock()
-		for _, in := range pending {
-			tn.acceptInput(in.input, in.clientID)
-		}
+		tn.takeInput(pending)
 		status := protocol.TurnStatusCompleted
 		switch {
 		case tn.taskErr != nil:

@@ -1,6 +1,7 @@
 package thread
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,6 +109,7 @@ type Thread struct {
 	namesModel  bool
 	recorded    string // the thread_settings_applied settings last written to the rollout (JSON)
 	storedModel string // the model the rollout recorded, for a resumed thread ("" otherwise)
+	toolsItemID string // the id of the additional_tools item the rollout recorded ("" none)
 	// mcpOverrides are the [mcp_servers] of thread/start's `config` override (nil when it set none).
 	mcpOverrides map[string]config.MCPServer
 	systemError  bool // the previous turn failed: the thread reports systemError until the next turn
@@ -447,4 +449,27 @@ func (t *Thread) notifyStatus(subs []Subscriber, st protocol.ThreadStatus) {
 	for _, s := range subs {
 		s.Notify(protocol.NotifyThreadStatusChanged, n)
 	}
+}
+
+// RecordedToolsItemID is the id of the additional_tools item a resumed or forked thread's rollout
+// recorded ("" when none): a code-mode thread keeps it for the item its requests lead with.
+func (t *Thread) RecordedToolsItemID() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.toolsItemID
+}
+
+// toolsItemID reports whether a history item is an additional_tools item, and its id.
+func toolsItemID(raw json.RawMessage) (string, bool) {
+	if !bytes.Contains(raw, []byte(`"additional_tools"`)) {
+		return "", false
+	}
+	var it struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	}
+	if json.Unmarshal(raw, &it) != nil || it.Type != "additional_tools" {
+		return "", false
+	}
+	return it.ID, true
 }

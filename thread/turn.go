@@ -368,6 +368,38 @@ func (t *Thread) BeginIdleTurn(input []protocol.UserInput, opts TurnOptions) *Tu
 type pendingInput struct {
 	input    []protocol.UserInput
 	clientID *string
+	// items are response items for the history as they are (QueueItems), instead of user input.
+	items []json.RawMessage
+}
+
+// QueueItems adds response items (a script's notify() output) to the history before the running turn's
+// next model request, which the turn then makes even after a final answer, as the reference injects
+// them; the request in flight goes on. With no turn running they wait for the next turn's first request.
+func (t *Thread) QueueItems(items ...json.RawMessage) {
+	if len(items) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.active == nil {
+		t.queued = append(t.queued, items...)
+		return
+	}
+	t.active.mu.Lock()
+	t.active.pending = append(t.active.pending, pendingInput{items: items})
+	t.active.mu.Unlock()
+}
+
+// takeInput moves pending input into the history: user input as userMessage items, injected items as
+// they are.
+func (tn *Turn) takeInput(pending []pendingInput) {
+	for _, in := range pending {
+		if len(in.items) > 0 {
+			tn.thread.appendHistory(in.items...)
+			continue
+		}
+		tn.acceptInput(in.input, in.clientID)
+	}
 }
 
 // Steer injects input into the running turn; the caller answers turn/steer and then calls
@@ -618,9 +650,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		if s := t.Settings(); tn.autoCompact(s) { // a context filled past the limit is compacted before the request
 			t.tellChanges(s) // what its fresh initial context does not tell (another model's instructions)
 		}
-		for _, in := range pending {
-			tn.acceptInput(in.input, in.clientID)
-		}
+		tn.takeInput(pending)
 		t.mu.Lock()
 		queued := t.queued
 		t.queued = nil
@@ -1115,6 +1145,12 @@ func (tn *Turn) finish(status protocol.TurnStatus, turnErr *protocol.TurnError) 
 		stored.Items = own
 	}
 	t.turns = append(t.turns, stored)
+	tn.mu.Lock()
+	for _, in := range tn.pending {
+		// Items injected after the turn's last request wait for the next turn.
+		t.queued = append(t.queued, in.items...)
+	}
+	tn.mu.Unlock()
 	t.active = nil
 	t.flags = map[protocol.ThreadActiveFlag]int{}
 	if status == protocol.TurnStatusInterrupted {
