@@ -169,7 +169,7 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 		return "", err
 	}
 	if !taskName.MatchString(a.TaskName) {
-		return "", errors.New("task_name may hold only lowercase letters, digits and underscores")
+		return "", errors.New("agent_name must use only lowercase letters, digits, and underscores")
 	}
 	if a.Message == nil || *a.Message == "" {
 		return "", errors.New("spawn_agent needs a non-empty `message`")
@@ -189,11 +189,11 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 	}
 	path := cs.ctl.Path() + "/" + a.TaskName
 	if _, taken := cs.ctl.Resolve(path); taken {
-		return "", fmt.Errorf("the task path `%s` is already in use", path)
+		return "", fmt.Errorf("agent path `%s` already exists", path)
 	}
 	s := tc.Settings
 	req := SpawnRequest{ParentTurnID: tc.TurnID(), Fork: fork, Path: path,
-		Input: []protocol.UserInput{{Value: protocol.UserInputText{Text: Envelope("NEW_TASK", path, cs.ctl.Path(), *a.Message), TextElements: []protocol.TextElement{}}}}}
+		Messages: []json.RawMessage{AgentMessage("NEW_TASK", path, cs.ctl.Path(), *a.Message)}}
 	if a.Model != nil {
 		req.Model = *a.Model
 	}
@@ -243,7 +243,7 @@ func (cs *collabSet) locate(target string) (Located, error) {
 		if !strings.HasPrefix(path, "/") {
 			path = cs.ctl.Path() + "/" + target
 		}
-		return Located{}, fmt.Errorf("no live agent at `%s`", path)
+		return Located{}, errNoLiveAgent(path)
 	}
 	return l, nil
 }
@@ -260,8 +260,8 @@ func (cs *collabSet) message(tc *thread.ToolContext, call thread.ToolCall) (stri
 	if err != nil {
 		return "", err
 	}
-	if err := l.Message(Envelope("MESSAGE", l.Path, cs.ctl.Path(), *a.Message)); err != nil {
-		return "", fmt.Errorf("no live agent at `%s`", l.Path)
+	if err := l.Message(AgentMessage("MESSAGE", l.Path, cs.ctl.Path(), *a.Message)); err != nil {
+		return "", errNoLiveAgent(l.Path)
 	}
 	if l.Agent != nil {
 		activity(tc, call, protocol.SubAgentActivityKindInteracted, l.Agent, nil, nil)
@@ -282,18 +282,14 @@ func (cs *collabSet) followup(ctx context.Context, tc *thread.ToolContext, call 
 		return "", err
 	}
 	if l.Agent == nil {
-		return "", errors.New("followup_task cannot give the root agent a task")
+		return "", errors.New("Follow-up tasks can't target the root agent")
 	}
-	var in []protocol.UserInput
-	for _, note := range l.Agent.takeNotes() {
-		in = append(in, protocol.UserInput{Value: protocol.UserInputText{Text: note, TextElements: []protocol.TextElement{}}})
-	}
-	in = append(in, protocol.UserInput{Value: protocol.UserInputText{Text: Envelope("NEW_TASK", l.Path, cs.ctl.Path(), *a.Message), TextElements: []protocol.TextElement{}}})
-	_, _, err = l.Owner.Send(ctx, l.Agent.ID, in, false, tc.TurnID(), func(Status) {
+	msgs := append(l.Agent.takeNotes(), AgentMessage("NEW_TASK", l.Path, cs.ctl.Path(), *a.Message))
+	_, _, err = l.Owner.send(ctx, l.Agent.ID, nil, msgs, false, tc.TurnID(), func(Status) {
 		activity(tc, call, protocol.SubAgentActivityKindInteracted, l.Agent, nil, nil)
 	})
 	if err != nil {
-		return "", fmt.Errorf("no live agent at `%s`", l.Path)
+		return "", errNoLiveAgent(l.Path)
 	}
 	return "", nil
 }
@@ -323,12 +319,15 @@ func (cs *collabSet) wait(ctx context.Context, tc *thread.ToolContext, call thre
 	}
 	switch end {
 	case MailTimedOut:
-		return jsonText(result{"No agent news before the timeout.", true}), nil
+		return jsonText(result{"Wait timed out.", true}), nil
 	case MailSteered:
 		return jsonText(result{"Stopped waiting: new user input arrived.", false}), nil
 	}
-	return jsonText(result{"Agent news arrived.", false}), nil
+	return jsonText(result{"Wait completed.", false}), nil
 }
+
+// errNoLiveAgent is the reference's answer for a target that names no live agent.
+func errNoLiveAgent(path string) error { return fmt.Errorf("live agent path `%s` not found", path) }
 
 func (cs *collabSet) interrupt(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (string, error) {
 	var a struct {
@@ -348,7 +347,7 @@ func (cs *collabSet) interrupt(ctx context.Context, tc *thread.ToolContext, call
 	before, err := l.Interrupt(ctx)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return "", fmt.Errorf("no live agent at `%s`", l.Path)
+			return "", errNoLiveAgent(l.Path)
 		}
 		return "", fmt.Errorf("interrupt_agent: %w", err)
 	}

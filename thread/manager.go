@@ -390,7 +390,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	}
 	// The initial context joins the history (and the rollout) at the first turn that records a start, as
 	// the reference's does: a review's hand-off before it comes first.
-	initial := m.initialContext(s, t.multiAgentV2)
+	initial := m.initialContext(s, t.role())
 	t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
@@ -403,7 +403,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 
 // initialContext is the context a thread's history starts with: instructions, skills, permissions, mode,
 // agent role, environment.
-func (m *Manager) initialContext(s Settings, multiAgent bool) []json.RawMessage {
+func (m *Manager) initialContext(s Settings, role agentRole) []json.RawMessage {
 	skills := ""
 	if m.deps.SkillsPrompt != nil {
 		skills = m.deps.SkillsPrompt(s.Cwd)
@@ -412,7 +412,7 @@ func (m *Manager) initialContext(s Settings, multiAgent bool) []json.RawMessage 
 	if m.deps.ToolsNotice != nil {
 		notice = m.deps.ToolsNotice(s)
 	}
-	return initialContext(s, multiAgent, skills, notice)
+	return initialContext(s, role, skills, notice)
 }
 
 // register makes a thread loaded (closing it when the server is shutting down).

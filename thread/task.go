@@ -104,7 +104,7 @@ func (tn *Turn) RunTaskWith(o TaskOptions, body TaskBody) {
 		tn.pending = nil
 		tn.mu.Unlock()
 		for _, in := range pending {
-			tn.acceptInput(in.input, in.clientID)
+			tn.accept(in)
 		}
 		status := protocol.TurnStatusCompleted
 		switch {

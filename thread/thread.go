@@ -89,6 +89,8 @@ type Thread struct {
 	told        string // the base instructions the model was last given (base, or a later replacement)
 	// multiAgentV2 is set in a thread started on a multi-agent v2 model: its context tells the agent's role.
 	multiAgentV2 bool
+	// collabChild is set in an agent the collaboration tools spawned: its context tells it a child's role.
+	collabChild bool
 	// namesModel is set in a thread started on a catalogue model with a multi-agent version (a resumed thread:
 	// on its recorded model): a switch to a catalogue model names it in <model_instructions>.
 	namesModel  bool

@@ -190,6 +190,9 @@ type TurnOptions struct {
 	// ParentTurnID is the parent's turn that gave a sub-agent this turn: the turn's root, as the reference
 	// attributes it ("": the turn is its own root).
 	ParentTurnID string
+	// Messages are model-input items that stand in for user input (the collaboration tools' agent_message
+	// items): they join the history after the input, with no userMessage item.
+	Messages []json.RawMessage
 }
 
 // root is the id of the turn this one descends from: the parent's turn for a sub-agent's, else itself.
@@ -335,7 +338,7 @@ func (t *Thread) BeginTurn(input []protocol.UserInput, opts TurnOptions) (tn *Tu
 	defer t.mu.Unlock()
 	if t.active != nil {
 		t.active.mu.Lock()
-		t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: opts.ClientUserMessageID})
+		t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: opts.ClientUserMessageID, items: opts.Messages})
 		t.active.signalInputLocked()
 		t.active.mu.Unlock()
 		return t.active, true
@@ -364,6 +367,7 @@ func (t *Thread) BeginIdleTurn(input []protocol.UserInput, opts TurnOptions) *Tu
 type pendingInput struct {
 	input    []protocol.UserInput
 	clientID *string
+	items    []json.RawMessage // TurnOptions.Messages of folded input
 }
 
 // Steer injects input into the running turn; the caller answers turn/steer and then calls
@@ -497,10 +501,19 @@ func (tn *Turn) run() {
 	t.tellChanges(s)
 	tn.recordTurnContext(s) // after what changed, as the reference records it
 	release()
-	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
+	tn.accept(pendingInput{input: tn.firstIn, clientID: tn.opts.ClientUserMessageID, items: tn.opts.Messages})
 
 	status, turnErr := tn.loop()
 	tn.finish(status, turnErr)
+}
+
+// accept takes input into the turn: the user input as a userMessage item and a history message, then the
+// items that stand in for input (TurnOptions.Messages) into the history.
+func (tn *Turn) accept(in pendingInput) {
+	tn.acceptInput(in.input, in.clientID)
+	if len(in.items) > 0 {
+		tn.thread.appendHistory(in.items...)
+	}
 }
 
 // acceptInput turns user input into a userMessage item and a history message.
@@ -614,7 +627,7 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 			t.tellChanges(s) // what its fresh initial context does not tell (another model's instructions)
 		}
 		for _, in := range pending {
-			tn.acceptInput(in.input, in.clientID)
+			tn.accept(in)
 		}
 		t.mu.Lock()
 		queued := t.queued
@@ -1207,7 +1220,7 @@ func (t *Thread) tellChanges(s Settings) {
 	// A turn on another model than the last one gives it the base instructions, as the reference does; a
 	// turn after a change of the base instructions alone (a personality change) gives the model the new ones.
 	t.mu.Lock()
-	prevModel, multiAgent := t.toldModel, t.multiAgentV2
+	prevModel, role := t.toldModel, t.role()
 	t.mu.Unlock()
 	if msg := t.swapModel(s); msg != nil {
 		t.appendHistory(msg)
@@ -1218,7 +1231,7 @@ func (t *Thread) tellChanges(s Settings) {
 	var modeText string
 	var agent []string
 	if prevModel != "" && prevModel != s.Model {
-		modeText, agent = modelChangeContext(prevModel, s, multiAgent)
+		modeText, agent = modelChangeContext(prevModel, s, role)
 	}
 	// A turn that changed the sandbox or approval policy tells the model what now applies; one that switched
 	// the collaboration mode (threads start in Default) which mode now applies: one developer message, as the
