@@ -165,14 +165,17 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 		Model           *string `json:"model"`
 		ReasoningEffort *string `json:"reasoning_effort"`
 	}
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, []string{"message", "task_name", "model", "reasoning_effort", "fork_turns"}, []string{"message", "task_name"}); err != nil {
 		return "", err
+	}
+	if a.TaskName == "" {
+		return "", errors.New("agent_name must not be empty")
 	}
 	if !taskName.MatchString(a.TaskName) {
 		return "", errors.New("agent_name must use only lowercase letters, digits, and underscores")
 	}
 	if a.Message == nil || *a.Message == "" {
-		return "", errors.New("spawn_agent needs a non-empty `message`")
+		return "", errEmptyMessage
 	}
 	fork := true
 	if a.ForkTurns != nil {
@@ -181,7 +184,7 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 		case "none":
 			fork = false
 		default:
-			return "", fmt.Errorf("fork_turns %q is not supported: use `all` or `none`", *a.ForkTurns)
+			return "", errors.New("fork_turns must be `none` or `all`")
 		}
 	}
 	if cs.ctl.depth >= CollabMaxDepth {
@@ -233,9 +236,12 @@ type targetArgs struct {
 	Message *string `json:"message"`
 }
 
+// targetFields are the fields of send_message and followup_task, all required.
+var targetFields = []string{"target", "message"}
+
 func (cs *collabSet) locate(target string) (Located, error) {
 	if target == "" {
-		return Located{}, errors.New("`target` must name an agent")
+		return Located{}, errors.New("agent path must not be empty")
 	}
 	l, ok := cs.ctl.Resolve(target)
 	if !ok {
@@ -250,11 +256,11 @@ func (cs *collabSet) locate(target string) (Located, error) {
 
 func (cs *collabSet) message(tc *thread.ToolContext, call thread.ToolCall) (string, error) {
 	var a targetArgs
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, targetFields, targetFields); err != nil {
 		return "", err
 	}
 	if a.Message == nil || *a.Message == "" {
-		return "", errors.New("send_message needs a non-empty `message`")
+		return "", errEmptyMessage
 	}
 	l, err := cs.locate(a.Target)
 	if err != nil {
@@ -271,11 +277,11 @@ func (cs *collabSet) message(tc *thread.ToolContext, call thread.ToolCall) (stri
 
 func (cs *collabSet) followup(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (string, error) {
 	var a targetArgs
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, targetFields, targetFields); err != nil {
 		return "", err
 	}
 	if a.Message == nil || *a.Message == "" {
-		return "", errors.New("followup_task needs a non-empty `message`")
+		return "", errEmptyMessage
 	}
 	l, err := cs.locate(a.Target)
 	if err != nil {
@@ -298,7 +304,7 @@ func (cs *collabSet) wait(ctx context.Context, tc *thread.ToolContext, call thre
 	var a struct {
 		TimeoutMs *float64 `json:"timeout_ms"`
 	}
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, []string{"timeout_ms"}, nil); err != nil {
 		return "", err
 	}
 	now := time.Now().UnixMilli()
@@ -320,10 +326,8 @@ func (cs *collabSet) wait(ctx context.Context, tc *thread.ToolContext, call thre
 	switch end {
 	case MailTimedOut:
 		return jsonText(result{"Wait timed out.", true}), nil
-	case MailSteered:
-		return jsonText(result{"Stopped waiting: new user input arrived.", false}), nil
 	}
-	return jsonText(result{"Wait completed.", false}), nil
+	return jsonText(result{"Wait completed.", false}), nil // also when steered input ended it, as the reference's
 }
 
 // errNoLiveAgent is the reference's answer for a target that names no live agent.
@@ -333,7 +337,7 @@ func (cs *collabSet) interrupt(ctx context.Context, tc *thread.ToolContext, call
 	var a struct {
 		Target string `json:"target"`
 	}
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, []string{"target"}, []string{"target"}); err != nil {
 		return "", err
 	}
 	l, err := cs.locate(a.Target)
@@ -358,7 +362,7 @@ func (cs *collabSet) list(call thread.ToolCall) (string, error) {
 	var a struct {
 		PathPrefix string `json:"path_prefix"`
 	}
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, []string{"path_prefix"}, nil); err != nil {
 		return "", err
 	}
 	type row struct {

@@ -1,0 +1,43 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"appserver/thread"
+)
+
+// The refusals before a call does anything are the reference's texts (codex-cli 0.169.0 on the same
+// arguments, ~/.cache/v2msgs-probe/probe3.py), positions in the arguments included.
+func TestCollaborationRefusalsInTheReferenceWords(t *testing.T) {
+	for _, tc := range []struct {
+		name, args, want string
+	}{
+		{"spawn_agent", `{"task_name": "worker"}`, "failed to parse function arguments: missing field `message` at line 1 column 23"},
+		{"spawn_agent", `{"task_name": "worker", "message": ""}`, "Empty message can't be sent to an agent"},
+		{"spawn_agent", `{"task_name": "worker", "message": "x", "fork_turns": "bogus"}`, "fork_turns must be `none` or `all`"},
+		{"spawn_agent", `{"task_name": "", "message": "x"}`, "agent_name must not be empty"},
+		{"spawn_agent", `{"task_name": "Bad-Name", "message": "x"}`, "agent_name must use only lowercase letters, digits, and underscores"},
+		{"spawn_agent", `{"task_name": "worker", "message": "x", "bogus": 1}`,
+			"failed to parse function arguments: unknown field `bogus`, expected one of `message`, `task_name`, `model`, `reasoning_effort`, `fork_turns` at line 1 column 47"},
+		{"send_message", `{"target": "worker"}`, "failed to parse function arguments: missing field `message` at line 1 column 20"},
+		{"send_message", `{"target": "", "message": "x"}`, "agent path must not be empty"},
+		{"followup_task", `{"target": "w",` + "\n" + ` "message": "x", "x": 2}`, "failed to parse function arguments: unknown field `x`, expected `target` or `message` at line 2 column 20"},
+		{"interrupt_agent", `{}`, "failed to parse function arguments: missing field `target` at line 1 column 2"},
+		{"wait_agent", `{"timeout": 5}`, "failed to parse function arguments: unknown field `timeout`, expected `timeout_ms` at line 1 column 10"},
+	} {
+		t.Run(tc.name+" "+tc.args, func(t *testing.T) {
+			out, ok := (&collabSet{}).Call(context.Background(), nil, thread.ToolCall{Type: "function_call", CallID: "c1",
+				Name: tc.name, Namespace: CollabNamespace, Arguments: tc.args})
+			require.True(t, ok)
+			var item struct {
+				Output string `json:"output"`
+			}
+			require.NoError(t, json.Unmarshal(out, &item))
+			require.Equal(t, tc.want, item.Output)
+		})
+	}
+}
