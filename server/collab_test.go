@@ -469,6 +469,11 @@ func TestCollaborationNestedAgents(t *testing.T) {
 		require.NotContains(t, dev, "You are now an agent started by", "only a forked agent is told it inherited a conversation")
 	}
 	require.Contains(t, strings.Join(developerTexts(root[0]), "\n"), "You are `/root`")
+	// Sub-agents get the gpt-6.x tools but request_user_input_async, as the reference's.
+	require.Equal(t, []string{"exec", "wait", "request_user_input", "request_user_input_async"}, additionalNamespaces(t, root[0])["functions"])
+	for _, body := range [][]map[string]any{kid, grand} {
+		require.Equal(t, []string{"exec", "wait", "request_user_input"}, additionalNamespaces(t, body[0])["functions"])
+	}
 	require.Equal(t, map[string]any{"agents": []any{
 		map[string]any{"agent_name": "/root", "agent_status": "running"},
 		map[string]any{"agent_name": "/root/worker", "agent_status": map[string]any{"completed": "child done"}},
