@@ -480,3 +480,26 @@ func TestCollaborationNestedAgents(t *testing.T) {
 		map[string]any{"agent_name": "/root/worker/sub", "agent_status": map[string]any{"completed": "grand done"}},
 	}}, jsonOutput(t, root[3], "l1"))
 }
+
+// A count of turns in fork_turns is accepted; the reference (0.169.0) then forks the whole history.
+func TestCollaborationForkTurnsCount(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(
+		okReply("first answer"),
+		mockmodel.Response{Items: []mockmodel.Item{coCall("spawn_agent", "s1", map[string]any{"task_name": "worker", "message": "go", "fork_turns": "1"})}},
+		mockmodel.Response{Items: []mockmodel.Item{coCall("wait_agent", "w1", map[string]any{"timeout_ms": 3600000})}},
+		okReply("parent done"),
+	)
+	mm.EnqueueFor(mockmodel.SubAgentRequest, okReply("child done"))
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-6.1-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "first question")
+	c.WaitNotification("turn/completed", threadIDIs(tid))
+	c.StartTurn(tid, "delegate")
+	c.WaitNotification("turn/completed", threadIDIs(tid))
+	parent, child := splitRequests(mm)
+	require.Equal(t, `{"task_name":"/root/worker"}`, fnOutput(t, parent[2], "s1"))
+	require.Len(t, child, 1)
+	require.Equal(t, []string{"first question", "delegate"}, userTexts(child[0])[1:])
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -184,7 +185,11 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 		case "none":
 			fork = false
 		default:
-			return "", errors.New("fork_turns must be `none` or `all`")
+			// A count of turns is accepted too; the reference (0.169.0) then forks the whole history as
+			// for `all` (probed with 1 and 2 of 2 and 4 turns), and so do we.
+			if n, err := strconv.ParseUint(*a.ForkTurns, 10, 64); err != nil || n == 0 {
+				return "", errors.New("fork_turns must be `none` or `all`")
+			}
 		}
 	}
 	if cs.ctl.depth >= CollabMaxDepth {

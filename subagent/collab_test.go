@@ -20,6 +20,8 @@ func TestCollaborationRefusalsInTheReferenceWords(t *testing.T) {
 		{"spawn_agent", `{"task_name": "worker", "message": ""}`, "Empty message can't be sent to an agent"},
 		{"spawn_agent", `{"task_name": "worker", "message": "x", "fork_turns": "bogus"}`, "fork_turns must be `none` or `all`"},
 		{"spawn_agent", `{"task_name": "", "message": "x"}`, "agent_name must not be empty"},
+		{"spawn_agent", `{"task_name": "w", "message": "x", "fork_turns": "0"}`, "fork_turns must be `none` or `all`"},
+		{"spawn_agent", `{"task_name": "w", "message": "x", "fork_turns": "1.5"}`, "fork_turns must be `none` or `all`"},
 		{"spawn_agent", `{"task_name": "Bad-Name", "message": "x"}`, "agent_name must use only lowercase letters, digits, and underscores"},
 		{"spawn_agent", `{"task_name": "worker", "message": "x", "bogus": 1}`,
 			"failed to parse function arguments: unknown field `bogus`, expected one of `message`, `task_name`, `model`, `reasoning_effort`, `fork_turns` at line 1 column 47"},
