@@ -503,3 +503,30 @@ func TestCollaborationForkTurnsCount(t *testing.T) {
 	require.Len(t, child, 1)
 	require.Equal(t, []string{"first question", "delegate"}, userTexts(child[0])[1:])
 }
+
+// The root as a target, as the reference treats it: a note to it is delivered (to the caller itself here)
+// and shown as an interacted item; interrupting it is refused.
+func TestCollaborationRootAsTarget(t *testing.T) {
+	mm := mockmodel.New(t)
+	mm.Enqueue(
+		mockmodel.Response{Items: []mockmodel.Item{coCall("send_message", "m1", map[string]any{"target": "/root", "message": "self note"})}},
+		mockmodel.Response{Items: []mockmodel.Item{coCall("interrupt_agent", "i1", map[string]any{"target": "/root"})}},
+		okReply("done"),
+	)
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-6.1-sol"})
+	c.Initialize(false)
+	tid := c.StartThread(nil)
+	mark := c.Mark()
+	c.StartTurn(tid, "note to self")
+	c.WaitNotification("turn/completed", threadIDIs(tid))
+	reqs := mm.ResponseRequests()
+	require.Len(t, reqs, 3)
+	require.Equal(t, "", fnOutput(t, reqs[1].Body, "m1"))
+	require.Equal(t, []map[string]any{task("MESSAGE", "/root", "/root", "self note")}, agentMessages(reqs[1].Body))
+	require.Equal(t, "root is not a spawned agent", fnOutput(t, reqs[2].Body, "i1"))
+	items := activityItems(t, c.Since(mark))
+	require.Len(t, items, 1, "the refused interrupt has no item")
+	require.Equal(t, "interacted", items[0]["kind"])
+	require.Equal(t, "/root", items[0]["agentPath"])
+	require.Equal(t, tid, items[0]["agentThreadId"])
+}

@@ -105,6 +105,20 @@ var collabSpec = sync.OnceValue(func() json.RawMessage {
 
 var taskName = regexp.MustCompile(`^[a-z0-9_]+$`)
 
+// checkName refuses, in the reference's words, a task name that cannot name an agent: empty, the root's
+// name, or with other characters than lowercase letters, digits and underscores.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("agent_name must not be empty")
+	case name == "root":
+		return errors.New("agent_name `root` is reserved")
+	case !taskName.MatchString(name):
+		return errors.New("agent_name must use only lowercase letters, digits, and underscores")
+	}
+	return nil
+}
+
 // decodeStrict reads a call's arguments, refusing unknown fields (the parameters allow none).
 func decodeStrict(call thread.ToolCall, v any) error {
 	dec := json.NewDecoder(bytes.NewReader([]byte(call.Arguments)))
@@ -169,11 +183,8 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 	if err := decodeArgs(call, &a, []string{"message", "task_name", "model", "reasoning_effort", "fork_turns"}, []string{"message", "task_name"}); err != nil {
 		return "", err
 	}
-	if a.TaskName == "" {
-		return "", errors.New("agent_name must not be empty")
-	}
-	if !taskName.MatchString(a.TaskName) {
-		return "", errors.New("agent_name must use only lowercase letters, digits, and underscores")
+	if err := checkName(a.TaskName); err != nil {
+		return "", err
 	}
 	if a.Message == nil || *a.Message == "" {
 		return "", errEmptyMessage
@@ -274,9 +285,11 @@ func (cs *collabSet) message(tc *thread.ToolContext, call thread.ToolCall) (stri
 	if err := l.Message(AgentMessage("MESSAGE", l.Path, cs.ctl.Path(), *a.Message)); err != nil {
 		return "", errNoLiveAgent(l.Path)
 	}
-	if l.Agent != nil {
-		activity(tc, call, protocol.SubAgentActivityKindInteracted, l.Agent, nil, nil)
+	target := l.Agent
+	if target == nil { // a note for the root is shown as one, as the reference's
+		target = &Agent{ID: l.Owner.parent.ID, Path: RootPath}
 	}
+	activity(tc, call, protocol.SubAgentActivityKindInteracted, target, nil, nil)
 	return "", nil
 }
 
@@ -350,7 +363,7 @@ func (cs *collabSet) interrupt(ctx context.Context, tc *thread.ToolContext, call
 		return "", err
 	}
 	if l.Agent == nil {
-		return "", errors.New("interrupt_agent cannot stop the root agent")
+		return "", errors.New("root is not a spawned agent")
 	}
 	activity(tc, call, protocol.SubAgentActivityKindInterrupted, l.Agent, nil, nil)
 	before, err := l.Interrupt(ctx)
@@ -374,8 +387,16 @@ func (cs *collabSet) list(call thread.ToolCall) (string, error) {
 		Name   string `json:"agent_name"`
 		Status Status `json:"agent_status"`
 	}
+	prefix := a.PathPrefix
+	if prefix != "" && !strings.HasPrefix(prefix, "/") {
+		// A relative prefix names agents under the caller's path, its first name checked as a task name.
+		if err := checkName(strings.SplitN(prefix, "/", 2)[0]); err != nil {
+			return "", err
+		}
+		prefix = cs.ctl.Path() + "/" + prefix
+	}
 	rows := []row{}
-	for _, l := range cs.ctl.List(a.PathPrefix) {
+	for _, l := range cs.ctl.List(prefix) {
 		rows = append(rows, row{l.Path, l.Status})
 	}
 	return jsonText(map[string]any{"agents": rows}), nil

@@ -20,6 +20,7 @@ func TestCollaborationRefusalsInTheReferenceWords(t *testing.T) {
 		{"spawn_agent", `{"task_name": "worker", "message": ""}`, "Empty message can't be sent to an agent"},
 		{"spawn_agent", `{"task_name": "worker", "message": "x", "fork_turns": "bogus"}`, "fork_turns must be `none` or `all`"},
 		{"spawn_agent", `{"task_name": "", "message": "x"}`, "agent_name must not be empty"},
+		{"list_agents", `{"path_prefix": "root"}`, "agent_name `root` is reserved"},
 		{"spawn_agent", `{"task_name": "w", "message": "x", "fork_turns": "0"}`, "fork_turns must be `none` or `all`"},
 		{"spawn_agent", `{"task_name": "w", "message": "x", "fork_turns": "1.5"}`, "fork_turns must be `none` or `all`"},
 		{"spawn_agent", `{"task_name": "Bad-Name", "message": "x"}`, "agent_name must use only lowercase letters, digits, and underscores"},
