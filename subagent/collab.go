@@ -105,6 +105,23 @@ var collabSpec = sync.OnceValue(func() json.RawMessage {
 
 var taskName = regexp.MustCompile(`^[a-z0-9_]+$`)
 
+// checkEffort refuses, in the reference's words, a reasoning effort the catalogue's model does not support
+// (a model outside the catalogue takes any).
+func checkEffort(mdl, effort string) error {
+	m, ok := model.LookupModel(mdl)
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, o := range m.SupportedReasoningEfforts {
+		if o.ReasoningEffort == effort {
+			return nil
+		}
+		names = append(names, o.ReasoningEffort)
+	}
+	return fmt.Errorf("Reasoning effort `%s` is not supported for model `%s`. Supported reasoning efforts: %s", effort, mdl, strings.Join(names, ", "))
+}
+
 // checkName refuses, in the reference's words, a task name that cannot name an agent: empty, the root's
 // name, or with other characters than lowercase letters, digits and underscores.
 func checkName(name string) error {
@@ -218,6 +235,9 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 	}
 	effort := s.Effort
 	if a.ReasoningEffort != nil && *a.ReasoningEffort != "" {
+		if err := checkEffort(firstNonEmpty(req.Model, s.Model), *a.ReasoningEffort); err != nil {
+			return "", err
+		}
 		e := protocol.ReasoningEffort(*a.ReasoningEffort)
 		req.Effort, effort = &e, &e
 	}

@@ -44,3 +44,10 @@ func TestCollaborationRefusalsInTheReferenceWords(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckEffortInTheReferenceWords(t *testing.T) {
+	require.NoError(t, checkEffort("gpt-6.1-sol", "ultra"))
+	require.NoError(t, checkEffort("mock-model", "anything"), "a model outside the catalogue takes any effort")
+	require.EqualError(t, checkEffort("gpt-6.1-sol", "bogus"),
+		"Reasoning effort `bogus` is not supported for model `gpt-6.1-sol`. Supported reasoning efforts: low, medium, high, xhigh, max, ultra")
+}
