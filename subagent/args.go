@@ -5,14 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"appserver/thread"
 )
 
+// Kinds of argument values, as the reference's parser expects them.
+const (
+	kindString = "a string" // a string (null only where optional)
+	kindInt    = "i64"      // an integer
+)
+
 // decodeArgs reads a collaboration call's arguments into v, refusing (in the reference's words, with the
-// position in the arguments) a field outside fields and a missing required one, as its strict parsing does.
-func decodeArgs(call thread.ToolCall, v any, fields, required []string) error {
+// position in the arguments) a field outside fields, a value of another kind than kinds gives (kindString
+// when absent), and a missing required field, as its strict parsing does.
+func decodeArgs(call thread.ToolCall, v any, fields, required []string, kinds ...map[string]string) error {
 	args := []byte(call.Arguments)
 	dec := json.NewDecoder(bytes.NewReader(args))
 	fail := func(msg string, off int64) error {
@@ -34,9 +42,22 @@ func decodeArgs(call thread.ToolCall, v any, fields, required []string) error {
 			return fail(fmt.Sprintf("unknown field `%s`, %s", key, expected(fields)), dec.InputOffset())
 		}
 		seen[key] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
 			return decodeStrict(call, v)
+		}
+		kind := kindString
+		for _, k := range kinds {
+			if x, ok := k[key]; ok {
+				kind = x
+			}
+		}
+		if msg, atStart := invalidType(raw, kind, !contains(required, key)); msg != "" {
+			off := dec.InputOffset()
+			if atStart {
+				off -= int64(len(raw))
+			}
+			return fail(msg, off)
 		}
 	}
 	if _, err := dec.Token(); err != nil {
@@ -48,6 +69,48 @@ func decodeArgs(call thread.ToolCall, v any, fields, required []string) error {
 		}
 	}
 	return decodeStrict(call, v)
+}
+
+// invalidType describes, as the reference's parser does, a value that is not of the kind expected ("" when
+// it is); atStart: the parser stops at the value's start (a map or a sequence), else after it.
+func invalidType(raw json.RawMessage, kind string, optional bool) (msg string, atStart bool) {
+	var got string
+	switch c := raw[0]; {
+	case c == 'n':
+		if optional {
+			return "", false
+		}
+		got = "null"
+	case c == '"':
+		if kind == kindString {
+			return "", false
+		}
+		var str string
+		_ = json.Unmarshal(raw, &str)
+		got = "string " + strconv.Quote(str) // Rust's Debug quoting, for printable text
+	case c == 't' || c == 'f':
+		got = "boolean `" + string(raw) + "`"
+	case c == '{':
+		got, atStart = "map", true
+	case c == '[':
+		got, atStart = "sequence", true
+	default: // a number
+		text := string(raw)
+		if !strings.ContainsAny(text, ".eE") {
+			if kind == kindInt {
+				return "", false
+			}
+			got = "integer `" + text + "`"
+			break
+		}
+		f, _ := strconv.ParseFloat(text, 64)
+		num := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(num, ".") {
+			num += ".0"
+		}
+		got = "floating point `" + num + "`"
+	}
+	return "invalid type: " + got + ", expected " + kind, atStart
 }
 
 // expected names the accepted fields as the reference's parser does.

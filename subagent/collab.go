@@ -342,7 +342,7 @@ func (cs *collabSet) wait(ctx context.Context, tc *thread.ToolContext, call thre
 	var a struct {
 		TimeoutMs *float64 `json:"timeout_ms"`
 	}
-	if err := decodeArgs(call, &a, []string{"timeout_ms"}, nil); err != nil {
+	if err := decodeArgs(call, &a, []string{"timeout_ms"}, nil, map[string]string{"timeout_ms": kindInt}); err != nil {
 		return "", err
 	}
 	now := time.Now().UnixMilli()

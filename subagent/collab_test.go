@@ -30,6 +30,11 @@ func TestCollaborationRefusalsInTheReferenceWords(t *testing.T) {
 		{"send_message", `{"target": "", "message": "x"}`, "agent path must not be empty"},
 		{"followup_task", `{"target": "w",` + "\n" + ` "message": "x", "x": 2}`, "failed to parse function arguments: unknown field `x`, expected `target` or `message` at line 2 column 20"},
 		{"interrupt_agent", `{}`, "failed to parse function arguments: missing field `target` at line 1 column 2"},
+		{"wait_agent", `{"timeout_ms": "abc"}`, "failed to parse function arguments: invalid type: string \"abc\", expected i64 at line 1 column 20"},
+		{"wait_agent", `{"timeout_ms": 1.5}`, "failed to parse function arguments: invalid type: floating point `1.5`, expected i64 at line 1 column 18"},
+		{"send_message", `{"target": 5, "message": "x"}`, "failed to parse function arguments: invalid type: integer `5`, expected a string at line 1 column 12"},
+		{"send_message", `{"target": null, "message": "x"}`, "failed to parse function arguments: invalid type: null, expected a string at line 1 column 15"},
+		{"list_agents", `{"path_prefix": ["a"]}`, "failed to parse function arguments: invalid type: sequence, expected a string at line 1 column 16"},
 		{"wait_agent", `{"timeout": 5}`, "failed to parse function arguments: unknown field `timeout`, expected `timeout_ms` at line 1 column 10"},
 	} {
 		t.Run(tc.name+" "+tc.args, func(t *testing.T) {
