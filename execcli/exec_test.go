@@ -20,6 +20,7 @@ import (
 
 	"appserver/internal/mcptest"
 	"appserver/internal/mockmodel"
+	"appserver/internal/testfs"
 )
 
 // binPath is appserver built once for the black-box tests.
@@ -35,7 +36,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build failed: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	cleanupHome := testfs.IsolateHome()
 	code := m.Run()
+	cleanupHome()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -50,7 +53,7 @@ type env struct {
 
 func newEnv(t *testing.T, extraTOML string) *env {
 	t.Helper()
-	e := &env{t: t, home: t.TempDir(), work: t.TempDir(), mm: mockmodel.New(t)}
+	e := &env{t: t, home: t.TempDir(), work: testfs.OutsideRepo(t), mm: mockmodel.New(t)}
 	e.writeConfig(e.mm.URL(), extraTOML)
 	return e
 }

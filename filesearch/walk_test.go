@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"appserver/internal/testfs"
 )
 
 func writeTree(t testing.TB, root string, files map[string]string) {
@@ -50,7 +52,7 @@ func walkAll(t *testing.T, roots ...string) []string {
 // patterns, nested files, info/exclude) only apply inside a repository, .ignore everywhere, hidden
 // entries are listed, and a .gitignore above the repository root is ignored.
 func TestWalkIgnoreRules(t *testing.T) {
-	base := t.TempDir()
+	base := testfs.OutsideRepo(t)
 	writeTree(t, base, map[string]string{
 		".gitignore":             "zzpar\n",
 		"nogit/.gitignore":       "zzgi*\n",

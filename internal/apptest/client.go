@@ -21,6 +21,7 @@ import (
 	"appserver/config"
 	"appserver/internal/mockmodel"
 	"appserver/internal/schematest"
+	"appserver/internal/testfs"
 	"appserver/server"
 	"appserver/stopwatch"
 	"appserver/thread"
@@ -102,7 +103,7 @@ type Client struct {
 // Start starts a server with a fresh CODEX_HOME and working directory.
 func Start(t testing.TB, opts Options) *Client {
 	t.Helper()
-	base := t.TempDir()
+	base := testfs.OutsideRepo(t)
 	home := filepath.Join(base, "codex_home")
 	if opts.Home != "" {
 		home = opts.Home
