@@ -212,24 +212,37 @@ func (t *Thread) Warn(message string) {
 	t.emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID, Message: message})
 }
 
-// abortRunning returns history with an "aborted" output after it for each tool call that has none (the
-// parent's calls still running, the spawn among them), as the reference's multi-agent v2 forks a history.
-func abortRunning(history []json.RawMessage) []json.RawMessage {
-	type head struct {
-		Type   string `json:"type"`
-		CallID string `json:"call_id"`
-	}
-	heads := make([]head, len(history))
-	answered := map[string]bool{}
+// callHead is the part of a history item that tells a tool call from its output.
+type callHead struct {
+	Type   string `json:"type"`
+	CallID string `json:"call_id"`
+}
+
+// calls reads the heads of history's items and the call ids that have an output.
+func calls(history []json.RawMessage) (heads []callHead, answered map[string]bool) {
+	heads = make([]callHead, len(history))
+	answered = map[string]bool{}
 	for i, raw := range history {
 		_ = json.Unmarshal(raw, &heads[i])
 		if strings.HasSuffix(heads[i].Type, "_call_output") {
 			answered[heads[i].CallID] = true
 		}
 	}
+	return heads, answered
+}
+
+// running reports whether h is a tool call without an output.
+func (h callHead) running(answered map[string]bool) bool {
+	return strings.HasSuffix(h.Type, "_call") && h.CallID != "" && !answered[h.CallID]
+}
+
+// abortRunning returns history with an "aborted" output after it for each tool call that has none (the
+// parent's calls still running, the spawn among them), as the reference's multi-agent v2 forks a history.
+func abortRunning(history []json.RawMessage) []json.RawMessage {
+	heads, answered := calls(history)
 	out := append(make([]json.RawMessage, 0, len(history)+1), history...)
 	for _, h := range heads {
-		if !strings.HasSuffix(h.Type, "_call") || h.CallID == "" || answered[h.CallID] {
+		if !h.running(answered) {
 			continue
 		}
 		answered[h.CallID] = true
@@ -245,25 +258,12 @@ func abortRunning(history []json.RawMessage) []json.RawMessage {
 // answeredOnly drops the tool calls that have no output in history (the parent's calls still running, the
 // spawn among them), so a forked history is one the model accepts.
 func answeredOnly(history []json.RawMessage) []json.RawMessage {
-	type head struct {
-		Type   string `json:"type"`
-		CallID string `json:"call_id"`
-	}
-	heads := make([]head, len(history))
-	answered := map[string]bool{}
-	for i, raw := range history {
-		_ = json.Unmarshal(raw, &heads[i])
-		if strings.HasSuffix(heads[i].Type, "_call_output") {
-			answered[heads[i].CallID] = true
-		}
-	}
+	heads, answered := calls(history)
 	out := make([]json.RawMessage, 0, len(history))
 	for i, raw := range history {
-		h := heads[i]
-		if strings.HasSuffix(h.Type, "_call") && h.CallID != "" && !answered[h.CallID] {
-			continue
+		if !heads[i].running(answered) {
+			out = append(out, raw)
 		}
-		out = append(out, raw)
 	}
 	return out
 }
