@@ -105,6 +105,22 @@ var collabSpec = sync.OnceValue(func() json.RawMessage {
 
 var taskName = regexp.MustCompile(`^[a-z0-9_]+$`)
 
+// checkModel refuses, in the reference's words, a model for an agent that the catalogue does not know (the
+// caller's own model is always accepted). The reference lists the first five models of its picker (probed
+// on 0.169.0: every catalogue model, hidden ones included, is accepted).
+func checkModel(mdl, own string) error {
+	if _, ok := model.LookupModel(mdl); ok || mdl == own || mdl == "" {
+		return nil
+	}
+	var names []string
+	for _, m := range model.Catalog() {
+		if !m.Hidden && len(names) < 5 {
+			names = append(names, m.ID)
+		}
+	}
+	return fmt.Errorf("Unknown model `%s` for spawn_agent. Available models: %s", mdl, strings.Join(names, ", "))
+}
+
 // checkEffort refuses, in the reference's words, a reasoning effort the catalogue's model does not support
 // (a model outside the catalogue takes any).
 func checkEffort(mdl, effort string) error {
@@ -231,6 +247,9 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 	req := SpawnRequest{ParentTurnID: tc.TurnID(), Fork: fork, Path: path,
 		Messages: []json.RawMessage{AgentMessage("NEW_TASK", path, cs.ctl.Path(), *a.Message)}}
 	if a.Model != nil {
+		if err := checkModel(*a.Model, s.Model); err != nil {
+			return "", err
+		}
 		req.Model = *a.Model
 	}
 	effort := s.Effort

@@ -56,3 +56,10 @@ func TestCheckEffortInTheReferenceWords(t *testing.T) {
 	require.EqualError(t, checkEffort("gpt-6.1-sol", "bogus"),
 		"Reasoning effort `bogus` is not supported for model `gpt-6.1-sol`. Supported reasoning efforts: low, medium, high, xhigh, max, ultra")
 }
+
+func TestCheckModelInTheReferenceWords(t *testing.T) {
+	require.NoError(t, checkModel("gpt-daybreak-blue-latest", "gpt-6.1-sol"), "hidden catalogue models are accepted")
+	require.NoError(t, checkModel("mock-model", "mock-model"), "the caller's own model is")
+	require.EqualError(t, checkModel("GPT-6.1-Sol", "gpt-6.1-sol"),
+		"Unknown model `GPT-6.1-Sol` for spawn_agent. Available models: gpt-6.1-sol, gpt-6-astra, gpt-6-sol, gpt-6-luna, gpt-5.6-sol")
+}
