@@ -530,3 +530,13 @@ func TestCollaborationRootAsTarget(t *testing.T) {
 	require.Equal(t, "/root", items[0]["agentPath"])
 	require.Equal(t, tid, items[0]["agentThreadId"])
 }
+
+// The base instructions message keeps its id from request to request, and a forked agent's requests start
+// with the parent's, as the reference's (where it is part of the history).
+func TestCollaborationBaseMessageShared(t *testing.T) {
+	_, _, _, parent, child := delegation(t)
+	id := func(body map[string]any) any { return body["input"].([]any)[1].(map[string]any)["id"] }
+	for _, body := range append(parent[1:], child...) {
+		require.Equal(t, id(parent[0]), id(body))
+	}
+}

@@ -241,3 +241,13 @@ func collaborationModeText(s Settings) string {
 	}
 	return "<collaboration_mode>" + body + "</collaboration_mode>"
 }
+
+// baseItemLocked is the developer message of the base instructions every request starts with: the same item
+// (and id) for as long as the base instructions stay the same, as the reference's sits in its history
+// (t.mu held).
+func (t *Thread) baseItemLocked() json.RawMessage {
+	if t.baseItem == nil || t.baseFor != t.base {
+		t.baseItem, t.baseFor = messageItem("developer", t.base), t.base
+	}
+	return t.baseItem
+}

@@ -88,6 +88,10 @@ func (m *Manager) StartSubAgent(parent *Thread, o SubAgentOptions) (*Thread, err
 	if o.ForkHistory {
 		parent.mu.Lock()
 		hist := append([]json.RawMessage(nil), parent.history...)
+		if parent.baseItem != nil && parent.baseFor == t.base {
+			// The same base message as the parent's, as the reference's fork inherits it with the history.
+			t.baseItem, t.baseFor = parent.baseItem, parent.baseFor
+		}
 		parent.mu.Unlock()
 		if t.collabChild {
 			initial = abortRunning(hist)

@@ -814,9 +814,6 @@ func (p preEncoded) MarshalJSON() ([]byte, error) { return p, nil }
 // buildRequest assembles the model request: base instructions, history, tools.
 func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	t := tn.thread
-	t.mu.Lock()
-	base := t.base
-	t.mu.Unlock()
 	// A code-mode tool set's additional_tools item leads the input; such a request has no `tools` key.
 	lead := leadItems(sets)
 	// A retried attempt is sent with the history as it is then (items of the failed attempt included).
@@ -825,7 +822,7 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 		defer t.mu.Unlock()
 		input := make([]json.RawMessage, 0, len(t.history)+1+len(lead))
 		input = append(input, lead...)
-		input = append(input, messageItem("developer", base))
+		input = append(input, t.baseItemLocked())
 		return append(input, t.history...)
 	}
 	input := inputNow()
