@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,7 +54,7 @@ type cell struct {
 	ctx     context.Context // ends when the cell stops: cancels its nested calls
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the loop returned
-	yielded chan struct{} // yield_control(): 1-buffered
+	yielded chan int      // yield_control(): the output count at the yield (as taken+len(items)), 1-buffered
 
 	// Loop-only state.
 	timers    map[int64]*time.Timer
@@ -64,6 +65,7 @@ type cell struct {
 
 	mu      sync.Mutex
 	items   []json.RawMessage // output not yet returned to the model
+	taken   int               // output items returned so far
 	notes   []string          // notify() texts not yet returned
 	status  cellStatus
 	errText string
@@ -85,7 +87,7 @@ func (s *Set) exec(ctx context.Context, tc *thread.ToolContext, call thread.Tool
 	// while exec waits for it, or when the thread closes.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &cell{id: id, callID: call.CallID, set: s, tc: tc, vm: goja.New(), jobs: make(chan func() error), ctx: cctx, cancel: cancel,
-		done: make(chan struct{}), yielded: make(chan struct{}, 1), timers: map[int64]*time.Timer{}}
+		done: make(chan struct{}), yielded: make(chan int, 1), timers: map[int64]*time.Timer{}}
 	st.mu.Lock()
 	st.cells[id] = c
 	st.mu.Unlock()
@@ -154,17 +156,31 @@ func (s *Set) wait(ctx context.Context, call thread.ToolCall) json.RawMessage {
 }
 
 // await waits up to yield for the cell to end (or yield_control), then takes its new output; a caller
-// whose context ends (the turn interrupted) stops the cell.
+// whose context ends (the turn interrupted) stops the cell. A yield_control() is answered as the
+// script stood when it yielded (running, with the output made before it), even if the script went on
+// and ended before this caller ran.
 func (c *cell) await(ctx context.Context, yield time.Duration) (cellStatus, []json.RawMessage) {
 	timer := time.NewTimer(yield)
 	defer timer.Stop()
 	select {
 	case <-c.done:
-	case <-c.yielded:
+	case mark := <-c.yielded:
+		return cellRunning, c.takeUpTo(mark)
 	case <-timer.C:
 	case <-ctx.Done():
 		c.terminate()
+		return c.settle()
 	}
+	select {
+	case mark := <-c.yielded: // the script yielded before it ended or the time ran out
+		return cellRunning, c.takeUpTo(mark)
+	default:
+	}
+	return c.settle()
+}
+
+// settle takes the output not yet returned with the cell's status, releasing a cell that stopped.
+func (c *cell) settle() (cellStatus, []json.RawMessage) {
 	c.mu.Lock()
 	status := c.status
 	c.mu.Unlock()
@@ -180,6 +196,18 @@ func (c *cell) take() []json.RawMessage {
 	defer c.mu.Unlock()
 	items := c.items
 	c.items = nil
+	c.taken += len(items)
+	return items
+}
+
+// takeUpTo returns the output not yet returned that was made before the mark (a count of all output).
+func (c *cell) takeUpTo(mark int) []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(max(mark-c.taken, 0), len(c.items))
+	items := slices.Clone(c.items[:n])
+	c.items = slices.Clone(c.items[n:])
+	c.taken += n
 	return items
 }
 

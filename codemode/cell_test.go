@@ -90,6 +90,23 @@ func TestYieldAndWait(t *testing.T) {
 	require.Nil(t, s.st.cell("1"), "a finished cell is released")
 }
 
+// A script that yields and then ends at once is answered as it stood at the yield: running, with the
+// output made before it; the rest, and the end, go to wait. (Before, whichever the caller saw first won,
+// so a loaded machine turned this exec's answer into "Script completed" with both texts.)
+func TestYieldThenEndAnswersTheYield(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		s := newTestSet()
+		head, texts := run(t, s, context.Background(), "text(\"a\");\nyield_control();\ntext(\"b\");")
+		require.Regexp(t, `^Script running with cell ID 1\n`, head)
+		require.Equal(t, []string{"a"}, texts)
+		out := s.wait(context.Background(), thread.ToolCall{Type: "function_call", CallID: "w", Name: WaitTool, Arguments: `{"cell_id": "1", "yield_time_ms": 600000}`})
+		head, texts = parseOutput(t, out)
+		require.Regexp(t, `^Script completed\n`, head)
+		require.Equal(t, []string{"b"}, texts)
+		require.Nil(t, s.st.cell("1"))
+	}
+}
+
 // A busy loop is stopped when the caller's context ends (turn interrupt), and by wait's terminate.
 func TestBusyLoopStops(t *testing.T) {
 	s := newTestSet()

@@ -42,8 +42,11 @@ func (c *cell) install() {
 		c.mu.Unlock()
 	})
 	_ = vm.Set("yield_control", func() {
+		c.mu.Lock()
+		mark := c.taken + len(c.items)
+		c.mu.Unlock()
 		select {
-		case c.yielded <- struct{}{}:
+		case c.yielded <- mark:
 		default:
 		}
 	})

@@ -66,7 +66,9 @@ func TestShellCommandTimeoutPausedByController(t *testing.T) {
 	// wall time, but only the time after the resume is charged.
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	resumed := make(chan struct{})
 	go func() {
+		defer close(resumed)
 		time.Sleep(3 * time.Second)
 		// Released before the resume: the 2 s budget never has to cover the command's end.
 		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
@@ -82,6 +84,9 @@ func TestShellCommandTimeoutPausedByController(t *testing.T) {
 	require.False(t, res.TimedOut)
 	require.Equal(t, 0, res.ExitCode)
 	require.Equal(t, "ok\n", res.Output)
+	// The command ends when the fifo is written, which may be before that goroutine's resume: a late
+	// resume would cancel the pause below.
+	<-resumed
 
 	ctrl.SetPaused(true)
 	go func() {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"appserver/toolsearch"
 )
 
 // maxToolNameLen is the Responses API limit on tool and namespace names.
@@ -88,13 +90,18 @@ func (m *Manager) ResourceTools() []json.RawMessage {
 	return append([]json.RawMessage(nil), resourceTools...)
 }
 
-// NamespaceTools returns one `{"type":"namespace","name":"mcp__<server>",...}` entry per ready
-// server with at least one tool, sorted by server name. Failed, starting and dead servers are
-// omitted.
-func (m *Manager) NamespaceTools() []json.RawMessage {
+// readyNamespace is one ready server's tools as the model sees them.
+type readyNamespace struct {
+	ns           namespaceTool
+	instructions string
+}
+
+// readyNamespaces lists the ready servers with at least one tool, sorted by server name, each tool under its
+// sanitized name (the first of equal names wins). Failed, starting and dead servers are omitted.
+func (m *Manager) readyNamespaces() []readyNamespace {
 	servers := append([]*server(nil), m.servers...)
 	sort.Slice(servers, func(i, j int) bool { return servers[i].cfg.Name < servers[j].cfg.Name })
-	var out []json.RawMessage
+	var out []readyNamespace
 	for _, s := range servers {
 		s.mu.Lock()
 		ready, tools, init := s.status == StatusReady && s.alive, s.tools, s.initRes
@@ -102,11 +109,11 @@ func (m *Manager) NamespaceTools() []json.RawMessage {
 		if !ready || len(tools) == 0 {
 			continue
 		}
-		ns := namespaceTool{Type: "namespace", Name: NamespaceName(s.cfg.Name)}
+		r := readyNamespace{ns: namespaceTool{Type: "namespace", Name: NamespaceName(s.cfg.Name)}}
 		if init != nil && init.Instructions != "" {
-			ns.Description = init.Instructions
+			r.ns.Description, r.instructions = init.Instructions, init.Instructions
 		} else {
-			ns.Description = fmt.Sprintf("Tools in the %s namespace.", ns.Name)
+			r.ns.Description = fmt.Sprintf("Tools in the %s namespace.", r.ns.Name)
 		}
 		seen := map[string]bool{}
 		for _, t := range tools {
@@ -119,14 +126,41 @@ func (m *Manager) NamespaceTools() []json.RawMessage {
 			if err != nil || string(params) == "null" {
 				params = json.RawMessage(`{"type":"object","properties":{}}`)
 			}
-			ns.Tools = append(ns.Tools, functionTool{Type: "function", Name: name, Description: t.Description, Parameters: params})
+			r.ns.Tools = append(r.ns.Tools, functionTool{Type: "function", Name: name, Description: t.Description, Parameters: params})
 		}
-		b, err := json.Marshal(ns)
-		if err == nil {
+		out = append(out, r)
+	}
+	return out
+}
+
+// NamespaceTools returns one `{"type":"namespace","name":"mcp__<server>",...}` entry per ready
+// server with at least one tool, sorted by server name. Failed, starting and dead servers are
+// omitted.
+func (m *Manager) NamespaceTools() []json.RawMessage {
+	var out []json.RawMessage
+	for _, r := range m.readyNamespaces() {
+		if b, err := json.Marshal(r.ns); err == nil {
 			out = append(out, b)
 		}
 	}
 	return out
+}
+
+// SearchTools returns the ready servers' tools as tool_search finds them on a model that searches for
+// tools (the reference defers every MCP tool there), and their namespaces for the `<tools>` notice: the
+// server's instructions, or no description when it gives none (the search's namespace entry then says
+// "Tools in the mcp__<server> namespace.", as NamespaceTools does).
+func (m *Manager) SearchTools() ([]toolsearch.Tool, []toolsearch.Namespace) {
+	var tools []toolsearch.Tool
+	var namespaces []toolsearch.Namespace
+	for _, r := range m.readyNamespaces() {
+		for _, f := range r.ns.Tools {
+			tools = append(tools, toolsearch.Tool{Namespace: r.ns.Name, NamespaceDescription: r.ns.Description,
+				Name: f.Name, Description: f.Description, Parameters: f.Parameters})
+		}
+		namespaces = append(namespaces, toolsearch.Namespace{Name: r.ns.Name, Description: r.instructions})
+	}
+	return tools, namespaces
 }
 
 // ModelTools returns what the turn engine adds to the Responses `tools` array for MCP: the

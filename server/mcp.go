@@ -8,6 +8,8 @@ import (
 	"maps"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"appserver/config"
 	"appserver/jsonrpc"
@@ -33,6 +35,8 @@ type threadMCP struct {
 	mu     sync.Mutex
 	mgr    *mcpconn.Manager
 	closed bool
+	// firstWait is set once the thread's first model request waited for the servers (awaitMCP).
+	firstWait atomic.Bool
 
 	emitMu   sync.Mutex // orders startup statuses; guards released and queued
 	released bool
@@ -287,24 +291,34 @@ func (s *Server) beforeThreadStart(ctx context.Context, t *thread.Thread) error 
 // afterThreadStart runs after thread/start's response and thread/started (MCP startup statuses).
 func (s *Server) afterThreadStart(t *thread.Thread, _ *connection) { s.releaseThreadMCP(t) }
 
-// extraTools are tool sets beyond exec and apply_patch offered on each turn (MCP servers). As the
-// reference, a turn's model request waits until each of the thread's servers finished starting (ready or
-// failed, so at most its startup_timeout_sec), or until the turn is interrupted.
-func (s *Server) extraTools(t *thread.Thread, _ thread.Settings) []thread.ToolSet {
+// mcpFirstWait bounds how long the first model request of a loaded thread waits for its MCP servers still
+// starting, as the reference's (about a second, measured: ~/.cache/mcpdefer-probe).
+const mcpFirstWait = time.Second
+
+// awaitMCP runs before each model request's tools are built: the first request of a loaded thread waits
+// until its MCP servers finished starting, at most mcpFirstWait (or until the turn ends); later requests
+// never wait, as the reference's.
+func (s *Server) awaitMCP(ctx context.Context, t *thread.Thread) {
 	tm := mcpOf(t)
-	if tm == nil {
-		return nil
+	if tm == nil || !tm.firstWait.CompareAndSwap(false, true) {
+		return
 	}
 	m := tm.manager()
 	if m == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, mcpFirstWait)
+	defer cancel()
+	_ = m.WaitReady(ctx)
+}
+
+// extraTools are tool sets beyond exec and apply_patch offered on each turn (MCP servers): those of the
+// ready servers (a request does not wait for servers still starting but the first, see awaitMCP), and a
+// later request those of the servers that became ready since, as the reference.
+func (s *Server) extraTools(t *thread.Thread, _ thread.Settings) []thread.ToolSet {
+	tm := mcpOf(t)
+	if tm == nil || tm.manager() == nil {
 		return nil
-	}
-	ctx := t.Context()
-	if tn := t.ActiveTurn(); tn != nil {
-		ctx = tn.Context()
-	}
-	if err := m.WaitReady(ctx); err != nil {
-		return nil // the turn is over; its request is not sent
 	}
 	return []thread.ToolSet{tm.tools.ToolSet()}
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,41 +24,46 @@ func gatedServerTOML(t *testing.T, gate, pidDir string, extra ...string) string 
 	return cfg
 }
 
-// A turn started before the thread's MCP servers finished starting waits for them (as the reference),
-// so its first model request offers their tools and the model can call them.
-func TestTurnWaitsForMCPServersToStart(t *testing.T) {
+// As the reference, a turn does not wait for the thread's MCP servers still starting (the thread's first
+// request waits a second at most): its request offers the tools of the ready ones, and a later turn's
+// those of the servers that became ready since.
+func TestTurnDoesNotWaitForMCPServersToStart(t *testing.T) {
 	pidDir := t.TempDir()
 	gate := filepath.Join(t.TempDir(), "open")
 	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("first"))
 	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{nsCall("slow", "echo", "c1", map[string]any{"text": "hi"})}})
-	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
-	c := apptest.Start(t, apptest.Options{Model: mm, Config: gatedServerTOML(t, gate, pidDir)})
+	mm.Enqueue(okReply("done"))
+	c := apptest.Start(t, apptest.Options{Model: mm, Config: gatedServerTOML(t, gate, pidDir, "startup_timeout_sec = 600")})
 	c.Initialize(false)
-	tid := c.StartThread(nil)
 	mark := c.Mark()
-	c.StartTurn(tid, "use the slow server")
-	c.WaitNotification("turn/started", nil)
-	time.Sleep(300 * time.Millisecond) // gives a turn that does not wait the time to ask the model
-	require.Empty(t, mm.ResponseRequests(), "the model was asked before the MCP server finished starting")
-	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	tid := c.StartThread(nil)
+	c.StartTurn(tid, "before the server is up")
 	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	require.NotContains(t, toolNames(mm.ResponseRequests()[0].Body), "mcp__slow")
+
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	waitStatus(t, c, mark, "slow", "ready")
+	mark = c.Mark()
+	c.StartTurn(tid, "use the slow server")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	require.Contains(t, toolNames(mm.ResponseRequests()[1].Body), "mcp__slow")
 	_, completed := mcpItems(t, c, mark)
 	require.Equal(t, "completed", completed["c1"].Status, "%+v", completed["c1"].Error)
 	require.Equal(t, "echo: hi", completed["c1"].Result.Content[0]["text"])
 }
 
-// The wait ends when the turn is interrupted.
-func TestTurnWaitingForMCPServersCanBeInterrupted(t *testing.T) {
+// A server that never starts holds no turn, and its process ends with the server.
+func TestMCPServerNeverStartingHoldsNoTurn(t *testing.T) {
 	pidDir := t.TempDir()
 	mm := mockmodel.New(t)
+	mm.Enqueue(okReply("answered"))
 	c := apptest.Start(t, apptest.Options{Model: mm, Config: gatedServerTOML(t, filepath.Join(t.TempDir(), "never"), pidDir, "startup_timeout_sec = 600")})
 	c.Initialize(false)
 	tid := c.StartThread(nil)
-	turn := c.StartTurn(tid, "wait")
-	c.WaitNotification("turn/started", nil)
-	c.Result("turn/interrupt", map[string]any{"threadId": tid, "turnId": turn}, nil)
-	require.Equal(t, "interrupted", c.WaitTurnCompleted()["status"])
-	require.Empty(t, mm.ResponseRequests())
+	c.StartTurn(tid, "go")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	require.Len(t, mm.ResponseRequests(), 1)
 	c.Close()
 	requireAllGone(t, pidDir)
 }

@@ -186,7 +186,8 @@ func TestCatalogueModelKeepsApplyPatchWithoutCommandTools(t *testing.T) {
 
 // TestCatalogueModelTools: the tools the reference 0.169 offers catalogue models (compared on the first
 // request's tools): apply_patch by model whatever include_apply_patch_tool says, the hosted web_search with
-// text and image results, and no hosted web_search at all for the code-mode models (all but gpt-5.5).
+// text and image results, and no hosted web_search at all for the code-mode models (all but gpt-5.5);
+// gpt-5.5 gets tool_search for its deferred multi_agent_v1.
 func TestCatalogueModelTools(t *testing.T) {
 	for _, tc := range []struct {
 		model     string
@@ -194,9 +195,9 @@ func TestCatalogueModelTools(t *testing.T) {
 		want      []string
 		webSearch map[string]any
 	}{
-		{"gpt-5.5", map[string]any{"web_search": "live"}, []string{"exec_command", "write_stdin", "apply_patch", "web_search"},
+		{"gpt-5.5", map[string]any{"web_search": "live"}, []string{"exec_command", "write_stdin", "apply_patch", "tool_search", "web_search"},
 			map[string]any{"type": "web_search", "external_web_access": true, "search_content_types": []any{"text", "image"}}},
-		{"gpt-5.5", map[string]any{"include_apply_patch_tool": false}, []string{"exec_command", "write_stdin", "apply_patch", "web_search"},
+		{"gpt-5.5", map[string]any{"include_apply_patch_tool": false}, []string{"exec_command", "write_stdin", "apply_patch", "tool_search", "web_search"},
 			map[string]any{"type": "web_search", "external_web_access": false, "search_content_types": []any{"text", "image"}}},
 		// Code mode: the tools are nested in exec (listed by name), no `tools` key.
 		{"gpt-6.1-sol", map[string]any{"web_search": "live"}, []string{"apply_patch", "exec_command", "list_mcp_resource_templates", "list_mcp_resources", "read_mcp_resource", "write_stdin", "clock__curr_time"}, nil},

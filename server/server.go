@@ -133,11 +133,10 @@ func New(opts Options) *Server {
 		onLoad = tools.ThreadLoaded(td)
 	}
 	s.threads = thread.NewManager(thread.Deps{
-		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, Version: UserAgentVersion, Clock: opts.Clock,
+		Config: opts.Config, Logger: opts.Logger, Tools: opts.Tools, AwaitTools: s.awaitMCP, Version: UserAgentVersion, Clock: opts.Clock,
 		InstallationID: s.installationID,
 		ModelOptions:   model.Options{Getenv: s.auth.Getenv(nil), OnResponseHeaders: s.rateLimits.Observe},
 		SkillsPrompt:   s.skillsPrompt,
-		ToolsNotice:    tools.ToolsNotice,
 		Broadcast:      s.broadcast,
 		UserAgent:      func(o string) string { return handshake.UserAgent(protocol.ClientInfo{Name: o, Version: Version}) },
 		OnLoad:         onLoad,

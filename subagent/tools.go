@@ -14,6 +14,7 @@ import (
 	"appserver/model"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
+	"appserver/toolsearch"
 )
 
 // Namespace is the name of the tool namespace the reference offers its multi-agent v1 tools under.
@@ -30,10 +31,11 @@ const (
 )
 
 // Offered reports whether a thread's turn is offered the multi_agent_v1 tools: on a model outside the
-// catalogue (the catalogue's code-mode models reach agents through code mode, gpt-5.5 through tool search),
-// with features.multi_agent on and multi_agent_v2 off, in a thread not already at MaxDepth.
+// catalogue and on the catalogue's models outside code mode (gpt-5.5, which finds them through tool search;
+// the code-mode models reach agents through code mode), with features.multi_agent on and multi_agent_v2
+// off, in a thread not already at MaxDepth.
 func Offered(t *thread.Thread, s thread.Settings, cfg *config.Config) bool {
-	if _, known := model.LookupModel(s.Model); known {
+	if m, known := model.LookupModel(s.Model); known && m.CodeMode {
 		return false
 	}
 	if !feature(cfg, "multi_agent", true) || feature(cfg, "multi_agent_v2", false) {
@@ -65,9 +67,40 @@ func Tools(o Options) func(t *thread.Thread, s thread.Settings) thread.ToolSet {
 	}
 }
 
-type toolSet struct{ ctl *Control }
+// toolSet is the multi_agent_v1 namespace; deferred (a model that searches for tools), it offers no spec and
+// tool_search finds its functions.
+type toolSet struct {
+	ctl      *Control
+	deferred bool
+}
 
-func (*toolSet) Specs() []json.RawMessage { return []json.RawMessage{namespaceSpec()} }
+func (ts *toolSet) Specs() []json.RawMessage {
+	if ts.deferred {
+		return nil
+	}
+	return []json.RawMessage{namespaceSpec()}
+}
+
+// SearchTools lists the namespace's functions for tool_search (tools.Deferrable).
+func (*toolSet) SearchTools() ([]toolsearch.Tool, []toolsearch.Namespace) {
+	var ns struct {
+		Name, Description string
+		Tools             []struct {
+			Name, Description string
+			Parameters        json.RawMessage
+		}
+	}
+	_ = json.Unmarshal(namespaceSpec(), &ns)
+	found := make([]toolsearch.Tool, 0, len(ns.Tools))
+	for _, f := range ns.Tools {
+		found = append(found, toolsearch.Tool{Namespace: ns.Name, NamespaceDescription: ns.Description,
+			Name: f.Name, Description: f.Description, Parameters: f.Parameters})
+	}
+	return found, []toolsearch.Namespace{{Name: ns.Name, Description: ns.Description}}
+}
+
+// Deferred is the set without its spec, answering its calls all the same (tools.Deferrable).
+func (ts *toolSet) Deferred() thread.ToolSet { return &toolSet{ctl: ts.ctl, deferred: true} }
 
 // inputItemSchema is the shape of one structured input item (the reference's fields).
 func inputItemSchema() map[string]any {

@@ -581,7 +581,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		// again, as the reference's does.
 		t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 		m.mu.Lock()
-		m.pendingContext[id] = m.initialContext(s, t.role())
+		m.pendingContext[id] = m.freshContext(s, t.role())
 		m.mu.Unlock()
 	}
 	return t, nil
@@ -1025,9 +1025,10 @@ func (m *Manager) StartFromHistory(ctx context.Context, opts StartOptions, histo
 	t.mu.Unlock()
 	// the imported items follow the initial context, in the history when the first turn starts
 	m.mu.Lock()
-	_, pending := m.pendingContext[t.ID]
+	p, pending := m.pendingContext[t.ID]
 	if pending {
-		m.pendingContext[t.ID] = append(m.pendingContext[t.ID], raw...)
+		p.items = append(p.items, raw...)
+		m.pendingContext[t.ID] = p
 	}
 	m.mu.Unlock()
 	if !pending {

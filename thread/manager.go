@@ -32,6 +32,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Tools builds the tool set offered to the model on one turn.
 	Tools ToolProvider
+	// AwaitTools runs before the tools of each model request of a turn are built (nil: nothing); it may
+	// wait, bounded and until ctx ends, for tools still being set up (the first request's MCP servers).
+	AwaitTools func(ctx context.Context, t *Thread)
 	// InstallationID is sent in model request metadata.
 	InstallationID func() string
 	// Version is the cliVersion written into threads and rollouts.
@@ -45,9 +48,6 @@ type Deps struct {
 	// SkillsPrompt renders the skills offered to the model for a working directory ("" = none); a new
 	// thread's context gets it as one developer message after the initial context.
 	SkillsPrompt func(cwd string) string
-	// ToolsNotice renders the `<tools>` note of a thread's initial context (the namespaces whose tools the
-	// model finds with tool_search; "" = none), the last part of its developer message.
-	ToolsNotice func(s Settings) string
 	// Broadcast sends a notification to every connection, subscribed or not (nil: to the thread's
 	// subscribers only). The server-wide thread notifications (ServerWide) go through it.
 	Broadcast func(method string, params any)
@@ -80,9 +80,8 @@ type Manager struct {
 	touches sync.RWMutex
 	// cfg is the current configuration (deps.Config until SetConfig swaps it after a config write).
 	cfg atomic.Pointer[config.Config]
-	// pendingContext holds a new thread's initial context items until its first turn records them and adds
-	// them to the thread's history.
-	pendingContext map[string][]json.RawMessage
+	// pendingContext holds what a new thread's first turn records and adds to the thread's history.
+	pendingContext map[string]pendingStart
 	// unloadTimers unload a thread whose last subscriber left, after config.ThreadUnloadDelay.
 	unloadTimers map[string]*unloadTimer
 }
@@ -100,7 +99,7 @@ func NewManager(deps Deps) *Manager {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{deps: deps, log: deps.Logger, threads: map[string]*Thread{}, clients: map[string]*model.Client{}, rootCtx: ctx, shutdown: cancel,
-		pendingContext: map[string][]json.RawMessage{}, unloadTimers: map[string]*unloadTimer{}}
+		pendingContext: map[string]pendingStart{}, unloadTimers: map[string]*unloadTimer{}}
 	m.cfg.Store(deps.Config)
 	return m
 }
@@ -390,7 +389,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	}
 	// The initial context joins the history (and the rollout) at the first turn that records a start, as
 	// the reference's does: a review's hand-off before it comes first.
-	initial := m.initialContext(s, t.role())
+	initial := m.freshContext(s, t.role())
 	t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
@@ -401,18 +400,29 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	return t, nil
 }
 
+// pendingStart is what a new thread's first turn adds to its history: its initial context, built then (so
+// that its `<tools>` note names the deferred namespaces of that moment, as the reference's), and the items
+// that follow it.
+type pendingStart struct {
+	// initial builds the initial context with the `<tools>` note ("" = none); nil: none (a fork that copies
+	// its parent's history into items).
+	initial func(toolsNotice string) []json.RawMessage
+	items   []json.RawMessage
+}
+
+// freshContext is a pending initial context built from s at the first turn.
+func (m *Manager) freshContext(s Settings, role agentRole) pendingStart {
+	return pendingStart{initial: func(notice string) []json.RawMessage { return m.initialContext(s, role, notice) }}
+}
+
 // initialContext is the context a thread's history starts with: instructions, skills, permissions, mode,
-// agent role, environment.
-func (m *Manager) initialContext(s Settings, role agentRole) []json.RawMessage {
+// the deferred tools' note, agent role, environment.
+func (m *Manager) initialContext(s Settings, role agentRole, toolsNotice string) []json.RawMessage {
 	skills := ""
 	if m.deps.SkillsPrompt != nil {
 		skills = m.deps.SkillsPrompt(s.Cwd)
 	}
-	notice := ""
-	if m.deps.ToolsNotice != nil {
-		notice = m.deps.ToolsNotice(s)
-	}
-	return initialContext(s, role, skills, notice)
+	return initialContext(s, role, skills, toolsNotice)
 }
 
 // register makes a thread loaded (closing it when the server is shutting down).
@@ -497,13 +507,13 @@ func (m *Manager) refHistory() *rollout.RefHistory {
 	return m.refHist
 }
 
-// takePendingContext returns (once) the initial context a new thread's first turn records.
-func (m *Manager) takePendingContext(id string) []json.RawMessage {
+// takePendingContext returns (once) what a new thread's first turn records; ok is false when there is none.
+func (m *Manager) takePendingContext(id string) (p pendingStart, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	items := m.pendingContext[id]
+	p, ok = m.pendingContext[id]
 	delete(m.pendingContext, id)
-	return items
+	return p, ok
 }
 
 // touchLater refreshes the index entries of a thread whose turn ended: the reference's history mirror

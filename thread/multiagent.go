@@ -133,10 +133,11 @@ func modelChangeContext(prev string, s Settings, role agentRole) (mode string, a
 }
 
 // agentToolsOffered reports whether a turn with these settings is offered the multi_agent_v1 tools, as
-// package subagent decides it for a root thread (a model outside the catalogue, features.multi_agent on,
+// package subagent decides it for a root thread (a model outside the catalogue or gpt-5.5, the catalogue's
+// model outside code mode, which finds them through tool search; features.multi_agent on,
 // features.multi_agent_v2 off).
 func agentToolsOffered(s Settings) bool {
-	if _, known := model.LookupModel(s.Model); known {
+	if m, known := model.LookupModel(s.Model); known && m.CodeMode {
 		return false
 	}
 	on := func(name string, def bool) bool {

@@ -311,7 +311,13 @@ func (tn *Turn) recordTaskStarted(s Settings) {
 		}
 		return r.AppendEvent(ts)
 	})
-	t.appendHistory(t.mgr.takePendingContext(t.ID)...)
+	if p, ok := t.mgr.takePendingContext(t.ID); ok {
+		var items []json.RawMessage
+		if p.initial != nil {
+			items = p.initial(t.openingToolsNotice(s))
+		}
+		t.appendHistory(append(items, p.items...)...)
+	}
 }
 
 // recordTurnContext appends the turn's turn_context (after the context it tells the model, as the reference

@@ -84,7 +84,7 @@ func (m *Manager) StartSubAgent(parent *Thread, o SubAgentOptions) (*Thread, err
 		path := rec.Path()
 		t.meta.Path = &path
 	}
-	var initial []json.RawMessage
+	var initial pendingStart
 	if o.ForkHistory {
 		parent.mu.Lock()
 		hist := append([]json.RawMessage(nil), parent.history...)
@@ -94,20 +94,20 @@ func (m *Manager) StartSubAgent(parent *Thread, o SubAgentOptions) (*Thread, err
 		}
 		parent.mu.Unlock()
 		if t.collabChild {
-			initial = abortRunning(hist)
+			initial.items = abortRunning(hist)
 		} else {
-			initial = answeredOnly(hist)
+			initial.items = answeredOnly(hist)
 		}
-		if len(initial) > 0 && t.collabChild {
-			initial = append(initial, messageItem("developer", spawnedChildText))
+		if len(initial.items) > 0 && t.collabChild {
+			initial.items = append(initial.items, messageItem("developer", spawnedChildText))
 			if t.role() == roleChild {
-				initial = append(initial, messageItem("developer", multiAgentRoleText(s, roleChild)),
+				initial.items = append(initial.items, messageItem("developer", multiAgentRoleText(s, roleChild)),
 					messageItem("developer", multiAgentModeText(s)))
 			}
 		}
 	}
-	if len(initial) == 0 {
-		initial = m.initialContext(s, t.role())
+	if len(initial.items) == 0 {
+		initial = m.freshContext(s, t.role())
 	}
 	t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 	if err := m.register(t); err != nil {

@@ -95,6 +95,9 @@ type Thread struct {
 	multiAgentV2 bool
 	// collabChild is set in an agent the collaboration tools spawned: its context tells it a child's role.
 	collabChild bool
+	// deferredSeen are the namespaces of tool_search-deferred tools the model had in its last request or was
+	// last told of (nil: unknown, a resumed thread's), so that a turn tells it of those added since.
+	deferredSeen map[string]bool
 	// namesModel is set in a thread started on a catalogue model with a multi-agent version (a resumed thread:
 	// on its recorded model): a switch to a catalogue model names it in <model_instructions>.
 	namesModel  bool

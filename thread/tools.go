@@ -43,6 +43,16 @@ type InputTools interface {
 	ToolsItem() json.RawMessage
 }
 
+// DeferredTools is implemented by the ToolSet that tells the model, in `<tools>` notes, which namespaces hold
+// tools it finds through tool_search rather than in its tools (the reference's deferred tools).
+type DeferredTools interface {
+	// DeferredNamespaces names those namespaces (none on a model that does not search for tools).
+	DeferredNamespaces() []string
+	// ToolsNotice is the note naming the namespaces names: the whole list in a context's opening, or, added,
+	// those that appeared since the model's last request.
+	ToolsNotice(names []string, added bool) string
+}
+
 // RoundEnder is implemented by a ToolSet that wants to hear when one model response of a turn is done:
 // its tool calls finished and its token usage announced, before the next request or the turn's end.
 type RoundEnder interface {

@@ -499,6 +499,7 @@ func (tn *Turn) run() {
 		release = t.holdOutput()
 	}
 	t.tellChanges(s)
+	t.tellDeferredAdded(s)
 	tn.recordTurnContext(s) // after what changed, as the reference records it
 	release()
 	tn.accept(pendingInput{input: tn.firstIn, clientID: tn.opts.ClientUserMessageID, items: tn.opts.Messages})
@@ -642,10 +643,11 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		if err != nil {
 			return tn.fail(&model.Error{Message: err.Error(), CodexErrorInfo: model.InfoString(model.InfoOther)})
 		}
-		var sets []ToolSet
-		if t.mgr.deps.Tools != nil {
-			sets = t.mgr.deps.Tools(t, s)
+		if t.mgr.deps.AwaitTools != nil {
+			t.mgr.deps.AwaitTools(tn.ctx, t)
 		}
+		sets := t.toolSets(s)
+		t.noteDeferred(sets)
 		req := tn.buildRequest(s, sets)
 		// The notifications of events that arrive together (a short answer's item/started, delta and
 		// item/completed) go out in one write.

@@ -10,6 +10,7 @@ import (
 	"appserver/mcpconn"
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
+	"appserver/toolsearch"
 )
 
 // Texts the reference sends the model (and puts in the item's error) when an MCP call is refused.
@@ -76,21 +77,64 @@ func (st *MCPState) track(callID string, emit func(string)) (untrack func()) {
 }
 
 // mcpSet is one turn's view of the MCP tools: the specs of the manager current when the turn's request
-// was built; calls go to the manager current when they run.
+// was built; calls go to the manager current when they run. The reference spreads the MCP tools over the
+// tools array (the resource functions after write_stdin, the servers' namespaces after the sub-agent tools):
+// a plain turn offers them as two views; a model that searches for tools finds the servers' tools with
+// tool_search instead (the namespaces view deferred).
 type mcpSet struct {
-	st *MCPState
-	m  *mcpconn.Manager
+	st   *MCPState
+	m    *mcpconn.Manager
+	view mcpView
+}
+
+type mcpView int
+
+const (
+	mcpAll        mcpView = iota // the resource functions and the namespaces, answering every call
+	mcpResources                 // the resource functions, answering every call
+	mcpNamespaces                // the servers' namespaces, answering no call (the resources view does)
+	mcpDeferred                  // nothing: tool_search finds the namespaces' tools
+)
+
+// split returns the resources and the namespaces views of the set.
+func (s *mcpSet) split() (resources, namespaces *mcpSet) {
+	return &mcpSet{st: s.st, m: s.m, view: mcpResources}, &mcpSet{st: s.st, m: s.m, view: mcpNamespaces}
 }
 
 func (s *mcpSet) Specs() []json.RawMessage {
 	if s.m == nil {
 		return nil
 	}
+	switch s.view {
+	case mcpResources:
+		return s.m.ResourceTools()
+	case mcpNamespaces:
+		return s.m.NamespaceTools()
+	case mcpDeferred:
+		return nil
+	}
 	return s.m.ModelTools()
 }
 
+// SearchTools lists the ready servers' tools for tool_search (Deferrable; none from the resources view).
+func (s *mcpSet) SearchTools() ([]toolsearch.Tool, []toolsearch.Namespace) {
+	if s.m == nil || s.view == mcpResources {
+		return nil, nil
+	}
+	return s.m.SearchTools()
+}
+
+// Deferred is the set without the servers' namespaces (Deferrable).
+func (s *mcpSet) Deferred() thread.ToolSet {
+	view := mcpResources
+	if s.view != mcpAll && s.view != mcpResources {
+		view = mcpDeferred
+	}
+	return &mcpSet{st: s.st, m: s.m, view: view}
+}
+
 func (s *mcpSet) Call(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (json.RawMessage, bool) {
-	if call.Type != "function_call" {
+	if call.Type != "function_call" || s.view == mcpNamespaces || s.view == mcpDeferred {
 		return nil, false
 	}
 	m := s.st.manager()

@@ -14,7 +14,6 @@ import (
 	protocol "appserver/protocol/v2"
 	"appserver/sandbox"
 	"appserver/thread"
-	"appserver/toolsearch"
 )
 
 // Deps are what the tool sets need from the server.
@@ -57,9 +56,25 @@ func Provider(d Deps) thread.ToolProvider {
 
 // normalSets are the tools in the plain tools array (no code mode).
 func normalSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState, sw toolSwitches) []thread.ToolSet {
-	var sets []thread.ToolSet
+	var sets, extra []thread.ToolSet
+	if d.Extra != nil {
+		extra = d.Extra(t, s)
+	}
+	// The MCP tools take the reference's places: the resource functions after the command tools, the servers'
+	// namespaces after the sub-agent tools.
+	var mcpResources, mcpNamespaces thread.ToolSet
+	for i, e := range extra {
+		if m, ok := e.(*mcpSet); ok {
+			mcpResources, mcpNamespaces = m.split()
+			extra = append(extra[:i:i], extra[i+1:]...)
+			break
+		}
+	}
 	if sw.commands {
 		sets = append(sets, &execSet{deps: d, st: st})
+	}
+	if mcpResources != nil {
+		sets = append(sets, mcpResources)
 	}
 	if sw.updatePlan {
 		sets = append(sets, planSet{})
@@ -78,20 +93,24 @@ func normalSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState, s
 			sets = append(sets, ma)
 		}
 	}
+	if mcpNamespaces != nil {
+		sets = append(sets, mcpNamespaces)
+	}
 	if sw.goals {
 		sets = append(sets, goalSet{})
 	}
 	if len(s.DynamicTools) > 0 {
 		sets = append(sets, dynamicSet{specs: s.DynamicTools})
 	}
-	sets = append(sets, newSearchSet(s, false))
+	searchAt := len(sets)
 	if sw.webSearch == "cached" || sw.webSearch == "live" {
 		sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
 	}
-	if d.Extra != nil {
-		sets = append(sets, d.Extra(t, s)...)
-	}
-	return append(sets, diffSet{})
+	sets = append(sets, extra...)
+	sets = append(sets, diffSet{})
+	// tool_search follows the dynamic tools, as the reference places it.
+	search := deferTools(sets, s, false)
+	return append(sets[:searchAt], append([]thread.ToolSet{search}, sets[searchAt:]...)...)
 }
 
 // codeModeSets are a code-mode model's tools: request_user_input next to exec and wait, every other
@@ -125,6 +144,7 @@ func codeModeSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState,
 	if !offersResourceTools(nested) {
 		nested = append(nested, noServerResources{})
 	}
+	search := deferTools(nested, s, true)
 	cm := codemode.New(t, nested, direct)
 	cm.Plain = sw.codeModePlain
 	if !cm.Plain && model.AsyncTools(s.Model) {
@@ -139,7 +159,7 @@ func codeModeSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState,
 		}
 	}
 	// Code mode offers no tool_search, yet a tool_search_call is answered as on the other models.
-	sets := []thread.ToolSet{cm, newSearchSet(s, true)}
+	sets := []thread.ToolSet{cm, search}
 	if sw.webSearch == "cached" || sw.webSearch == "live" {
 		sets = append(sets, webSearchSet{live: sw.webSearch == "live", images: sw.searchImages})
 	}
@@ -234,9 +254,8 @@ func ForReviewer(sets []thread.ToolSet) []thread.ToolSet {
 		case goalSet, webSearchSet, dynamicSet:
 			continue
 		case searchSet:
-			// Without the dynamic tools there is nothing left for its search to find.
-			v.index = toolsearch.New(nil)
-			s = v
+			// Without the dynamic tools its search finds the others only.
+			s = v.withoutDynamic()
 		}
 		out = append(out, s)
 	}

@@ -64,3 +64,12 @@ func TestNotice(t *testing.T) {
 	n := Notice([]Namespace{{"notes", "Personal notes"}, {"calendar", "Calendar tools"}})
 	require.Equal(t, "<tools>\nNamespaces with more tools (find them with tool_search):\n- calendar: Calendar tools\n- notes: Personal notes\n</tools>", n)
 }
+
+// A namespace without a description is listed by name alone (an MCP server without instructions), and a
+// later turn's notice names only what was added, as the reference's.
+func TestNoticeWithoutDescriptionAndAdded(t *testing.T) {
+	require.Equal(t, "<tools>\nNamespaces with more tools (find them with tool_search):\n- mcp__a\n- mcp__b: B server\n</tools>",
+		Notice([]Namespace{{"mcp__b", "B server"}, {"mcp__a", ""}}))
+	require.Empty(t, AddedNotice(nil))
+	require.Equal(t, "<tools>\nMore namespaces with tools to find with tool_search:\n- mcp__c: C\n</tools>", AddedNotice([]Namespace{{"mcp__c", "C"}}))
+}

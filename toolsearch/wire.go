@@ -89,26 +89,40 @@ func Output(callID string, tools []Tool) json.RawMessage {
 	return b
 }
 
-// Namespace is a namespace holding deferred tools, for the notice.
+// Namespace is a namespace holding deferred tools, for the notice (an empty Description lists the name alone).
 type Namespace struct{ Name, Description string }
 
 // Notice is the `<tools>` text that tells the model which namespaces hold deferred tools, sorted by name
 // ("" when there are none).
 func Notice(namespaces []Namespace) string {
+	return notice(namespaces, "Namespaces with more tools (find them with tool_search):")
+}
+
+// AddedNotice is the `<tools>` text of a later turn naming namespaces that hold deferred tools since then
+// (their servers started after the model was told of the others); "" when there are none.
+func AddedNotice(namespaces []Namespace) string {
+	return notice(namespaces, "More namespaces with tools to find with tool_search:")
+}
+
+func notice(namespaces []Namespace, header string) string {
 	if len(namespaces) == 0 {
 		return ""
 	}
 	ns := append([]Namespace(nil), namespaces...)
-	sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
+	sort.SliceStable(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
 	var b strings.Builder
-	b.WriteString("<tools>\nNamespaces with more tools (find them with tool_search):\n")
+	b.WriteString("<tools>\n" + header + "\n")
 	seen := map[string]bool{}
 	for _, n := range ns {
 		if seen[n.Name] {
 			continue
 		}
 		seen[n.Name] = true
-		b.WriteString("- " + n.Name + ": " + n.Description + "\n")
+		b.WriteString("- " + n.Name)
+		if n.Description != "" {
+			b.WriteString(": " + n.Description)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("</tools>")
 	return b.String()

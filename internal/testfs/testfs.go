@@ -3,7 +3,9 @@ package testfs
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -66,8 +68,11 @@ func inRepo(dir string) bool {
 // IsolateHome points HOME at a new empty directory for the rest of the test binary and returns a
 // function that removes it. Login shells started by the code under test then read no profile of the
 // host's (a slow or noisy ~/.bashrc would otherwise reach command output and timing). Call it from
-// TestMain; tests that need a HOME of their own still set it with t.Setenv.
+// TestMain; tests that need a HOME of their own still set it with t.Setenv. The Go tool's caches and
+// settings, which default to places under HOME, are pinned first, so a test that builds a helper
+// binary still finds the build and module caches (and needs no network).
 func IsolateHome() (cleanup func()) {
+	pinGoEnv()
 	dir, err := os.MkdirTemp("", "appserver-test-home-")
 	if err != nil {
 		panic(err)
@@ -76,4 +81,19 @@ func IsolateHome() (cleanup func()) {
 		panic(err)
 	}
 	return func() { _ = os.RemoveAll(dir) }
+}
+
+// pinGoEnv sets GOCACHE, GOPATH, GOMODCACHE and GOENV to what the go command resolves under the
+// current HOME (its settings file included), where they are not set already.
+func pinGoEnv() {
+	keys := []string{"GOCACHE", "GOPATH", "GOMODCACHE", "GOENV"}
+	out, err := exec.Command("go", append([]string{"env"}, keys...)...).Output()
+	if err != nil {
+		return // no go command: nothing under test can build with it either
+	}
+	for i, v := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if i < len(keys) && v != "" && os.Getenv(keys[i]) == "" {
+			_ = os.Setenv(keys[i], v)
+		}
+	}
 }
