@@ -46,6 +46,8 @@ type Set struct {
 	st *state
 	// async adds the gpt-6.x tools: request_user_input_async, the clock namespace, clock__curr_time.
 	async bool
+	// noAsyncInput leaves request_user_input_async out of the async tools (a sub-agent's set).
+	noAsyncInput bool
 	// collab is the `collaboration` namespace (multi-agent v2), offered after clock; nil: none.
 	collab thread.ToolSet
 	nested []thread.ToolSet
@@ -84,6 +86,14 @@ func (s *Set) WithAsyncTools() *Set {
 	return out
 }
 
+// WithoutAsyncInput returns the set without request_user_input_async: the reference gives its sub-agents
+// the other gpt-6.x tools but not that one.
+func (s *Set) WithoutAsyncInput() *Set {
+	out := *s
+	out.noAsyncInput = true
+	return &out
+}
+
 // WithCollaboration returns the set offering collab (a tool set whose one spec is the `collaboration`
 // namespace) in the additional_tools item after the clock namespace, its calls routed to it.
 func (s *Set) WithCollaboration(collab thread.ToolSet) *Set {
@@ -101,7 +111,7 @@ func (s *Set) Keep(keep func(thread.ToolSet) bool) *Set {
 		}
 	}
 	out := newSet(s.st, nested, s.direct)
-	out.Plain, out.Undescribed, out.async, out.collab = s.Plain, s.Undescribed, s.async, s.collab
+	out.Plain, out.Undescribed, out.async, out.collab, out.noAsyncInput = s.Plain, s.Undescribed, s.async, s.collab, s.noAsyncInput
 	return out
 }
 
@@ -122,7 +132,7 @@ func (s *Set) functions() []json.RawMessage {
 	for _, set := range s.direct {
 		fns = append(fns, set.Specs()...)
 	}
-	if s.async {
+	if s.async && !s.noAsyncInput {
 		fns = append(fns, asyncInputSpec())
 	}
 	return fns
@@ -174,7 +184,7 @@ func (s *Set) Call(ctx context.Context, tc *thread.ToolContext, call thread.Tool
 		return nil, false
 	}
 	switch {
-	case s.async && call.Name == asyncInput && call.Type == "function_call":
+	case s.async && !s.noAsyncInput && call.Name == asyncInput && call.Type == "function_call":
 		return askAsync(tc, call), true
 	case call.Name == ExecTool && call.Type == "custom_tool_call":
 		return s.exec(ctx, tc, call), true

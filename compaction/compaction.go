@@ -88,7 +88,10 @@ func OutputText(items []json.RawMessage) string {
 func Replace(history []json.RawMessage, summary string, initial []json.RawMessage) ([]json.RawMessage, string) {
 	var users []json.RawMessage
 	for _, raw := range history {
-		if it, ok := parse(raw); ok && it.Role == "user" && !contextText(it.text()) && !IsSummary(it.text()) {
+		it, ok := parse(raw)
+		// The messages between collaboration agents (agent_message items) are kept as the user's: an agent's
+		// tasks and notes survive its compaction.
+		if (ok && it.Role == "user" && !contextText(it.text()) && !IsSummary(it.text())) || it.Type == "agent_message" {
 			users = append(users, raw)
 		}
 	}

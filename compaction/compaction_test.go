@@ -76,3 +76,11 @@ func TestRequestInputAndOutputText(t *testing.T) {
 	}))
 	require.Equal(t, "", OutputText(nil))
 }
+
+func TestReplaceKeepsAgentMessages(t *testing.T) {
+	task := json.RawMessage(`{"type":"agent_message","id":"amsg_1","author":"/root","recipient":"/root/w","content":[{"type":"input_text","text":"Message Type: NEW_TASK\n"},{"type":"encrypted_content","encrypted_content":"count"}]}`)
+	history := []json.RawMessage{msg("user", "<environment_context>x</environment_context>"), task, msg("assistant", "3")}
+	repl, _ := Replace(history, "s", []json.RawMessage{msg("user", "<environment_context>fresh</environment_context>")})
+	require.Len(t, repl, 3)
+	require.Equal(t, task, repl[1], "the task stays, after the fresh context (the last kept message)")
+}

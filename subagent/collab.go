@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -104,6 +105,53 @@ var collabSpec = sync.OnceValue(func() json.RawMessage {
 
 var taskName = regexp.MustCompile(`^[a-z0-9_]+$`)
 
+// checkModel refuses, in the reference's words, a model for an agent that the catalogue does not know (the
+// caller's own model is always accepted). The reference lists the first five models of its picker (probed
+// on 0.169.0: every catalogue model, hidden ones included, is accepted).
+func checkModel(mdl, own string) error {
+	if _, ok := model.LookupModel(mdl); ok || mdl == own || mdl == "" {
+		return nil
+	}
+	var names []string
+	for _, m := range model.Catalog() {
+		if !m.Hidden && len(names) < 5 {
+			names = append(names, m.ID)
+		}
+	}
+	return fmt.Errorf("Unknown model `%s` for spawn_agent. Available models: %s", mdl, strings.Join(names, ", "))
+}
+
+// checkEffort refuses, in the reference's words, a reasoning effort the catalogue's model does not support
+// (a model outside the catalogue takes any).
+func checkEffort(mdl, effort string) error {
+	m, ok := model.LookupModel(mdl)
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, o := range m.SupportedReasoningEfforts {
+		if o.ReasoningEffort == effort {
+			return nil
+		}
+		names = append(names, o.ReasoningEffort)
+	}
+	return fmt.Errorf("Reasoning effort `%s` is not supported for model `%s`. Supported reasoning efforts: %s", effort, mdl, strings.Join(names, ", "))
+}
+
+// checkName refuses, in the reference's words, a task name that cannot name an agent: empty, the root's
+// name, or with other characters than lowercase letters, digits and underscores.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("agent_name must not be empty")
+	case name == "root":
+		return errors.New("agent_name `root` is reserved")
+	case !taskName.MatchString(name):
+		return errors.New("agent_name must use only lowercase letters, digits, and underscores")
+	}
+	return nil
+}
+
 // decodeStrict reads a call's arguments, refusing unknown fields (the parameters allow none).
 func decodeStrict(call thread.ToolCall, v any) error {
 	dec := json.NewDecoder(bytes.NewReader([]byte(call.Arguments)))
@@ -165,14 +213,14 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 		Model           *string `json:"model"`
 		ReasoningEffort *string `json:"reasoning_effort"`
 	}
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, []string{"message", "task_name", "model", "reasoning_effort", "fork_turns"}, []string{"message", "task_name"}); err != nil {
 		return "", err
 	}
-	if !taskName.MatchString(a.TaskName) {
-		return "", errors.New("task_name may hold only lowercase letters, digits and underscores")
+	if err := checkName(a.TaskName); err != nil {
+		return "", err
 	}
 	if a.Message == nil || *a.Message == "" {
-		return "", errors.New("spawn_agent needs a non-empty `message`")
+		return "", errEmptyMessage
 	}
 	fork := true
 	if a.ForkTurns != nil {
@@ -181,7 +229,11 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 		case "none":
 			fork = false
 		default:
-			return "", fmt.Errorf("fork_turns %q is not supported: use `all` or `none`", *a.ForkTurns)
+			// A count of turns is accepted too; the reference (0.169.0) then forks the whole history as
+			// for `all` (probed with 1 and 2 of 2 and 4 turns), and so do we.
+			if n, err := strconv.ParseUint(*a.ForkTurns, 10, 64); err != nil || n == 0 {
+				return "", errors.New("fork_turns must be `none` or `all`")
+			}
 		}
 	}
 	if cs.ctl.depth >= CollabMaxDepth {
@@ -189,16 +241,22 @@ func (cs *collabSet) spawn(tc *thread.ToolContext, call thread.ToolCall) (string
 	}
 	path := cs.ctl.Path() + "/" + a.TaskName
 	if _, taken := cs.ctl.Resolve(path); taken {
-		return "", fmt.Errorf("the task path `%s` is already in use", path)
+		return "", fmt.Errorf("agent path `%s` already exists", path)
 	}
 	s := tc.Settings
 	req := SpawnRequest{ParentTurnID: tc.TurnID(), Fork: fork, Path: path,
-		Input: []protocol.UserInput{{Value: protocol.UserInputText{Text: Envelope("NEW_TASK", path, cs.ctl.Path(), *a.Message), TextElements: []protocol.TextElement{}}}}}
+		Messages: []json.RawMessage{AgentMessage("NEW_TASK", path, cs.ctl.Path(), *a.Message)}}
 	if a.Model != nil {
+		if err := checkModel(*a.Model, s.Model); err != nil {
+			return "", err
+		}
 		req.Model = *a.Model
 	}
 	effort := s.Effort
 	if a.ReasoningEffort != nil && *a.ReasoningEffort != "" {
+		if err := checkEffort(firstNonEmpty(req.Model, s.Model), *a.ReasoningEffort); err != nil {
+			return "", err
+		}
 		e := protocol.ReasoningEffort(*a.ReasoningEffort)
 		req.Effort, effort = &e, &e
 	}
@@ -233,9 +291,12 @@ type targetArgs struct {
 	Message *string `json:"message"`
 }
 
+// targetFields are the fields of send_message and followup_task, all required.
+var targetFields = []string{"target", "message"}
+
 func (cs *collabSet) locate(target string) (Located, error) {
 	if target == "" {
-		return Located{}, errors.New("`target` must name an agent")
+		return Located{}, errors.New("agent path must not be empty")
 	}
 	l, ok := cs.ctl.Resolve(target)
 	if !ok {
@@ -243,57 +304,55 @@ func (cs *collabSet) locate(target string) (Located, error) {
 		if !strings.HasPrefix(path, "/") {
 			path = cs.ctl.Path() + "/" + target
 		}
-		return Located{}, fmt.Errorf("no live agent at `%s`", path)
+		return Located{}, errNoLiveAgent(path)
 	}
 	return l, nil
 }
 
 func (cs *collabSet) message(tc *thread.ToolContext, call thread.ToolCall) (string, error) {
 	var a targetArgs
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, targetFields, targetFields); err != nil {
 		return "", err
 	}
 	if a.Message == nil || *a.Message == "" {
-		return "", errors.New("send_message needs a non-empty `message`")
+		return "", errEmptyMessage
 	}
 	l, err := cs.locate(a.Target)
 	if err != nil {
 		return "", err
 	}
-	if err := l.Message(Envelope("MESSAGE", l.Path, cs.ctl.Path(), *a.Message)); err != nil {
-		return "", fmt.Errorf("no live agent at `%s`", l.Path)
+	if err := l.Message(AgentMessage("MESSAGE", l.Path, cs.ctl.Path(), *a.Message)); err != nil {
+		return "", errNoLiveAgent(l.Path)
 	}
-	if l.Agent != nil {
-		activity(tc, call, protocol.SubAgentActivityKindInteracted, l.Agent, nil, nil)
+	target := l.Agent
+	if target == nil { // a note for the root is shown as one, as the reference's
+		target = &Agent{ID: l.Owner.parent.ID, Path: RootPath}
 	}
+	activity(tc, call, protocol.SubAgentActivityKindInteracted, target, nil, nil)
 	return "", nil
 }
 
 func (cs *collabSet) followup(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (string, error) {
 	var a targetArgs
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, targetFields, targetFields); err != nil {
 		return "", err
 	}
 	if a.Message == nil || *a.Message == "" {
-		return "", errors.New("followup_task needs a non-empty `message`")
+		return "", errEmptyMessage
 	}
 	l, err := cs.locate(a.Target)
 	if err != nil {
 		return "", err
 	}
 	if l.Agent == nil {
-		return "", errors.New("followup_task cannot give the root agent a task")
+		return "", errors.New("Follow-up tasks can't target the root agent")
 	}
-	var in []protocol.UserInput
-	for _, note := range l.Agent.takeNotes() {
-		in = append(in, protocol.UserInput{Value: protocol.UserInputText{Text: note, TextElements: []protocol.TextElement{}}})
-	}
-	in = append(in, protocol.UserInput{Value: protocol.UserInputText{Text: Envelope("NEW_TASK", l.Path, cs.ctl.Path(), *a.Message), TextElements: []protocol.TextElement{}}})
-	_, _, err = l.Owner.Send(ctx, l.Agent.ID, in, false, tc.TurnID(), func(Status) {
+	msgs := append(l.Agent.takeNotes(), AgentMessage("NEW_TASK", l.Path, cs.ctl.Path(), *a.Message))
+	_, _, err = l.Owner.send(ctx, l.Agent.ID, nil, msgs, false, tc.TurnID(), func(Status) {
 		activity(tc, call, protocol.SubAgentActivityKindInteracted, l.Agent, nil, nil)
 	})
 	if err != nil {
-		return "", fmt.Errorf("no live agent at `%s`", l.Path)
+		return "", errNoLiveAgent(l.Path)
 	}
 	return "", nil
 }
@@ -302,7 +361,7 @@ func (cs *collabSet) wait(ctx context.Context, tc *thread.ToolContext, call thre
 	var a struct {
 		TimeoutMs *float64 `json:"timeout_ms"`
 	}
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, []string{"timeout_ms"}, nil, map[string]string{"timeout_ms": kindInt}); err != nil {
 		return "", err
 	}
 	now := time.Now().UnixMilli()
@@ -323,18 +382,19 @@ func (cs *collabSet) wait(ctx context.Context, tc *thread.ToolContext, call thre
 	}
 	switch end {
 	case MailTimedOut:
-		return jsonText(result{"No agent news before the timeout.", true}), nil
-	case MailSteered:
-		return jsonText(result{"Stopped waiting: new user input arrived.", false}), nil
+		return jsonText(result{"Wait timed out.", true}), nil
 	}
-	return jsonText(result{"Agent news arrived.", false}), nil
+	return jsonText(result{"Wait completed.", false}), nil // also when steered input ended it, as the reference's
 }
+
+// errNoLiveAgent is the reference's answer for a target that names no live agent.
+func errNoLiveAgent(path string) error { return fmt.Errorf("live agent path `%s` not found", path) }
 
 func (cs *collabSet) interrupt(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (string, error) {
 	var a struct {
 		Target string `json:"target"`
 	}
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, []string{"target"}, []string{"target"}); err != nil {
 		return "", err
 	}
 	l, err := cs.locate(a.Target)
@@ -342,13 +402,13 @@ func (cs *collabSet) interrupt(ctx context.Context, tc *thread.ToolContext, call
 		return "", err
 	}
 	if l.Agent == nil {
-		return "", errors.New("interrupt_agent cannot stop the root agent")
+		return "", errors.New("root is not a spawned agent")
 	}
 	activity(tc, call, protocol.SubAgentActivityKindInterrupted, l.Agent, nil, nil)
 	before, err := l.Interrupt(ctx)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return "", fmt.Errorf("no live agent at `%s`", l.Path)
+			return "", errNoLiveAgent(l.Path)
 		}
 		return "", fmt.Errorf("interrupt_agent: %w", err)
 	}
@@ -359,15 +419,23 @@ func (cs *collabSet) list(call thread.ToolCall) (string, error) {
 	var a struct {
 		PathPrefix string `json:"path_prefix"`
 	}
-	if err := decodeStrict(call, &a); err != nil {
+	if err := decodeArgs(call, &a, []string{"path_prefix"}, nil); err != nil {
 		return "", err
 	}
 	type row struct {
 		Name   string `json:"agent_name"`
 		Status Status `json:"agent_status"`
 	}
+	prefix := a.PathPrefix
+	if prefix != "" && !strings.HasPrefix(prefix, "/") {
+		// A relative prefix names agents under the caller's path, its first name checked as a task name.
+		if err := checkName(strings.SplitN(prefix, "/", 2)[0]); err != nil {
+			return "", err
+		}
+		prefix = cs.ctl.Path() + "/" + prefix
+	}
 	rows := []row{}
-	for _, l := range cs.ctl.List(a.PathPrefix) {
+	for _, l := range cs.ctl.List(prefix) {
 		rows = append(rows, row{l.Path, l.Status})
 	}
 	return jsonText(map[string]any{"agents": rows}), nil

@@ -60,10 +60,10 @@ type Agent struct {
 	Path string
 
 	mu     sync.Mutex
-	child  *thread.Thread // nil once closed
-	turn   *thread.Turn   // the last turn started
-	told   bool           // the parent was told how the first task ended
-	notes  []string       // send_message notes for an idle agent, given with its next task
+	child  *thread.Thread    // nil once closed
+	turn   *thread.Turn      // the last turn started
+	told   bool              // the parent was told how the first task ended
+	notes  []json.RawMessage // send_message notes (agent_message items) for an idle agent, given with its next task
 	status Status
 }
 
@@ -115,9 +115,11 @@ func Depth(t *thread.Thread) int {
 
 // SpawnRequest is a new agent's first input and its model overrides.
 type SpawnRequest struct {
-	Input  []protocol.UserInput
-	Model  string
-	Effort *protocol.ReasoningEffort
+	Input []protocol.UserInput
+	// Messages stand in for input without a userMessage item (the collaboration tools' agent_message).
+	Messages []json.RawMessage
+	Model    string
+	Effort   *protocol.ReasoningEffort
 	// ParentTurnID is the parent's turn that spawns the agent (its first turn's root).
 	ParentTurnID string
 	// Fork starts the agent with a copy of the parent's conversation so far.
@@ -146,7 +148,7 @@ func (c *Control) Spawn(req SpawnRequest, announce func(*Agent, Status)) (*Agent
 	if announce != nil {
 		announce(a, a.Status())
 	}
-	c.startTurn(a, child, req.Input, req.ParentTurnID)
+	c.startTurn(a, child, req.Input, req.Messages, req.ParentTurnID)
 	return a, nil
 }
 
@@ -181,9 +183,10 @@ func (c *Control) agent(id string) (*Agent, bool) {
 	return a, ok
 }
 
-// startTurn gives the agent's thread the input: a new turn, or more input for the running one.
-func (c *Control) startTurn(a *Agent, child *thread.Thread, input []protocol.UserInput, parentTurn string) string {
-	tn, folded := child.BeginTurn(input, thread.TurnOptions{ParentTurnID: parentTurn})
+// startTurn gives the agent's thread the input (and the items that stand in for input, see
+// thread.TurnOptions.Messages): a new turn, or more input for the running one.
+func (c *Control) startTurn(a *Agent, child *thread.Thread, input []protocol.UserInput, msgs []json.RawMessage, parentTurn string) string {
+	tn, folded := child.BeginTurn(input, thread.TurnOptions{ParentTurnID: parentTurn, Messages: msgs})
 	if folded {
 		tn.RestartStream()
 		return tn.PublicID()
@@ -286,6 +289,11 @@ func (c *Control) setStatusMail(a *Agent, st Status, mail bool) {
 // parent's turn that sent it (the new turn's root); announce (if not nil) runs just before the input is
 // handed over.
 func (c *Control) Send(ctx context.Context, id string, input []protocol.UserInput, interrupt bool, parentTurn string, announce func(before Status)) (string, Status, error) {
+	return c.send(ctx, id, input, nil, interrupt, parentTurn, announce)
+}
+
+// send is Send with items that stand in for input (agent_message items).
+func (c *Control) send(ctx context.Context, id string, input []protocol.UserInput, msgs []json.RawMessage, interrupt bool, parentTurn string, announce func(before Status)) (string, Status, error) {
 	a, ok := c.agent(id)
 	if !ok {
 		return "", Status{Kind: NotFound}, ErrNotFound
@@ -313,7 +321,7 @@ func (c *Control) Send(ctx context.Context, id string, input []protocol.UserInpu
 	if announce != nil {
 		announce(before)
 	}
-	return c.startTurn(a, child, input, parentTurn), before, nil
+	return c.startTurn(a, child, input, msgs, parentTurn), before, nil
 }
 
 // Wait returns the final statuses among the targets as soon as one is final, or timedOut after timeout

@@ -2,9 +2,12 @@ package subagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	protocol "appserver/protocol/v2"
 	"appserver/thread"
@@ -140,9 +143,9 @@ func (c *Control) List(prefix string) []Listed {
 	return out
 }
 
-// Message queues text for the located agent's next model request (in its running turn, else its next
-// one) without starting a turn, and counts it as an update for that agent's own wait_agent.
-func (l Located) Message(text string) error {
+// Message queues an agent_message item for the located agent's next model request (in its running turn,
+// else its next one) without starting a turn, and counts it as an update for that agent's own wait_agent.
+func (l Located) Message(item json.RawMessage) error {
 	var t *thread.Thread
 	var owner *Control
 	if l.Agent == nil {
@@ -154,7 +157,7 @@ func (l Located) Message(text string) error {
 		idle := t != nil && t.ActiveTurn() == nil
 		if idle {
 			// Kept for the agent's next task, ahead of it, as the reference orders them.
-			a.notes = append(a.notes, text)
+			a.notes = append(a.notes, item)
 		}
 		a.mu.Unlock()
 		if t == nil {
@@ -168,7 +171,7 @@ func (l Located) Message(text string) error {
 			return nil
 		}
 	}
-	t.QueueUserContext(text)
+	t.QueueContext(item)
 	if owner != nil {
 		owner.post()
 	}
@@ -200,7 +203,7 @@ func (l Located) Interrupt(ctx context.Context) (Status, error) {
 }
 
 // takeNotes returns (and forgets) the notes kept for an idle agent's next task.
-func (a *Agent) takeNotes() []string {
+func (a *Agent) takeNotes() []json.RawMessage {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := a.notes
@@ -270,16 +273,14 @@ func (c *Control) reportFinished(a *Agent, tn *thread.Turn, st Status) {
 	if st.Message != nil {
 		answer = *st.Message
 	}
-	c.parent.QueueUserContext(Envelope("FINAL_ANSWER", c.Path(), a.Path, answer))
+	c.parent.QueueContext(AgentMessage("FINAL_ANSWER", c.Path(), a.Path, answer))
 	if pt := c.parent.ActiveTurn(); pt != nil {
 		now := time.Now().UnixMilli()
 		it := protocol.ThreadItemSubAgentActivity{ID: "subagent-completed-" + tn.PublicID(), Kind: protocol.SubAgentActivityKindCompleted,
 			AgentThreadID: a.ID, AgentPath: a.Path, StartedAtMs: &now}
-		c.parent.Emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: protocol.ThreadItem{Value: it},
-			ThreadID: c.parent.ID, TurnID: pt.PublicID(), StartedAtMs: now})
+		started := protocol.ThreadItem{Value: it}
 		it.CompletedAtMs = &now
-		c.parent.Emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: protocol.ThreadItem{Value: it},
-			ThreadID: c.parent.ID, TurnID: pt.PublicID(), CompletedAtMs: now})
+		pt.ReportItem(started, protocol.ThreadItem{Value: it})
 	}
 	c.setStatusMail(a, st, true)
 }
@@ -288,4 +289,33 @@ func (c *Control) reportFinished(a *Agent, tn *thread.Turn, st Status) {
 // the kind (NEW_TASK, MESSAGE or FINAL_ANSWER), the recipient's and the sender's task paths, the text.
 func Envelope(kind, recipient, sender, payload string) string {
 	return "Message Type: " + kind + "\nTask name: " + recipient + "\nSender: " + sender + "\nPayload:\n" + payload
+}
+
+// agentMessageItem is the reference's agent_message input item, in its field order.
+type agentMessageItem struct {
+	Type      string             `json:"type"`
+	ID        string             `json:"id"`
+	Author    string             `json:"author"`
+	Recipient string             `json:"recipient"`
+	Content   []agentMessagePart `json:"content"`
+}
+
+type agentMessagePart struct {
+	Type      string `json:"type"`
+	Text      string `json:"text,omitempty"`
+	Encrypted string `json:"encrypted_content,omitempty"`
+}
+
+// AgentMessage is the model-input item that hands one agent's words to another, as the reference builds
+// it: an agent_message from sender to recipient whose text is the Envelope; a task or a note (NEW_TASK,
+// MESSAGE) carries its payload apart, as encrypted_content after the framing, a FINAL_ANSWER inline.
+func AgentMessage(kind, recipient, sender, payload string) json.RawMessage {
+	parts := []agentMessagePart{{Type: "input_text", Text: Envelope(kind, recipient, sender, payload)}}
+	if kind != "FINAL_ANSWER" {
+		parts = []agentMessagePart{{Type: "input_text", Text: Envelope(kind, recipient, sender, "")},
+			{Type: "encrypted_content", Encrypted: payload}}
+	}
+	b, _ := json.Marshal(agentMessageItem{Type: "agent_message", ID: "amsg_" + uuid.Must(uuid.NewV7()).String(),
+		Author: sender, Recipient: recipient, Content: parts})
+	return b
 }

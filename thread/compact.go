@@ -47,7 +47,7 @@ func (t *Thread) compactBody(ctx context.Context, tc *ToolContext) []json.RawMes
 	tn.recordUsage(comp.ResponseID, comp.Usage)
 	tn.reportUsage(s, comp.Usage)
 	summary := compaction.OutputText(comp.Items)
-	initial := t.mgr.initialContext(s, t.multiAgentV2, t.openingToolsNotice(s))
+	initial := t.mgr.initialContext(s, t.role(), t.openingToolsNotice(s))
 	t.mu.Lock()
 	repl, msg := compaction.Replace(t.history, summary, initial)
 	t.history = repl

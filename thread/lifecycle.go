@@ -554,6 +554,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		}
 		t.history = append(t.history, it)
 	}
+	t.collabChild = collabChildSource(t.meta.Source)
 	// The multi-agent version was fixed when the thread started (the rollout's, else its recorded model's).
 	switch tc.MultiAgent {
 	case "v2":
@@ -588,7 +589,7 @@ func (m *Manager) loadStored(id string, th *rollout.Thread, rec *rollout.Recorde
 		// again, as the reference's does.
 		t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 		m.mu.Lock()
-		m.pendingContext[id] = m.freshContext(s, t.multiAgentV2)
+		m.pendingContext[id] = m.freshContext(s, t.role())
 		m.mu.Unlock()
 	}
 	return t, nil

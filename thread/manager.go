@@ -401,7 +401,7 @@ func (m *Manager) Start(ctx context.Context, opts StartOptions) (*Thread, error)
 	}
 	// The initial context joins the history (and the rollout) at the first turn that records a start, as
 	// the reference's does: a review's hand-off before it comes first.
-	initial := m.freshContext(s, t.multiAgentV2)
+	initial := m.freshContext(s, t.role())
 	t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 	if err := m.register(t); err != nil {
 		return nil, err
@@ -423,18 +423,18 @@ type pendingStart struct {
 }
 
 // freshContext is a pending initial context built from s at the first turn.
-func (m *Manager) freshContext(s Settings, multiAgent bool) pendingStart {
-	return pendingStart{initial: func(notice string) []json.RawMessage { return m.initialContext(s, multiAgent, notice) }}
+func (m *Manager) freshContext(s Settings, role agentRole) pendingStart {
+	return pendingStart{initial: func(notice string) []json.RawMessage { return m.initialContext(s, role, notice) }}
 }
 
 // initialContext is the context a thread's history starts with: instructions, skills, permissions, mode,
 // the deferred tools' note, agent role, environment.
-func (m *Manager) initialContext(s Settings, multiAgent bool, toolsNotice string) []json.RawMessage {
+func (m *Manager) initialContext(s Settings, role agentRole, toolsNotice string) []json.RawMessage {
 	skills := ""
 	if m.deps.SkillsPrompt != nil {
 		skills = m.deps.SkillsPrompt(s.Cwd)
 	}
-	return initialContext(s, multiAgent, skills, toolsNotice)
+	return initialContext(s, role, skills, toolsNotice)
 }
 
 // register makes a thread loaded (closing it when the server is shutting down).

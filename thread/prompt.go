@@ -96,7 +96,7 @@ func encodeUUID(dst []byte, id uuid.UUID) {
 // under and the collaboration mode (see modeAndAgentContext), then, in a multi-agent v2 thread, the agent's
 // role and delegation mode (a developer message each), then the environment context. The deferred tools'
 // `<tools>` note ends the developer message.
-func initialContext(s Settings, multiAgent bool, skills, toolsNotice string) []json.RawMessage {
+func initialContext(s Settings, role agentRole, skills, toolsNotice string) []json.RawMessage {
 	var parts []string
 	if s.DeveloperInstructions != "" {
 		parts = append(parts, s.DeveloperInstructions)
@@ -105,7 +105,7 @@ func initialContext(s Settings, multiAgent bool, skills, toolsNotice string) []j
 		parts = append(parts, skills)
 	}
 	parts = append(parts, permissionsText(s))
-	mode, agent := modeAndAgentContext(s, multiAgent)
+	mode, agent := modeAndAgentContext(s, role)
 	if mode != "" {
 		parts = append(parts, mode)
 	}
@@ -240,4 +240,14 @@ func collaborationModeText(s Settings) string {
 		}
 	}
 	return "<collaboration_mode>" + body + "</collaboration_mode>"
+}
+
+// baseItemLocked is the developer message of the base instructions every request starts with: the same item
+// (and id) for as long as the base instructions stay the same, as the reference's sits in its history
+// (t.mu held).
+func (t *Thread) baseItemLocked() json.RawMessage {
+	if t.baseItem == nil || t.baseFor != t.base {
+		t.baseItem, t.baseFor = messageItem("developer", t.base), t.base
+	}
+	return t.baseItem
 }

@@ -72,9 +72,8 @@ func (t *Thread) Sample(ctx context.Context, o SampleOptions) (SampleResult, err
 // sampleRequest is a turn request over a copy of the history plus the prompt as a user message.
 func (t *Thread) sampleRequest(s Settings, sets []ToolSet, o SampleOptions) *model.Request {
 	t.mu.Lock()
-	base := t.base
 	input := make([]json.RawMessage, 0, len(t.history)+2)
-	input = append(input, messageItem("developer", base))
+	input = append(input, t.baseItemLocked())
 	input = append(input, t.history...)
 	t.mu.Unlock()
 	input = append(input, messageItem("user", o.Prompt))

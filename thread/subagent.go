@@ -26,7 +26,9 @@ type SubAgentOptions struct {
 	// output left out) instead of a fresh initial context.
 	ForkHistory bool
 	// AgentPath is the agent's task path (`/root/worker`) when the collaboration tools address it by
-	// path; recorded in its session source ("" = none, as multi_agent_v1's agents).
+	// path; recorded in its session source ("" = none, as multi_agent_v1's agents). Such an agent is told a
+	// child's role, and a forked history keeps the parent's calls still running, answered "aborted", as the
+	// reference's multi-agent v2 does.
 	AgentPath string
 	// ID is the child's thread id, chosen by the caller to announce it before the thread exists ("" = a new one).
 	ID string
@@ -52,6 +54,7 @@ func (m *Manager) StartSubAgent(parent *Thread, o SubAgentOptions) (*Thread, err
 	spawn := &protocol.SubAgentSourceThreadSpawn{ParentThreadID: protocol.ThreadId(parent.ID), Depth: int32(o.Depth),
 		AgentNickname: ptrIf(o.Nickname), AgentPath: ptrIf(o.AgentPath)}
 	t := m.newThread(id, s)
+	t.collabChild = o.AgentPath != ""
 	t.meta = protocol.Thread{
 		ID: id, SessionID: id, Preview: "", Ephemeral: pinfo.Ephemeral,
 		ModelProvider: s.ModelProvider, CreatedAt: now.Unix(), UpdatedAt: now.Unix(), RecencyAt: ptr(now.Unix()),
@@ -85,11 +88,26 @@ func (m *Manager) StartSubAgent(parent *Thread, o SubAgentOptions) (*Thread, err
 	if o.ForkHistory {
 		parent.mu.Lock()
 		hist := append([]json.RawMessage(nil), parent.history...)
+		if parent.baseItem != nil && parent.baseFor == t.base {
+			// The same base message as the parent's, as the reference's fork inherits it with the history.
+			t.baseItem, t.baseFor = parent.baseItem, parent.baseFor
+		}
 		parent.mu.Unlock()
-		initial.items = answeredOnly(hist)
+		if t.collabChild {
+			initial.items = abortRunning(hist)
+		} else {
+			initial.items = answeredOnly(hist)
+		}
+		if len(initial.items) > 0 && t.collabChild {
+			initial.items = append(initial.items, messageItem("developer", spawnedChildText))
+			if t.role() == roleChild {
+				initial.items = append(initial.items, messageItem("developer", multiAgentRoleText(s, roleChild)),
+					messageItem("developer", multiAgentModeText(s)))
+			}
+		}
 	}
 	if len(initial.items) == 0 {
-		initial = m.freshContext(s, t.multiAgentV2)
+		initial = m.freshContext(s, t.role())
 	}
 	t.permissions, t.filesystem = permissionsText(s), filesystemText(s)
 	if err := m.register(t); err != nil {
@@ -183,9 +201,13 @@ func spawnFields(th *protocol.Thread) {
 
 // QueueUserContext adds a user message to the history before the thread's next model request: in its
 // running turn, or else in its next turn (e.g. a sub-agent's outcome for its parent).
-func (t *Thread) QueueUserContext(text string) {
+func (t *Thread) QueueUserContext(text string) { t.QueueContext(messageItem("user", text)) }
+
+// QueueContext adds a model-input item (an agent_message of the collaboration tools) to the history before
+// the thread's next model request, as QueueUserContext does.
+func (t *Thread) QueueContext(item json.RawMessage) {
 	t.mu.Lock()
-	t.queued = append(t.queued, messageItem("user", text))
+	t.queued = append(t.queued, item)
 	t.mu.Unlock()
 }
 
@@ -202,28 +224,69 @@ func (t *Thread) Warn(message string) {
 	t.emit(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.ID, Message: message})
 }
 
-// answeredOnly drops the tool calls that have no output in history (the parent's calls still running, the
-// spawn among them), so a forked history is one the model accepts.
-func answeredOnly(history []json.RawMessage) []json.RawMessage {
-	type head struct {
-		Type   string `json:"type"`
-		CallID string `json:"call_id"`
-	}
-	heads := make([]head, len(history))
-	answered := map[string]bool{}
+// callHead is the part of a history item that tells a tool call from its output.
+type callHead struct {
+	Type   string `json:"type"`
+	CallID string `json:"call_id"`
+}
+
+// calls reads the heads of history's items and the call ids that have an output.
+func calls(history []json.RawMessage) (heads []callHead, answered map[string]bool) {
+	heads = make([]callHead, len(history))
+	answered = map[string]bool{}
 	for i, raw := range history {
 		_ = json.Unmarshal(raw, &heads[i])
 		if strings.HasSuffix(heads[i].Type, "_call_output") {
 			answered[heads[i].CallID] = true
 		}
 	}
-	out := make([]json.RawMessage, 0, len(history))
-	for i, raw := range history {
-		h := heads[i]
-		if strings.HasSuffix(h.Type, "_call") && h.CallID != "" && !answered[h.CallID] {
+	return heads, answered
+}
+
+// running reports whether h is a tool call without an output.
+func (h callHead) running(answered map[string]bool) bool {
+	return strings.HasSuffix(h.Type, "_call") && h.CallID != "" && !answered[h.CallID]
+}
+
+// abortRunning returns history with an "aborted" output after it for each tool call that has none (the
+// parent's calls still running, the spawn among them), as the reference's multi-agent v2 forks a history.
+func abortRunning(history []json.RawMessage) []json.RawMessage {
+	heads, answered := calls(history)
+	out := append(make([]json.RawMessage, 0, len(history)+1), history...)
+	for _, h := range heads {
+		if !h.running(answered) {
 			continue
 		}
-		out = append(out, raw)
+		answered[h.CallID] = true
+		if h.Type == "custom_tool_call" {
+			out = append(out, CustomOutput(h.CallID, "aborted"))
+		} else {
+			out = append(out, FunctionOutput(h.CallID, "aborted"))
+		}
 	}
 	return out
+}
+
+// answeredOnly drops the tool calls that have no output in history (the parent's calls still running, the
+// spawn among them), so a forked history is one the model accepts.
+func answeredOnly(history []json.RawMessage) []json.RawMessage {
+	heads, answered := calls(history)
+	out := make([]json.RawMessage, 0, len(history))
+	for i, raw := range history {
+		if !heads[i].running(answered) {
+			out = append(out, raw)
+		}
+	}
+	return out
+}
+
+// ReportItem announces an item of the running turn that none of its tool calls made (a collaboration
+// agent's finished task, told in its parent's turn): item/started, then the item kept in the turn (and its
+// rollout) and item/completed, as the reference keeps it for thread/read.
+func (tn *Turn) ReportItem(started, completed protocol.ThreadItem) {
+	t := tn.thread
+	id := tn.PublicID()
+	t.emit(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: started, ThreadID: t.ID, TurnID: id, StartedAtMs: nowMs()})
+	tn.addItem(completed)
+	t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: completed, ThreadID: t.ID, TurnID: id, CompletedAtMs: nowMs()})
 }

@@ -103,7 +103,9 @@ func (tn *Turn) RunTaskWith(o TaskOptions, body TaskBody) {
 		pending := tn.pending
 		tn.pending = nil
 		tn.mu.Unlock()
-		tn.takeInput(pending)
+		for _, in := range pending {
+			tn.accept(in)
+		}
 		status := protocol.TurnStatusCompleted
 		switch {
 		case tn.taskErr != nil:

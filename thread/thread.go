@@ -98,9 +98,15 @@ type Thread struct {
 	filesystem  string // the <filesystem> part of the environment context last put in the history
 	toldModel   string // the model of the last turn the model saw ("" before any): a switch tells it its instructions
 	base        string // the base instructions sent first in every request (session_meta's)
-	told        string // the base instructions the model was last given (base, or a later replacement)
+	// baseItem is base as the developer message every request starts with (after a tools item), made once
+	// so that its id stays the same from request to request, as the reference's (see baseItemLocked).
+	baseItem json.RawMessage
+	baseFor  string // the base text baseItem was made of
+	told     string // the base instructions the model was last given (base, or a later replacement)
 	// multiAgentV2 is set in a thread started on a multi-agent v2 model: its context tells the agent's role.
 	multiAgentV2 bool
+	// collabChild is set in an agent the collaboration tools spawned: its context tells it a child's role.
+	collabChild bool
 	// deferredSeen are the namespaces of tool_search-deferred tools the model had in its last request or was
 	// last told of (nil: unknown, a resumed thread's), so that a turn tells it of those added since.
 	deferredSeen map[string]bool

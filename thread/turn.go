@@ -190,6 +190,9 @@ type TurnOptions struct {
 	// ParentTurnID is the parent's turn that gave a sub-agent this turn: the turn's root, as the reference
 	// attributes it ("": the turn is its own root).
 	ParentTurnID string
+	// Messages are model-input items that stand in for user input (the collaboration tools' agent_message
+	// items): they join the history after the input, with no userMessage item.
+	Messages []json.RawMessage
 }
 
 // root is the id of the turn this one descends from: the parent's turn for a sub-agent's, else itself.
@@ -339,7 +342,7 @@ func (t *Thread) BeginTurn(input []protocol.UserInput, opts TurnOptions) (tn *Tu
 	defer t.mu.Unlock()
 	if t.active != nil {
 		t.active.mu.Lock()
-		t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: opts.ClientUserMessageID})
+		t.active.pending = append(t.active.pending, pendingInput{input: input, clientID: opts.ClientUserMessageID, items: opts.Messages})
 		t.active.signalInputLocked()
 		t.active.mu.Unlock()
 		return t.active, true
@@ -368,7 +371,8 @@ func (t *Thread) BeginIdleTurn(input []protocol.UserInput, opts TurnOptions) *Tu
 type pendingInput struct {
 	input    []protocol.UserInput
 	clientID *string
-	// items are response items for the history as they are (QueueItems), instead of user input.
+	// items go to the history as they are: TurnOptions.Messages of folded input, or a script's notify()
+	// output (QueueItems, with no user input).
 	items []json.RawMessage
 }
 
@@ -388,18 +392,6 @@ func (t *Thread) QueueItems(items ...json.RawMessage) {
 	t.active.mu.Lock()
 	t.active.pending = append(t.active.pending, pendingInput{items: items})
 	t.active.mu.Unlock()
-}
-
-// takeInput moves pending input into the history: user input as userMessage items, injected items as
-// they are.
-func (tn *Turn) takeInput(pending []pendingInput) {
-	for _, in := range pending {
-		if len(in.items) > 0 {
-			tn.thread.appendHistory(in.items...)
-			continue
-		}
-		tn.acceptInput(in.input, in.clientID)
-	}
 }
 
 // Steer injects input into the running turn; the caller answers turn/steer and then calls
@@ -534,10 +526,19 @@ func (tn *Turn) run() {
 	t.tellDeferredAdded(s)
 	tn.recordTurnContext(s) // after what changed, as the reference records it
 	release()
-	tn.acceptInput(tn.firstIn, tn.opts.ClientUserMessageID)
+	tn.accept(pendingInput{input: tn.firstIn, clientID: tn.opts.ClientUserMessageID, items: tn.opts.Messages})
 
 	status, turnErr := tn.loop()
 	tn.finish(status, turnErr)
+}
+
+// accept takes input into the turn: the user input as a userMessage item and a history message, then the
+// items that stand in for input (TurnOptions.Messages) into the history.
+func (tn *Turn) accept(in pendingInput) {
+	tn.acceptInput(in.input, in.clientID)
+	if len(in.items) > 0 {
+		tn.thread.appendHistory(in.items...)
+	}
 }
 
 // acceptInput turns user input into a userMessage item and a history message.
@@ -650,7 +651,9 @@ func (tn *Turn) loop() (protocol.TurnStatus, *protocol.TurnError) {
 		if s := t.Settings(); tn.autoCompact(s) { // a context filled past the limit is compacted before the request
 			t.tellChanges(s) // what its fresh initial context does not tell (another model's instructions)
 		}
-		tn.takeInput(pending)
+		for _, in := range pending {
+			tn.accept(in)
+		}
 		t.mu.Lock()
 		queued := t.queued
 		t.queued = nil
@@ -837,9 +840,6 @@ func (p preEncoded) MarshalJSON() ([]byte, error) { return p, nil }
 // buildRequest assembles the model request: base instructions, history, tools.
 func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 	t := tn.thread
-	t.mu.Lock()
-	base := t.base
-	t.mu.Unlock()
 	// A code-mode tool set's additional_tools item leads the input; such a request has no `tools` key.
 	lead := leadItems(sets)
 	// A retried attempt is sent with the history as it is then (items of the failed attempt included).
@@ -848,7 +848,7 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 		defer t.mu.Unlock()
 		input := make([]json.RawMessage, 0, len(t.history)+1+len(lead))
 		input = append(input, lead...)
-		input = append(input, messageItem("developer", base))
+		input = append(input, t.baseItemLocked())
 		return append(input, t.history...)
 	}
 	input := inputNow()
@@ -1249,7 +1249,7 @@ func (t *Thread) tellChanges(s Settings) {
 	// A turn on another model than the last one gives it the base instructions, as the reference does; a
 	// turn after a change of the base instructions alone (a personality change) gives the model the new ones.
 	t.mu.Lock()
-	prevModel, multiAgent := t.toldModel, t.multiAgentV2
+	prevModel, role := t.toldModel, t.role()
 	t.mu.Unlock()
 	if msg := t.swapModel(s); msg != nil {
 		t.appendHistory(msg)
@@ -1260,7 +1260,7 @@ func (t *Thread) tellChanges(s Settings) {
 	var modeText string
 	var agent []string
 	if prevModel != "" && prevModel != s.Model {
-		modeText, agent = modelChangeContext(prevModel, s, multiAgent)
+		modeText, agent = modelChangeContext(prevModel, s, role)
 	}
 	// A turn that changed the sandbox or approval policy tells the model what now applies; one that switched
 	// the collaboration mode (threads start in Default) which mode now applies: one developer message, as the

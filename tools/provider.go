@@ -150,6 +150,9 @@ func codeModeSets(t *thread.Thread, s thread.Settings, d *Deps, st *threadState,
 	cm.Plain = sw.codeModePlain
 	if !cm.Plain && model.AsyncTools(s.Model) {
 		cm = cm.WithAsyncTools()
+		if t.Info().Source.SubAgent != nil {
+			cm = cm.WithoutAsyncInput() // as the reference's sub-agents
+		}
 	}
 	if !cm.Plain && d.Collaboration != nil {
 		if c := d.Collaboration(t, s); c != nil {
