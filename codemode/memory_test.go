@@ -11,12 +11,12 @@ import (
 	"appserver/thread"
 )
 
-// smallCap sets a 64 MiB memory cap for the test, after a GC so that an earlier test's garbage does
+// smallCap sets a 16 MiB memory cap for the test, after a GC so that an earlier test's garbage does
 // not count.
 func smallCap(t *testing.T) {
 	t.Helper()
 	runtime.GC()
-	watcher.override.Store(64 << 20)
+	watcher.override.Store(16 << 20)
 	t.Cleanup(func() { watcher.override.Store(0) })
 }
 
