@@ -414,10 +414,24 @@ func (p *Process) startLaunched(ctx context.Context, cmd *exec.Cmd) (started, bo
 	if !ok {
 		return nil, false, nil
 	}
-	e := p.m.ls.get(ctx, p.owner, la)
-	if e == nil {
-		return nil, false, nil
+	for retried := false; ; retried = true {
+		e := p.m.ls.get(ctx, p.owner, la)
+		if e == nil {
+			return nil, false, nil
+		}
+		c, launched, notSent, err := p.spawnBy(ctx, e, cmd, la)
+		// A launcher found dead before it got the request (killed, or ended while idle, and not yet
+		// noticed) is replaced once: the command did not start there.
+		if notSent && !retried {
+			continue
+		}
+		return c, launched, err
 	}
+}
+
+// spawnBy asks launcher e to start cmd, as startLaunched describes; notSent reports a launcher
+// that had ended before it got the request (dropped from the pool already).
+func (p *Process) spawnBy(ctx context.Context, e *launcherEntry, cmd *exec.Cmd, la sandbox.Launch) (c started, launched, notSent bool, err error) {
 	var stdio [3]*os.File
 	for i, s := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
 		if f, ok := s.(*os.File); ok && f != nil {
@@ -428,31 +442,31 @@ func (p *Process) startLaunched(ctx context.Context, cmd *exec.Cmd) (started, bo
 		null, err := os.Open(os.DevNull)
 		if err != nil {
 			p.m.ls.release(e)
-			return nil, false, nil
+			return nil, false, false, nil
 		}
 		defer null.Close()
 		stdio[0] = null
 	}
 	if stdio[1] == nil || stdio[2] == nil {
 		p.m.ls.release(e)
-		return nil, false, nil
+		return nil, false, false, nil
 	}
 	attr := cmd.SysProcAttr
 	req := confine.LaunchRequest{Argv: la.Argv, Env: cmd.Env, Dir: la.Dir, Setsid: attr.Setsid, Setctty: attr.Setctty, Setpgid: attr.Setpgid}
-	c, err := e.l.Spawn(ctx, req, stdio, p.scope.cgFD)
+	lc, err := e.l.Spawn(ctx, req, stdio, p.scope.cgFD)
 	var ab *sandbox.SpawnAbandoned
 	switch {
 	case errors.As(err, &ab):
 		p.m.ls.release(e) // not the launcher's failure
-		return nil, false, err
+		return nil, false, false, err
 	case err != nil && ctx.Err() != nil:
 		p.m.ls.release(e) // ctx ended before the request was sent: the per-command way
-		return nil, false, nil
+		return nil, false, false, nil
 	case err != nil:
 		p.m.ls.failed(e, err)
-		return nil, false, nil
+		return nil, false, errors.Is(err, sandbox.ErrNotSent), nil
 	}
 	p.m.ls.succeeded()
 	p.scope.dieWithCommand = true
-	return launchedChild{c: c, release: func() { p.m.ls.release(e) }}, true, nil
+	return launchedChild{c: lc, release: func() { p.m.ls.release(e) }}, true, false, nil
 }

@@ -44,7 +44,10 @@ func Launchable(argv []string) (Launch, bool) {
 // Errors of a launcher; the caller then starts the command the per-command way.
 var (
 	ErrLauncherDead = errors.New("sandbox: launcher ended")
-	ErrLaunch       = errors.New("sandbox: launcher refused")
+	// ErrNotSent comes with ErrLauncherDead when the launcher ended before it got the request: the
+	// command was not started, so another launcher may start it.
+	ErrNotSent = errors.New("the request was not sent")
+	ErrLaunch  = errors.New("sandbox: launcher refused")
 	// ErrTooLarge: the request (argv and environment) does not fit in one message.
 	ErrTooLarge = errors.New("sandbox: launch request too large")
 	// ErrNamespaces: the kernel refused a launcher's namespaces, every kind StartLauncher tried

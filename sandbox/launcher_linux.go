@@ -300,10 +300,11 @@ func (l *Launcher) dropReplies() {
 // first, Spawn returns at once: with ctx's error before the request was sent, else with a
 // *SpawnAbandoned (the command must not be started another way: it may be running on the stdio).
 func (l *Launcher) Spawn(ctx context.Context, req confine.LaunchRequest, stdio [3]*os.File, cgroupFD int) (*Launched, error) {
+	notSent := fmt.Errorf("%w: %w", ErrLauncherDead, ErrNotSent)
 	select {
 	case l.spawnTurn <- struct{}{}:
 	case <-l.dead:
-		return nil, ErrLauncherDead
+		return nil, notSent
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
@@ -315,7 +316,7 @@ func (l *Launcher) Spawn(ctx context.Context, req confine.LaunchRequest, stdio [
 	}()
 	select {
 	case <-l.dead:
-		return nil, ErrLauncherDead
+		return nil, notSent
 	default:
 	}
 	if err := context.Cause(ctx); err != nil {
@@ -340,7 +341,7 @@ func (l *Launcher) Spawn(ctx context.Context, req confine.LaunchRequest, stdio [
 			return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
 		}
 		if errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET) || errors.Is(err, os.ErrClosed) {
-			return nil, fmt.Errorf("%w: send: %w", ErrLauncherDead, err) // not a refusal
+			return nil, fmt.Errorf("%w: send: %w: %w", ErrLauncherDead, ErrNotSent, err) // not a refusal
 		}
 		return nil, fmt.Errorf("%w: send: %w", ErrLaunch, err)
 	}
