@@ -1079,11 +1079,8 @@ func dispatchTool(ctx context.Context, tc *ToolContext, sets []ToolSet, call Too
 		// The reference's words for a freeform call of a tool it did not offer (apply_patch included).
 		return CustomOutput(call.CallID, "unsupported custom tool call: "+call.Name)
 	}
-	name := call.Name
-	if call.Namespace != "" {
-		name = call.Namespace + "." + call.Name
-	}
-	return FunctionOutput(call.CallID, "unsupported call: "+name)
+	// The reference names a namespaced call by its namespace and name run together (namespace "foo", name "echo": "fooecho").
+	return FunctionOutput(call.CallID, "unsupported call: "+call.Namespace+call.Name)
 }
 
 // mismatchedKind reports whether a top-level call names a tool offered as the other kind (function vs
