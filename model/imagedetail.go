@@ -27,6 +27,7 @@ func RecordedImageDetail(id, requested string) (detail string, omit bool) {
 var (
 	inputImageMarker     = []byte(`"input_image"`)
 	detailOriginalMarker = []byte(`"detail":"original"`)
+	detailMarker         = []byte(`"detail":`)
 )
 
 // RequestImageDetails adapts the input_image parts of the request's input items to the model, as the reference
@@ -41,7 +42,8 @@ func RequestImageDetails(id string, items []json.RawMessage) []json.RawMessage {
 	}
 	var out []json.RawMessage
 	for i, it := range items {
-		if !bytes.Contains(it, inputImageMarker) || (!lite && !bytes.Contains(it, detailOriginalMarker)) {
+		if !bytes.Contains(it, inputImageMarker) || (!lite && !bytes.Contains(it, detailOriginalMarker)) ||
+			(lite && !bytes.Contains(it, detailMarker)) {
 			continue
 		}
 		changed, ok := adaptImages(it, lite)
