@@ -181,6 +181,15 @@ func (s *Set) Call(ctx context.Context, tc *thread.ToolContext, call thread.Tool
 		}
 	}
 	if call.Namespace != "" && call.Namespace != functionsNS {
+		if strings.HasPrefix(call.Namespace, "mcp__") {
+			// A top-level call of an MCP server's tool by namespace runs as outside code mode (the reference,
+			// on gpt-6-sol); its flat `mcp__<server>__<tool>` name is unsupported there too.
+			for _, set := range s.nested {
+				if out, ok := set.Call(ctx, tc, call); ok {
+					return out, true
+				}
+			}
+		}
 		return nil, false
 	}
 	switch {

@@ -42,11 +42,6 @@ func sanitizeName(name string) string {
 // NamespaceName is the model-facing namespace of a server's tools.
 func NamespaceName(server string) string { return sanitizeName(NamespacePrefix + server) }
 
-// FlatToolName is the classic single-name form `mcp__<server>__<tool>`.
-func FlatToolName(server, tool string) string {
-	return sanitizeName(NamespacePrefix + server + "__" + tool)
-}
-
 // functionTool is a Responses API function tool (field order as the reference sends it).
 type functionTool struct {
 	Type        string          `json:"type"`
@@ -169,9 +164,9 @@ func (m *Manager) ModelTools() []json.RawMessage {
 	return append(m.ResourceTools(), m.NamespaceTools()...)
 }
 
-// Resolve maps a model function call to an MCP server and tool. It accepts the namespaced form
-// (namespace "mcp__<server>", name "<tool>") and the flat form (namespace "", name
-// "mcp__<server>__<tool>"). Only tools of ready servers that pass the tool filters resolve.
+// Resolve maps a model function call to an MCP server and tool: the namespaced form only (namespace
+// "mcp__<server>", name "<tool>"); the reference answers a flat `mcp__<server>__<tool>` call "unsupported call".
+// Only tools of ready servers that pass the tool filters resolve.
 func (m *Manager) Resolve(namespace, name string) (server, tool string, ok bool) {
 	for _, s := range m.servers {
 		s.mu.Lock()
@@ -180,14 +175,11 @@ func (m *Manager) Resolve(namespace, name string) (server, tool string, ok bool)
 		if !ready {
 			continue
 		}
-		if namespace != "" && namespace != NamespaceName(s.cfg.Name) {
+		if namespace == "" || namespace != NamespaceName(s.cfg.Name) {
 			continue
 		}
 		for _, t := range tools {
-			if namespace != "" && sanitizeName(t.Name) == name {
-				return s.cfg.Name, t.Name, true
-			}
-			if namespace == "" && FlatToolName(s.cfg.Name, t.Name) == name {
+			if sanitizeName(t.Name) == name {
 				return s.cfg.Name, t.Name, true
 			}
 		}

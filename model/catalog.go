@@ -72,6 +72,12 @@ type CatalogModel struct {
 	// CodeMode is the reference's `tool_mode = "code_mode_only"` (every entry but gpt-5.5): its tools are
 	// reached through a JavaScript `exec` tool, and the provider's hosted web_search is not offered.
 	CodeMode bool `json:"-"`
+	// ResponsesLite is the reference's use_responses_lite (the code-mode entries): input images go to the
+	// model without a `detail`.
+	ResponsesLite bool `json:"-"`
+	// ImageDetailOriginal is the reference's supports_image_detail_original (every entry): input images are
+	// recorded with detail "original", whatever the client asked.
+	ImageDetailOriginal bool `json:"-"`
 }
 
 func strp(s string) *string { return &s }
@@ -115,12 +121,13 @@ func Catalog() []CatalogModel {
 			SupportedReasoningEfforts: efforts(levels...), DefaultReasoningEffort: defEffort,
 			InputModalities: []string{"text", "image"}, AdditionalSpeedTiers: []string{"fast"},
 			ServiceTiers: tier("1.5x speed, increased usage"), ContextWindow: DefaultContextWindow,
-			Verbosity: "low",
+			Verbosity: "low", ImageDetailOriginal: true,
 		}
 		if multi != "" {
 			m.MultiAgentVersion = strp(multi)
 			m.ReasoningContext = "all_turns"
 			m.CodeMode = true
+			m.ResponsesLite = true
 		}
 		return m
 	}

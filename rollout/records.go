@@ -377,9 +377,11 @@ func NewTextContent(text string) TextContent {
 
 // UserMessageItem is the item_completed item for user input (type "UserMessage").
 type UserMessageItem struct {
-	Type    string `json:"type"`
-	ID      string `json:"id"`
-	Content []any  `json:"content"`
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// ClientID is the turn's clientUserMessageId, kept so a fork or resume of the rollout still reports it.
+	ClientID string `json:"client_id,omitempty"`
+	Content  []any  `json:"content"`
 }
 
 // AgentMessageContent is one part of an agent message ({"type":"Text","text":…}).

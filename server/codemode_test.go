@@ -343,6 +343,31 @@ func TestCodeModeMCPTool(t *testing.T) {
 	}
 }
 
+// A top-level MCP call on a code-mode model, as the reference (0.169.0) on gpt-6-sol answers it: by namespace and
+// name it runs (an mcpToolCall item) though only exec was offered; the flat `mcp__<server>__<tool>` name is an
+// "unsupported call".
+func TestCodeModeTopLevelMCPCall(t *testing.T) {
+	pidDir := t.TempDir()
+	mm := mockmodel.New(t)
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{
+		nsCall("good", "echo", "c1", map[string]any{"text": "hi"}),
+		mockmodel.FunctionCall("mcp__good__echo", "c2", map[string]any{"text": "flat"}),
+	}})
+	mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message("done", 1)}})
+	c := apptest.Start(t, apptest.Options{Model: mm, ModelID: "gpt-6-sol", Config: mcpServerTOML(t, "good", "", pidDir)})
+	c.Initialize(false)
+	tid := startReadyThread(t, c, "good")
+	mark := c.Mark()
+	c.StartTurn(tid, "go")
+	require.Equal(t, "completed", c.WaitTurnCompleted()["status"])
+	started, completed := mcpItems(t, c, mark)
+	require.Len(t, started, 1)
+	require.Len(t, completed, 1)
+	require.Equal(t, "completed", completed["c1"].Status)
+	require.Contains(t, outputOf(t, mm, "c1"), "echo: hi")
+	require.Equal(t, "unsupported call: mcp__good__echo", outputOf(t, mm, "c2"))
+}
+
 // Code mode offers the MCP resource helpers without any MCP server, as the reference: empty lists, and a
 // read of an unknown server throws.
 func TestCodeModeResourceHelpersWithoutServers(t *testing.T) {

@@ -246,3 +246,58 @@ func TestTurnsOfThreadWithoutRollout(t *testing.T) {
 	c.Result("thread/turns/list", map[string]any{"threadId": tid}, nil)
 	c.Result("thread/items/list", map[string]any{"threadId": tid}, nil)
 }
+
+// TestForkKeepsClientUserMessageID pins the reference (0.169.0): the userMessage items a fork inherits keep the
+// clientId given as clientUserMessageId at turn/start, in the fork response, thread/read, thread/turns/list
+// and thread/resume, and after a restart; a turn started without one reads with a null clientId.
+func TestForkKeepsClientUserMessageID(t *testing.T) {
+	mm := mockmodel.New(t)
+	for _, r := range []string{"R1", "R2"} {
+		mm.Enqueue(mockmodel.Response{Items: []mockmodel.Item{mockmodel.Message(r, 1)}})
+	}
+	c := apptest.Start(t, apptest.Options{Model: mm})
+	c.Initialize(true)
+	tid := c.StartThread(nil)
+	c.Result("turn/start", map[string]any{"threadId": tid, "clientUserMessageId": "cli-1",
+		"input": []any{map[string]any{"type": "text", "text": "hi"}}}, nil)
+	c.WaitTurnCompleted()
+	c.StartTurn(tid, "no client id")
+	c.WaitTurnCompleted()
+
+	clientIDs := func(turns []turnObj) []any {
+		t.Helper()
+		var out []any
+		for _, tn := range turns {
+			for _, it := range tn.Items {
+				if it["type"] == "userMessage" {
+					v, ok := it["clientId"]
+					require.True(t, ok, "userMessage carries clientId")
+					out = append(out, v)
+				}
+			}
+		}
+		return out
+	}
+	want := []any{"cli-1", nil}
+	fk := forkThread(t, c, map[string]any{"threadId": tid})
+	require.Equal(t, want, clientIDs(fk.Turns), "thread/fork")
+	check := func(c *apptest.Client) {
+		t.Helper()
+		require.Equal(t, want, clientIDs(readThread(t, c, fk.ID, true).Turns), "thread/read")
+		var page struct {
+			Data []turnObj `json:"data"`
+		}
+		c.Result("thread/turns/list", map[string]any{"threadId": fk.ID, "sortDirection": "asc"}, &page)
+		require.Equal(t, want, clientIDs(page.Data), "thread/turns/list")
+	}
+	check(c)
+	c.Close()
+	c2 := apptest.Start(t, apptest.Options{Model: mm, Home: c.Home})
+	c2.Initialize(true)
+	check(c2)
+	var res struct {
+		Thread threadObj `json:"thread"`
+	}
+	c2.Result("thread/resume", map[string]any{"threadId": fk.ID}, &res)
+	require.Equal(t, want, clientIDs(res.Thread.Turns), "thread/resume")
+}

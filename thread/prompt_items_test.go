@@ -48,16 +48,16 @@ func TestMessageItemsMatchMarshalledMaps(t *testing.T) {
 		},
 	}
 	for _, input := range inputs {
-		got := userInputItem(input)
+		got := userInputItem(input, "mock-model")
 		content := []map[string]any{}
 		for _, in := range input {
 			switch v := in.Value.(type) {
 			case protocol.UserInputText:
 				content = append(content, map[string]any{"type": "input_text", "text": v.Text})
 			case protocol.UserInputImage:
-				content = append(content, map[string]any{"type": "input_image", "image_url": v.URL})
-			case protocol.UserInputLocalImage:
-				content = append(content, map[string]any{"type": "input_text", "text": "<image path=\"" + string(v.Path) + "\">"})
+				content = append(content, map[string]any{"type": "input_image", "image_url": v.URL, "detail": "high"})
+			case protocol.UserInputLocalImage: // a file that does not exist
+				content = append(content, map[string]any{"type": "input_text", "text": "Codex could not read the local image at `" + string(v.Path) + "`: No such file or directory (os error 2)"})
 			case protocol.UserInputSkill:
 				content = append(content, map[string]any{"type": "input_text", "text": "<skill name=\"" + v.Name + "\" path=\"" + string(v.Path) + "\"/>"})
 			case protocol.UserInputMention:

@@ -167,7 +167,11 @@ func coreItem(item protocol.ThreadItem) any {
 		for _, in := range v.Content {
 			content = append(content, in)
 		}
-		return rollout.UserMessageItem{ID: v.ID, Content: content}
+		um := rollout.UserMessageItem{ID: v.ID, Content: content}
+		if v.ClientID != nil {
+			um.ClientID = *v.ClientID
+		}
+		return um
 	case protocol.ThreadItemAgentMessage:
 		am := rollout.AgentMessageItem{ID: v.ID, Content: []rollout.AgentMessageContent{{Type: "Text", Text: v.Text}}}
 		if v.Phase != nil {

@@ -2,10 +2,14 @@ package thread
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"appserver/internal/oserr"
 	"appserver/internal/stacksize"
 	"appserver/jsonrpc/jsonstr"
 	"appserver/model"
@@ -562,7 +567,7 @@ func (tn *Turn) acceptInput(input []protocol.UserInput, clientID *string) {
 	item.CompletedAtMs = ptr(nowMs())
 	t.notePreview(userText(input))
 	// The reference records the model's user message before the UI item.
-	t.appendHistory(userInputItem(input))
+	t.appendHistory(userInputItem(input, t.Settings().Model))
 	tn.addItem(protocol.ThreadItem{Value: item})
 	t.emit(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: protocol.ThreadItem{Value: item}, ThreadID: t.ID, TurnID: tn.ID, CompletedAtMs: *item.CompletedAtMs})
 }
@@ -595,9 +600,11 @@ func userText(input []protocol.UserInput) string {
 	return strings.Join(parts, "\n")
 }
 
-// userInputItem converts user input into a Responses user message.
+// userInputItem converts user input into a Responses user message for the thread's model. Images carry the
+// detail the reference records for that model (model.RecordedImageDetail); a local image is read and sent as
+// a data URL between `<image name=[Image #n] path="…">` and `</image>` (n counts the message's images).
 // It writes what marshal makes of the message as maps (members sorted by name) without reflection.
-func userInputItem(input []protocol.UserInput) json.RawMessage {
+func userInputItem(input []protocol.UserInput, modelID string) json.RawMessage {
 	b := make([]byte, 0, 160)
 	b = append(b, `{"content":[`...)
 	first := true
@@ -618,14 +625,48 @@ func userInputItem(input []protocol.UserInput) json.RawMessage {
 		b = append(b, typ...)
 		b = append(b, `"}`...)
 	}
+	image := func(url *string, requested *protocol.ImageDetail) {
+		detail, omit := model.RecordedImageDetail(modelID, string(deref(requested)))
+		if omit {
+			part("text", ptr(model.ImageDetailLowNote), "input_text")
+			return
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, `{"detail":`...)
+		b = jsonstr.Append(b, detail)
+		b = append(b, `,"image_url":`...)
+		if url == nil {
+			b = append(b, "null"...)
+		} else {
+			b = jsonstr.Append(b, *url)
+		}
+		b = append(b, `,"type":"input_image"}`...)
+	}
+	images := 0
 	for _, in := range input {
 		switch v := in.Value.(type) {
 		case protocol.UserInputText:
 			part("text", &v.Text, "input_text")
 		case protocol.UserInputImage:
-			part("image_url", v.URL, "input_image")
+			images++
+			image(v.URL, v.Detail)
 		case protocol.UserInputLocalImage:
-			part("text", ptr("<image path=\""+string(v.Path)+"\">"), "input_text")
+			images++
+			url, err := localImageURL(string(v.Path))
+			if err != nil {
+				part("text", ptr("Codex could not read the local image at `"+string(v.Path)+"`: "+oserr.Text(err)), "input_text")
+				continue
+			}
+			part("text", ptr("<image name=[Image #"+strconv.Itoa(images)+"] path=\""+string(v.Path)+"\">"), "input_text")
+			if url == "" {
+				part("text", ptr("image content omitted because it could not be processed"), "input_text")
+			} else {
+				image(&url, v.Detail)
+			}
+			part("text", ptr("</image>"), "input_text")
 		case protocol.UserInputSkill:
 			part("text", ptr("<skill name=\""+v.Name+"\" path=\""+string(v.Path)+"\"/>"), "input_text")
 		case protocol.UserInputMention:
@@ -635,6 +676,19 @@ func userInputItem(input []protocol.UserInput) json.RawMessage {
 	b = append(b, `],"id":"msg_`...)
 	b = appendUUIDv7(b)
 	return append(b, `","role":"user","type":"message"}`...)
+}
+
+// localImageURL reads a local image as a data URL; "" (no error) for a file that is not an image.
+func localImageURL(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	mt := http.DetectContentType(data)
+	if !strings.HasPrefix(mt, "image/") {
+		return "", nil
+	}
+	return "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(data), nil
 }
 
 // loop runs model requests and tool calls until the model answers without a tool call.
@@ -849,7 +903,8 @@ func (tn *Turn) buildRequest(s Settings, sets []ToolSet) *model.Request {
 		input := make([]json.RawMessage, 0, len(t.history)+1+len(lead))
 		input = append(input, lead...)
 		input = append(input, t.baseItemLocked())
-		return append(input, t.history...)
+		// Images go out with the detail this model takes (none on a Responses-lite model).
+		return model.RequestImageDetails(s.Model, append(input, t.history...))
 	}
 	input := inputNow()
 	t.mu.Lock()
@@ -1024,11 +1079,8 @@ func dispatchTool(ctx context.Context, tc *ToolContext, sets []ToolSet, call Too
 		// The reference's words for a freeform call of a tool it did not offer (apply_patch included).
 		return CustomOutput(call.CallID, "unsupported custom tool call: "+call.Name)
 	}
-	name := call.Name
-	if call.Namespace != "" {
-		name = call.Namespace + "." + call.Name
-	}
-	return FunctionOutput(call.CallID, "unsupported call: "+name)
+	// The reference names a namespaced call by its namespace and name run together (namespace "foo", name "echo": "fooecho").
+	return FunctionOutput(call.CallID, "unsupported call: "+call.Namespace+call.Name)
 }
 
 // mismatchedKind reports whether a top-level call names a tool offered as the other kind (function vs

@@ -270,7 +270,8 @@ func (viewImageSet) Call(_ context.Context, tc *thread.ToolContext, call thread.
 		ImageURL string `json:"image_url"`
 		Detail   string `json:"detail"`
 	}
-	content, _ := json.Marshal([]inputImage{{Type: "input_image", ImageURL: "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(data), Detail: "high"}})
+	detail, _ := model.RecordedImageDetail(tc.Settings.Model, "")
+	content, _ := json.Marshal([]inputImage{{Type: "input_image", ImageURL: "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(data), Detail: detail}})
 	return thread.FunctionOutputRaw(call.CallID, content), true
 }
 

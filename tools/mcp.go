@@ -160,7 +160,7 @@ func (s *mcpSet) Call(ctx context.Context, tc *thread.ToolContext, call thread.T
 			return resourceCall(ctx, tc, m, call), true
 		}
 	}
-	// A flat `mcp__<server>__<tool>` name is accepted too (the reference answers it "unsupported call").
+	// A flat `mcp__<server>__<tool>` name does not resolve: the reference answers it "unsupported call".
 	server, tool, ok := m.Resolve(call.Namespace, call.Name)
 	if !ok {
 		return nil, false
