@@ -309,15 +309,21 @@ func (cs *collabSet) locate(target string) (Located, error) {
 	return l, nil
 }
 
-func (cs *collabSet) message(tc *thread.ToolContext, call thread.ToolCall) (string, error) {
+// messageTarget reads send_message's and followup_task's arguments: a non-empty message and a live target.
+func (cs *collabSet) messageTarget(call thread.ToolCall) (targetArgs, Located, error) {
 	var a targetArgs
 	if err := decodeArgs(call, &a, targetFields, targetFields); err != nil {
-		return "", err
+		return a, Located{}, err
 	}
 	if a.Message == nil || *a.Message == "" {
-		return "", errEmptyMessage
+		return a, Located{}, errEmptyMessage
 	}
 	l, err := cs.locate(a.Target)
+	return a, l, err
+}
+
+func (cs *collabSet) message(tc *thread.ToolContext, call thread.ToolCall) (string, error) {
+	a, l, err := cs.messageTarget(call)
 	if err != nil {
 		return "", err
 	}
@@ -333,14 +339,7 @@ func (cs *collabSet) message(tc *thread.ToolContext, call thread.ToolCall) (stri
 }
 
 func (cs *collabSet) followup(ctx context.Context, tc *thread.ToolContext, call thread.ToolCall) (string, error) {
-	var a targetArgs
-	if err := decodeArgs(call, &a, targetFields, targetFields); err != nil {
-		return "", err
-	}
-	if a.Message == nil || *a.Message == "" {
-		return "", errEmptyMessage
-	}
-	l, err := cs.locate(a.Target)
+	a, l, err := cs.messageTarget(call)
 	if err != nil {
 		return "", err
 	}
